@@ -1,0 +1,71 @@
+"""What every tool is and what it is given.
+
+A tool is a name, a static description and schema (REQ-BED-017: descriptions
+never change with the mode), and an async `run` that never raises for bad input:
+a missing or mistyped field becomes an error `ToolResult` naming the field.
+Cancelling the task that awaits `run` must stop the tool's work (and kill any
+process tree it started) and let `CancelledError` propagate.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+from phoenix_nb.core.values import Mode, ToolResult
+
+# Environment variables whose names match any of these (case-insensitive
+# substrings) never reach a tool's process: the model must not read them.
+DEFAULT_SECRET_PATTERNS: tuple[str, ...] = (
+    "API_KEY",
+    "APIKEY",
+    "TOKEN",
+    "SECRET",
+    "PASSWORD",
+    "PASSWD",
+    "CREDENTIAL",
+    "PRIVATE_KEY",
+    "AUTH",
+)
+
+
+@dataclass(frozen=True)
+class SandboxInfo:
+    """Whether Restricted mode can be enforced here, detected once at start-up."""
+
+    available: bool
+    abi: int = 0
+    reason: str = ""  # why not, or what is enforced, for the user
+
+
+HelperLlm = Callable[[str, str], Awaitable[str]]  # (system, prompt) -> text
+
+
+@dataclass(frozen=True)
+class ToolContext:
+    cwd: Path  # fixed at conversation creation (REQ-BED-010)
+    mode: Mode
+    sandbox: SandboxInfo
+    conversation_id: str = ""
+    helper_llm: HelperLlm | None = None  # small-model calls (keyword_search ranking)
+    secret_patterns: tuple[str, ...] = DEFAULT_SECRET_PATTERNS
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+
+@runtime_checkable
+class Tool(Protocol):
+    name: str
+    description: str
+    input_schema: Mapping[str, Any]
+
+    async def run(
+        self, input: Mapping[str, Any], ctx: ToolContext, tool_use_id: str
+    ) -> ToolResult: ...
+
+
+RESTRICTED_PATCH_MESSAGE = (
+    "Patch tool is disabled in Restricted mode. "
+    "Use request_mode_upgrade to request write access."
+)
