@@ -1,0 +1,47 @@
+"""The think tool: a place for the model to reason out loud between actions.
+
+It does nothing but acknowledge. Its value is that the thoughts land in the
+history as a tool call — visible in the record — without being mistaken for an
+answer to the user, and that it costs no process or file access, so it is
+available in every mode.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from phoenix_nb.core.values import ToolResult
+from phoenix_nb.tools.base import ToolContext
+from phoenix_nb.tools.schema import invalid_input_result, validate
+
+THINK_DESCRIPTION = (
+    "Think through a problem step by step before acting: plan, weigh options, or "
+    "check your reasoning. The thoughts are recorded in the conversation and shown "
+    "to the user; nothing is executed and no files are read or changed. Available "
+    "in both Restricted and Unrestricted mode."
+)
+
+
+class ThinkTool:
+    """Records the model's thoughts; returns "recorded"."""
+
+    name = "think"
+    description = THINK_DESCRIPTION
+    input_schema: Mapping[str, Any] = {
+        "type": "object",
+        "properties": {
+            "thoughts": {"type": "string", "description": "Your thoughts, in full."},
+        },
+        "required": ["thoughts"],
+    }
+
+    async def run(self, input: Mapping[str, Any], ctx: ToolContext, tool_use_id: str) -> ToolResult:
+        problem = validate(input, self.input_schema)
+        if problem:
+            return invalid_input_result(tool_use_id, self.name, problem)
+        return ToolResult(
+            tool_use_id=tool_use_id,
+            content="recorded",
+            display={"thoughts": input["thoughts"]},
+        )

@@ -1,0 +1,255 @@
+"""The patch tool against real files in a temp dir (issue item 4, REQ-PATCH-009)."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from phoenix_nb.core.values import Mode, ToolResult
+from phoenix_nb.tools.base import RESTRICTED_PATCH_MESSAGE, SandboxInfo, ToolContext
+from phoenix_nb.tools.patch import PatchTool
+
+
+def ctx_for(cwd: Path, mode: Mode = Mode.UNRESTRICTED) -> ToolContext:
+    return ToolContext(cwd=cwd, mode=mode, sandbox=SandboxInfo(available=True, abi=7))
+
+
+async def patch(
+    cwd: Path, path: str, *patches: dict[str, Any], mode: Mode = Mode.UNRESTRICTED
+) -> ToolResult:
+    return await PatchTool().run(
+        {"path": path, "patches": list(patches)}, ctx_for(cwd, mode), "tu1"
+    )
+
+
+def replace(old: str, new: str) -> dict[str, str]:
+    return {"operation": "replace", "oldText": old, "newText": new}
+
+
+async def test_restricted_mode_changes_nothing_and_says_exactly_why(tmp_path: Path) -> None:
+    """REQ-PATCH-009: exact message, file untouched, nothing created."""
+    (tmp_path / "a.txt").write_text("hello\n")
+    result = await patch(tmp_path, "a.txt", replace("hello", "bye"), mode=Mode.RESTRICTED)
+    assert result.is_error and result.content == RESTRICTED_PATCH_MESSAGE
+    assert (tmp_path / "a.txt").read_text() == "hello\n"
+    result = await patch(
+        tmp_path, "new/b.txt", {"operation": "overwrite", "newText": "x"}, mode=Mode.RESTRICTED
+    )
+    assert result.content == RESTRICTED_PATCH_MESSAGE
+    assert not (tmp_path / "new").exists()
+
+
+async def test_replace_unique_match_reports_counts_and_diff(tmp_path: Path) -> None:
+    (tmp_path / "src").mkdir()
+    f = tmp_path / "src" / "x.py"
+    f.write_text("def f():\n    return 1\n\n\ndef g():\n    return 2\n")
+    result = await patch(
+        tmp_path,
+        "src/x.py",
+        replace("    return 1\n", "    a = 1\n    return a\n"),
+        replace("return 2", "return 3"),
+    )
+    assert not result.is_error, result.content
+    assert result.content == "Applied 2 patches to src/x.py (+3 −2)."
+    assert f.read_text() == "def f():\n    a = 1\n    return a\n\n\ndef g():\n    return 3\n"
+    assert result.display is not None and result.display["path"] == "src/x.py"
+    assert (
+        "-    return 1\n" in result.display["diff"] and "+    return a\n" in result.display["diff"]
+    )
+    assert result.display["diff"].startswith("--- a/src/x.py\n+++ b/src/x.py\n")
+
+
+async def test_all_or_nothing_when_a_later_patch_fails(tmp_path: Path) -> None:
+    f = tmp_path / "a.txt"
+    f.write_text("one\ntwo\n")
+    before = f.stat()
+    result = await patch(tmp_path, "a.txt", replace("one", "1"), replace("three", "3"))
+    assert result.is_error
+    assert "patches[1]" in result.content and "0 matches" in result.content
+    assert "not changed" in result.content
+    assert f.read_text() == "one\ntwo\n"
+    assert f.stat().st_ino == before.st_ino and f.stat().st_mtime_ns == before.st_mtime_ns
+
+
+async def test_ambiguous_match_reports_count_and_lines(tmp_path: Path) -> None:
+    lines = ["x = 0\n"] * 40
+    for n in (4, 19, 40):
+        lines[n - 1] = "value = compute()\n"
+    f = tmp_path / "a.py"
+    f.write_text("".join(lines))
+    result = await patch(tmp_path, "a.py", replace("value = compute()", "value = 1"))
+    assert result.is_error
+    assert "3 matches at lines 4, 19, 40" in result.content
+    assert f.read_text() == "".join(lines)
+
+
+async def test_not_found_hints_the_closest_line(tmp_path: Path) -> None:
+    f = tmp_path / "a.py"
+    f.write_text("import os\n\ndef compute_total(items, tax):\n    return sum(items)\n")
+    result = await patch(tmp_path, "a.py", replace("def compute_totals(items, tax_rate):", "x"))
+    assert result.is_error
+    assert "0 matches" in result.content
+    assert "line is 3" in result.content
+
+
+async def test_tolerates_unicode_lookalikes_and_preserves_the_rest(tmp_path: Path) -> None:
+    """Known failure of the original system: em dashes and curly quotes."""
+    text = "title = “Phoenix — the agent’s notebook”\u00a0# note…\nkeep = ‘untouched’ – yes\n"
+    f = tmp_path / "a.py"
+    f.write_bytes(text.encode())
+    result = await patch(
+        tmp_path,
+        "a.py",
+        replace('title = "Phoenix - the agent\'s notebook" # note...', "title = 'P'"),
+    )
+    assert not result.is_error, result.content
+    assert "typographic" in result.content
+    assert f.read_bytes() == "title = 'P'\nkeep = ‘untouched’ – yes\n".encode()
+
+
+async def test_crlf_file_stays_crlf_and_lf_oldtext_matches(tmp_path: Path) -> None:
+    f = tmp_path / "win.txt"
+    f.write_bytes(b"first\r\nsecond\r\nthird\r\n")
+    result = await patch(
+        tmp_path,
+        "win.txt",
+        replace("first\nsecond\n", "uno\ndos\ntres\n"),
+        {"operation": "append_eof", "newText": "last\n"},
+    )
+    assert not result.is_error, result.content
+    assert f.read_bytes() == b"uno\r\ndos\r\ntres\r\nthird\r\nlast\r\n"
+
+
+async def test_indentation_differences_are_tolerated_and_reindented(tmp_path: Path) -> None:
+    f = tmp_path / "a.py"
+    f.write_text("class A:\n\tdef f(self):\n\t\tif x:\n\t\t\treturn 1\n\t\treturn 2\n")
+    old = "if x:\n    return 1\n"
+    new = "if x and y:\n    return 10\nlog()\n"
+    result = await patch(tmp_path, "a.py", replace(old, new))
+    assert not result.is_error, result.content
+    assert "indentation" in result.content
+    assert (
+        f.read_text()
+        == "class A:\n\tdef f(self):\n\t\tif x and y:\n\t\t    return 10\n\t\tlog()\n\t\treturn 2\n"
+    )
+
+
+async def test_indentation_tolerant_delete_removes_whole_lines(tmp_path: Path) -> None:
+    f = tmp_path / "a.py"
+    f.write_text("def f():\n\ta()\n\tb()\n\tc()\n")
+    result = await patch(tmp_path, "a.py", replace("    b()\n", ""))
+    assert not result.is_error, result.content
+    assert f.read_text() == "def f():\n\ta()\n\tc()\n"
+
+
+async def test_overwrite_creates_parents_and_uses_umask_mode(tmp_path: Path) -> None:
+    result = await patch(tmp_path, "deep/er/new.txt", {"operation": "overwrite", "newText": "hi\n"})
+    assert not result.is_error, result.content
+    assert result.content.startswith("Created deep/er/new.txt (+1")
+    created = tmp_path / "deep" / "er" / "new.txt"
+    assert created.read_text() == "hi\n"
+    umask = os.umask(0o022)
+    os.umask(umask)
+    assert stat.S_IMODE(created.stat().st_mode) == 0o666 & ~umask
+
+
+async def test_permissions_preserved_and_no_temp_files_left(tmp_path: Path) -> None:
+    f = tmp_path / "run.sh"
+    f.write_text("echo 1\n")
+    f.chmod(0o751)
+    result = await patch(tmp_path, str(f), replace("echo 1", "echo 2"))  # absolute path allowed
+    assert not result.is_error, result.content
+    assert stat.S_IMODE(f.stat().st_mode) == 0o751
+    assert f.read_text() == "echo 2\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run.sh"]
+
+
+async def test_write_is_atomic_rename(tmp_path: Path) -> None:
+    """A reader holding the old file sees the old content: the file was replaced, not rewritten."""
+    f = tmp_path / "a.txt"
+    f.write_text("old\n")
+    with f.open() as held:
+        result = await patch(tmp_path, "a.txt", replace("old", "new"))
+        assert not result.is_error
+        assert held.read() == "old\n"
+    assert f.read_text() == "new\n"
+
+
+async def test_symlink_target_is_patched_and_link_kept(tmp_path: Path) -> None:
+    real = tmp_path / "real.txt"
+    real.write_text("a\n")
+    (tmp_path / "link.txt").symlink_to(real)
+    result = await patch(tmp_path, "link.txt", replace("a", "b"))
+    assert not result.is_error, result.content
+    assert (tmp_path / "link.txt").is_symlink()
+    assert real.read_text() == "b\n"
+
+
+@pytest.mark.parametrize("data", [b"abc\x00def", b"caf\xe9\n"])
+async def test_binary_files_are_refused_unchanged(tmp_path: Path, data: bytes) -> None:
+    f = tmp_path / "blob.bin"
+    f.write_bytes(data)
+    result = await patch(tmp_path, "blob.bin", {"operation": "append_eof", "newText": "x"})
+    assert result.is_error and ("binary" in result.content or "UTF-8" in result.content)
+    assert f.read_bytes() == data
+
+
+async def test_prepend_and_append_on_file_without_trailing_newline(tmp_path: Path) -> None:
+    f = tmp_path / "a.txt"
+    f.write_text("middle")
+    result = await patch(
+        tmp_path,
+        "a.txt",
+        {"operation": "prepend_bof", "newText": "top"},
+        {"operation": "append_eof", "newText": "bottom\n"},
+    )
+    assert not result.is_error, result.content
+    assert f.read_text() == "top\nmiddle\nbottom\n"
+
+
+async def test_replace_on_missing_file_and_directory_are_clear_errors(tmp_path: Path) -> None:
+    result = await patch(tmp_path, "nope.txt", replace("a", "b"))
+    assert result.is_error and "does not exist" in result.content
+    assert not (tmp_path / "nope.txt").exists()
+    (tmp_path / "d").mkdir()
+    result = await patch(tmp_path, "d", {"operation": "overwrite", "newText": "x"})
+    assert result.is_error and "directory" in result.content
+
+
+@pytest.mark.parametrize(
+    ("patches", "field"),
+    [
+        ([{"operation": "replace", "newText": "x"}], "patches[0].oldText is required for replace"),
+        (
+            [{"operation": "replace", "oldText": "", "newText": "x"}],
+            "patches[0].oldText must not be empty",
+        ),
+        ([{"operation": "overwrite"}], "patches[0].newText is required for overwrite"),
+        ([{"operation": "move", "newText": "x"}], "patches[0].operation must be one of"),
+    ],
+)
+async def test_bad_patch_entries_name_the_field(
+    tmp_path: Path, patches: list[dict[str, Any]], field: str
+) -> None:
+    (tmp_path / "a.txt").write_text("a\n")
+    result = await PatchTool().run({"path": "a.txt", "patches": patches}, ctx_for(tmp_path), "tu")
+    assert result.is_error and field in result.content
+    assert (tmp_path / "a.txt").read_text() == "a\n"
+
+
+async def test_unwritable_directory_reports_os_error(tmp_path: Path) -> None:
+    if os.geteuid() == 0:
+        pytest.skip("root ignores directory permissions")
+    d = tmp_path / "ro"
+    d.mkdir()
+    (d / "a.txt").write_text("a\n")
+    d.chmod(0o555)
+    try:
+        result = await patch(tmp_path, "ro/a.txt", replace("a", "b"))
+        assert result.is_error and "not changed" in result.content
+    finally:
+        d.chmod(0o755)
