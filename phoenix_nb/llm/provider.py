@@ -1,0 +1,283 @@
+"""The Anthropic provider: the official SDK, streamed, with every failure classified.
+
+Why the raw event stream: `client.messages.create(..., stream=True)` yields
+the SDK's typed SSE events and nothing more, while `messages.stream()` also
+rebuilds a full snapshot of the message after every event (and re-parses the
+growing tool JSON each time). We need the deltas anyway, so we accumulate
+ourselves: joined string parts per block, tool JSON parsed once at the end.
+`tests/benchmarks/bench_stream.py` measures the cost against bare iteration.
+
+Retries belong to the state machine (REQ-BED-006), so the SDK's are off
+(`max_retries=0`). The key is held by the SDK client only; it never appears
+in `repr`, in failure messages or in logs written here.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import anthropic
+import httpx2
+
+from phoenix_nb.core.values import (
+    ContentBlock,
+    ErrorKind,
+    LlmFailure,
+    TextBlock,
+    ThinkingBlock,
+    ToolUseBlock,
+    Usage,
+)
+from phoenix_nb.llm.errors import LlmCallError, classify
+from phoenix_nb.llm.stream import (
+    LlmOutcome,
+    LlmResponse,
+    StreamUpdate,
+    TextDelta,
+    ThinkingDelta,
+    ToolInputDelta,
+    ToolUseStart,
+)
+
+
+@dataclass(frozen=True)
+class LlmRequest:
+    """One Messages API request, already in API format (see core.messages.to_api_messages).
+
+    `thinking` is passed through as the API's `thinking` parameter (e.g.
+    `{"type": "enabled", "budget_tokens": 2000}`); None leaves it off.
+    """
+
+    model: str
+    system: str
+    messages: list[dict[str, Any]]
+    tools: list[dict[str, Any]] = field(default_factory=list)
+    max_tokens: int = 4096
+    thinking: Mapping[str, Any] | None = None
+
+
+class _Block:
+    """A content block being assembled from deltas."""
+
+    __slots__ = ("id", "input", "kind", "name", "parts", "signature")
+
+    def __init__(self, kind: str, id: str = "", name: str = "", input: Any = None) -> None:
+        self.kind = kind
+        self.parts: list[str] = []
+        self.signature = ""
+        self.id = id
+        self.name = name
+        self.input = input
+
+    def finish(self, stop_reason: str | None) -> ContentBlock | None:
+        text = "".join(self.parts)
+        if self.kind == "text":
+            return TextBlock(text)
+        if self.kind == "thinking":
+            return ThinkingBlock(text, self.signature)
+        if self.kind == "tool_use":
+            return _tool_block(self.id, self.name, text, self.input, stop_reason)
+        return None
+
+
+def _tool_block(
+    id: str, name: str, raw: str, start_input: Any, stop_reason: str | None
+) -> ToolUseBlock:
+    """Parse a tool call's accumulated JSON; unusable input is kept as an error, not a crash."""
+    if not raw.strip():
+        start = start_input if isinstance(start_input, Mapping) else {}
+        return ToolUseBlock(id, name, dict(start))
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        why = (
+            "the response hit max_tokens before the input was complete"
+            if stop_reason == "max_tokens"
+            else f"the input is not valid JSON ({exc.msg} at position {exc.pos})"
+        )
+        return ToolUseBlock(id, name, {}, input_error=f"Tool input unusable: {why}.")
+    if not isinstance(value, dict):
+        return ToolUseBlock(
+            id, name, {}, input_error="Tool input unusable: it is not a JSON object."
+        )
+    return ToolUseBlock(id, name, value)
+
+
+def _usage(raw: Any, base: Usage | None = None) -> Usage:
+    """Usage from an SDK usage object; absent fields keep `base`'s (message_delta is cumulative)."""
+    base = base or Usage()
+    if raw is None:
+        return base
+
+    def pick(name: str, old: int) -> int:
+        value = getattr(raw, name, None)
+        return old if value is None else int(value)
+
+    return Usage(
+        input_tokens=pick("input_tokens", base.input_tokens),
+        output_tokens=pick("output_tokens", base.output_tokens),
+        cache_creation_input_tokens=pick(
+            "cache_creation_input_tokens", base.cache_creation_input_tokens
+        ),
+        cache_read_input_tokens=pick("cache_read_input_tokens", base.cache_read_input_tokens),
+    )
+
+
+class AnthropicProvider:
+    """Streams Messages API responses as StreamUpdates ending in one LlmOutcome."""
+
+    def __init__(
+        self,
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        timeout: float = 600.0,
+        stall_timeout: float = 60.0,
+        connect_timeout: float = 10.0,
+    ) -> None:
+        key = api_key if api_key is not None else os.environ.get("ANTHROPIC_API_KEY")
+        url = base_url if base_url is not None else os.environ.get("ANTHROPIC_BASE_URL")
+        self._secret = key or ""
+        self._stall_timeout = stall_timeout
+        self.base_url = url or "https://api.anthropic.com"
+        # `read` bounds the wait for headers and every gap between stream chunks: a stall.
+        self._client = anthropic.AsyncAnthropic(
+            api_key=key,
+            base_url=url,
+            max_retries=0,
+            timeout=httpx2.Timeout(timeout, connect=connect_timeout, read=stall_timeout),
+        )
+
+    def __repr__(self) -> str:
+        key = "set" if self._secret else "unset"
+        return f"AnthropicProvider(base_url={self.base_url!r}, api_key={key})"
+
+    async def aclose(self) -> None:
+        """Release pooled connections."""
+        await self._client.close()
+
+    def _params(self, request: LlmRequest) -> dict[str, Any]:
+        params: dict[str, Any] = {
+            "model": request.model,
+            "max_tokens": request.max_tokens,
+            "messages": request.messages,
+        }
+        if request.system:
+            params["system"] = request.system
+        if request.tools:
+            params["tools"] = request.tools
+        if request.thinking is not None:
+            params["thinking"] = dict(request.thinking)
+        return params
+
+    def _failure(self, exc: BaseException, model: str) -> LlmFailure:
+        failure = classify(exc, model=model, stall_timeout=self._stall_timeout)
+        if self._secret and self._secret in failure.message:
+            # A proxy or server may echo the key back; it must not reach the notebook.
+            failure = LlmFailure(
+                failure.kind,
+                failure.message.replace(self._secret, "[redacted]"),
+                failure.retryable,
+                failure.retry_after,
+                failure.status,
+            )
+        return failure
+
+    async def stream(self, request: LlmRequest) -> AsyncIterator[StreamUpdate]:
+        """Yield deltas as they arrive, then exactly one LlmOutcome.
+
+        Never raises for API or network faults. Cancelling the task that
+        iterates this generator propagates CancelledError and closes the
+        connection, which the server sees as a disconnect.
+        """
+        try:
+            raw = await self._client.messages.create(**self._params(request), stream=True)
+        except Exception as exc:
+            yield LlmOutcome(failure=self._failure(exc, request.model))
+            return
+        blocks: dict[int, _Block] = {}
+        usage = Usage()
+        stop_reason: str | None = None
+        complete = False
+        failure: LlmFailure | None = None
+        try:
+            async for event in raw:
+                etype = event.type
+                if etype == "content_block_delta":
+                    delta = event.delta
+                    dtype = delta.type
+                    index = event.index
+                    if dtype == "text_delta":
+                        blocks[index].parts.append(delta.text)
+                        yield TextDelta(index, delta.text)
+                    elif dtype == "input_json_delta":
+                        blocks[index].parts.append(delta.partial_json)
+                        yield ToolInputDelta(index, delta.partial_json)
+                    elif dtype == "thinking_delta":
+                        blocks[index].parts.append(delta.thinking)
+                        yield ThinkingDelta(index, delta.thinking)
+                    elif dtype == "signature_delta":
+                        blocks[index].signature += delta.signature
+                elif etype == "content_block_start":
+                    cb = event.content_block
+                    ctype = cb.type
+                    if ctype == "tool_use":
+                        blocks[event.index] = _Block("tool_use", cb.id, cb.name, cb.input)
+                        yield ToolUseStart(event.index, cb.id, cb.name)
+                    else:
+                        block = _Block(ctype)
+                        if ctype == "text" and cb.text:
+                            block.parts.append(cb.text)
+                        elif ctype == "thinking":
+                            if cb.thinking:
+                                block.parts.append(cb.thinking)
+                            block.signature = cb.signature or ""
+                        blocks[event.index] = block
+                elif etype == "message_start":
+                    usage = _usage(event.message.usage)
+                elif etype == "message_delta":
+                    stop_reason = event.delta.stop_reason
+                    usage = _usage(event.usage, usage)
+                elif etype == "message_stop":
+                    complete = True
+        except Exception as exc:
+            failure = self._failure(exc, request.model)
+        finally:
+            await raw.close()
+        if failure is None and not complete:
+            failure = LlmFailure(
+                kind=ErrorKind.NETWORK,
+                message="The response stream ended early (no message_stop); it will be retried.",
+                retryable=True,
+            )
+        if failure is not None:
+            yield LlmOutcome(failure=failure)
+            return
+        content = tuple(
+            b for b in (blocks[i].finish(stop_reason) for i in sorted(blocks)) if b is not None
+        )
+        yield LlmOutcome(response=LlmResponse(content, stop_reason, usage))
+
+    async def complete(self, request: LlmRequest) -> LlmResponse:
+        """Run `stream` to its end; raise LlmCallError on failure."""
+        outcome: LlmOutcome | None = None
+        async for update in self.stream(request):
+            if isinstance(update, LlmOutcome):
+                outcome = update
+        assert outcome is not None
+        if outcome.failure is not None:
+            raise LlmCallError(outcome.failure)
+        assert outcome.response is not None
+        return outcome.response
+
+    async def complete_text(self, request: LlmRequest) -> str:
+        """A small non-streamed call (keyword_search, summaries): its text, or LlmCallError."""
+        try:
+            message = await self._client.messages.create(**self._params(request))
+        except Exception as exc:
+            raise LlmCallError(self._failure(exc, request.model)) from exc
+        return "".join(b.text for b in message.content if b.type == "text")

@@ -1,0 +1,72 @@
+"""What the provider yields while a response streams, and how it ends.
+
+The runtime turns these into core events. They are separate from the core's
+events on purpose: the provider can be built and tested without the state
+machine, and the runtime decides which updates are worth a UI refresh.
+
+Updates are small frozen slotted dataclasses: one is built per SSE event, so
+their construction cost shows up directly in the streaming benchmark.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from phoenix_nb.core.values import ContentBlock, LlmFailure, Usage
+
+
+@dataclass(frozen=True, slots=True)
+class TextDelta:
+    """More text for the text block at `index` of the response."""
+
+    index: int
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ThinkingDelta:
+    """More reasoning for the thinking block at `index`."""
+
+    index: int
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolUseStart:
+    """The model began a tool call; its input follows as ToolInputDelta."""
+
+    index: int
+    id: str
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolInputDelta:
+    """A fragment of a tool call's input JSON, not parseable on its own."""
+
+    index: int
+    partial_json: str
+
+
+@dataclass(frozen=True, slots=True)
+class LlmResponse:
+    """A complete response: the model reached `message_stop`."""
+
+    content: tuple[ContentBlock, ...]
+    stop_reason: str | None
+    usage: Usage
+
+
+@dataclass(frozen=True, slots=True)
+class LlmOutcome:
+    """The last item of every stream: exactly one of `response` or `failure` is set."""
+
+    response: LlmResponse | None = None
+    failure: LlmFailure | None = None
+
+    def __post_init__(self) -> None:
+        if (self.response is None) == (self.failure is None):
+            raise ValueError("LlmOutcome needs exactly one of response or failure")
+
+
+StreamUpdate = TextDelta | ThinkingDelta | ToolUseStart | ToolInputDelta | LlmOutcome
