@@ -1,0 +1,89 @@
+/**
+ * The JupyterLab / Notebook 7 MIME extension for phoenix_nb conversation records.
+ *
+ * It is a plain MIME renderer (no application plugin), so it works wherever
+ * JupyterLab's rendermime runs, including Notebook 7 and untrusted notebooks.
+ */
+
+import { renderMarkdown } from '@jupyterlab/rendermime';
+import { IRenderMime } from '@jupyterlab/rendermime-interfaces';
+import { Widget } from '@lumino/widgets';
+
+import { checkRecord, Loose, MIME_TYPE } from './record';
+import { renderRecord } from './render';
+
+const CLASS_NAME = 'jp-PhoenixConversation';
+
+/** Draws one record; re-rendered in place as the kernel updates the display. */
+export class RenderedConversation extends Widget implements IRenderMime.IRenderer {
+  constructor(private readonly options: IRenderMime.IRendererOptions) {
+    super();
+    this.addClass(CLASS_NAME);
+  }
+
+  async renderModel(model: IRenderMime.IMimeModel): Promise<void> {
+    const data = model.data[MIME_TYPE];
+    const problem = checkRecord(data);
+    if (problem !== null) {
+      this.showProblem(problem, data);
+      return;
+    }
+    await renderRecord(this.node, data as Loose, (host, source) => this.markdown(host, source));
+  }
+
+  /**
+   * AI text through JupyterLab's Markdown pipeline, always as untrusted so the
+   * sanitizer strips scripts and event handlers whatever the notebook's trust.
+   */
+  private async markdown(host: HTMLElement, source: string): Promise<void> {
+    const parser = this.options.markdownParser ?? null;
+    if (parser === null) {
+      host.textContent = source;
+      return;
+    }
+    await renderMarkdown({
+      host,
+      source,
+      trusted: false,
+      sanitizer: this.options.sanitizer,
+      resolver: this.options.resolver,
+      linkHandler: this.options.linkHandler,
+      latexTypesetter: this.options.latexTypesetter,
+      markdownParser: parser,
+      translator: this.options.translator,
+      shouldTypeset: false
+    });
+  }
+
+  /** A record we cannot draw is named and shown raw, so nothing in it is lost. */
+  private showProblem(problem: string, data: unknown): void {
+    const box = document.createElement('div');
+    box.className = 'jp-Phoenix-problem';
+    box.dataset.phoenixProblem = problem;
+    const message = document.createElement('div');
+    message.textContent = `phoenix_nb cannot draw this conversation record: ${problem}.`;
+    const raw = document.createElement('pre');
+    raw.className = 'jp-Phoenix-pre';
+    raw.textContent = JSON.stringify(data, null, 2) ?? String(data);
+    box.append(message, raw);
+    this.node.replaceChildren(box);
+  }
+}
+
+/** Safe: the renderer runs no payload script, so untrusted notebooks may use it. */
+export const rendererFactory: IRenderMime.IRendererFactory = {
+  safe: true,
+  mimeTypes: [MIME_TYPE],
+  defaultRank: 0,
+  createRenderer: options => new RenderedConversation(options)
+};
+
+/** Rank 0 puts the record ahead of its text/html fallback (NOTES.md). */
+const extension: IRenderMime.IExtension = {
+  id: 'phoenix-nb:conversation',
+  rendererFactory,
+  rank: 0,
+  dataType: 'json'
+};
+
+export default extension;
