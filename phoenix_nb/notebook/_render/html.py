@@ -1,0 +1,435 @@
+"""The `text/html` fallback: the conversation for nbconvert, VS Code and GitHub.
+
+These places show our HTML but not our JupyterLab extension, and some of them
+(GitHub) sanitize it. So the output is self-contained (one scoped `<style>`, no
+external resource), has no JavaScript at all (folding is `<details>`), escapes
+every string of the record, and carries the colours of diffs and badges also as
+inline translucent backgrounds, which survive a stripped `<style>` and read on
+light and dark themes alike. Parts are appended to one list and joined once, so
+the cost is linear in the record (the lead re-renders while streaming).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from html import escape
+from typing import Any
+
+from phoenix_nb.notebook._render import view as v
+from phoenix_nb.notebook._render.markdown_html import markdown_to_html
+
+# Outputs longer than this are cut in the HTML; the record keeps them whole.
+MAX_OUTPUT_LINES = 400
+MAX_OUTPUT_CHARS = 40_000
+
+_ADD_BG = "rgba(46,160,67,.22)"
+_DEL_BG = "rgba(248,81,73,.22)"
+_HUNK_BG = "rgba(56,139,253,.20)"
+_WARN_BG = "rgba(210,153,34,.20)"
+_DIFF_STYLE = {
+    "add": f"background:{_ADD_BG}",
+    "del": f"background:{_DEL_BG}",
+    "hunk": f"background:{_HUNK_BG}",
+    "meta": "font-weight:bold",
+    "ctx": "",
+}
+
+_KNOWN_STATES = frozenset(
+    {
+        "idle",
+        "awaiting_llm",
+        "llm_requesting",
+        "tool_executing",
+        "cancelling",
+        "awaiting_sub_agents",
+        "awaiting_mode_approval",
+        "awaiting_continuation",
+        "context_exhausted",
+        "error",
+        "completed",
+        "failed",
+    }
+)
+
+CSS = """
+.phx-record{color-scheme:light dark;font-family:system-ui,-apple-system,"Segoe UI",sans-serif;
+font-size:13px;line-height:1.45;border:1px solid rgba(127,127,127,.35);border-radius:6px;
+padding:8px 10px;margin:4px 0;max-width:100%;overflow-wrap:anywhere}
+.phx-record code,.phx-record pre{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;
+font-size:12px}
+.phx-record pre{white-space:pre-wrap;margin:4px 0;padding:6px 8px;border-radius:4px;
+background:rgba(127,127,127,.10);max-height:32em;overflow:auto}
+.phx-record code{background:rgba(127,127,127,.12);padding:0 3px;border-radius:3px}
+.phx-record pre code{background:none;padding:0}
+.phx-head{display:flex;flex-wrap:wrap;gap:6px;align-items:center}
+.phx-title{font-weight:600}
+.phx-cwd,.phx-muted{opacity:.75;font-size:12px}
+.phx-badge{display:inline-block;padding:0 6px;border-radius:9px;font-size:11px;font-weight:600;
+border:1px solid rgba(127,127,127,.45)}
+.phx-meter{margin:6px 0;font-size:12px}
+.phx-bar{height:6px;border-radius:3px;background:rgba(127,127,127,.2);overflow:hidden;
+max-width:320px;margin:2px 0}
+.phx-fill{height:100%;background:rgba(56,139,253,.75)}
+.phx-warn .phx-fill{background:rgba(210,153,34,.9)}
+.phx-limit .phx-fill{background:rgba(248,81,73,.9)}
+.phx-warn .phx-advice{font-weight:600}
+.phx-cycle{border-top:1px solid rgba(127,127,127,.3);margin-top:8px;padding-top:4px}
+.phx-cycle-head{font-size:11px;text-transform:uppercase;letter-spacing:.05em;opacity:.7}
+.phx-step{margin:6px 0}
+.phx-who,.phx-label{font-weight:600;font-size:12px}
+.phx-user{border-left:3px solid rgba(56,139,253,.7);padding-left:8px}
+.phx-prewrap{white-space:pre-wrap}
+.phx-md p{margin:4px 0}
+.phx-system{font-style:italic;opacity:.85}
+.phx-reasoning>summary{opacity:.8;font-style:italic;cursor:pointer}
+.phx-reasoning .phx-md{opacity:.85}
+.phx-tools{border:1px solid rgba(127,127,127,.3);border-radius:4px;margin:4px 0;padding:0 6px}
+.phx-tools>summary{cursor:pointer;white-space:nowrap;overflow:hidden;text-overflow:ellipsis;
+padding:2px 0}
+.phx-gname{font-weight:600}
+.phx-call{margin:4px 0 8px}
+.phx-status{font-size:11px;opacity:.9}
+.phx-bad{color:inherit;background:rgba(248,81,73,.22);padding:0 4px;border-radius:3px}
+.phx-running{background:rgba(56,139,253,.2);padding:0 4px;border-radius:3px}
+.phx-card{border:1px solid rgba(127,127,127,.4);border-radius:5px;padding:6px 8px;margin:6px 0}
+.phx-error{border-color:rgba(248,81,73,.7);background:rgba(248,81,73,.08)}
+.phx-retrying{border-color:rgba(210,153,34,.8);background:rgba(210,153,34,.10)}
+.phx-approval{border-color:rgba(210,153,34,.8)}
+.phx-dec-approved{border-color:rgba(46,160,67,.7)}
+.phx-dec-denied{border-color:rgba(248,81,73,.6)}
+.phx-pending{border-width:2px;background:rgba(210,153,34,.10)}
+.phx-summary{border:2px solid rgba(56,139,253,.7);background:rgba(56,139,253,.08)}
+.phx-stop{font-size:11px;opacity:.75;margin-top:4px}
+.phx-subagents ul,.phx-images,.phx-files{margin:2px 0;padding-left:18px}
+.phx-d{display:inline}
+"""
+
+
+def _e(s: str) -> str:
+    return escape(s, quote=True)
+
+
+def _badge(label: str, bg: str, title: str = "") -> str:
+    title_attr = f' title="{_e(title)}"' if title else ""
+    return f'<span class="phx-badge" style="background:{bg}"{title_attr}>{_e(label)}</span>'
+
+
+class _Html:
+    """One rendering pass; `out` is the list of parts joined once at the end."""
+
+    def __init__(self) -> None:
+        self.out: list[str] = []
+        self.w = self.out.append
+
+    # --- record level --------------------------------------------------------
+
+    def record(self, record: Mapping[str, Any]) -> None:
+        conv = v.mapping(record, "conversation")
+        state = v.mapping(conv, "state")
+        name = v.text(state, "name")
+        state_cls = name if name in _KNOWN_STATES else "unknown"
+        self.w(f'<div class="phx-record phx-state-{state_cls}"><style>{CSS}</style>')
+        self.header(record, conv, state)
+        self.meter(v.Meter(v.mapping(record, "context")))
+        summary = v.text(record, "summary")
+        if summary:
+            self.w('<div class="phx-card phx-summary"><div class="phx-label">')
+            self.w("Continuation summary (context exhausted)</div>")
+            self.w(f'<div class="phx-md">{markdown_to_html(summary)}</div></div>')
+        for i, cycle in enumerate(v.items(record, "cycles")):
+            self.cycle(cycle, i, summary)
+        retry = v.maybe_mapping(record, "retry")
+        if retry is not None:
+            self.w('<div class="phx-card phx-retrying"><span class="phx-label">')
+            self.w(f"{_e(v.retry_line(retry))}</span>")
+            message = v.text(retry, "message")
+            if message:
+                self.w(f' <span class="phx-muted">{_e(message)}</span>')
+            self.w("</div>")
+        pending = v.maybe_mapping(record, "pending_approval")
+        if pending is not None:
+            self.w('<div class="phx-card phx-approval phx-pending">')
+            self.w('<div class="phx-label">Waiting for approval: the agent asks for write access')
+            self.w(f'</div><div class="phx-prewrap">{_e(v.text(pending, "reason"))}</div>')
+            self.w(f'<div class="phx-muted">{self.inline_md(v.APPROVE_HOWTO)}</div></div>')
+        if name in ("error", "failed"):
+            kind = v.text(state, "kind", "unknown")
+            self.error_card(v.text(state, "message"), kind, None)
+        self.w("</div>")
+
+    def header(
+        self, record: Mapping[str, Any], conv: Mapping[str, Any], state: Mapping[str, Any]
+    ) -> None:
+        self.w('<div class="phx-head"><span class="phx-title">phoenix</span>')
+        slug = v.text(conv, "slug") or v.text(conv, "id")
+        if slug:
+            self.w(f' <code class="phx-slug">{_e(slug)}</code>')
+        model = v.text(conv, "model")
+        if model:
+            self.w(f' <span class="phx-model phx-muted">{_e(model)}</span>')
+        mode = v.text(conv, "mode")
+        bg = _ADD_BG if mode == "restricted" else _WARN_BG
+        mode_cls = mode if mode in v.MODE_LABELS else "unknown"
+        self.w(f' <span class="phx-mode phx-mode-{mode_cls}">')
+        self.w(_badge(v.mode_label(conv), bg, v.mode_hint(conv)))
+        self.w("</span>")
+        if v.sandbox_unavailable(conv):
+            self.w(
+                " "
+                + _badge(
+                    v.SANDBOX_UNAVAILABLE,
+                    _DEL_BG,
+                    "Landlock is not available here: only Unrestricted mode exists.",
+                ).replace('class="phx-badge"', 'class="phx-badge phx-nosandbox"')
+            )
+        self.w(f' <span class="phx-state phx-muted">{_e(v.state_line(state))}</span>')
+        fmt = v.text(record, "format")
+        if fmt and fmt != v.RECORD_FORMAT:
+            self.w(f' <span class="phx-muted">(record format {_e(fmt)}: shown best-effort)</span>')
+        self.w("</div>")
+        cwd = v.text(conv, "cwd")
+        if cwd:
+            self.w(f'<div class="phx-cwd">in <code>{_e(cwd)}</code></div>')
+
+    def meter(self, m: v.Meter) -> None:
+        if not m.known:
+            return
+        cls = (
+            "phx-meter"
+            + (" phx-warn" if m.warning else "")
+            + (" phx-limit" if m.limit_reached else "")
+        )
+        width = 0.0 if m.fraction is None else m.fraction * 100
+        fill = _DEL_BG if m.limit_reached else (_WARN_BG if m.warning else _HUNK_BG)
+        self.w(f'<div class="{cls}"><div class="phx-bar">')
+        self.w(f'<div class="phx-fill" style="width:{width:.1f}%;background:{fill}"></div></div>')
+        self.w(f"<span>{_e(m.line)}</span>")
+        if m.advice:
+            self.w(f' <span class="phx-advice">{self.inline_md(m.advice)}</span>')
+        self.w("</div>")
+
+    @staticmethod
+    def inline_md(s: str) -> str:
+        """Our own advice strings: escape, then turn `code` spans into <code>."""
+        parts = _e(s).split("`")
+        return "".join(f"<code>{p}</code>" if i % 2 else p for i, p in enumerate(parts))
+
+    # --- cycles and steps ----------------------------------------------------
+
+    def cycle(self, cycle: Any, i: int, summary: str) -> None:
+        self.w('<section class="phx-cycle">')
+        index = v.number(cycle, "index")
+        n = int(index) + 1 if index is not None else i + 1
+        self.w(f'<div class="phx-cycle-head">Request {n}</div>')
+        for step in v.items(cycle, "steps"):
+            self.step(step, summary)
+        stop = v.maybe_mapping(cycle, "stop")
+        if stop is not None:
+            reason = v.text(stop, "reason")
+            label = v.STOP_LABELS.get(reason, reason or "stopped")
+            self.w(f'<div class="phx-stop">■ {_e(label)}</div>')
+        self.w("</section>")
+
+    def step(self, step: Any, summary: str) -> None:
+        kind = v.text(step, "kind")
+        if kind == "user":
+            self.user(step)
+        elif kind == "ai":
+            self.ai(step)
+        elif kind == "system":
+            self.w(f'<div class="phx-step phx-system phx-prewrap">{_e(v.text(step, "text"))}</div>')
+        elif kind == "approval":
+            self.approval(step)
+        elif kind == "sub_agents":
+            self.sub_agents(step)
+        elif kind == "error":
+            self.error_card(
+                v.text(step, "text"), v.text(step, "error_kind"), v.maybe_mapping(step, "retry")
+            )
+        elif kind == "continuation":
+            text = v.text(step, "summary")
+            self.w('<div class="phx-card phx-continuation"><div class="phx-label">')
+            if text and text == summary:
+                self.w("Continuation summary (shown above)</div></div>")
+            else:
+                self.w(f'Continuation summary</div><div class="phx-md">{markdown_to_html(text)}')
+                self.w("</div></div>")
+        else:
+            self.w('<div class="phx-step phx-unknown"><div class="phx-label">')
+            self.w(f"Unrecognised step {_e(kind)}</div><pre>{_e(v.dumps(step))}</pre></div>")
+
+    def user(self, step: Mapping[str, Any]) -> None:
+        who = v.USER_KIND_LABELS.get(v.text(step, "user_kind"), "You")
+        self.w(f'<div class="phx-step phx-user"><div class="phx-who">{_e(who)}</div>')
+        self.w(f'<div class="phx-prewrap">{_e(v.text(step, "text"))}</div>')
+        images = v.items(step, "images")
+        if images:
+            self.w('<ul class="phx-images">')
+            for img in images:
+                name = v.text(img, "name") or "image"
+                media = v.text(img, "media_type")
+                self.w(f"<li>📎 {_e(name)}")
+                if media:
+                    self.w(f' <span class="phx-muted">({_e(media)})</span>')
+                self.w("</li>")
+            self.w("</ul>")
+        self.w("</div>")
+
+    def ai(self, step: Mapping[str, Any]) -> None:
+        self.w('<div class="phx-step phx-ai">')
+        item = v.maybe_mapping(step, "item")
+        if item is not None:
+            body = markdown_to_html(v.text(item, "text"))
+            if v.text(item, "type") == "reasoning":
+                self.w('<details class="phx-reasoning"><summary>Reasoning</summary>')
+                self.w(f'<div class="phx-md">{body}</div></details>')
+            else:
+                self.w(f'<div class="phx-md">{body}</div>')
+        for group in v.items(step, "tool_groups"):
+            self.tool_group(group)
+        self.w("</div>")
+
+    def tool_group(self, group: Any) -> None:
+        calls = [c for c in v.items(group, "calls") if isinstance(c, Mapping)]
+        gname = v.text(group, "group", "other")
+        gcls = gname if gname in ("read", "write", "bash", "other") else "other"
+        self.w(f'<details class="phx-tools phx-group-{gcls}"><summary>')
+        self.w(f'<span class="phx-gname">{_e(v.group_title(group))}</span>')
+        if calls:
+            first = v.call_summary(calls[0])
+            if first:
+                self.w(f" <code>{_e(first)}</code>")
+        running = sum(1 for c in calls if v.maybe_mapping(c, "result") is None)
+        failed = sum(1 for c in calls if v.flag(v.maybe_mapping(c, "result"), "is_error"))
+        if running:
+            self.w(' <span class="phx-running">running…</span>')
+        if failed:
+            self.w(f' <span class="phx-bad">{failed} failed</span>')
+        self.w("</summary>")
+        for call in calls:
+            self.call(call)
+        self.w("</details>")
+
+    def call(self, call: Mapping[str, Any]) -> None:
+        name = v.text(call, "name")
+        inp = v.mapping(call, "input")
+        result = v.maybe_mapping(call, "result")
+        display = v.mapping(result, "display")
+        self.w('<div class="phx-call">')
+        if name == "bash":
+            command = v.text(display, "command") or v.text(inp, "command")
+            status = v.bash_status(display, result)
+            self.w(f'<pre class="phx-cmd">$ {_e(command)}</pre>')
+            if status:
+                bad = result is None or v.flag(result, "is_error") or status != "exit 0"
+                cls = "phx-running" if result is None else ("phx-bad" if bad else "phx-muted")
+                self.w(f'<span class="phx-status {cls}">{_e(status)}</span>')
+            self.output(result, show_empty=False)
+        elif name == "patch":
+            path = v.text(display, "path") or v.text(inp, "path")
+            self.w(f'<div class="phx-call-head">patch <code>{_e(path)}</code></div>')
+            diff = v.text(display, "diff")
+            if diff:
+                self.diff(diff)
+            if not diff or v.flag(result, "is_error") or result is None:
+                self.output(result, show_empty=False)
+        else:
+            self.w(
+                f'<div class="phx-call-head"><span class="phx-gname">{_e(name or "tool")}</span>'
+            )
+            summary = v.call_summary(call)
+            if summary:
+                self.w(f" <code>{_e(summary)}</code>")
+            self.w("</div>")
+            if name == "think":
+                self.w(f'<div class="phx-prewrap phx-muted">{_e(v.text(inp, "thought"))}</div>')
+            elif inp:
+                self.w(f'<pre class="phx-input">{_e(v.dumps(dict(inp)))}</pre>')
+            files = v.items(display, "files")
+            if files:
+                self.w('<ul class="phx-files">')
+                for f in files:
+                    self.w(f"<li><code>{_e(f if isinstance(f, str) else v.dumps(f))}</code></li>")
+                self.w("</ul>")
+            else:
+                self.output(result, show_empty=False)
+        self.w("</div>")
+
+    def output(self, result: Mapping[str, Any] | None, *, show_empty: bool) -> None:
+        if result is None:
+            self.w('<div class="phx-running phx-status">running…</div>')
+            return
+        content = v.text(result, "content")
+        if not content and not show_empty:
+            return
+        shown, omitted = v.clip_lines(content, MAX_OUTPUT_LINES, MAX_OUTPUT_CHARS)
+        cls = "phx-out phx-out-error" if v.flag(result, "is_error") else "phx-out"
+        self.w(f'<pre class="{cls}">{_e(shown)}</pre>')
+        if omitted:
+            self.w(
+                f'<div class="phx-muted">… {omitted} more line{"s" if omitted != 1 else ""} '
+                "not shown here (the record keeps the whole output).</div>"
+            )
+
+    def diff(self, diff: str) -> None:
+        self.w('<pre class="phx-diff">')
+        lines = diff.split("\n")
+        if lines and lines[-1] == "":
+            lines.pop()
+        for line in lines:
+            kind = v.diff_kind(line)
+            style = _DIFF_STYLE[kind]
+            style_attr = f' style="{style}"' if style else ""
+            self.w(f'<span class="phx-d phx-d-{kind}"{style_attr}>{_e(line)}</span>\n')
+        self.w("</pre>")
+
+    def approval(self, step: Mapping[str, Any]) -> None:
+        decision = v.text(step, "decision")
+        dcls = decision if decision in v.DECISION_LABELS else "unknown"
+        label = v.DECISION_LABELS.get(decision, decision or "unknown")
+        self.w(f'<div class="phx-card phx-approval phx-dec-{dcls}">')
+        self.w('<div class="phx-label">Write access requested</div>')
+        self.w(f'<div class="phx-prewrap">{_e(v.text(step, "reason"))}</div>')
+        self.w(f'<div class="phx-decision">Decision: <strong>{_e(label)}</strong></div>')
+        if decision == "pending":
+            self.w(f'<div class="phx-muted">{self.inline_md(v.APPROVE_HOWTO)}</div>')
+        self.w("</div>")
+
+    def sub_agents(self, step: Mapping[str, Any]) -> None:
+        agents = v.items(step, "agents")
+        self.w('<div class="phx-step phx-subagents">')
+        self.w(f'<div class="phx-label">Sub-agents · {len(agents)}</div><ul>')
+        for agent in agents:
+            outcome = v.text(agent, "outcome")
+            label = v.OUTCOME_LABELS.get(outcome, outcome or "unknown")
+            bg = {"success": _ADD_BG, "pending": _HUNK_BG}.get(outcome, _DEL_BG)
+            self.w(f"<li>{_badge(label, bg)} {_e(v.text(agent, 'task'))}")
+            result = v.text(agent, "result")
+            if result:
+                self.w(f'<div class="phx-prewrap">{_e(result)}</div>')
+            cid = v.text(agent, "conversation_id")
+            if cid:
+                self.w(f'<div class="phx-muted">conversation <code>{_e(cid)}</code></div>')
+            self.w("</li>")
+        self.w("</ul></div>")
+
+    def error_card(self, message: str, kind: str, retry: Mapping[str, Any] | None) -> None:
+        cls = "phx-card phx-error" + (" phx-retrying" if retry is not None else "")
+        self.w(f'<div class="{cls}"><div class="phx-label">⚠ {_e(v.error_label(kind))}')
+        if kind:
+            self.w(f' <code class="phx-kind">{_e(kind)}</code>')
+        self.w("</div>")
+        if message:
+            self.w(f'<div class="phx-prewrap">{_e(message)}</div>')
+        if retry is not None:
+            self.w(f'<div class="phx-retry">{_e(v.retry_line(retry, kind))}</div>')
+        else:
+            self.w(f'<div class="phx-advice">{self.inline_md(v.error_advice(kind))}</div>')
+        self.w("</div>")
+
+
+def render_html(record: Mapping[str, Any]) -> str:
+    """The record as self-contained, script-free HTML (see the module docstring)."""
+    r = _Html()
+    r.record(record)
+    return "".join(r.out)

@@ -1,0 +1,289 @@
+"""The `text/markdown` fallback: the conversation as a document that reads on its own.
+
+It is what GitHub-style viewers and `%phoenix export --format md` show, so it
+must carry the whole conversation (every user and AI text in full) while
+keeping tool output short enough to skim (≤ 40 lines each, with a note).
+Content goes into code spans and fences sized from the content itself, so a
+command or output containing backticks cannot close them early. AI text is
+kept as Markdown (it is Markdown); texts from tools and errors, shown outside
+code, have their HTML-significant characters escaped.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from phoenix_nb.notebook._render import view as v
+
+MAX_OUTPUT_LINES = 40
+MAX_OUTPUT_CHARS = 6_000
+
+_BACKTICKS = re.compile(r"`+")
+_MD_SPECIAL = re.compile(r"([\\`*\[\]<>|~&])|(?<!\w)_|_(?!\w)|^(?=[#=+-])", re.MULTILINE)
+
+
+def fence_for(content: str) -> str:
+    """A backtick fence longer than any backtick run in `content` (at least 3)."""
+    longest = max((len(m) for m in _BACKTICKS.findall(content)), default=0)
+    return "`" * max(3, longest + 1)
+
+
+def code_span(content: str) -> str:
+    """Inline code that survives backticks inside (CommonMark's variable-length spans)."""
+    content = content.replace("\n", " ")
+    if not content:
+        return "` `"
+    longest = max((len(m) for m in _BACKTICKS.findall(content)), default=0)
+    ticks = "`" * (longest + 1)
+    pad = " " if content.startswith("`") or content.endswith("`") else ""
+    return f"{ticks}{pad}{content}{pad}{ticks}"
+
+
+def plain(s: str) -> str:
+    """Tool/error text outside code: Markdown and HTML specials escaped, lines kept."""
+    return _MD_SPECIAL.sub(lambda m: "\\" + m.group(0), s).replace("\n", "  \n")
+
+
+_FENCE_LINE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+
+
+def close_fences(text: str) -> str:
+    """AI Markdown with any fence it left open closed, so it cannot swallow what follows."""
+    opened = ""
+    for line in text.split("\n"):
+        m = _FENCE_LINE.match(line)
+        if not m:
+            continue
+        run = m.group(1)
+        if not opened:
+            opened = run
+        elif run[0] == opened[0] and len(run) >= len(opened) and not line.strip()[len(run) :]:
+            opened = ""
+    if opened:
+        return text + ("" if text.endswith("\n") else "\n") + opened
+    return text
+
+
+def _indent(block: str, prefix: str) -> str:
+    return "\n".join(prefix + line if line else prefix.rstrip() for line in block.split("\n"))
+
+
+class _Md:
+    def __init__(self) -> None:
+        self.out: list[str] = []
+        self.w = self.out.append
+
+    def para(self, s: str) -> None:
+        self.w(s)
+        self.w("\n\n")
+
+    def fenced(self, content: str, lang: str = "", indent: str = "") -> None:
+        fence = fence_for(content)
+        body = content[:-1] if content.endswith("\n") else content
+        self.w(f"{indent}{fence}{lang}\n")
+        if body:
+            self.w(_indent(body, indent))
+            self.w("\n")
+        self.w(f"{indent}{fence}\n")
+
+    # --- record level --------------------------------------------------------
+
+    def record(self, record: Mapping[str, Any], *, document: bool) -> None:
+        conv = v.mapping(record, "conversation")
+        state = v.mapping(conv, "state")
+        slug = v.text(conv, "slug") or v.text(conv, "id") or "conversation"
+        mode = v.mode_label(conv)
+        if v.sandbox_unavailable(conv):
+            mode += f" ({v.SANDBOX_UNAVAILABLE})"
+        if document:
+            self.para(f"# phoenix conversation {code_span(slug)}")
+            self.w(f"- **Model:** {code_span(v.text(conv, 'model') or 'unknown')}\n")
+            self.w(f"- **Working directory:** {code_span(v.text(conv, 'cwd') or 'unknown')}\n")
+            self.w(f"- **Mode:** {plain(mode)}\n")
+            self.w(f"- **State:** {plain(v.state_line(state))}\n\n")
+        else:
+            line = f"**phoenix** · {code_span(slug)}"
+            if v.text(conv, "model"):
+                line += f" · {code_span(v.text(conv, 'model'))}"
+            line += f" · **{plain(mode)}** · {plain(v.state_line(state))}"
+            if v.text(conv, "cwd"):
+                line += f" · in {code_span(v.text(conv, 'cwd'))}"
+            self.para(line)
+        meter = v.Meter(v.mapping(record, "context"))
+        if meter.known:
+            line = plain(meter.line[0].upper() + meter.line[1:])
+            if meter.advice:
+                line = f"**{line}: ⚠ {meter.advice}**"
+            self.para(line)
+        summary = v.text(record, "summary")
+        if summary:
+            self.para("**Continuation summary (context exhausted):**")
+            self.para(_indent(summary, "> "))
+        heading = "##" if document else "###"
+        for i, cycle in enumerate(v.items(record, "cycles")):
+            index = v.number(cycle, "index")
+            n = int(index) + 1 if index is not None else i + 1
+            self.para(f"{heading} Request {n}")
+            for step in v.items(cycle, "steps"):
+                self.step(step, summary)
+            stop = v.maybe_mapping(cycle, "stop")
+            if stop is not None:
+                reason = v.text(stop, "reason")
+                self.para(f"_■ {plain(v.STOP_LABELS.get(reason, reason or 'stopped'))}_")
+        retry = v.maybe_mapping(record, "retry")
+        if retry is not None:
+            message = v.text(retry, "message")
+            self.para(
+                f"**↻ {plain(v.retry_line(retry))}**" + (f" — {plain(message)}" if message else "")
+            )
+        pending = v.maybe_mapping(record, "pending_approval")
+        if pending is not None:
+            self.para(
+                f"**⏸ Waiting for approval: the agent asks for write access:** "
+                f"{plain(v.text(pending, 'reason'))}  \n{v.APPROVE_HOWTO}"
+            )
+        if v.text(state, "name") in ("error", "failed"):
+            self.error(v.text(state, "message"), v.text(state, "kind", "unknown"), None)
+
+    def step(self, step: Any, summary: str) -> None:
+        kind = v.text(step, "kind")
+        if kind == "user":
+            who = v.USER_KIND_LABELS.get(v.text(step, "user_kind"), "You")
+            text = v.text(step, "text")
+            lines = [f"**{who}:**", *text.split("\n")]
+            for img in v.items(step, "images"):
+                media = v.text(img, "media_type")
+                lines.append(
+                    f"📎 {plain(v.text(img, 'name') or 'image')}"
+                    + (f" ({plain(media)})" if media else "")
+                )
+            self.para(_indent("\n".join(lines), "> "))
+        elif kind == "ai":
+            item = v.maybe_mapping(step, "item")
+            if item is not None:
+                text = v.text(item, "text")
+                if v.text(item, "type") == "reasoning":
+                    self.para(_indent("_Reasoning:_\n" + text, "> "))
+                else:
+                    self.para(close_fences(text))
+            for group in v.items(step, "tool_groups"):
+                self.tool_group(group)
+        elif kind == "system":
+            self.para(f"**{plain(v.text(step, 'text'))}**")
+        elif kind == "approval":
+            decision = v.text(step, "decision")
+            label = v.DECISION_LABELS.get(decision, decision or "unknown")
+            line = (
+                f"**Write access requested:** {plain(v.text(step, 'reason'))} — **{plain(label)}**"
+            )
+            if decision == "pending":
+                line += f"  \n{v.APPROVE_HOWTO}"
+            self.para(line)
+        elif kind == "sub_agents":
+            agents = v.items(step, "agents")
+            self.w(f"**Sub-agents ({len(agents)}):**\n\n")
+            for agent in agents:
+                outcome = v.text(agent, "outcome")
+                label = v.OUTCOME_LABELS.get(outcome, outcome or "unknown")
+                self.w(f"- **{plain(label)}**: {plain(v.text(agent, 'task'))}")
+                result = v.text(agent, "result")
+                if result:
+                    self.w(f" — {plain(result)}")
+                self.w("\n")
+            self.w("\n")
+        elif kind == "error":
+            self.error(
+                v.text(step, "text"), v.text(step, "error_kind"), v.maybe_mapping(step, "retry")
+            )
+        elif kind == "continuation":
+            text = v.text(step, "summary")
+            if text and text == summary:
+                self.para("**Continuation summary** (shown at the top).")
+            else:
+                self.para("**Continuation summary:**")
+                self.para(_indent(text, "> "))
+        else:
+            self.para(f"**Unrecognised step {code_span(kind or '?')}:**")
+            self.fenced(v.dumps(step), "json")
+            self.w("\n")
+
+    def error(self, message: str, kind: str, retry: Mapping[str, Any] | None) -> None:
+        line = f"**⚠ Error — {plain(v.error_label(kind))}"
+        if kind:
+            line += f" ({plain(kind)})"
+        line += ":**"
+        if message:
+            line += f" {plain(message)}"
+        if retry is not None:
+            line += f"  \n**↻ {plain(v.retry_line(retry, kind))}**"
+        else:
+            line += f"  \n{v.error_advice(kind)}"
+        self.para(line)
+
+    def tool_group(self, group: Any) -> None:
+        for call in v.items(group, "calls"):
+            if isinstance(call, Mapping):
+                self.call(call)
+        self.w("\n")
+
+    def call(self, call: Mapping[str, Any]) -> None:
+        name = v.text(call, "name") or "tool"
+        inp = v.mapping(call, "input")
+        result = v.maybe_mapping(call, "result")
+        display = v.mapping(result, "display")
+        ind = "  "
+        if name == "bash":
+            command = v.text(display, "command") or v.text(inp, "command")
+            status = v.bash_status(display, result)
+            if "\n" in command:
+                self.w(f"- **bash**{' — ' + status if status else ''}\n")
+                self.fenced(command, "sh", ind)
+            else:
+                self.w(f"- **bash** {code_span(command)}{' — ' + status if status else ''}\n")
+            self.output(result, ind)
+        elif name == "patch":
+            path = v.text(display, "path") or v.text(inp, "path")
+            diff = v.text(display, "diff")
+            self.w(f"- **patch** {code_span(path)}{' — running' if result is None else ''}\n")
+            if diff:
+                self.fenced(diff, "diff", ind)
+            if not diff or v.flag(result, "is_error"):
+                self.output(result, ind)
+        else:
+            summary = v.call_summary(call)
+            self.w(f"- **{plain(name)}**" + (f" {code_span(summary)}" if summary else ""))
+            if result is None:
+                self.w(" — running")
+            self.w("\n")
+            files = v.items(display, "files")
+            if name == "think":
+                thought = v.text(inp, "thought")
+                if thought and thought.strip() != summary.strip():
+                    self.w(_indent(thought, ind + "> ") + "\n")
+            elif files:
+                for f in files:
+                    self.w(f"{ind}- {code_span(f if isinstance(f, str) else v.dumps(f))}\n")
+            else:
+                self.output(result, ind)
+
+    def output(self, result: Mapping[str, Any] | None, ind: str) -> None:
+        if result is None:
+            return
+        content = v.text(result, "content")
+        if not content:
+            return
+        shown, omitted = v.clip_lines(content, MAX_OUTPUT_LINES, MAX_OUTPUT_CHARS)
+        if v.flag(result, "is_error"):
+            self.w(f"{ind}error:\n")
+        self.fenced(shown, "", ind)
+        if omitted:
+            self.w(f"{ind}_… {omitted} more line{'s' if omitted != 1 else ''} not shown_\n")
+
+
+def render_markdown(record: Mapping[str, Any], *, document: bool = False) -> str:
+    """The record as Markdown; `document` adds a title and a metadata list (for export)."""
+    r = _Md()
+    r.record(record, document=document)
+    return "".join(r.out).rstrip("\n") + "\n"

@@ -1,0 +1,152 @@
+"""The `text/plain` fallback: a compact transcript for terminals and `print`.
+
+Every user and AI text appears in full (a transcript that drops words misleads);
+tool calls take one line each plus a short head of their output, because a
+terminal reader wants the story, not the logs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from phoenix_nb.notebook._render import view as v
+
+MAX_OUTPUT_LINES = 8
+MAX_OUTPUT_CHARS = 1_200
+
+
+def _indented(s: str, prefix: str) -> str:
+    return "\n".join(prefix + line for line in s.split("\n"))
+
+
+class _Plain:
+    def __init__(self) -> None:
+        self.out: list[str] = []
+
+    def line(self, s: str) -> None:
+        self.out.append(s)
+
+    def record(self, record: Mapping[str, Any]) -> None:
+        conv = v.mapping(record, "conversation")
+        state = v.mapping(conv, "state")
+        head = ["phoenix", v.text(conv, "slug") or v.text(conv, "id"), v.text(conv, "model")]
+        mode = v.mode_label(conv)
+        if v.sandbox_unavailable(conv):
+            mode += f" ({v.SANDBOX_UNAVAILABLE})"
+        head += [mode, v.state_line(state)]
+        self.line(" · ".join(h for h in head if h))
+        if v.text(conv, "cwd"):
+            self.line(f"in {v.text(conv, 'cwd')}")
+        meter = v.Meter(v.mapping(record, "context"))
+        if meter.known:
+            self.line(meter.line + (f" ⚠ {meter.advice}" if meter.advice else ""))
+        summary = v.text(record, "summary")
+        if summary:
+            self.line("continuation summary:")
+            self.line(_indented(summary, "  "))
+        for i, cycle in enumerate(v.items(record, "cycles")):
+            index = v.number(cycle, "index")
+            n = int(index) + 1 if index is not None else i + 1
+            self.line(f"── request {n} ──")
+            for step in v.items(cycle, "steps"):
+                self.step(step, summary)
+            stop = v.maybe_mapping(cycle, "stop")
+            if stop is not None:
+                reason = v.text(stop, "reason")
+                self.line(f"[{v.STOP_LABELS.get(reason, reason or 'stopped')}]")
+        retry = v.maybe_mapping(record, "retry")
+        if retry is not None:
+            message = v.text(retry, "message")
+            self.line(f"↻ {v.retry_line(retry)}" + (f" ({message})" if message else ""))
+        pending = v.maybe_mapping(record, "pending_approval")
+        if pending is not None:
+            self.line(f"⏸ waiting for approval: {v.text(pending, 'reason')}")
+            self.line(f"  {v.APPROVE_HOWTO}")
+        if v.text(state, "name") in ("error", "failed"):
+            kind = v.text(state, "kind", "unknown")
+            self.line(f"! {v.error_label(kind)}: {v.text(state, 'message')}")
+            self.line(f"  {v.error_advice(kind)}")
+
+    def step(self, step: Any, summary: str) -> None:
+        kind = v.text(step, "kind")
+        if kind == "user":
+            who = v.USER_KIND_LABELS.get(v.text(step, "user_kind"), "You").lower()
+            self.line(f"{who}: " + _indented(v.text(step, "text"), "  ").lstrip())
+            for img in v.items(step, "images"):
+                self.line(f"  [image {v.text(img, 'name') or '?'}]")
+        elif kind == "ai":
+            item = v.maybe_mapping(step, "item")
+            if item is not None:
+                label = "reasoning" if v.text(item, "type") == "reasoning" else "ai"
+                self.line(f"{label}: " + _indented(v.text(item, "text"), "  ").lstrip())
+            for group in v.items(step, "tool_groups"):
+                for call in v.items(group, "calls"):
+                    if isinstance(call, Mapping):
+                        self.call(call)
+        elif kind == "system":
+            self.line(f"* {v.text(step, 'text')}")
+        elif kind == "approval":
+            decision = v.text(step, "decision")
+            label = v.DECISION_LABELS.get(decision, decision or "unknown")
+            self.line(f"? write access requested: {v.text(step, 'reason')} [{label}]")
+        elif kind == "sub_agents":
+            for agent in v.items(step, "agents"):
+                outcome = v.text(agent, "outcome")
+                label = v.OUTCOME_LABELS.get(outcome, outcome or "unknown")
+                result = v.text(agent, "result")
+                self.line(
+                    f"  sub-agent {label}: {v.text(agent, 'task')}"
+                    + (f" → {result}" if result else "")
+                )
+        elif kind == "error":
+            ekind = v.text(step, "error_kind")
+            self.line(f"! {v.error_label(ekind)}: {v.text(step, 'text')}")
+            retry = v.maybe_mapping(step, "retry")
+            self.line("  " + (v.retry_line(retry, ekind) if retry else v.error_advice(ekind)))
+        elif kind == "continuation":
+            text = v.text(step, "summary")
+            if text and text == summary:
+                self.line("continuation summary: (above)")
+            else:
+                self.line("continuation summary:")
+                self.line(_indented(text, "  "))
+        else:
+            self.line(f"? unrecognised step {kind!r}: {v.dumps(step)}")
+
+    def call(self, call: Mapping[str, Any]) -> None:
+        name = v.text(call, "name") or "tool"
+        result = v.maybe_mapping(call, "result")
+        display = v.mapping(result, "display")
+        if name == "bash":
+            command = v.text(display, "command") or v.text(v.mapping(call, "input"), "command")
+            status = v.bash_status(display, result)
+            self.line(f"  $ {v.one_line(command, 200)}" + (f"  [{status}]" if status else ""))
+        else:
+            summary = v.call_summary(call)
+            state = "  [running]" if result is None else ""
+            self.line(f"  {name} {summary}{state}".rstrip())
+        if name == "patch" and not v.flag(result, "is_error"):
+            diff = v.text(display, "diff")
+            if diff:
+                lines = diff.split("\n")
+                added = sum(1 for ln in lines if v.diff_kind(ln) == "add")
+                removed = sum(1 for ln in lines if v.diff_kind(ln) == "del")
+                self.line(f"    +{added} −{removed}")
+                return
+        if result is None or name == "think":
+            return
+        content = v.text(result, "content")
+        if not content:
+            return
+        shown, omitted = v.clip_lines(content.rstrip("\n"), MAX_OUTPUT_LINES, MAX_OUTPUT_CHARS)
+        self.line(_indented(shown, "    │ "))
+        if omitted:
+            self.line(f"    │ … {omitted} more line{'s' if omitted != 1 else ''}")
+
+
+def render_plain(record: Mapping[str, Any]) -> str:
+    """The record as a compact plain-text transcript."""
+    r = _Plain()
+    r.record(record)
+    return "\n".join(r.out) + "\n"

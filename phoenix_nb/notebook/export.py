@@ -1,0 +1,50 @@
+"""Exporting a conversation record as a file a person or a program keeps.
+
+`%phoenix export` writes these. Markdown is the record's Markdown fallback with a
+title and a metadata list, so it stands alone as a document; JSON is the record
+itself, indented and with sorted keys, so exports of the same conversation diff
+cleanly.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from phoenix_nb.notebook._render.markdown import render_markdown as _render_markdown
+from phoenix_nb.notebook.render import _check
+
+__all__ = ["export_json", "export_markdown"]
+
+
+def export_markdown(record: Mapping[str, Any]) -> str:
+    """A Markdown document: title (slug), model, cwd and mode, then the conversation."""
+    return _render_markdown(_check(record), document=True)
+
+
+def _plain_json(value: Any) -> Any:
+    """Mappings and sequences other than dict/list (e.g. read-only views) as JSON types."""
+    if isinstance(value, Mapping):
+        return dict(value)
+    if isinstance(value, set | frozenset):
+        raise TypeError("sets have no stable order; the record must not contain one")
+    raise TypeError(
+        f"the record holds a {type(value).__name__}, which is not JSON "
+        "(records carry only JSON data: see docs/record-format.md)"
+    )
+
+
+def export_json(record: Mapping[str, Any]) -> str:
+    """Pretty JSON with sorted keys (stable across runs); raises TypeError on non-JSON data."""
+    return (
+        json.dumps(
+            _check(record),
+            indent=2,
+            sort_keys=True,
+            ensure_ascii=False,
+            allow_nan=False,
+            default=_plain_json,
+        )
+        + "\n"
+    )
