@@ -135,3 +135,26 @@ STOP_REASONS = frozenset(
         "model_context_window_exceeded",
     }
 )
+
+
+@dataclass(frozen=True)
+class SubAgentTask:
+    """One task of a spawn_agents call, with the key its result will come back under."""
+
+    agent_id: str  # deterministic: f"{tool_use_id}/{index}"
+    task: str
+    cwd: str | None = None  # None: the parent's working directory
+
+
+# Outcome statuses a sub-agent can end with (REQ-BED-008).
+SUB_AGENT_STATUSES = frozenset({"success", "failure", "timeout", "cancelled"})
+
+
+@dataclass(frozen=True)
+class SubAgentOutcome:
+    """How a sub-agent ended, as its parent's tool result reports it."""
+
+    status: str  # one of SUB_AGENT_STATUSES
+    result: str  # the submitted result, or why it failed
+    kind: ErrorKind | None = None  # failures only (ErrorKind.CONTEXT_EXHAUSTED, ...)
+    conversation_id: str = ""

@@ -1,0 +1,103 @@
+"""Effects `transition` asks the runtime to perform, in the order given.
+
+Order within one transition: PersistMessage(s) first, then requests, tools,
+timers and aborts, then notifications; the runtime persists the new state
+before running any of them (REQ-BED-007).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from phoenix_nb.core.values import SubAgentOutcome, SubAgentTask, ToolUseBlock, Usage
+
+# PersistMessage kinds = the store's message_type values (CONTRACTS.md).
+MESSAGE_KINDS = frozenset({"user", "agent", "tool", "system", "continuation", "error"})
+
+
+@dataclass(frozen=True)
+class PersistMessage:
+    """Append one message; `content` is the JSON shape CONTRACTS.md gives per kind."""
+
+    kind: str
+    content: Mapping[str, Any] = field(default_factory=dict)
+    display: Mapping[str, Any] | None = None
+    usage: Usage | None = None
+
+
+@dataclass(frozen=True)
+class RequestLlm:
+    """Send the persisted history (with tools) to the model."""
+
+
+@dataclass(frozen=True)
+class ExecuteTool:
+    call: ToolUseBlock
+
+
+@dataclass(frozen=True)
+class ScheduleRetry:
+    """After `delay` seconds, send RetryTimeout(attempt)."""
+
+    delay: float
+    attempt: int
+
+
+@dataclass(frozen=True)
+class RequestContinuation:
+    """Ask for a summary with no tools; the prompt is `continuation_prompt(rejected_calls)`."""
+
+    rejected_calls: tuple[ToolUseBlock, ...] = ()
+
+
+@dataclass(frozen=True)
+class SpawnSubAgents:
+    tool_use_id: str
+    tasks: tuple[SubAgentTask, ...]
+
+
+@dataclass(frozen=True)
+class CancelSubAgents:
+    agent_ids: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class AbortLlm:
+    pass
+
+
+@dataclass(frozen=True)
+class AbortTool:
+    tool_use_id: str
+
+
+@dataclass(frozen=True)
+class Notify:
+    """Tell watchers something the state alone does not say (retry, mode change ...)."""
+
+    kind: str
+    data: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class NotifyParent:
+    """A sub-agent ended: report to the parent conversation."""
+
+    outcome: SubAgentOutcome
+
+
+Effect = (
+    PersistMessage
+    | RequestLlm
+    | ExecuteTool
+    | ScheduleRetry
+    | RequestContinuation
+    | SpawnSubAgents
+    | CancelSubAgents
+    | AbortLlm
+    | AbortTool
+    | Notify
+    | NotifyParent
+)

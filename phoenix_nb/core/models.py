@@ -1,0 +1,62 @@
+"""Model registry: how much context each model holds and how much it may write.
+
+Continuation (REQ-BED-019/022) compares used tokens against the conversation
+model's window; an unknown name gets the smallest known window so that the
+threshold fires early rather than never.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    context_window: int
+    max_output: int
+    name: str = ""
+
+
+def _info(name: str, window: int, max_output: int) -> tuple[str, ModelInfo]:
+    return name, ModelInfo(context_window=window, max_output=max_output, name=name)
+
+
+MODELS: Mapping[str, ModelInfo] = MappingProxyType(
+    dict(
+        [
+            _info("claude-opus-4-5", 200_000, 64_000),
+            _info("claude-opus-4-1", 200_000, 32_000),
+            _info("claude-opus-4-0", 200_000, 32_000),
+            _info("claude-sonnet-4-5", 200_000, 64_000),
+            _info("claude-sonnet-4-5[1m]", 1_000_000, 64_000),
+            _info("claude-sonnet-4-0", 200_000, 64_000),
+            _info("claude-sonnet-4-0[1m]", 1_000_000, 64_000),
+            _info("claude-haiku-4-5", 200_000, 64_000),
+            _info("claude-3-7-sonnet-latest", 200_000, 64_000),
+            _info("claude-3-5-haiku-latest", 200_000, 8_192),
+            # The offline demo model served by phoenix_nb.testing.
+            _info("demo", 200_000, 8_192),
+        ]
+    )
+)
+
+SMALLEST_KNOWN: ModelInfo = min(MODELS.values(), key=lambda m: (m.context_window, m.max_output))
+
+
+def model_info(name: str) -> ModelInfo:
+    """The model's limits; dated ids (claude-sonnet-4-5-20250929) match their alias.
+
+    Unknown models get the smallest known window (REQ-BED-022).
+    """
+    if name in MODELS:
+        return MODELS[name]
+    best = ""
+    for known in MODELS:
+        if name.startswith(known + "-") and len(known) > len(best):
+            best = known
+    if best:
+        info = MODELS[best]
+        return ModelInfo(info.context_window, info.max_output, name)
+    return ModelInfo(SMALLEST_KNOWN.context_window, SMALLEST_KNOWN.max_output, name)

@@ -1,0 +1,46 @@
+"""Small builders shared by the core tests."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from phoenix_nb.core.states import ConvContext, ConvState
+from phoenix_nb.core.transition import Rejection, Transition, transition
+from phoenix_nb.core.values import ErrorKind, LlmFailure, ToolUseBlock, Usage
+
+CTX = ConvContext("c-1", "/work", "demo")
+SUB_CTX = ConvContext("c-2", "/work", "demo", is_sub_agent=True, max_sub_agent_turns=5)
+NO_SANDBOX_CTX = ConvContext("c-3", "/work", "demo", sandbox_available=False)
+
+
+def call(i: int, name: str = "bash", **inp: object) -> ToolUseBlock:
+    return ToolUseBlock(f"t{i}", name, inp or {"command": f"echo {i}"})
+
+
+def small_usage() -> Usage:
+    return Usage(input_tokens=1000, output_tokens=100)
+
+
+def usage_at(fraction: float, window: int = 200_000) -> Usage:
+    return Usage(input_tokens=int(window * fraction))
+
+
+def retryable(kind: ErrorKind = ErrorKind.NETWORK, retry_after: float | None = None) -> LlmFailure:
+    return LlmFailure(kind, "connection reset", True, retry_after)
+
+
+def fatal(kind: ErrorKind = ErrorKind.AUTH) -> LlmFailure:
+    return LlmFailure(kind, "invalid x-api-key", False, status=401)
+
+
+def ok(result: Transition | Rejection) -> Transition:
+    assert isinstance(result, Transition), result
+    return result
+
+
+def run(state: ConvState, ctx: ConvContext, events: Sequence[object]) -> Transition:
+    """Apply events in order; every one must be accepted."""
+    out = Transition(state)
+    for event in events:
+        out = ok(transition(out.state, ctx, event))  # type: ignore[arg-type]
+    return out
