@@ -1,0 +1,392 @@
+"""The sandbox launcher: a small single-threaded process that starts commands.
+
+Why a separate process: the Jupyter kernel is multi-threaded, so forking it to
+run Python between fork and exec (``preexec_fn``) is unsafe, and an exec
+wrapper pays Python start-up (~50 ms) on every command. This launcher is
+started once per kernel (lazily, by ``sandbox.Launcher``), pays start-up once,
+builds the seccomp filter once, and then only forks, which costs about a
+millisecond because it is single-threaded and small.
+
+Per command it forks a *supervisor* that makes itself a child subreaper
+(PR_SET_CHILD_SUBREAPER), so every descendant of the command, even one that
+called ``setsid``, is re-parented to it and can be found and killed. The
+supervisor forks the *command* process, which joins a fresh process group,
+applies rlimits and (in Restricted mode) Landlock and seccomp to itself only,
+and execs ``bash -c``. Nothing is ever applied to the kernel or the launcher.
+
+Protocol (SOCK_SEQPACKET socket, fd number in $PHOENIX_LAUNCHER_FD): each request is one JSON message with
+two file descriptors attached: the command's output (stdout and stderr) and a
+status pipe. The supervisor writes JSON lines to the status pipe: first
+``{"pid": <supervisor pid>}``, at the end ``{"exit": code, "signal": sig}``.
+The caller stops a command by sending SIGTERM to the supervisor, which kills
+the whole tree with SIGKILL and reports ``{"killed": true, ...}``.
+
+This file is run as a script (``python -I _sandbox_child.py``) and imports
+nothing from phoenix_nb so that it stays small and independent.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import json
+import os
+import resource
+import signal
+import socket
+import sys
+from typing import Any
+
+PR_SET_PDEATHSIG = 1
+PR_SET_CHILD_SUBREAPER = 36
+CGROUP_PIDS_ROOT = "/sys/fs/cgroup/pids"
+
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def _prctl(option: int, arg: int) -> None:
+    if _libc.prctl(option, arg, 0, 0, 0) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, os.strerror(err))
+
+
+# --------------------------------------------------------------------- seccomp
+
+
+# Syscalls that change metadata (Landlock does not cover them), leave the
+# process tree, reach other processes, or change the machine. All return EPERM
+# so that the failing command prints the kernel's own error (REQ-BASH-008).
+_DENIED_SYSCALLS = (
+    "chmod fchmod fchmodat fchmodat2 chown fchown lchown fchownat "
+    "utime utimes utimensat futimesat "
+    "setxattr lsetxattr fsetxattr removexattr lremovexattr fremovexattr "
+    "setxattrat removexattrat "
+    "setsid setpgid "
+    "ptrace process_vm_readv process_vm_writev pidfd_getfd "
+    "mount umount2 pivot_root move_mount open_tree fsopen fsmount fsconfig fspick "
+    "mount_setattr chroot unshare setns "
+    "init_module finit_module delete_module kexec_load kexec_file_load reboot "
+    "swapon swapoff settimeofday clock_settime clock_adjtime adjtimex "
+    "sethostname setdomainname acct quotactl quotactl_fd bpf perf_event_open "
+    "userfaultfd keyctl add_key request_key iopl ioperm open_by_handle_at "
+    "fanotify_init io_uring_setup io_uring_enter io_uring_register syslog "
+    "vhangup mknod mknodat"
+).split()
+
+_AF_INET = 2
+_AF_INET6 = 10
+_CLONE_NS_FLAGS = (
+    0x00020000,  # CLONE_NEWNS
+    0x02000000,  # CLONE_NEWCGROUP
+    0x04000000,  # CLONE_NEWUTS
+    0x08000000,  # CLONE_NEWIPC
+    0x10000000,  # CLONE_NEWUSER
+    0x20000000,  # CLONE_NEWPID
+    0x40000000,  # CLONE_NEWNET
+)
+_TIOCSTI = 0x5412
+_TIOCLINUX = 0x541C
+
+
+def build_seccomp_filter() -> Any:
+    """The seccomp filter for Restricted mode, built once in the launcher.
+
+    Default allow, deny a list: an allow-list of syscalls breaks ordinary
+    tools in ways hard to explain, while what Landlock leaves open is a short,
+    known list (NOTES.md): metadata changes, non-TCP sockets, tree escape.
+    Sockets: only AF_INET/AF_INET6 stream sockets with protocol 0 or TCP may be
+    created (Landlock then denies TCP connect/bind); UDP, raw, MPTCP (262),
+    SCTP, packet, netlink and unix sockets (``socket``, not ``socketpair``)
+    fail with EPERM. Unix sockets are refused because Landlock ABI < 9 cannot
+    stop a connect to a listening socket outside the sandbox (a Docker or
+    Jupyter socket would be a write by proxy). ``clone3`` answers ENOSYS so
+    that libc falls back to ``clone``, whose namespace flags can be checked.
+    """
+    import pyseccomp as sc
+
+    eperm = sc.ERRNO(errno.EPERM)
+    f = sc.SyscallFilter(sc.ALLOW)
+    for name in _DENIED_SYSCALLS:
+        try:
+            f.add_rule(eperm, name)
+        except (OSError, ValueError, RuntimeError):
+            pass  # not a syscall on this architecture
+    for domain in range(64):
+        if domain not in (_AF_INET, _AF_INET6):
+            f.add_rule(eperm, "socket", sc.Arg(0, sc.EQ, domain))
+    f.add_rule(eperm, "socket", sc.Arg(0, sc.GE, 64))
+    for domain in (_AF_INET, _AF_INET6):
+        for sock_type in (2, 3, 4, 5, 6, 10):  # dgram raw rdm seqpacket dccp packet
+            f.add_rule(
+                eperm,
+                "socket",
+                sc.Arg(0, sc.EQ, domain),
+                sc.Arg(1, sc.MASKED_EQ, 0xF, sock_type),
+            )
+        for proto in (132, 262):  # SCTP, MPTCP: not covered by Landlock TCP rules
+            f.add_rule(eperm, "socket", sc.Arg(0, sc.EQ, domain), sc.Arg(2, sc.EQ, proto))
+    for flag in _CLONE_NS_FLAGS:
+        f.add_rule(eperm, "clone", sc.Arg(0, sc.MASKED_EQ, flag, flag))
+    f.add_rule(sc.ERRNO(errno.ENOSYS), "clone3")
+    for req in (_TIOCSTI, _TIOCLINUX):
+        f.add_rule(eperm, "ioctl", sc.Arg(1, sc.EQ, req))
+    return f
+
+
+# -------------------------------------------------------------------- landlock
+
+
+def apply_landlock(writable: list[str], devices: list[str]) -> None:
+    """Read and execute everywhere, write only below `writable`, no TCP.
+
+    Every filesystem right the kernel knows is handled (so denied unless
+    granted); network rights handled with no port allowed; abstract unix
+    sockets and signals scoped to the sandbox where the ABI has scoping.
+    """
+    import landlockpy as ll
+    from landlockpy.flags import LATEST_ABI
+
+    fs = ll.AccessFS
+    read_exec = fs.READ_FILE | fs.READ_DIR | fs.EXECUTE
+    with ll.Ruleset(
+        handled_net=ll.AccessNet.BIND_TCP
+        | ll.AccessNet.CONNECT_TCP
+        | ll.AccessNet.BIND_UDP
+        | ll.AccessNet.CONNECT_SEND_UDP,
+        scoped=ll.Scope.ABSTRACT_UNIX_SOCKET | ll.Scope.SIGNAL,
+    ) as rs:
+        rs.allow_path("/", read_exec)
+        everything = ll.fs_for_abi(LATEST_ABI)
+        for path in writable:
+            rs.allow_path(path, everything)
+        for dev in devices:
+            if os.path.exists(dev):
+                rs.allow_path(dev, fs.READ_FILE | fs.WRITE_FILE | fs.IOCTL_DEV | fs.TRUNCATE)
+        rs.restrict()
+
+
+# ------------------------------------------------------------------ supervisor
+
+
+def _descendants(root: int) -> list[int]:
+    """Every live descendant of `root`, from /proc (no cgroups needed)."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as fh:
+                stat = fh.read()
+        except OSError:
+            continue
+        ppid = int(stat[stat.rindex(b")") + 2 :].split()[1])
+        children.setdefault(ppid, []).append(int(entry))
+    found: list[int] = []
+    todo = [root]
+    while todo:
+        for child in children.get(todo.pop(), ()):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+def _reap() -> None:
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+
+
+def _has_children() -> bool:
+    """Whether anything is left: a subreaper with no child has no descendant."""
+    try:
+        os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+    except ChildProcessError:
+        return False
+    return True
+
+
+def kill_tree(me: int, pgid: int | None) -> None:
+    """SIGKILL every descendant until none is left.
+
+    Killed processes' children are re-parented to us (we are a subreaper), so
+    repeating the scan converges even for a fork bomb: a killed process cannot
+    fork again. The process group goes first because it is one syscall.
+    """
+    if pgid is not None:
+        try:
+            os.killpg(pgid, signal.SIGKILL)
+        except OSError:
+            pass
+    _reap()
+    while _has_children():
+        pids = _descendants(me)
+        if not pids:
+            break
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        _reap()
+    _reap()
+
+
+def _join_pids_cgroup(cgroup: str | None) -> None:
+    if cgroup:
+        with open(os.path.join(cgroup, "cgroup.procs"), "w") as fh:
+            fh.write("0")
+
+
+def _make_pids_cgroup(max_procs: int) -> str | None:
+    """A pids cgroup bounding the command's process count, where writable.
+
+    RLIMIT_NPROC is ignored for root, and a notebook often runs as root in a
+    container; a pids cgroup is the kernel's count limit that also holds there.
+    Best effort: absent or read-only cgroupfs leaves RLIMIT_NPROC alone.
+    """
+    base = os.path.join(CGROUP_PIDS_ROOT, "phoenix")
+    try:
+        os.makedirs(base, exist_ok=True)
+        path = os.path.join(base, str(os.getpid()))
+        os.mkdir(path)
+        with open(os.path.join(path, "pids.max"), "w") as fh:
+            fh.write(str(max_procs))
+        return path
+    except OSError:
+        return None
+
+
+def _exec_command(req: dict[str, Any], out_fd: int, cgroup: str | None, sc_filter: Any) -> None:
+    """Runs in the command process: set up, restrict self, exec. Never returns."""
+    try:
+        os.setpgid(0, 0)
+        _join_pids_cgroup(cgroup)
+        null = os.open("/dev/null", os.O_RDONLY)
+        os.dup2(null, 0)
+        os.dup2(out_fd, 1)
+        os.dup2(out_fd, 2)
+        os.closerange(3, 65536)
+        os.chdir(req["cwd"])
+        for name, value in req.get("rlimits", {}).items():
+            limit = getattr(resource, name)
+            resource.setrlimit(limit, (value, value))
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+        signal.signal(signal.SIGXFSZ, signal.SIG_DFL)
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        if req.get("restricted"):
+            apply_landlock(req["writable"], req["devices"])
+            sc_filter.load()
+        os.execve(req["argv"][0], req["argv"], req["env"])
+    except BaseException as exc:  # noqa: BLE001 - report anything, then exit
+        try:
+            os.write(2, f"phoenix sandbox: cannot start command: {exc}\n".encode())
+        finally:
+            os._exit(126)
+
+
+def supervise(req: dict[str, Any], out_fd: int, status_fd: int, sc_filter: Any) -> None:
+    """Runs in the supervisor: start the command, wait, kill what is left, report."""
+    me = os.getpid()
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    _prctl(PR_SET_CHILD_SUBREAPER, 1)
+    _prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+    cgroup = _make_pids_cgroup(int(req.get("max_procs", 1024))) if req.get("restricted") else None
+    state: dict[str, Any] = {"pgid": None, "killed": False}
+
+    def on_term(_signum: int, _frame: object) -> None:
+        state["killed"] = True
+        kill_tree(me, state["pgid"])
+
+    signal.signal(signal.SIGTERM, on_term)
+    os.write(status_fd, (json.dumps({"pid": me}) + "\n").encode())
+    pid = os.fork()
+    if pid == 0:
+        _exec_command(req, out_fd, cgroup, sc_filter)
+    state["pgid"] = pid
+    os.close(out_fd)
+    code: int | None = None
+    sig: int | None = None
+    while True:
+        try:
+            done, status = os.waitpid(pid, 0)
+        except ChildProcessError:
+            break
+        if done == pid:
+            if os.WIFEXITED(status):
+                code = os.WEXITSTATUS(status)
+            elif os.WIFSIGNALED(status):
+                sig = os.WTERMSIG(status)
+            break
+    # The command is done: whatever it left running goes too (background mode
+    # is the way to keep something alive).
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    kill_tree(me, pid)
+    if cgroup:
+        try:
+            os.rmdir(cgroup)
+        except OSError:
+            pass
+    report = {"exit": code, "signal": sig, "killed": state["killed"]}
+    os.write(status_fd, (json.dumps(report) + "\n").encode())
+    os._exit(0)
+
+
+# -------------------------------------------------------------------- launcher
+
+
+def serve(sock: socket.socket) -> None:
+    """Accept requests until the kernel goes away; fork a supervisor for each."""
+    sc_filter = None
+    import landlockpy  # noqa: F401 - imported once here, not in every command
+    import landlockpy.flags  # noqa: F401
+
+    landlockpy.abi_version()  # loads libc once (find_library runs ldconfig)
+    try:
+        sc_filter = build_seccomp_filter()
+    except Exception as exc:  # noqa: BLE001 - reported to the caller on use
+        sys.stderr.write(f"phoenix sandbox: seccomp unavailable: {exc}\n")
+    signal.signal(signal.SIGCHLD, lambda _s, _f: _reap())
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    while True:
+        try:
+            data, fds, _flags, _addr = socket.recv_fds(sock, 1 << 20, 4)
+        except InterruptedError:
+            continue
+        if not data:
+            return
+        try:
+            req = json.loads(data)
+            out_fd, status_fd = fds
+        except (ValueError, TypeError):
+            for fd in fds:
+                os.close(fd)
+            continue
+        if req.get("restricted") and sc_filter is None:
+            os.write(out_fd, b"phoenix sandbox: seccomp is unavailable\n")
+            os.write(status_fd, b'{"pid": 0}\n{"exit": 126, "signal": null, "killed": false}\n')
+            os.close(out_fd)
+            os.close(status_fd)
+            continue
+        pid = os.fork()
+        if pid == 0:
+            try:
+                sock.close()
+                supervise(req, out_fd, status_fd, sc_filter)
+            finally:
+                os._exit(1)
+        os.close(out_fd)
+        os.close(status_fd)
+
+
+def main() -> None:
+    sock = socket.socket(fileno=int(os.environ["PHOENIX_LAUNCHER_FD"]))
+    serve(sock)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,324 @@
+"""Restricted mode's kernel sandbox, and the launcher that runs every command.
+
+Binding, chosen deliberately: **landlockpy 0.2** for Landlock. It speaks ABI
+1-11 with best-effort masking, so one ruleset covers filesystem rights, TCP
+bind/connect and scoping (abstract unix sockets, signals) on whatever kernel
+runs. The PyPI ``landlock`` package has filesystem rules only (no network, no
+scoping) and a stale-errno bug (NOTES.md), so it cannot meet "no TCP". What
+Landlock does not stop (chmod/chown/utime/xattr, UDP/raw/MPTCP/netlink/unix
+sockets, ``setsid``, ``ptrace``, namespaces, module loading) is closed with
+**pyseccomp** over the system libseccomp, returning EPERM so the command
+prints the kernel's own error (REQ-BASH-008).
+
+Where it is applied: never in the kernel process. A single-threaded launcher
+(``_sandbox_child.py``) is started once per kernel, lazily; per command it
+forks a subreaper supervisor, which forks the command process, which restricts
+itself and execs ``bash -c``. Measured here (``tests/benchmarks/bench_sandbox.py``):
+the launcher path costs a few ms per command, where a Python exec wrapper
+costs ~50 ms and ``preexec_fn`` is unsafe in the threaded kernel. Unrestricted
+commands use the same launcher without restrictions, so cancel reaches
+``setsid``'d descendants in both modes (REQ-BED-005).
+
+Availability is detected once (``detect_sandbox``, cached): Landlock ABI from
+``landlock_create_ruleset(NULL, 0, VERSION)`` and libseccomp loadable. Setting
+``PHOENIX_SANDBOX=off`` forces "unavailable" so the degraded path
+(REQ-BASH-009) can be exercised on a machine that has Landlock.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import json
+import logging
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from phoenix_nb.tools.base import SandboxInfo
+
+log = logging.getLogger(__name__)
+
+# Landlock ABI needed: 4 brings TCP bind/connect rules; without it Restricted
+# mode could not keep its "no network" promise.
+MIN_ABI = 4
+SANDBOX_ENV = "PHOENIX_SANDBOX"
+_CHILD_SCRIPT = Path(__file__).with_name("_sandbox_child.py")
+
+KERNEL_REQUIREMENT = (
+    "Restricted mode needs the Linux Landlock LSM with network rules "
+    f"(ABI {MIN_ABI}+, Linux 6.7 or newer, 'landlock' in the lsm= boot list) and libseccomp."
+)
+
+
+def _probe() -> SandboxInfo:
+    if os.environ.get(SANDBOX_ENV, "").lower() in ("off", "0", "false", "no"):
+        return SandboxInfo(False, 0, f"sandbox disabled by {SANDBOX_ENV}=off. {KERNEL_REQUIREMENT}")
+    if not sys.platform.startswith("linux"):
+        return SandboxInfo(False, 0, f"not Linux. {KERNEL_REQUIREMENT}")
+    try:
+        import landlockpy
+
+        abi = landlockpy.abi_version()
+    except Exception as exc:  # noqa: BLE001 - any failure means unavailable
+        return SandboxInfo(False, 0, f"Landlock probe failed ({exc}). {KERNEL_REQUIREMENT}")
+    if abi < MIN_ABI:
+        why = "Landlock is not enabled" if abi == 0 else f"Landlock ABI {abi} has no network rules"
+        return SandboxInfo(False, abi, f"{why}. {KERNEL_REQUIREMENT}")
+    try:
+        import pyseccomp
+
+        pyseccomp.SyscallFilter(pyseccomp.ALLOW)
+    except Exception as exc:  # noqa: BLE001
+        return SandboxInfo(False, abi, f"libseccomp unavailable ({exc}). {KERNEL_REQUIREMENT}")
+    return SandboxInfo(
+        True,
+        abi,
+        f"Landlock ABI {abi}: read-only filesystem except a private TMPDIR, no TCP, "
+        "scoped signals and abstract sockets; seccomp blocks other sockets, "
+        "chmod/chown/utime/xattr, setsid and ptrace; rlimits on memory, CPU, file size.",
+    )
+
+
+@functools.cache
+def detect_sandbox() -> SandboxInfo:
+    """Detect once per process whether Restricted mode can be enforced (REQ-BASH-009)."""
+    info = _probe()
+    if not info.available:
+        log.warning(
+            "phoenix: kernel sandbox unavailable, Restricted mode disabled: %s", info.reason
+        )
+    return info
+
+
+@dataclass(frozen=True)
+class SandboxLimits:
+    """Resource limits of a Restricted command (REQ-BASH-008).
+
+    Address space bounds a memory bomb per process; CPU time bounds a spinning
+    process even if the wall-clock timeout were lost; file size bounds one
+    file in TMPDIR; ``max_procs`` is RLIMIT_NPROC (ignored by the kernel for
+    root) and the pids cgroup limit where one can be created.
+    """
+
+    address_space: int = 4 << 30
+    file_size: int = 1 << 30
+    max_procs: int = 1024
+    cpu_seconds: int | None = None  # None: the command's timeout, rounded up, plus 5
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """What the launcher should run."""
+
+    argv: tuple[str, ...]
+    cwd: str
+    env: Mapping[str, str]
+    restricted: bool
+    writable: tuple[str, ...] = ()
+    devices: tuple[str, ...] = ("/dev/null", "/dev/zero", "/dev/full", "/dev/tty")
+    limits: SandboxLimits = field(default_factory=SandboxLimits)
+    cpu_seconds: int = 3600
+
+    def to_request(self) -> dict[str, Any]:
+        rlimits: dict[str, int] = {"RLIMIT_CORE": 0}
+        if self.restricted:
+            rlimits |= {
+                "RLIMIT_AS": self.limits.address_space,
+                "RLIMIT_FSIZE": self.limits.file_size,
+                "RLIMIT_NPROC": self.limits.max_procs,
+                "RLIMIT_CPU": self.limits.cpu_seconds or self.cpu_seconds,
+            }
+        return {
+            "argv": list(self.argv),
+            "cwd": self.cwd,
+            "env": dict(self.env),
+            "restricted": self.restricted,
+            "writable": list(self.writable),
+            "devices": list(self.devices),
+            "rlimits": rlimits,
+            "max_procs": self.limits.max_procs,
+            "limits": asdict(self.limits),
+        }
+
+
+class SandboxError(RuntimeError):
+    """The launcher could not be started or reached."""
+
+
+class Process:
+    """A command started by the launcher: its output fd and its supervisor.
+
+    The caller owns `output_fd` (read end of the combined stdout/stderr pipe);
+    `wait()` returns the exit report; `kill()` stops the whole tree.
+    """
+
+    def __init__(self, output_fd: int, status_fd: int) -> None:
+        self.output_fd = output_fd
+        self._status_fd = status_fd
+        self._status_buf = b""
+        self.supervisor_pid = 0
+        self._pidfd: int | None = None
+        self.result: dict[str, Any] | None = None
+
+    async def _read_line(self) -> bytes:
+        loop = asyncio.get_running_loop()
+        while b"\n" not in self._status_buf:
+            chunk = await _read_some(loop, self._status_fd)
+            if not chunk:
+                line, self._status_buf = self._status_buf, b""
+                return line
+            self._status_buf += chunk
+        line, _, self._status_buf = self._status_buf.partition(b"\n")
+        return line
+
+    async def started(self) -> None:
+        line = await self._read_line()
+        try:
+            self.supervisor_pid = int(json.loads(line)["pid"])
+        except (ValueError, KeyError, TypeError) as exc:
+            raise SandboxError(f"launcher gave no supervisor pid: {line!r}") from exc
+        if self.supervisor_pid > 0:
+            with contextlib.suppress(OSError):
+                self._pidfd = os.pidfd_open(self.supervisor_pid)
+
+    async def wait(self) -> dict[str, Any]:
+        """The exit report: {"exit": code|None, "signal": n|None, "killed": bool}."""
+        if self.result is None:
+            line = await self._read_line()
+            try:
+                self.result = json.loads(line)
+            except ValueError:
+                self.result = {"exit": None, "signal": None, "killed": True}
+            self._close_status()
+        return self.result
+
+    def kill(self) -> None:
+        """Ask the supervisor to SIGKILL every descendant; returns at once."""
+        if self.result is not None:
+            return
+        try:
+            if self._pidfd is not None:
+                signal.pidfd_send_signal(self._pidfd, signal.SIGTERM)
+            elif self.supervisor_pid > 0:
+                os.kill(self.supervisor_pid, signal.SIGTERM)
+        except (ProcessLookupError, OSError):
+            pass
+
+    def _close_status(self) -> None:
+        with contextlib.suppress(OSError):
+            os.close(self._status_fd)
+        if self._pidfd is not None:
+            with contextlib.suppress(OSError):
+                os.close(self._pidfd)
+            self._pidfd = None
+
+
+async def _read_some(loop: asyncio.AbstractEventLoop, fd: int, size: int = 65536) -> bytes:
+    """Read what is available on a non-blocking fd, waiting with the event loop."""
+    while True:
+        try:
+            return os.read(fd, size)
+        except BlockingIOError:
+            pass
+        ready: asyncio.Future[None] = loop.create_future()
+        loop.add_reader(fd, lambda: ready.done() or ready.set_result(None))
+        try:
+            await ready
+        finally:
+            loop.remove_reader(fd)
+
+
+class Launcher:
+    """The kernel's handle on the launcher process; started on first use."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._sock: socket.socket | None = None
+
+    def _ensure(self) -> socket.socket:
+        with self._lock:
+            if self._proc is not None and self._proc.poll() is None and self._sock is not None:
+                return self._sock
+            ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+            try:
+                self._proc = subprocess.Popen(
+                    [sys.executable, "-I", str(_CHILD_SCRIPT)],
+                    stdin=subprocess.DEVNULL,
+                    pass_fds=(theirs.fileno(),),
+                    start_new_session=True,
+                    env={
+                        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+                        "PHOENIX_LAUNCHER_FD": str(theirs.fileno()),
+                    },
+                )
+            except OSError as exc:
+                ours.close()
+                raise SandboxError(f"cannot start the sandbox launcher: {exc}") from exc
+            finally:
+                theirs.close()
+            self._sock = ours
+            return ours
+
+    def start(self, spec: RunSpec, output_w: int) -> tuple[int, int]:
+        """Send one request; returns the status pipe's read end."""
+        data = json.dumps(spec.to_request()).encode()
+        for attempt in range(2):
+            sock = self._ensure()
+            status_r, status_w = os.pipe2(os.O_CLOEXEC)
+            try:
+                socket.send_fds(sock, [data], [output_w, status_w])
+                return status_r, attempt
+            except OSError:
+                os.close(status_r)
+                self.close()
+                if attempt:
+                    raise
+            finally:
+                os.close(status_w)
+        raise SandboxError("unreachable")
+
+    def close(self) -> None:
+        with self._lock:
+            if self._sock is not None:
+                self._sock.close()
+                self._sock = None
+            if self._proc is not None:
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    self._proc.wait(timeout=2)
+                self._proc = None
+
+
+_LAUNCHER = Launcher()
+
+
+async def start_process(spec: RunSpec) -> Process:
+    """Start `spec` through the launcher; output and status fds are non-blocking."""
+    out_r, out_w = os.pipe2(os.O_CLOEXEC)
+    try:
+        status_r, _ = _LAUNCHER.start(spec, out_w)
+    except BaseException:
+        os.close(out_r)
+        raise
+    finally:
+        os.close(out_w)
+    os.set_blocking(out_r, False)
+    os.set_blocking(status_r, False)
+    proc = Process(out_r, status_r)
+    try:
+        await proc.started()
+    except BaseException:
+        proc.kill()
+        os.close(out_r)
+        proc._close_status()
+        raise
+    return proc
