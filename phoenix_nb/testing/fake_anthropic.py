@@ -498,18 +498,11 @@ class FakeAnthropic:
         size = 0
         outcome = "completed"
         try:
-            for position, (data, delay) in enumerate(events):
-                if (
-                    fault is not None
-                    and position == fault.after_events
-                    and fault.kind
-                    in (
-                        "drop",
-                        "in_stream_error",
-                        "malformed_json",
-                        "stall",
-                    )
-                ):
+            # A fault placed past the end strikes just before the body would end.
+            fault_at = min(fault.after_events, len(events)) if fault is not None else -1
+            in_stream = ("drop", "in_stream_error", "malformed_json", "stall")
+            for position, (data, delay) in enumerate([*events, (b"", 0.0)]):
+                if fault is not None and position == fault_at and fault.kind in in_stream:
                     if buffer:
                         await resp.write(b"".join(buffer))
                         buffer, size = [], 0
@@ -532,6 +525,8 @@ class FakeAnthropic:
                         await resp.write_eof()
                         return resp
                     await self._pause(fault.seconds)
+                if not data:
+                    break
                 if delay > 0:
                     if buffer:
                         await resp.write(b"".join(buffer))

@@ -1,0 +1,1 @@
+pytest_plugins = ["phoenix_nb.testing.pytest_plugin"]
