@@ -523,16 +523,21 @@ def _downgrade(state: ConvState, ctx: ConvContext, _phase: Any, _e: Any) -> Outc
 # --- handlers: sub-agents ------------------------------------------------------
 
 
-def sub_agents_result(phase: AwaitingSubAgents, completed: Sequence[AgentDone]) -> ToolResult:
-    """One result for a spawn_agents call: every task's outcome, in request order."""
+CANCELLED_OUTCOME = SubAgentOutcome("cancelled", "Cancelled by the user before it finished.")
+
+
+def sub_agents_result(
+    phase: AwaitingSubAgents,
+    completed: Sequence[AgentDone],
+    missing: SubAgentOutcome = CANCELLED_OUTCOME,
+) -> ToolResult:
+    """One result for a spawn_agents call: every task's outcome, in request order;
+    `missing` stands for agents that never reported."""
     by_id = {d.agent_id: d.outcome for d in completed}
     lines = [f"Results of {len(phase.tasks)} sub-agent(s):"]
     agents: list[dict[str, Any]] = []
     for i, task in enumerate(phase.tasks, 1):
-        outcome = by_id.get(
-            task.agent_id,
-            SubAgentOutcome("cancelled", "Cancelled by the user before it finished."),
-        )
+        outcome = by_id.get(task.agent_id, missing)
         lines.append(f"\n## Task {i}: {task.task}\nStatus: {outcome.status}\n{outcome.result}")
         agents.append(
             {

@@ -1,0 +1,265 @@
+"""The persisted message chain and its Anthropic API form.
+
+History records are the store's messages (`message_type`, `content`, ...; the
+content shapes are in CONTRACTS.md). The API demands that every tool_use is
+answered by exactly one tool_result in the next user turn and that roles
+alternate; a crash or a bug must never make a conversation unsendable, so
+`to_api_messages` always produces a valid list (it pairs results with their
+calls and fills any hole with a synthetic result), while `validate_chain`
+reports what is wrong with the stored history and `repair_chain` says which
+messages to append so that the stored history itself becomes valid.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from phoenix_nb.core.codec import CodecError, from_json
+from phoenix_nb.core.values import (
+    ContentBlock,
+    ImageData,
+    TextBlock,
+    ThinkingBlock,
+    ToolUseBlock,
+)
+
+MESSAGE_TYPES = frozenset({"user", "agent", "tool", "system", "continuation", "error"})
+SYSTEM_PREFIX = "[phoenix notice] "
+DEFAULT_REPAIR_REASON = "the kernel restarted"
+
+
+def interrupted_text(reason: str = DEFAULT_REPAIR_REASON) -> str:
+    return f"Tool call interrupted ({reason}) — no result was recorded."
+
+
+def _content(record: Mapping[str, Any]) -> Mapping[str, Any]:
+    content = record.get("content")
+    if isinstance(content, str):
+        content = json.loads(content)
+    if not isinstance(content, Mapping):
+        raise CodecError(f"message content is {type(content).__name__}, not an object")
+    return content
+
+
+def agent_blocks(record: Mapping[str, Any]) -> tuple[ContentBlock, ...]:
+    """The content blocks of an agent message."""
+    blocks = from_json(list(_content(record).get("blocks") or []))
+    for block in blocks:
+        if not isinstance(block, TextBlock | ThinkingBlock | ToolUseBlock):
+            raise CodecError(f"agent block is a {type(block).__name__}")
+    return blocks
+
+
+def _image(data: Any) -> ImageData:
+    if isinstance(data, ImageData):
+        return data
+    if isinstance(data, Mapping) and data.get("type") == "ImageData":
+        return from_json(data)
+    if isinstance(data, Mapping):
+        return ImageData(
+            str(data["media_type"]), str(data["data"]), str(data.get("source_name", ""))
+        )
+    raise CodecError(f"not an image: {type(data).__name__}")
+
+
+def images(content: Mapping[str, Any]) -> tuple[ImageData, ...]:
+    return tuple(_image(i) for i in content.get("images") or ())
+
+
+def _image_block(image: ImageData) -> dict[str, Any]:
+    source = {"type": "base64", "media_type": image.media_type, "data": image.data}
+    return {"type": "image", "source": source}
+
+
+def _api_block(block: ContentBlock) -> dict[str, Any] | None:
+    """One assistant block; blocks the API would reject (empty text, unsigned thinking) drop."""
+    if isinstance(block, TextBlock):
+        return {"type": "text", "text": block.text} if block.text.strip() else None
+    if isinstance(block, ThinkingBlock):
+        if not block.signature:
+            return None
+        return {"type": "thinking", "thinking": block.thinking, "signature": block.signature}
+    tool_input = dict(block.input) if block.input_error is None else {}
+    return {"type": "tool_use", "id": block.id, "name": block.name, "input": tool_input}
+
+
+def _tool_result_block(content: Mapping[str, Any]) -> dict[str, Any]:
+    text = str(content.get("content") or "") or "(no output)"
+    pics = images(content)
+    body: Any = [{"type": "text", "text": text}, *map(_image_block, pics)] if pics else text
+    return {
+        "type": "tool_result",
+        "tool_use_id": str(content.get("tool_use_id")),
+        "content": body,
+        "is_error": bool(content.get("is_error")),
+    }
+
+
+def _synthetic_result(tool_use_id: str, reason: str) -> dict[str, Any]:
+    return {
+        "type": "tool_result",
+        "tool_use_id": tool_use_id,
+        "content": interrupted_text(reason),
+        "is_error": True,
+    }
+
+
+# Within one user turn: tool results first, then system notices, then the user's words.
+_RANK = {"tool": 0, "system": 1, "user": 2}
+
+
+def to_api_messages(history: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The history as Anthropic Messages API `messages`, always valid to send."""
+    groups: list[tuple[str, list[tuple[int, dict[str, Any]]]]] = []
+
+    def add(role: str, rank: int, blocks: list[dict[str, Any]]) -> None:
+        if not blocks:
+            return
+        if groups and groups[-1][0] == role:
+            groups[-1][1].extend((rank, b) for b in blocks)
+        else:
+            groups.append((role, [(rank, b) for b in blocks]))
+
+    for record in history:
+        kind = record.get("message_type")
+        if kind == "agent":
+            blocks = [b for b in map(_api_block, agent_blocks(record)) if b is not None]
+            add("assistant", 0, blocks)
+        elif kind == "tool":
+            add("user", _RANK["tool"], [_tool_result_block(_content(record))])
+        elif kind == "system":
+            text = str(_content(record).get("text") or "")
+            if text.strip():
+                add("user", _RANK["system"], [{"type": "text", "text": SYSTEM_PREFIX + text}])
+        elif kind == "user":
+            content = _content(record)
+            text = str(content.get("text") or "")
+            blocks = [{"type": "text", "text": text}] if text.strip() else []
+            blocks += [_image_block(i) for i in images(content)]
+            add("user", _RANK["user"], blocks)
+        # continuation and error messages are shown, never sent.
+
+    messages: list[dict[str, Any]] = []
+    open_calls: list[str] = []
+    for role, ranked in groups:
+        if role == "assistant":
+            if open_calls:  # an assistant turn right after unanswered calls
+                messages.append(
+                    {
+                        "role": "user",
+                        "content": [
+                            _synthetic_result(i, "missing from the history") for i in open_calls
+                        ],
+                    }
+                )
+            blocks = [b for _, b in ranked]
+            open_calls = [b["id"] for b in blocks if b["type"] == "tool_use"]
+            messages.append({"role": "assistant", "content": blocks})
+            continue
+        firsts: dict[str, dict[str, Any]] = {}  # the first result for an id wins
+        for _, b in ranked:
+            if b["type"] == "tool_result" and b["tool_use_id"] not in firsts:
+                firsts[b["tool_use_id"]] = b
+        paired = [
+            firsts.get(i) or _synthetic_result(i, "missing from the history") for i in open_calls
+        ]
+        rest = [b for rank, b in sorted(ranked, key=lambda rb: rb[0]) if rank > 0]
+        open_calls = []
+        content = paired + rest
+        if content:
+            messages.append({"role": "user", "content": content})
+    if open_calls:
+        results = [_synthetic_result(i, "missing from the history") for i in open_calls]
+        messages.append({"role": "user", "content": results})
+    if messages and messages[0]["role"] != "user":
+        messages.insert(0, {"role": "user", "content": [{"type": "text", "text": "(start)"}]})
+    merged: list[dict[str, Any]] = []
+    for message in messages:  # roles must alternate even around dropped items
+        if merged and merged[-1]["role"] == message["role"]:
+            merged[-1]["content"] = [*merged[-1]["content"], *message["content"]]
+        else:
+            merged.append(message)
+    return merged
+
+
+def _walk(history: Sequence[Mapping[str, Any]]) -> tuple[list[str], list[ToolUseBlock]]:
+    """Problems found, and the tool_uses still unanswered at the end."""
+    problems: list[str] = []
+    seen_ids: set[str] = set()
+    open_calls: list[ToolUseBlock] = []
+    for n, record in enumerate(history):
+        kind = record.get("message_type")
+        if kind not in MESSAGE_TYPES:
+            problems.append(f"message {n}: unknown message_type {kind!r}")
+            continue
+        try:
+            if kind == "agent":
+                for call in open_calls:
+                    problems.append(
+                        f"message {n}: tool_use {call.id} ({call.name}) was not answered "
+                        "before the next agent message"
+                    )
+                open_calls = []
+                for block in agent_blocks(record):
+                    if isinstance(block, ToolUseBlock):
+                        if block.id in seen_ids:
+                            problems.append(f"message {n}: duplicate tool_use id {block.id}")
+                        seen_ids.add(block.id)
+                        open_calls.append(block)
+            elif kind == "tool":
+                tool_use_id = _content(record).get("tool_use_id")
+                ids = [c.id for c in open_calls]
+                if tool_use_id not in ids:
+                    problems.append(
+                        f"message {n}: tool_result for {tool_use_id!r}, which is not an "
+                        "unanswered tool_use"
+                    )
+                else:
+                    if ids[0] != tool_use_id:
+                        problems.append(
+                            f"message {n}: tool_result for {tool_use_id} answered out of order "
+                            f"(expected {ids[0]})"
+                        )
+                    open_calls = [c for c in open_calls if c.id != tool_use_id]
+            else:
+                _content(record)
+        except (CodecError, ValueError, KeyError, TypeError) as exc:
+            problems.append(f"message {n}: unreadable {kind} content: {exc}")
+    return problems, open_calls
+
+
+def unanswered_tool_uses(history: Sequence[Mapping[str, Any]]) -> list[ToolUseBlock]:
+    """Tool calls of the last agent message that have no result yet (in order)."""
+    return _walk(history)[1]
+
+
+def validate_chain(history: Sequence[Mapping[str, Any]]) -> list[str]:
+    """What is wrong with the stored chain; empty means every tool_use is answered
+    exactly once, in order, before the next agent message."""
+    problems, open_calls = _walk(history)
+    problems += [f"tool_use {c.id} ({c.name}) has no result" for c in open_calls]
+    return problems
+
+
+def repair_chain(
+    history: Sequence[Mapping[str, Any]], reason: str = DEFAULT_REPAIR_REASON
+) -> list[tuple[str, dict[str, Any]]]:
+    """Messages to append so that every trailing tool_use has a result.
+
+    Holes in the middle of a history cannot be fixed by appending; those are
+    reported by `validate_chain` and bridged by `to_api_messages`.
+    """
+    return [
+        (
+            "tool",
+            {
+                "tool_use_id": call.id,
+                "content": interrupted_text(reason),
+                "is_error": True,
+                "images": [],
+            },
+        )
+        for call in unanswered_tool_uses(history)
+    ]

@@ -1,0 +1,55 @@
+"""Where a stored conversation resumes after the kernel restarts (REQ-BED-007).
+
+Nothing that was in flight survives a restart (no request, no tool process, no
+sub-agent task), so every live conversation comes back Idle with its mode and
+its complete history, and every call left without a result is answered so the
+history stays sendable. Terminal states (context exhausted, a finished
+sub-agent) stay as they are.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from typing import Any
+
+from phoenix_nb.core.messages import repair_chain
+from phoenix_nb.core.states import (
+    AwaitingModeApproval,
+    AwaitingSubAgents,
+    ConvState,
+    Failed,
+    Idle,
+)
+from phoenix_nb.core.transition import sub_agents_result
+from phoenix_nb.core.values import ErrorKind, SubAgentOutcome
+
+UPGRADE_NOT_APPROVED_RESULT = (
+    "Not approved: the kernel restarted before the user answered the upgrade request. "
+    "You remain in Restricted mode; ask again if you still need write access."
+)
+SUB_AGENT_RESTART_ERROR = "Interrupted by a kernel restart before it submitted a result."
+
+
+def _tool(tool_use_id: str, text: str, is_error: bool) -> dict[str, Any]:
+    return {"tool_use_id": tool_use_id, "content": text, "is_error": is_error, "images": []}
+
+
+def restore(
+    state: ConvState, history: Sequence[Mapping[str, Any]], *, is_sub_agent: bool = False
+) -> tuple[ConvState, list[tuple[str, dict[str, Any]]]]:
+    """The state to resume in and the messages to append first, in order."""
+    if state.terminal:
+        return state, repair_chain(history)
+    phase = state.phase
+    messages: list[tuple[str, dict[str, Any]]] = []
+    if isinstance(phase, AwaitingModeApproval):
+        messages.append(("tool", _tool(phase.tool_use_id, UPGRADE_NOT_APPROVED_RESULT, True)))
+    elif isinstance(phase, AwaitingSubAgents):
+        missing = SubAgentOutcome("failure", SUB_AGENT_RESTART_ERROR, ErrorKind.UNKNOWN)
+        result = sub_agents_result(phase, phase.completed, missing)
+        messages.append(("tool", _tool(result.tool_use_id, result.content, result.is_error)))
+    answered = [{"message_type": kind, "content": content} for kind, content in messages]
+    messages += repair_chain([*history, *answered])
+    resumed = Failed(SUB_AGENT_RESTART_ERROR, ErrorKind.UNKNOWN) if is_sub_agent else Idle()
+    return replace(state, phase=resumed), messages
