@@ -18,6 +18,7 @@ from typing import Any
 from phoenix_nb.core.models import ModelInfo, model_info
 from phoenix_nb.core.values import (
     ErrorKind,
+    LlmFailure,
     Mode,
     SubAgentOutcome,
     SubAgentTask,
@@ -49,6 +50,8 @@ class LlmRequesting:
 
     attempt: int = 1
     waiting: bool = False
+    failure: LlmFailure | None = None  # what the last attempt failed with (retry status)
+    delay: float = 0.0  # the backoff scheduled after it
 
 
 @dataclass(frozen=True)

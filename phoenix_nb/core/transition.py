@@ -431,7 +431,7 @@ def _on_llm_error(
         delay = retry_delay(phase.attempt, failure)
         nxt = phase.attempt + 1
         effects: list[Effect] = [ScheduleRetry(delay, nxt), _retry_notice(nxt, delay, failure)]
-        return _done(_at(state, LlmRequesting(nxt, waiting=True)), effects)
+        return _done(_at(state, LlmRequesting(nxt, True, failure, delay)), effects)
     message = _failure_text(failure)
     if ctx.is_sub_agent:
         return _sub_agent_failed(state, message, failure.kind, [])
@@ -444,7 +444,7 @@ def _on_retry(
 ) -> Outcome:
     if not phase.waiting or event.attempt != phase.attempt:
         return Transition(state)
-    return _done(_at(state, LlmRequesting(phase.attempt)), [RequestLlm()])
+    return _done(_at(state, replace(phase, waiting=False)), [RequestLlm()])
 
 
 def _cancel_llm(state: ConvState, ctx: ConvContext, _phase: Any, _event: Any) -> Outcome:

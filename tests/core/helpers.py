@@ -44,3 +44,40 @@ def run(state: ConvState, ctx: ConvContext, events: Sequence[object]) -> Transit
     for event in events:
         out = ok(transition(out.state, ctx, event))  # type: ignore[arg-type]
     return out
+
+
+def history_of(effects_seq: Sequence[Sequence[object]]) -> list[dict[str, object]]:
+    """The store records the runtime would append for these effects, in order."""
+    from phoenix_nb.core.effects import PersistMessage
+
+    records: list[dict[str, object]] = []
+    for effects in effects_seq:
+        for effect in effects:
+            if isinstance(effect, PersistMessage):
+                records.append(
+                    {
+                        "message_type": effect.kind,
+                        "content": effect.content,
+                        "display_data": effect.display,
+                        "usage_data": effect.usage,
+                    }
+                )
+    return records
+
+
+class Driver:
+    """Drives a conversation through `transition`, keeping the persisted history."""
+
+    def __init__(self, ctx: ConvContext = CTX, state: ConvState | None = None) -> None:
+        self.ctx = ctx
+        self.state = state if state is not None else ConvState()
+        self.history: list[dict[str, object]] = []
+
+    def send(self, *events: object) -> Transition | Rejection:
+        out: Transition | Rejection = Transition(self.state)
+        for event in events:
+            out = transition(self.state, self.ctx, event)  # type: ignore[arg-type]
+            if isinstance(out, Transition):
+                self.state = out.state
+                self.history += history_of([out.effects])
+        return out

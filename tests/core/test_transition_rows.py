@@ -103,7 +103,7 @@ def test_unknown_tool_id_is_rejected() -> None:
 def test_req_bed_006_retry_backoff_then_exhaustion() -> None:
     state = ok(transition(ConvState(), CTX, UserMessage("a"))).state
     out = ok(transition(state, CTX, LlmError(retryable(), 1)))
-    assert out.state.phase == LlmRequesting(2, waiting=True)
+    assert out.state.phase == LlmRequesting(2, True, retryable(), 1.0)
     assert ScheduleRetry(1.0, 2) in out.effects
     assert any(isinstance(e, Notify) and e.kind == "retry" for e in out.effects)
     # A stale timer for attempt 1 is ignored; the live one sends the request.

@@ -1,0 +1,364 @@
+"""The request-cycle projection of seed 002: persisted history -> the record.
+
+`project` turns a conversation's messages and state into the
+`application/vnd.phoenix.conversation+json` payload of docs/record-format.md.
+It is deterministic (same history and state, same dict), so the record in a
+shared notebook is exactly what the live cell showed.
+
+Run boundaries are derived, never stored: a run ends "completed" with an agent
+message that ends its turn, "error" with an error message, and "interrupted"
+when it ends any other way (a cancel, a restart) - found by a later root
+message or by the conversation resting, never by searching tool output.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, fields, is_dataclass
+from typing import Any
+
+from phoenix_nb.core.messages import agent_blocks, images
+from phoenix_nb.core.restore import UPGRADE_NOT_APPROVED_RESULT
+from phoenix_nb.core.states import (
+    CONTINUATION_THRESHOLD,
+    MAX_ATTEMPTS,
+    WARNING_THRESHOLD,
+    AwaitingModeApproval,
+    AwaitingSubAgents,
+    ContextExhausted,
+    ConvState,
+    LlmRequesting,
+    context_fraction,
+)
+from phoenix_nb.core.transition import (
+    UPGRADE_APPROVED_RESULT,
+    UPGRADE_CANCELLED_RESULT,
+    UPGRADE_DENIED_RESULT,
+)
+from phoenix_nb.core.values import TextBlock, ThinkingBlock, ToolUseBlock
+
+FORMAT = "phoenix.conversation/1"
+SUMMARY_LIMIT = 80
+
+# seed 002's groups mapped to our tools (docs/record-format.md)
+TOOL_GROUPS: Mapping[str, str] = {
+    "keyword_search": "read",
+    "ls": "read",
+    "read": "read",
+    "grep": "read",
+    "find": "read",
+    "patch": "write",
+    "write": "write",
+    "edit": "write",
+    "bash": "bash",
+}
+
+# Which input field summarises a call on one line.
+_SUMMARY_FIELD: Mapping[str, str] = {
+    "bash": "command",
+    "patch": "path",
+    "keyword_search": "query",
+    "think": "thought",
+    "request_mode_upgrade": "reason",
+    "submit_result": "result",
+}
+
+UserKindPolicy = Callable[[Mapping[str, Any]], str]
+
+
+def after_stop(_record: Mapping[str, Any]) -> str:
+    """Default policy: our runtime accepts a message only when the agent rests, so a
+    message while a run looks active means that run ended unseen (cancel, restart):
+    the message is a new root ("direct") and the old run ends "interrupted"."""
+    return "direct"
+
+
+def follow_up(_record: Mapping[str, Any]) -> str:
+    """Seed 002's queueing: the message waits until the active run stops."""
+    return "followUp"
+
+
+@dataclass(frozen=True)
+class RecordHeader:
+    """Facts about the conversation the history does not carry."""
+
+    conversation_id: str
+    slug: str
+    model: str
+    cwd: str
+    sandbox_available: bool
+    context_window: int
+
+
+def tool_group(name: str) -> str:
+    return TOOL_GROUPS.get(name, "other")
+
+
+def call_summary(call: ToolUseBlock) -> str:
+    """One line for the collapsed view of a call."""
+    if call.name == "spawn_agents":
+        tasks = call.input.get("tasks")
+        count = len(tasks) if isinstance(tasks, list | tuple) else 0
+        text = f"{count} sub-agent task(s)"
+    else:
+        value = call.input.get(_SUMMARY_FIELD.get(call.name, ""), "")
+        text = value if isinstance(value, str) else ""
+    line = text.strip().splitlines()[0] if text.strip() else ""
+    return line if len(line) <= SUMMARY_LIMIT else line[: SUMMARY_LIMIT - 1] + "…"
+
+
+def _plain(value: Any) -> Any:
+    """JSON data for the record (tuples -> lists)."""
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    return value
+
+
+class _Projector:
+    """Walks the history once; each message kind has one method."""
+
+    def __init__(self, policy: UserKindPolicy) -> None:
+        self.policy = policy
+        self.cycles: list[dict[str, Any]] = []
+        self.active = False
+        self.ends_completed = False  # the last agent message ended its turn
+        self.calls: dict[str, dict[str, Any]] = {}
+        self.queued: list[dict[str, Any]] = []
+
+    # -- cycle boundaries
+    def _open(self, step: dict[str, Any]) -> None:
+        self.cycles.append({"index": len(self.cycles), "steps": [step], "stop": None})
+        self.active = True
+        self.ends_completed = False
+
+    def _close(self, reason: str) -> None:
+        if self.active:
+            self.cycles[-1]["stop"] = {"reason": reason}
+        self.active = False
+        self.ends_completed = False
+        if self.queued:
+            self._open(self.queued.pop(0))
+
+    def _steps(self) -> list[dict[str, Any]]:
+        if not self.cycles:
+            self.cycles.append({"index": 0, "steps": [], "stop": None})
+            self.active = True
+        return self.cycles[-1]["steps"]
+
+    def _close_open_run(self) -> None:
+        self._close("completed" if self.ends_completed else "interrupted")
+
+    # -- message kinds
+    def user(self, record: Mapping[str, Any], content: Mapping[str, Any]) -> None:
+        step = {
+            "kind": "user",
+            "user_kind": "direct",
+            "text": str(content.get("text") or ""),
+            "images": [
+                {"media_type": i.media_type, "name": i.source_name} for i in images(content)
+            ],
+        }
+        if self.active and self.ends_completed:
+            self._close("completed")  # a new root after a finished run
+        if not self.active:
+            self._open(step)
+            return
+        kind = self.policy(record)
+        step["user_kind"] = kind
+        if kind == "steer":
+            self._steps().append(step)
+        elif kind == "followUp":
+            self.queued.append(step)
+        else:
+            self._close_open_run()
+            self._open(step)
+
+    def agent(self, record: Mapping[str, Any], content: Mapping[str, Any]) -> None:
+        steps = self._steps()
+        current: dict[str, Any] | None = None
+        has_calls = False
+        for block in agent_blocks(record):
+            if isinstance(block, TextBlock | ThinkingBlock):
+                kind, text = (
+                    ("assistant", block.text)
+                    if isinstance(block, TextBlock)
+                    else ("reasoning", block.thinking)
+                )
+                if not text.strip():
+                    continue
+                current = {"kind": "ai", "item": {"type": kind, "text": text}, "tool_groups": []}
+                steps.append(current)
+                continue
+            has_calls = True
+            if current is None:
+                current = {"kind": "ai", "item": None, "tool_groups": []}
+                steps.append(current)
+            call = {
+                "id": block.id,
+                "name": block.name,
+                "input": _plain(block.input),
+                "summary": call_summary(block),
+                "result": None,
+            }
+            self.calls[block.id] = call
+            groups = current["tool_groups"]
+            group = tool_group(block.name)
+            if groups and groups[-1]["group"] == group:
+                groups[-1]["calls"].append(call)
+            else:
+                groups.append({"group": group, "calls": [call]})
+        self.ends_completed = not has_calls and content.get("stop_reason") != "pause_turn"
+
+    def tool(self, record: Mapping[str, Any], content: Mapping[str, Any]) -> None:
+        call = self.calls.get(str(content.get("tool_use_id")))
+        display = record.get("display_data")
+        result = {
+            "content": str(content.get("content") or ""),
+            "is_error": bool(content.get("is_error")),
+            "display": _plain(display) if isinstance(display, Mapping) else None,
+        }
+        if call is None:
+            return
+        call["result"] = result
+        if call["name"] == "request_mode_upgrade":
+            text = result["content"]
+            decision = _DECISIONS.get(text)
+            if decision is not None:
+                reason = str(call["input"].get("reason", ""))
+                step = {"kind": "approval", "reason": reason, "decision": decision}
+                self._steps().append(step)
+        elif call["name"] == "spawn_agents" and isinstance(display, Mapping):
+            agents = [
+                {
+                    "task": a.get("task", ""),
+                    "conversation_id": a.get("conversation_id", ""),
+                    "outcome": a.get("outcome", "failure"),
+                    "result": a.get("result", ""),
+                }
+                for a in display.get("agents", ())
+                if isinstance(a, Mapping)
+            ]
+            self._steps().append({"kind": "sub_agents", "agents": agents})
+
+    def system(self, record: Mapping[str, Any], content: Mapping[str, Any]) -> None:
+        self._steps().append({"kind": "system", "text": str(content.get("text") or "")})
+
+    def error(self, record: Mapping[str, Any], content: Mapping[str, Any]) -> None:
+        step = {
+            "kind": "error",
+            "text": str(content.get("text") or ""),
+            "error_kind": str(content.get("kind") or "unknown"),
+            "retry": None,
+        }
+        self._steps().append(step)
+        self._close("error")
+
+    def continuation(self, record: Mapping[str, Any], content: Mapping[str, Any]) -> None:
+        self._steps().append({"kind": "continuation", "summary": str(content.get("summary") or "")})
+        self._close("completed")
+
+
+def _state_fields(state: ConvState) -> dict[str, Any]:
+    """The phase's simple fields, for the record's `state` object."""
+    out: dict[str, Any] = {"name": state.name, "busy": state.busy}
+    phase = state.phase
+    if is_dataclass(phase):
+        for f in fields(phase):
+            value = getattr(phase, f.name)
+            if isinstance(value, bool | int | float | str):
+                out[f.name] = getattr(value, "value", value)
+            elif value is not None and hasattr(value, "value"):  # enums
+                out[f.name] = value.value
+    if isinstance(phase, AwaitingSubAgents):
+        out["pending"] = len(phase.pending)
+    return out
+
+
+def project(
+    history: Sequence[Mapping[str, Any]],
+    state: ConvState,
+    header: RecordHeader,
+    *,
+    user_kind: UserKindPolicy = after_stop,
+) -> dict[str, Any]:
+    """The conversation record (docs/record-format.md)."""
+    walker = _Projector(user_kind)
+    for record in history:
+        kind = record.get("message_type")
+        method = getattr(walker, str(kind), None) if kind in _KINDS else None
+        if method is not None:
+            content = record.get("content")
+            method(record, content if isinstance(content, Mapping) else {})
+
+    phase = state.phase
+    if isinstance(phase, AwaitingModeApproval):
+        step = {"kind": "approval", "reason": phase.reason, "decision": "pending"}
+        walker._steps().append(step)
+    if isinstance(phase, AwaitingSubAgents):
+        done = {d.agent_id: d.outcome for d in phase.completed}
+        agents = []
+        for task in phase.tasks:
+            outcome = done.get(task.agent_id)
+            agents.append(
+                {
+                    "task": task.task,
+                    "conversation_id": outcome.conversation_id if outcome else "",
+                    "outcome": outcome.status if outcome else "pending",
+                    "result": outcome.result if outcome else "",
+                }
+            )
+        walker._steps().append({"kind": "sub_agents", "agents": agents})
+    if not state.busy and walker.active:
+        walker._close_open_run()
+    while walker.queued:  # followUps still waiting become open cycles
+        walker._close_open_run()
+
+    retry = None
+    if isinstance(phase, LlmRequesting) and phase.failure is not None:
+        retry = {
+            "attempt": phase.attempt,
+            "max": MAX_ATTEMPTS,
+            "delay": phase.delay,
+            "kind": phase.failure.kind.value,
+            "message": phase.failure.message,
+        }
+    window = header.context_window
+    fraction = context_fraction(state.last_usage, window)
+    return {
+        "format": FORMAT,
+        "conversation": {
+            "id": header.conversation_id,
+            "slug": header.slug,
+            "model": header.model,
+            "cwd": header.cwd,
+            "mode": state.mode.value,
+            "sandbox_available": header.sandbox_available,
+            "state": _state_fields(state),
+        },
+        "context": {
+            "used": state.last_usage.context_tokens if state.last_usage else 0,
+            "window": window,
+            "fraction": round(fraction, 4),
+            "warning": fraction >= WARNING_THRESHOLD,
+            "limit_reached": fraction >= CONTINUATION_THRESHOLD,
+        },
+        "cycles": walker.cycles,
+        "pending_approval": (
+            {"reason": phase.reason, "tool_use_id": phase.tool_use_id}
+            if isinstance(phase, AwaitingModeApproval)
+            else None
+        ),
+        "retry": retry,
+        "summary": phase.summary if isinstance(phase, ContextExhausted) else None,
+    }
+
+
+_DECISIONS: Mapping[str, str] = {
+    UPGRADE_APPROVED_RESULT: "approved",
+    UPGRADE_DENIED_RESULT: "denied",
+    UPGRADE_CANCELLED_RESULT: "denied",
+    UPGRADE_NOT_APPROVED_RESULT: "denied",
+}
+_KINDS = frozenset({"user", "agent", "tool", "system", "error", "continuation"})

@@ -1,0 +1,123 @@
+"""The request-cycle projection (seed 002) over histories made by `transition`."""
+
+from __future__ import annotations
+
+from phoenix_nb.core.cycles import RecordHeader, call_summary, follow_up, project, tool_group
+from phoenix_nb.core.events import (
+    LlmError,
+    LlmResponse,
+    ToolComplete,
+    UserApproveUpgrade,
+    UserCancel,
+    UserMessage,
+)
+from phoenix_nb.core.values import (
+    ImageData,
+    TextBlock,
+    ThinkingBlock,
+    ToolResult,
+    ToolUseBlock,
+    Usage,
+)
+
+from .helpers import Driver, fatal
+
+HEADER = RecordHeader("c-1", "brave-otter", "demo", "/work", True, 200_000)
+SEARCH = ToolUseBlock("t1", "keyword_search", {"query": "where is add"})
+BASH1 = ToolUseBlock("t2", "bash", {"command": "pytest -q\nsecond line"})
+BASH2 = ToolUseBlock("t3", "bash", {"command": "cat a.py"})
+PATCH = ToolUseBlock("t4", "patch", {"path": "a.py"})
+UPGRADE = ToolUseBlock("t5", "request_mode_upgrade", {"reason": "fix the bug"})
+
+
+def test_full_cycle_steps_groups_and_stop_reasons() -> None:
+    d = Driver()
+    d.send(UserMessage("why?", (ImageData("image/png", "AAAA", "fig.png"),)))
+    d.send(
+        LlmResponse(
+            (ThinkingBlock("think", "sig"), TextBlock("look"), SEARCH, BASH1, BASH2, UPGRADE),
+            "tool_use",
+            Usage(170_000),
+        )
+    )
+    for call in (SEARCH, BASH1, BASH2):
+        d.send(ToolComplete(ToolResult(call.id, "out", display={"exit_code": 0})))
+    d.send(UserApproveUpgrade())
+    d.send(LlmResponse((PATCH,), "tool_use"))
+    d.send(ToolComplete(ToolResult("t4", "patched", display={"path": "a.py", "diff": "-a\n+b"})))
+    d.send(LlmResponse((TextBlock("fixed"),), "end_turn", Usage(1000)))
+    d.send(UserMessage("again"), LlmError(fatal(), 1))
+    d.send(UserMessage("third"), UserCancel())
+
+    record = project(d.history, d.state, HEADER)
+    assert record == project(d.history, d.state, HEADER)  # deterministic
+    c0, c1, _c2 = record["cycles"]
+    assert [c["stop"] for c in record["cycles"]] == [
+        {"reason": "completed"},
+        {"reason": "error"},
+        {"reason": "interrupted"},
+    ]
+    kinds = [s["kind"] for s in c0["steps"]]
+    assert kinds == ["user", "ai", "ai", "approval", "system", "ai", "ai"]
+    assert c0["steps"][0]["images"] == [{"media_type": "image/png", "name": "fig.png"}]
+    assert c0["steps"][1]["item"] == {"type": "reasoning", "text": "think"}
+    groups = c0["steps"][2]["tool_groups"]
+    assert [(g["group"], [c["id"] for c in g["calls"]]) for g in groups] == [
+        ("read", ["t1"]),
+        ("bash", ["t2", "t3"]),
+        ("other", ["t5"]),
+    ]
+    assert groups[1]["calls"][0]["summary"] == "pytest -q"
+    assert groups[1]["calls"][0]["result"]["display"] == {"exit_code": 0}
+    assert c0["steps"][3]["decision"] == "approved"
+    assert c0["steps"][5]["item"] is None  # tools with no text before them
+    assert c0["steps"][5]["tool_groups"][0]["group"] == "write"
+    assert c1["steps"][-1]["kind"] == "error" and c1["steps"][-1]["error_kind"] == "auth"
+    assert record["conversation"]["mode"] == "unrestricted"
+    assert record["conversation"]["state"] == {"name": "idle", "busy": False}
+    assert record["context"]["used"] == 1000 and record["pending_approval"] is None
+
+
+def test_running_cycle_has_no_stop_and_pending_approval() -> None:
+    d = Driver()
+    d.send(UserMessage("go"), LlmResponse((UPGRADE,), "tool_use", Usage(165_000)))
+    record = project(d.history, d.state, HEADER)
+    [cycle] = record["cycles"]
+    assert cycle["stop"] is None
+    assert cycle["steps"][-1] == {
+        "kind": "approval",
+        "reason": "fix the bug",
+        "decision": "pending",
+    }
+    assert record["pending_approval"] == {"reason": "fix the bug", "tool_use_id": "t5"}
+    assert record["context"]["warning"] is True and record["context"]["limit_reached"] is False
+    assert record["conversation"]["state"]["busy"] is True
+
+
+def test_follow_up_policy_queues_until_the_run_stops() -> None:
+    history = [
+        {"message_type": "user", "content": {"text": "a", "images": []}},
+        {"message_type": "user", "content": {"text": "b", "images": []}},
+        {
+            "message_type": "agent",
+            "content": {"blocks": [{"type": "TextBlock", "text": "x"}], "stop_reason": "end_turn"},
+        },
+    ]
+    d = Driver()
+    record = project(history, d.state, HEADER, user_kind=follow_up)
+    assert [c["steps"][0]["user_kind"] for c in record["cycles"]] == ["direct", "followUp"]
+    assert record["cycles"][0]["steps"][-1]["kind"] == "ai"
+
+
+def test_grouping_and_summary_rules() -> None:
+    assert [tool_group(n) for n in ("keyword_search", "patch", "bash", "think", "x")] == [
+        "read",
+        "write",
+        "bash",
+        "other",
+        "other",
+    ]
+    long = ToolUseBlock("t", "bash", {"command": "x" * 200})
+    assert len(call_summary(long)) == 80
+    spawn = ToolUseBlock("t", "spawn_agents", {"tasks": [{"task": "a"}, {"task": "b"}]})
+    assert call_summary(spawn) == "2 sub-agent task(s)"
