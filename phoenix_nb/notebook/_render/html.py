@@ -333,18 +333,18 @@ class _Html:
                 self.diff(diff)
             if not diff or v.flag(result, "is_error") or result is None:
                 self.output(result, show_empty=False)
+        elif name == "think":
+            self.w(f'<div class="phx-prewrap phx-muted">{_e(v.text(inp, "thought"))}</div>')
         else:
-            self.w(
-                f'<div class="phx-call-head"><span class="phx-gname">{_e(name or "tool")}</span>'
-            )
+            head = f'<div class="phx-call-head"><span class="phx-gname">{_e(name or "tool")}</span>'
+            self.w(head)
             summary = v.call_summary(call)
             if summary:
                 self.w(f" <code>{_e(summary)}</code>")
             self.w("</div>")
-            if name == "think":
-                self.w(f'<div class="phx-prewrap phx-muted">{_e(v.text(inp, "thought"))}</div>')
-            elif inp:
-                self.w(f'<pre class="phx-input">{_e(v.dumps(dict(inp)))}</pre>')
+            if inp:
+                self.w('<details class="phx-input"><summary>input</summary>')
+                self.w(f"<pre>{_e(v.dumps(dict(inp)))}</pre></details>")
             files = v.items(display, "files")
             if files:
                 self.w('<ul class="phx-files">')
