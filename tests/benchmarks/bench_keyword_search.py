@@ -1,0 +1,79 @@
+"""Benchmark: keyword_search (no helper model) vs raw `rg` on a tree of 5,000+ files.
+
+keyword_search runs rg several times (file count, one count per term, one
+content pass) and formats the result; this prints what that costs against a
+single raw `rg -i -F -C1` for the same terms, both measured in this run.
+Run: /work/venv/bin/python tests/benchmarks/bench_keyword_search.py [files]
+"""
+
+from __future__ import annotations
+
+import asyncio
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from phoenix_nb.core.values import Mode
+from phoenix_nb.tools.base import SandboxInfo, ToolContext
+from phoenix_nb.tools.keyword_search import KeywordSearchTool, find_rg
+
+TERMS = ["frobnicate", "parse_config", "import"]
+ROUNDS = 7
+
+
+def build_tree(root: Path, files: int) -> None:
+    """Python-like files in 100 packages; rare and common terms sprinkled deterministically."""
+    for i in range(files):
+        package = root / f"pkg{i % 100}"
+        package.mkdir(exist_ok=True)
+        body = [f"import os\n\n\ndef function_{i}(value):\n"]
+        body += [f"    total_{j} = value * {j}\n" for j in range(30)]
+        if i % 97 == 0:
+            body.append("    return frobnicate(value)\n")
+        if i % 13 == 0:
+            body.append("    cfg = parse_config(value)\n")
+        (package / f"mod{i}.py").write_text("".join(body))
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+
+
+def time_raw_rg(rg: str, root: Path) -> float:
+    args = [rg, "--no-config", "-i", "-F", "--context=1"]
+    for term in TERMS:
+        args += ["-e", term]
+    start = time.perf_counter()
+    subprocess.run([*args, "."], cwd=root, stdout=subprocess.DEVNULL, check=False)
+    return time.perf_counter() - start
+
+
+async def time_tool(root: Path) -> float:
+    ctx = ToolContext(cwd=root, mode=Mode.RESTRICTED, sandbox=SandboxInfo(available=True))
+    start = time.perf_counter()
+    result = await KeywordSearchTool().run({"query": "q", "search_terms": TERMS}, ctx, "b")
+    elapsed = time.perf_counter() - start
+    assert not result.is_error, result.content
+    return elapsed
+
+
+def main() -> None:
+    files = int(sys.argv[1]) if len(sys.argv) > 1 else 5000
+    rg = find_rg()
+    assert rg is not None, "rg not found"
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        build_tree(root, files)
+        time_raw_rg(rg, root)  # warm the page cache for both
+        raw = [time_raw_rg(rg, root) for _ in range(ROUNDS)]
+        tool = [asyncio.run(time_tool(root)) for _ in range(ROUNDS)]
+    raw_ms = statistics.median(raw) * 1000
+    tool_ms = statistics.median(tool) * 1000
+    print(f"tree: {files} files, terms: {TERMS}, rounds: {ROUNDS}")
+    print(f"raw rg (one pass, -C1):        median {raw_ms:7.1f} ms")
+    print(f"keyword_search (no helper):    median {tool_ms:7.1f} ms")
+    print(f"ratio keyword_search / raw rg: {tool_ms / raw_ms:.2f}x")
+
+
+if __name__ == "__main__":
+    main()
