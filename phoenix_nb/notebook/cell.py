@@ -1,0 +1,282 @@
+"""One `%%phoenix` cell: an awaited turn shown as a live, then shareable, record.
+
+The cell's output is one display (updated in place by display id) whose bundle
+is the conversation record plus self-contained fallbacks (`render.py`), and,
+while the turn runs, a box of live controls. The cell ends when the
+conversation rests. At an upgrade request it keeps waiting for the human when
+the front end can answer (JupyterLab, Notebook); in a headless run (nbclient,
+nbconvert, nbval) it ends with the conversation paused and says how to answer.
+Kernel interrupt cancels the turn (REQ-BED-005) and re-raises so "Run All"
+stops.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any
+
+from IPython import get_ipython
+from IPython.display import display
+
+from phoenix_nb.core.values import ImageData
+from phoenix_nb.llm.images import ImageError, prepare_image
+from phoenix_nb.notebook.controls import Controls
+from phoenix_nb.notebook.options import OptionsError, parse_cell_options
+from phoenix_nb.notebook.render import MIME_TYPE, render_bundle
+from phoenix_nb.notebook.session import Session, get_session
+from phoenix_nb.notebook.throttle import GrowthThrottle
+from phoenix_nb.runtime import updates as up
+from phoenix_nb.runtime.conversation import is_paused, is_rest
+from phoenix_nb.runtime.manager import Conversation, PhoenixError
+from phoenix_nb.store import StoreError
+
+CANCEL_GRACE = 5.0  # seconds a cancelled turn may take to settle after an interrupt
+
+
+def say(text: str) -> None:
+    """One clear line for a user mistake, never a traceback."""
+    print(f"phoenix: {text}", file=sys.stderr)
+
+
+def resolve_image(spec: str, namespace: Mapping[str, Any]) -> ImageData:
+    """`--image` takes a variable (PIL image, matplotlib figure, bytes, path) or a file path."""
+    if spec.isidentifier() and spec in namespace:
+        value = namespace[spec]
+        if isinstance(value, ImageData):
+            return value
+        return prepare_image(value)
+    return prepare_image(spec)
+
+
+def front_end_can_answer(shell: Any, session: Session) -> bool:
+    """Can a human click Approve while this cell runs? (headless clients cannot)."""
+    policy = session.config.wait_for_approval
+    if policy != "auto":
+        return policy == "always"
+    kernel = getattr(shell, "kernel", None)
+    return bool(getattr(kernel, "_allow_stdin", False))
+
+
+async def run_cell(line: str, body: str) -> None:
+    """Entry point the input transformer awaits for a `%%phoenix` cell."""
+    shell = get_ipython()
+    session = get_session(shell)
+    try:
+        opts = parse_cell_options(line)
+        text = body.strip()
+        if not text:
+            raise OptionsError("the cell is empty: write your message below the %%phoenix line")
+        namespace = shell.user_ns if shell is not None else {}
+        images = [resolve_image(spec, namespace) for spec in opts.images]
+        conv = session.conversation_for(opts)
+    except (OptionsError, PhoenixError, ImageError, StoreError) as exc:
+        say(str(exc))
+        return
+    view = TurnView(
+        conv,
+        session,
+        on_upgrade=opts.on_upgrade,
+        can_answer=front_end_can_answer(shell, session),
+    )
+    await view.run(lambda: conv.post_message(text, images))
+
+
+class TurnView:
+    """Drives one turn's display and controls from the conversation's updates."""
+
+    def __init__(
+        self,
+        conv: Conversation,
+        session: Session,
+        *,
+        on_upgrade: str = "ask",
+        can_answer: bool = False,
+        first_cycle: int | None = None,
+    ) -> None:
+        self.conv = conv
+        self.session = session
+        self.on_upgrade = on_upgrade
+        self.can_answer = can_answer
+        self.first_cycle = first_cycle
+        self.live_text: dict[int, str] = {}
+        self.live_kind: dict[int, str] = {}
+        self.notes: list[str] = []
+        self.throttle = GrowthThrottle(min_interval=session.config.display_min_interval)
+        self.handle: Any = None
+        self.controls: Controls | None = None
+        self.bytes_sent = 0
+        self.updates_sent = 0
+
+    # -- the record -------------------------------------------------------------------
+    def record(self) -> dict[str, Any]:
+        payload = self.conv.payload()
+        if self.first_cycle is None:
+            self.first_cycle = len(payload.get("cycles", []))
+        cycles = payload.get("cycles", [])[self.first_cycle :]
+        if self.live_text:
+            cycles = _with_live_text(cycles, self.live_text, self.live_kind)
+        payload["cycles"] = cycles
+        if self.notes:
+            payload["notes"] = list(self.notes)
+        return payload
+
+    def _send(self, bundle: dict[str, Any]) -> None:
+        self.bytes_sent += len(json.dumps(bundle))
+        self.updates_sent += 1
+        if self.handle is None:
+            self.handle = display(bundle, raw=True, display_id=True)
+        else:
+            self.handle.update(bundle, raw=True)
+
+    def show_streaming(self, *, structural: bool) -> None:
+        record = self.record()
+        size = len(json.dumps(record))
+        now = time.monotonic()
+        if not self.throttle.should_send(size, now, structural=structural):
+            return
+        self.throttle.sent(size, now)
+        self._send({MIME_TYPE: record, "text/plain": _status_line(record, self.live_text)})
+
+    def show_final(self) -> None:
+        self.live_text.clear()
+        self._send(render_bundle(self.record()))
+
+    # -- the turn ---------------------------------------------------------------------
+    async def run(self, start: Callable[[], Awaitable[None]]) -> None:
+        loop = asyncio.get_running_loop()
+        self.record()  # fixes first_cycle before the new message lands
+        self.controls = Controls(
+            self.conv,
+            loop=loop,
+            on_continue=self._continue_in_new,
+            sandbox_available=self.conv._phoenix.sandbox.available,
+        )
+        sub = self.conv.subscribe()
+        try:
+            try:
+                await start()
+            except PhoenixError as exc:
+                say(str(exc))
+                return
+            self.show_streaming(structural=True)
+            display(self.controls.widget)
+            await self._pump(sub)
+        except asyncio.CancelledError:
+            await self._cancel_after_interrupt()
+            raise KeyboardInterrupt("phoenix: turn cancelled") from None
+        finally:
+            sub.close()
+            if self.handle is not None:
+                self.show_final()
+            self._close_controls()
+
+    async def _pump(self, sub: up.Subscription) -> None:
+        conv = self.conv
+        while True:
+            if is_rest(conv.state) and not sub.pending_count():
+                return
+            update = await sub.__anext__()
+            kind = update.kind
+            data = update.data
+            if kind == up.TEXT_DELTA or kind == up.THINKING_DELTA:
+                index = int(data["index"])
+                self.live_text[index] = self.live_text.get(index, "") + str(data["text"])
+                self.live_kind[index] = "assistant" if kind == up.TEXT_DELTA else "reasoning"
+                self.show_streaming(structural=False)
+            elif kind == up.MESSAGE:
+                if data["record"].get("message_type") == "agent":
+                    self.live_text.clear()
+                self.show_streaming(structural=True)
+            elif kind in (up.TOOL_STARTED, up.STATE):
+                if self.controls is not None:
+                    self.controls.refresh_mode()
+                    if kind == up.STATE:
+                        self.controls.clear_retry()
+                        self.controls.show_approval(None)
+                self.show_streaming(structural=True)
+            elif kind == up.USAGE and self.controls is not None:
+                self.controls.show_usage(data)
+            elif kind == up.RETRY and self.controls is not None:
+                self.controls.show_retry(data)
+            elif kind == up.APPROVAL:
+                if await self._on_approval(str(data.get("reason", ""))):
+                    return
+            if kind == up.REST or (kind == up.STATE and is_rest(conv.state)):
+                return
+
+    async def _on_approval(self, reason: str) -> bool:
+        """Answer or surface an upgrade request; True when the cell should end now."""
+        if self.on_upgrade in ("approve", "deny"):
+            answer = "approved" if self.on_upgrade == "approve" else "denied"
+            await self.conv.annotate(
+                f"The user {answer} this upgrade request in advance "
+                f"(%%phoenix --on-upgrade {self.on_upgrade})."
+            )
+            await (self.conv.approve() if self.on_upgrade == "approve" else self.conv.deny())
+            return False
+        if self.can_answer:
+            if self.controls is not None:
+                self.controls.show_approval(reason)
+            self.show_streaming(structural=True)
+            return False
+        self.notes.append(
+            "The agent asks for write access and is paused. Answer in a new cell with "
+            "`%phoenix approve` or `%phoenix deny`."
+        )
+        return True
+
+    async def _cancel_after_interrupt(self) -> None:
+        try:
+            await asyncio.shield(self.conv.cancel())
+            await asyncio.wait_for(asyncio.shield(self.conv.wait()), CANCEL_GRACE)
+        except (PhoenixError, TimeoutError, asyncio.CancelledError):
+            pass
+
+    async def _continue_in_new(self) -> None:
+        new = await self.conv.continue_in_new()
+        self.session.current = new.slug
+        if self.controls is not None:
+            self.controls.show_notice(
+                f"Started {new.slug}, seeded with this conversation's summary: "
+                "your next %%phoenix cell talks to it."
+            )
+
+    def _close_controls(self) -> None:
+        if self.controls is None:
+            return
+        if is_paused(self.conv.state) and self.can_answer:
+            return  # a pending approval keeps its buttons
+        self.controls.close()
+        self.controls = None
+
+
+def _with_live_text(
+    cycles: Sequence[Mapping[str, Any]], live: Mapping[int, str], kinds: Mapping[int, str]
+) -> list[dict[str, Any]]:
+    """Show text still streaming as AI steps at the end of the last cycle."""
+    if not cycles:
+        return []
+    out = [dict(c) for c in cycles]
+    last = out[-1]
+    steps = list(last.get("steps", []))
+    for index in sorted(live):
+        steps.append(
+            {
+                "kind": "ai",
+                "item": {"type": kinds.get(index, "assistant"), "text": live[index]},
+                "tool_groups": [],
+                "streaming": True,
+            }
+        )
+    last["steps"] = steps
+    return out
+
+
+def _status_line(record: Mapping[str, Any], live: Mapping[int, str]) -> str:
+    state = record.get("conversation", {}).get("state", {}).get("name", "")
+    tail = "".join(live[i] for i in sorted(live))[-400:]
+    return f"phoenix · {state}\n{tail}" if tail else f"phoenix · {state}"

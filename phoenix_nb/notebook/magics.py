@@ -1,0 +1,157 @@
+"""`%phoenix SUBCOMMAND` and the extension's registration with IPython.
+
+Subcommands that wait on the agent (approve, deny, cancel, continue …) must
+await on the kernel's loop, which a magic cannot do; so, like `%%phoenix`
+cells, unindented `%phoenix …` lines are rewritten by the input transformer
+into `await run_line(…)`. The registered line magic handles the rest (e.g.
+`get_ipython().run_line_magic("phoenix", "list")`) and schedules waiting
+subcommands on the loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from typing import Any
+
+from IPython.core.magic import Magics, line_magic, magics_class
+from IPython.display import Markdown, display
+
+from phoenix_nb.core.states import ContextExhausted
+from phoenix_nb.notebook.cell import TurnView, front_end_can_answer, say
+from phoenix_nb.notebook.export import export_json, export_markdown
+from phoenix_nb.notebook.options import OptionsError, Subcommand, parse_subcommand
+from phoenix_nb.notebook.render import render_bundle
+from phoenix_nb.notebook.session import Session, get_session
+from phoenix_nb.runtime.manager import PhoenixError
+from phoenix_nb.store import StoreError
+
+_LINE = re.compile(r"^%phoenix(?:[ \t]+(?P<args>[^\n]*))?[ \t]*$")
+LINE_ENTRY = "__import__('phoenix_nb.notebook.magics', fromlist=['run_line']).run_line"
+AWAITING = frozenset({"approve", "deny", "cancel", "restrict", "continue", "new", "chat"})
+
+
+def transform_phoenix_lines(lines: list[str]) -> list[str]:
+    """Rewrite unindented `%phoenix …` lines into awaited calls."""
+    out = []
+    for line in lines:
+        match = _LINE.match(line.rstrip("\r\n"))
+        if match is None:
+            out.append(line)
+        else:
+            out.append(f"await {LINE_ENTRY}({(match.group('args') or '')!r})\n")
+    return out
+
+
+async def run_line(line: str) -> None:
+    """Run one `%phoenix` subcommand; user mistakes print one line."""
+    from IPython import get_ipython
+
+    shell = get_ipython()
+    session = get_session(shell)
+    try:
+        command = parse_subcommand(line)
+        await _dispatch(command, session, shell)
+    except (OptionsError, PhoenixError, StoreError) as exc:
+        say(str(exc))
+
+
+async def _dispatch(command: Subcommand, session: Session, shell: Any) -> None:
+    name = command.name
+    phoenix = session.phoenix
+    if name == "status":
+        conv = session.current_conversation(command.slug)
+        print(_status(conv, session))
+    elif name == "list":
+        rows = phoenix.list()
+        if not rows:
+            print("No conversations yet: run a %%phoenix cell.")
+        for row in rows:
+            mark = "*" if row["slug"] == session.current else " "
+            print(f"{mark} {row['slug']:<28} {row['state']:<22} {row['mode']:<12} {row['cwd']}")
+    elif name == "new":
+        conv = phoenix.create(cwd=session.cwd)
+        session.current = conv.slug
+        print(f"New conversation {conv.slug} ({conv.mode.value}) in {conv.cwd}.")
+    elif name == "use":
+        assert command.slug is not None
+        conv = phoenix.get(command.slug)
+        session.current = conv.slug
+        print(f"Using {conv.slug} ({conv.state.name}, {conv.mode.value}).")
+    elif name in ("approve", "deny"):
+        conv = session.current_conversation()
+        action = conv.approve if name == "approve" else conv.deny
+        view = TurnView(conv, session, can_answer=front_end_can_answer(shell, session))
+        await view.run(action)
+    elif name == "restrict":
+        conv = session.current_conversation()
+        await conv.restrict()
+        print(f"{conv.slug} is now Restricted (read-only, no network).")
+    elif name == "cancel":
+        conv = session.current_conversation()
+        await conv.cancel()
+        print(f"Cancelled; {conv.slug} is {conv.state.name}.")
+    elif name == "continue":
+        conv = session.current_conversation()
+        new = await conv.continue_in_new()
+        session.current = new.slug
+        summary = new_summary(conv)
+        print(f"Started {new.slug}, seeded with the summary of {conv.slug}:\n\n{summary}")
+    elif name == "history":
+        conv = session.current_conversation(command.slug)
+        display(render_bundle(conv.payload()), raw=True)
+    elif name == "export":
+        conv = session.current_conversation(command.slug)
+        payload = conv.payload()
+        if command.format == "json":
+            print(export_json(payload))
+        else:
+            display(Markdown(export_markdown(payload)))
+    elif name == "chat":
+        from phoenix_nb.notebook.chat import ChatPanel
+
+        panel = ChatPanel(session, asyncio.get_running_loop())
+        display(panel.widget)
+
+
+def new_summary(conv: Any) -> str:
+    phase = conv.state.phase
+    return phase.summary if isinstance(phase, ContextExhausted) else ""
+
+
+def _status(conv: Any, session: Session) -> str:
+    usage = conv.usage()
+    sandbox = session.phoenix.sandbox
+    lines = [
+        f"conversation  {conv.slug}  ({conv.id})",
+        f"state         {conv.state.name}",
+        f"mode          {conv.mode.value}"
+        + ("" if sandbox.available else "  (sandbox unavailable: " + sandbox.reason + ")"),
+        f"model         {conv.model}",
+        f"cwd           {conv.cwd}",
+        f"context       {usage['used']:,} / {usage['window']:,} tokens "
+        f"({100 * usage['fraction']:.0f}%)" + ("  — near the limit" if usage["warning"] else ""),
+    ]
+    return "\n".join(lines)
+
+
+@magics_class
+class PhoenixMagics(Magics):
+    @line_magic("phoenix")
+    def phoenix(self, line: str) -> None:
+        """%phoenix status|list|new|use|approve|deny|restrict|cancel|continue|history|chat|export"""
+        try:
+            command = parse_subcommand(line)
+        except OptionsError as exc:
+            say(str(exc))
+            return
+        session = get_session(self.shell)
+        if command.name in AWAITING:
+            loop = asyncio.get_event_loop()
+            loop.create_task(run_line(line))
+            print(f"phoenix: {command.name} scheduled.")
+            return
+        try:
+            asyncio.get_event_loop().run_until_complete(_dispatch(command, session, self.shell))
+        except RuntimeError:
+            asyncio.get_event_loop().create_task(run_line(line))

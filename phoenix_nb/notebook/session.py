@@ -1,0 +1,150 @@
+"""The kernel's phoenix session: configuration and the notebook's conversation.
+
+Configuration comes from traitlets (`c.Phoenix.model = …` in an IPython
+profile's config) with environment variables as defaults, so the same kernel
+works offline (demo model) and with a key. One `Phoenix` manager lives per
+kernel, created lazily on the kernel's event loop; the notebook has a
+"current" conversation, created on first use in the kernel's working directory
+(the notebook's folder).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from traitlets import Bool, CaselessStrEnum, Float, Int, Unicode
+from traitlets.config import Configurable
+
+from phoenix_nb.notebook.options import CellOptions
+from phoenix_nb.runtime.manager import Conversation, Phoenix, PhoenixError, check_unchanged
+from phoenix_nb.runtime.settings import Settings, default_model
+
+
+class PhoenixConfig(Configurable):
+    """Settings read from `c.Phoenix.*` (the class is registered under that name)."""
+
+    model = Unicode(help="Model for new conversations; 'demo' is the offline demo.").tag(
+        config=True
+    )
+    home = Unicode("", help="Store folder (default $PHOENIX_HOME or Jupyter's data dir).").tag(
+        config=True
+    )
+    base_url = Unicode("", help="Messages API base URL (default $ANTHROPIC_BASE_URL).").tag(
+        config=True
+    )
+    helper_model = Unicode("", help="Small model keyword_search asks to rank files.").tag(
+        config=True
+    )
+    wait_for_approval = CaselessStrEnum(
+        ("auto", "always", "never"),
+        "auto",
+        help="Keep a cell waiting for Approve/Deny: auto = when the front end can answer.",
+    ).tag(config=True)
+    retry_delay_scale = Float(1.0, help="Multiply retry backoff delays (tests).").tag(config=True)
+    sub_agent_timeout = Float(600.0, help="Seconds before a sub-agent is stopped.").tag(config=True)
+    max_parallel_sub_agents = Int(4, help="Sub-agents running at once.").tag(config=True)
+    display_min_interval = Float(0.1, help="Seconds between streaming display updates.").tag(
+        config=True
+    )
+    show_thinking = Bool(True, help="Show the model's reasoning in the record.").tag(config=True)
+
+    def _model_default(self) -> str:
+        return default_model()
+
+
+# traitlets reads `c.Phoenix.*` for a class named Phoenix.
+PhoenixConfig.__name__ = "Phoenix"
+
+
+class Session:
+    """The kernel-wide state of phoenix_nb."""
+
+    def __init__(self, config: PhoenixConfig, *, cwd: Path | None = None) -> None:
+        self.config = config
+        self.cwd = cwd or Path.cwd()
+        self._phoenix: Phoenix | None = None
+        self.current: str | None = None  # slug of the notebook's conversation
+
+    @property
+    def phoenix(self) -> Phoenix:
+        if self._phoenix is None:
+            c = self.config
+            settings = Settings(
+                home=Path(c.home).expanduser() if c.home else None,
+                model=c.model or default_model(),
+                base_url=c.base_url or os.environ.get("ANTHROPIC_BASE_URL") or None,
+                helper_model=c.helper_model or None,
+                retry_delay_scale=c.retry_delay_scale,
+                sub_agent_timeout=c.sub_agent_timeout,
+                max_parallel_sub_agents=c.max_parallel_sub_agents,
+            )
+            self._phoenix = Phoenix(settings)
+        return self._phoenix
+
+    def conversation_for(self, opts: CellOptions) -> Conversation:
+        """The conversation a cell talks to, honouring --new / --name and creation options."""
+        phoenix = self.phoenix
+        if opts.new:
+            conv = phoenix.create(cwd=opts.cwd or self.cwd, model=opts.model, mode=opts.mode)
+        elif opts.name:
+            existing = phoenix.store.get_conversation(opts.name)
+            if existing is None:
+                conv = phoenix.create(
+                    slug=opts.name, cwd=opts.cwd or self.cwd, model=opts.model, mode=opts.mode
+                )
+            else:
+                conv = phoenix.get(opts.name)
+                check_unchanged(conv, cwd=opts.cwd, model=opts.model)
+                _check_mode_option(conv, opts.mode)
+        elif self.current is not None:
+            conv = phoenix.get(self.current)
+            check_unchanged(conv, cwd=opts.cwd, model=opts.model)
+            _check_mode_option(conv, opts.mode)
+        else:
+            conv = phoenix.create(cwd=opts.cwd or self.cwd, model=opts.model, mode=opts.mode)
+        self.current = conv.slug
+        return conv
+
+    def current_conversation(self, slug: str | None = None) -> Conversation:
+        name = slug or self.current
+        if name is None:
+            raise PhoenixError(
+                "No conversation yet in this notebook: run a %%phoenix cell first "
+                "(or `%phoenix use SLUG`)."
+            )
+        return self.phoenix.get(name)
+
+    def current_conversation_or_new(self) -> Conversation:
+        if self.current is None:
+            conv = self.phoenix.create(cwd=self.cwd)
+            self.current = conv.slug
+            return conv
+        return self.phoenix.get(self.current)
+
+
+def _check_mode_option(conv: Conversation, mode: str | None) -> None:
+    if mode is not None and mode != conv.mode.value:
+        raise PhoenixError(
+            f"--mode applies when a conversation is created; {conv.slug} is {conv.mode.value}. "
+            "Use `%phoenix restrict` to tighten it, or let the agent ask for write access."
+        )
+
+
+_session: Session | None = None
+
+
+def get_session(shell: Any = None) -> Session:
+    """The kernel's session, configured from the shell's traitlets config."""
+    global _session
+    if _session is None:
+        config = PhoenixConfig(config=getattr(shell, "config", None))
+        _session = Session(config)
+    return _session
+
+
+def reset_session() -> None:
+    """Forget the session (tests, and `%reload_ext`)."""
+    global _session
+    _session = None

@@ -1,0 +1,427 @@
+"""The Python API: open conversations, send messages, answer approvals.
+
+`Phoenix` owns the store, the LLM provider and every live conversation of a
+process (one per kernel in a notebook). It creates conversations with a fixed
+working directory (REQ-BED-010), model and mode; finds them by id or slug;
+restores them after a restart (REQ-BED-007: back to Idle, full history,
+orphan tool_uses answered, a pending upgrade request answered as not
+approved); and starts a new conversation from an exhausted one, seeded with
+its summary and linked to it (REQ-BED-021).
+
+A `Conversation` is the handle users and the notebook layer hold:
+
+    phoenix = Phoenix()
+    conv = phoenix.open("fix-tests", cwd="~/project")
+    async for update in conv.send("Why does test_x fail?"):
+        ...
+    conv.approve()
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from phoenix_nb.core import events as ev
+from phoenix_nb.core.cycles import RecordHeader, project
+from phoenix_nb.core.restore import restore
+from phoenix_nb.core.states import (
+    ContextExhausted,
+    ConvContext,
+    ConvState,
+    from_persisted,
+    persisted_fields,
+)
+from phoenix_nb.core.transition import Rejection, initial_state
+from phoenix_nb.core.values import ImageData, Mode
+from phoenix_nb.llm.provider import AnthropicProvider
+from phoenix_nb.runtime import updates as up
+from phoenix_nb.runtime.conversation import (
+    ConversationRuntime,
+    Rejected,
+    Services,
+    is_paused,
+    is_rest,
+)
+from phoenix_nb.runtime.settings import DEMO_MODEL, Settings
+from phoenix_nb.runtime.subagents import SubAgentSpawner
+from phoenix_nb.store import Store
+from phoenix_nb.tools.registry import tools_for
+from phoenix_nb.tools.sandbox import detect_sandbox
+
+log = logging.getLogger(__name__)
+
+
+class PhoenixError(Exception):
+    """A user mistake or refusal, worded for the user (one line)."""
+
+
+class UnknownConversation(PhoenixError):
+    pass
+
+
+def _context_for(record: dict[str, Any], sandbox_available: bool) -> ConvContext:
+    return ConvContext(
+        conversation_id=record["id"],
+        cwd=record["cwd"],
+        model=record["model"],
+        is_sub_agent=not record.get("user_initiated", True),
+        sandbox_available=sandbox_available,
+    )
+
+
+class Conversation:
+    """A handle on one conversation; all methods are safe to call from the kernel's loop."""
+
+    def __init__(self, phoenix: Phoenix, runtime: ConversationRuntime) -> None:
+        self._phoenix = phoenix
+        self.runtime = runtime
+
+    # -- what it is -----------------------------------------------------------------
+    @property
+    def id(self) -> str:
+        return self.runtime.id
+
+    @property
+    def slug(self) -> str:
+        return self.runtime.slug
+
+    @property
+    def state(self) -> ConvState:
+        return self.runtime.state
+
+    @property
+    def mode(self) -> Mode:
+        return self.runtime.state.mode
+
+    @property
+    def cwd(self) -> str:
+        return self.runtime.context.cwd
+
+    @property
+    def model(self) -> str:
+        return self.runtime.context.model
+
+    @property
+    def record(self) -> dict[str, Any]:
+        return dict(self.runtime.record)
+
+    def history(self) -> list[dict[str, Any]]:
+        return list(self.runtime.history)
+
+    def payload(self) -> dict[str, Any]:
+        """The conversation record (docs/record-format.md) as it stands now."""
+        runtime = self.runtime
+        header = RecordHeader(
+            conversation_id=runtime.id,
+            slug=runtime.slug,
+            model=runtime.context.model,
+            cwd=runtime.context.cwd,
+            sandbox_available=self._phoenix.sandbox.available,
+            context_window=runtime.context.window,
+        )
+        return project(runtime.history, runtime.state, header)
+
+    def usage(self) -> dict[str, Any]:
+        return self.runtime.usage_summary()
+
+    def __repr__(self) -> str:
+        return f"<Conversation {self.slug} {self.state.name} {self.mode.value}>"
+
+    # -- talking ------------------------------------------------------------------------
+    def subscribe(self) -> up.Subscription:
+        return self.runtime.hub.subscribe()
+
+    async def post_message(self, text: str, images: Sequence[ImageData] = ()) -> None:
+        """Send a user message; raises PhoenixError when the core rejects it (busy …)."""
+        await self._submit(ev.UserMessage(self.seeded_message(text), tuple(images)))
+
+    async def send(self, text: str, images: Sequence[ImageData] = ()) -> AsyncIterator[up.Update]:
+        """Send a message and iterate the updates until the agent rests or asks for approval."""
+        sub = self.subscribe()
+        try:
+            await self.post_message(text, images)
+        except BaseException:
+            sub.close()
+            raise
+        return _until_settled(self.runtime, sub)
+
+    async def run(self, text: str, images: Sequence[ImageData] = ()) -> ConvState:
+        """Send a message and wait until the agent rests or asks for approval."""
+        await self.post_message(text, images)
+        return await self.runtime.wait_settled()
+
+    async def wait(self) -> ConvState:
+        return await self.runtime.wait_settled()
+
+    async def _submit(self, event: Any, *, urgent: bool = False) -> Any:
+        try:
+            return await self.runtime.submit(event, urgent=urgent)
+        except Rejected as exc:
+            raise PhoenixError(str(exc)) from None
+
+    # -- controls (REQ-BED-005, 015, 016, 023) ---------------------------------------------
+    async def cancel(self) -> None:
+        """Cancel whatever the agent does; jumps the queue (REQ-BED-005)."""
+        await self._submit(ev.UserCancel(), urgent=True)
+
+    async def annotate(self, text: str) -> None:
+        """Add a system note the agent and the record will see (while the agent waits)."""
+        try:
+            self.runtime.annotate(text)
+        except Rejected as exc:
+            raise PhoenixError(str(exc)) from None
+
+    async def approve(self) -> None:
+        await self._submit(ev.UserApproveUpgrade())
+
+    async def deny(self) -> None:
+        await self._submit(ev.UserDenyUpgrade())
+
+    async def restrict(self) -> None:
+        """Back to Restricted at once, without asking the agent (REQ-BED-016)."""
+        if not self._phoenix.sandbox.available:
+            raise PhoenixError(
+                "Restricted mode is unavailable: the kernel sandbox (Landlock) needs Linux "
+                "5.13 or newer with Landlock enabled."
+            )
+        await self._submit(ev.UserRequestDowngrade())
+
+    async def trigger_continuation(self) -> None:
+        """Ask for a continuation summary now (REQ-BED-023), ending this conversation."""
+        await self._submit(ev.UserTriggerContinuation())
+
+    async def continue_in_new(self, *, slug: str | None = None) -> Conversation:
+        """A new conversation seeded with this one's summary and linked to it (REQ-BED-021)."""
+        phase = self.state.phase
+        if isinstance(phase, ContextExhausted):
+            summary = phase.summary
+        else:
+            await self.trigger_continuation()
+            state = await self.wait()
+            if not isinstance(state.phase, ContextExhausted):
+                raise PhoenixError(f"could not summarise {self.slug}: it is {state.name}")
+            summary = state.phase.summary
+        del summary  # kept in the source's state; seeded_message reads it from there
+        return self._phoenix.create(
+            slug=slug, cwd=self.cwd, model=self.model, mode=None, seed_from=self.id
+        )
+
+    def seeded_message(self, text: str) -> str:
+        """The first message of a seeded conversation carries its source's summary."""
+        source_id = self.runtime.record.get("seeded_from")
+        if not source_id or self.runtime.history:
+            return text
+        source = self._phoenix.store.get_conversation(source_id)
+        phase = from_persisted(source).phase if source else None
+        if not isinstance(phase, ContextExhausted):
+            return text
+        return (
+            f"This conversation continues {source['slug']}, whose context was exhausted. "
+            f"Its summary:\n\n{phase.summary}\n\n---\n\n{text}"
+        )
+
+
+async def _until_settled(
+    runtime: ConversationRuntime, sub: up.Subscription
+) -> AsyncIterator[up.Update]:
+    try:
+        if is_rest(runtime.state) or is_paused(runtime.state):
+            # Settled before we started iterating (e.g. rejected or instant).
+            for update in sub.pending():
+                yield update
+            return
+        async for update in sub:
+            yield update
+            if update.kind in (up.REST, up.APPROVAL) and (
+                is_rest(runtime.state) or is_paused(runtime.state)
+            ):
+                for rest in sub.pending():
+                    yield rest
+                return
+    finally:
+        sub.close()
+
+
+class Phoenix:
+    """Every conversation of this process, with the services they share."""
+
+    def __init__(
+        self,
+        settings: Settings | None = None,
+        *,
+        store: Store | None = None,
+        provider: AnthropicProvider | None = None,
+    ) -> None:
+        self.settings = settings or Settings()
+        self.store = store or Store(self.settings.store_root())
+        self.sandbox = detect_sandbox()
+        self._providers: dict[str, AnthropicProvider] = {}
+        self._provider = provider
+        self._runtimes: dict[str, ConversationRuntime] = {}
+        self._demo: Any = None
+        self.spawner = SubAgentSpawner(self)
+        self.restored = self._restore_all()
+
+    # -- services ---------------------------------------------------------------------
+    def provider_for(self, model: str) -> AnthropicProvider:
+        if self._provider is not None:
+            return self._provider
+        if model == DEMO_MODEL and not self.settings.base_url:
+            return self._demo_provider()
+        key = self.settings.base_url or ""
+        if key not in self._providers:
+            self._providers[key] = AnthropicProvider(
+                api_key=self.settings.api_key,
+                base_url=self.settings.base_url,
+                stall_timeout=self.settings.stall_timeout,
+            )
+        return self._providers[key]
+
+    def _demo_provider(self) -> AnthropicProvider:
+        if self._demo is None:
+            from phoenix_nb.testing.demo import start_demo_server
+
+            self._demo = start_demo_server()
+        key = f"demo:{self._demo.base_url}"
+        if key not in self._providers:
+            self._providers[key] = AnthropicProvider(
+                api_key="demo-key-not-secret", base_url=self._demo.base_url
+            )
+        return self._providers[key]
+
+    def _services(self, model: str) -> Services:
+        s = self.settings
+        return Services(
+            store=self.store,
+            provider=self.provider_for(model),
+            sandbox=self.sandbox,
+            tools_for=lambda is_sub_agent: tools_for(is_sub_agent=is_sub_agent),
+            retry_delay_scale=s.retry_delay_scale,
+            helper_model=s.helper_model if model != DEMO_MODEL else None,
+            secret_patterns=s.secret_patterns,
+            thinking=s.thinking,
+            spawner=self.spawner,
+        )
+
+    # -- restore (REQ-BED-007) ------------------------------------------------------------
+    def _restore_all(self) -> list[str]:
+        """Bring every conversation left mid-work back to rest; returns their slugs."""
+        restored: list[str] = []
+        for record in self.store.list_conversations(include_sub_agents=True, include_archived=True):
+            state = from_persisted(record)
+            history = self.store.messages(record["id"])
+            is_sub_agent = not record.get("user_initiated", True)
+            new_state, repairs = restore(state, history, is_sub_agent=is_sub_agent)
+            if new_state == state and not repairs:
+                continue
+            if repairs:
+                self.store.append_messages(
+                    record["id"], [(kind, content, None, None) for kind, content in repairs]
+                )
+            self.store.update_conversation(record["id"], **persisted_fields(new_state))
+            restored.append(record["slug"])
+        if restored:
+            log.info("phoenix: restored %d conversation(s) to rest", len(restored))
+        return restored
+
+    # -- finding and creating -------------------------------------------------------------------
+    def _runtime_for(self, record: dict[str, Any], **kwargs: Any) -> ConversationRuntime:
+        runtime = self._runtimes.get(record["id"])
+        if runtime is not None and not runtime.closed:
+            return runtime
+        runtime = ConversationRuntime(
+            record=record,
+            context=_context_for(record, self.sandbox.available),
+            state=from_persisted(record),
+            history=self.store.messages(record["id"]),
+            services=self._services(record["model"]),
+            **kwargs,
+        )
+        self._runtimes[record["id"]] = runtime
+        return runtime
+
+    def get(self, id_or_slug: str) -> Conversation:
+        record = self.store.get_conversation(id_or_slug)
+        if record is None:
+            raise UnknownConversation(
+                f"No conversation named {id_or_slug!r}. `%phoenix list` shows the existing ones."
+            )
+        return Conversation(self, self._runtime_for(record))
+
+    def create(
+        self,
+        *,
+        slug: str | None = None,
+        cwd: str | Path | None = None,
+        model: str | None = None,
+        mode: Mode | str | None = None,
+        seed_from: str | None = None,
+    ) -> Conversation:
+        model = model or self.settings.model
+        directory = Path(cwd).expanduser() if cwd is not None else Path.cwd()
+        if not directory.is_dir():
+            raise PhoenixError(f"Working directory {str(directory)!r} does not exist.")
+        requested = Mode(mode) if mode is not None else None
+        probe = ConvContext("new", str(directory.resolve()), model, False, self.sandbox.available)
+        state = initial_state(probe, requested)
+        if isinstance(state, Rejection):
+            raise PhoenixError(state.message)
+        record = self.store.create_conversation(
+            slug=slug,
+            cwd=str(directory.resolve()),
+            model=model,
+            seed_from=seed_from,
+            **persisted_fields(state),
+        )
+        return Conversation(self, self._runtime_for(record))
+
+    def open(
+        self,
+        slug: str | None = None,
+        *,
+        cwd: str | Path | None = None,
+        model: str | None = None,
+        mode: Mode | str | None = None,
+    ) -> Conversation:
+        """The conversation named `slug`, created if missing; creation-only options must agree."""
+        record = self.store.get_conversation(slug) if slug else None
+        if record is None:
+            return self.create(slug=slug, cwd=cwd, model=model, mode=mode)
+        conv = Conversation(self, self._runtime_for(record))
+        check_unchanged(conv, cwd=cwd, model=model)
+        return conv
+
+    def list(self) -> list[dict[str, Any]]:
+        """User conversations, newest first (sub-agents excluded, REQ-BED-009)."""
+        return self.store.list_conversations()
+
+    def live(self) -> list[ConversationRuntime]:
+        return [r for r in self._runtimes.values() if not r.closed]
+
+    async def aclose(self) -> None:
+        await self.spawner.close()
+        for runtime in list(self._runtimes.values()):
+            await runtime.close()
+        for provider in self._providers.values():
+            await provider.aclose()
+        if self._demo is not None:
+            self._demo.stop()
+            self._demo = None
+        self.store.close()
+
+
+def check_unchanged(conv: Conversation, *, cwd: str | Path | None, model: str | None) -> None:
+    """Creation-only options cannot change later (REQ-BED-010)."""
+    if cwd is not None and str(Path(cwd).expanduser().resolve()) != conv.cwd:
+        raise PhoenixError(
+            f"Conversation {conv.slug} works in {conv.cwd}; its directory cannot change. "
+            "Start a new conversation with --new --cwd …"
+        )
+    if model is not None and model != conv.model:
+        raise PhoenixError(
+            f"Conversation {conv.slug} uses model {conv.model}; start a new conversation "
+            "(--new --model …) to use another."
+        )

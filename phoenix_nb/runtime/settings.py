@@ -1,0 +1,45 @@
+"""Settings of a phoenix_nb session, from explicit values or the environment.
+
+The notebook layer fills these from traitlets config (`c.Phoenix.…`); power
+users build them directly. Environment variables are read once, here.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+DEMO_MODEL = "demo"
+DEFAULT_MODEL = "claude-sonnet-4-5"
+
+
+def default_model() -> str:
+    """The real model when a key is set, else the offline scripted demo."""
+    if os.environ.get("PHOENIX_MODEL"):
+        return os.environ["PHOENIX_MODEL"]
+    return DEFAULT_MODEL if os.environ.get("ANTHROPIC_API_KEY") else DEMO_MODEL
+
+
+@dataclass
+class Settings:
+    home: Path | None = None  # store root; None: $PHOENIX_HOME or <jupyter data dir>/phoenix
+    model: str = field(default_factory=default_model)
+    api_key: str | None = None  # None: ANTHROPIC_API_KEY
+    base_url: str | None = None  # None: ANTHROPIC_BASE_URL
+    helper_model: str | None = None  # keyword_search ranking; None: no ranking call
+    thinking: Mapping[str, Any] | None = None
+    retry_delay_scale: float = 1.0  # tests shrink real backoff delays
+    stall_timeout: float = 60.0
+    sub_agent_timeout: float = 600.0  # default per child, seconds
+    sub_agent_timeout_max: float = 3600.0
+    max_parallel_sub_agents: int = 4
+    secret_patterns: tuple[str, ...] | None = None  # None: tools' defaults
+
+    def store_root(self) -> Path | None:
+        if self.home is not None:
+            return Path(self.home)
+        env = os.environ.get("PHOENIX_HOME")
+        return Path(env) if env else None

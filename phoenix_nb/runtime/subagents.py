@@ -1,0 +1,181 @@
+"""Sub-agents: parallel, isolated, always finishing (REQ-BED-008, 009, 018, 024).
+
+Each task of a spawn_agents call becomes a child conversation with its own
+runtime, stored with its parent's id and marked non-user-initiated. Children
+run concurrently, bounded by a semaphore so a request for many agents cannot
+exhaust the machine. Every child ends in exactly one report to its parent:
+its submitted result, a failure (error after retries, context exhausted, turn
+limit, no result), or a timeout — and then its runtime is closed, which kills
+its tools' process trees. Cancelling the parent cancels the children the same
+way, so no child task or process outlives the parent's turn.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from phoenix_nb.core import events as ev
+from phoenix_nb.core.effects import SpawnSubAgents
+from phoenix_nb.core.states import Completed, ConvContext, Error, Failed, persisted_fields
+from phoenix_nb.core.transition import Rejection, initial_state
+from phoenix_nb.core.values import ErrorKind, SubAgentOutcome, SubAgentTask
+
+if TYPE_CHECKING:
+    from phoenix_nb.runtime.conversation import ConversationRuntime
+    from phoenix_nb.runtime.manager import Phoenix
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class _Child:
+    agent_id: str
+    parent: ConversationRuntime
+    task: asyncio.Task[None] | None = None
+    runtime: ConversationRuntime | None = None
+    reported: bool = False
+
+
+@dataclass
+class SubAgentSpawner:
+    phoenix: Phoenix
+    _children: dict[str, _Child] = field(default_factory=dict)  # by agent_id
+    _semaphore: asyncio.Semaphore | None = None
+
+    def _limit(self) -> asyncio.Semaphore:
+        if self._semaphore is None:
+            self._semaphore = asyncio.Semaphore(
+                max(1, self.phoenix.settings.max_parallel_sub_agents)
+            )
+        return self._semaphore
+
+    # -- effects ------------------------------------------------------------------------
+    def spawn(self, parent: ConversationRuntime, effect: SpawnSubAgents) -> None:
+        for task in effect.tasks:
+            child = _Child(task.agent_id, parent)
+            self._children[task.agent_id] = child
+            child.task = asyncio.get_running_loop().create_task(
+                self._run(child, task), name=f"phoenix-subagent-{task.agent_id}"
+            )
+
+    def cancel(self, parent: ConversationRuntime, agent_ids: tuple[str, ...]) -> None:
+        for agent_id in agent_ids:
+            child = self._children.get(agent_id)
+            if child is not None:
+                child.reported = True  # the parent already answered for it
+                if child.task is not None and not child.task.done():
+                    child.task.cancel()
+
+    def live_children(self) -> list[ConversationRuntime]:
+        return [c.runtime for c in self._children.values() if c.runtime and not c.runtime.closed]
+
+    async def close(self) -> None:
+        tasks = [c.task for c in self._children.values() if c.task and not c.task.done()]
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+    # -- one child ----------------------------------------------------------------------
+    def _report(self, child: _Child, outcome: SubAgentOutcome) -> None:
+        if child.reported or child.parent.closed:
+            return
+        child.reported = True
+        child.parent.post(ev.SubAgentResult(child.agent_id, outcome))
+
+    def _create_runtime(self, child: _Child, task: SubAgentTask) -> ConversationRuntime | str:
+        parent = child.parent
+        cwd = Path(task.cwd).expanduser() if task.cwd else Path(parent.context.cwd)
+        if not cwd.is_absolute():
+            cwd = Path(parent.context.cwd) / cwd
+        if not cwd.is_dir():
+            return f"working directory {str(cwd)!r} does not exist"
+        store = self.phoenix.store
+        probe = ConvContext(
+            "new", str(cwd), parent.context.model, True, self.phoenix.sandbox.available
+        )
+        state = initial_state(probe)
+        if isinstance(state, Rejection):  # pragma: no cover - sub-agents never request a mode
+            return state.message
+        record = store.create_conversation(
+            cwd=str(cwd.resolve()),
+            model=parent.context.model,
+            parent_id=parent.id,
+            user_initiated=False,
+            **persisted_fields(state),
+        )
+        outcome_sink = lambda outcome: self._report(  # noqa: E731
+            child, _with_id(outcome, record["id"])
+        )
+        return self.phoenix._runtime_for(record, on_parent=outcome_sink)
+
+    async def _run(self, child: _Child, task: SubAgentTask) -> None:
+        timeout = self.phoenix.settings.sub_agent_timeout
+        try:
+            async with self._limit():
+                created = self._create_runtime(child, task)
+                if isinstance(created, str):
+                    self._report(
+                        child, SubAgentOutcome("failure", created, ErrorKind.INVALID_REQUEST)
+                    )
+                    return
+                child.runtime = created
+                try:
+                    async with asyncio.timeout(timeout):
+                        await created.submit(ev.UserMessage(task.task))
+                        state = await created.wait_settled()
+                except TimeoutError:
+                    self._report(
+                        child,
+                        SubAgentOutcome(
+                            "timeout",
+                            f"The sub-agent did not finish within {timeout:g} s and was stopped.",
+                            None,
+                            created.id,
+                        ),
+                    )
+                    return
+                self._report(child, _outcome_of(state.phase, created.id))
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # never leave the parent waiting
+            log.exception("phoenix: sub-agent %s crashed", child.agent_id)
+            self._report(child, SubAgentOutcome("failure", f"internal error: {exc}", None))
+        finally:
+            if child.runtime is not None:
+                await child.runtime.close()
+                await _kill_background(child.runtime.id)
+            self._children.pop(child.agent_id, None)
+
+
+def _with_id(outcome: SubAgentOutcome, conversation_id: str) -> SubAgentOutcome:
+    if outcome.conversation_id:
+        return outcome
+    return SubAgentOutcome(outcome.status, outcome.result, outcome.kind, conversation_id)
+
+
+def _outcome_of(phase: Any, conversation_id: str) -> SubAgentOutcome:
+    """What a settled child that did not report by itself tells its parent."""
+    if isinstance(phase, Completed):
+        status = "success" if phase.success else "failure"
+        return SubAgentOutcome(status, phase.result, None, conversation_id)
+    if isinstance(phase, Failed):
+        return SubAgentOutcome("failure", phase.error, phase.kind, conversation_id)
+    if isinstance(phase, Error):
+        return SubAgentOutcome("failure", phase.message, phase.kind, conversation_id)
+    return SubAgentOutcome(
+        "failure",
+        "The sub-agent stopped without submitting a result.",
+        ErrorKind.UNKNOWN,
+        conversation_id,
+    )
+
+
+async def _kill_background(conversation_id: str) -> None:
+    from phoenix_nb.tools.bash import kill_background_jobs
+
+    await kill_background_jobs(conversation_id)
