@@ -1,0 +1,72 @@
+"""Benchmark: rendering the record's fallbacks, against json.dumps of the same record.
+
+Run: /work/venv/bin/python tests/benchmarks/bench_render.py
+Prints, for records of 8, 80 and 800 cycles, the time of each renderer as a ratio to
+`json.dumps` (the cheapest thing the lead does with the record anyway), and the
+growth per 10× cycles (linear ≈ 10×).
+"""
+
+from __future__ import annotations
+
+import copy
+import gc
+import json
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from phoenix_nb.notebook.render import render_bundle, render_html, render_markdown, render_plain
+
+FIXTURE = Path(__file__).parent.parent / "notebook" / "fixtures" / "record_full.json"
+
+
+def with_cycles(n: int) -> dict[str, Any]:
+    base = json.loads(FIXTURE.read_text())
+    record = copy.deepcopy(base)
+    cycles = base["cycles"]
+    record["cycles"] = [dict(copy.deepcopy(cycles[i % len(cycles)]), index=i) for i in range(n)]
+    return record
+
+
+def best_of(fn: Callable[[Any], Any], arg: Any, repeat: int = 5) -> float:
+    """Best time with the cyclic GC paused: its pauses depend on the whole heap, not the call."""
+    times = []
+    for _ in range(repeat):
+        gc.collect()
+        gc.disable()
+        try:
+            t0 = time.perf_counter()
+            fn(arg)
+            times.append(time.perf_counter() - t0)
+        finally:
+            gc.enable()
+    return min(times)
+
+
+def main() -> None:
+    renderers: dict[str, Callable[[Any], Any]] = {
+        "html": render_html,
+        "markdown": render_markdown,
+        "plain": render_plain,
+        "bundle": render_bundle,
+    }
+    results: dict[int, dict[str, float]] = {}
+    for n in (8, 80, 800):
+        record = with_cycles(n)
+        baseline = best_of(json.dumps, record)
+        results[n] = {"json.dumps": baseline}
+        size = len(json.dumps(record))
+        print(f"{n} cycles, record {size / 1024:.0f} KiB, json.dumps {baseline * 1e3:.2f} ms")
+        for name, fn in renderers.items():
+            t = best_of(fn, record)
+            results[n][name] = t
+            print(f"  {name:9s} {t * 1e3:7.2f} ms  = {t / baseline:5.1f}× json.dumps")
+    for a, b in ((8, 80), (80, 800)):
+        print(f"growth {a} → {b} cycles (linear ≈ 10×):")
+        for name in ("json.dumps", *renderers):
+            print(f"  {name:10s} {results[b][name] / results[a][name]:5.1f}×")
+
+
+if __name__ == "__main__":
+    main()
