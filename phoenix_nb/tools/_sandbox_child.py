@@ -17,7 +17,7 @@ and execs ``bash -c``. Nothing is ever applied to the kernel or the launcher.
 Protocol (SOCK_SEQPACKET socket, fd number in $PHOENIX_LAUNCHER_FD): each request is one JSON message with
 two file descriptors attached: the command's output (stdout and stderr) and a
 status pipe. The supervisor writes JSON lines to the status pipe: first
-``{"pid": <supervisor pid>}``, at the end ``{"exit": code, "signal": sig}``.
+``{"pid": <supervisor pid>, "pgid": <command pid>}``, at the end ``{"exit": code, "signal": sig}``.
 The caller stops a command by sending SIGTERM to the supervisor, which kills
 the whole tree with SIGKILL and reports ``{"killed": true, ...}``.
 
@@ -27,6 +27,7 @@ nothing from phoenix_nb so that it stays small and independent.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import errno
 import json
@@ -56,22 +57,7 @@ def _prctl(option: int, arg: int) -> None:
 # Syscalls that change metadata (Landlock does not cover them), leave the
 # process tree, reach other processes, or change the machine. All return EPERM
 # so that the failing command prints the kernel's own error (REQ-BASH-008).
-_DENIED_SYSCALLS = (
-    "chmod fchmod fchmodat fchmodat2 chown fchown lchown fchownat "
-    "utime utimes utimensat futimesat "
-    "setxattr lsetxattr fsetxattr removexattr lremovexattr fremovexattr "
-    "setxattrat removexattrat "
-    "setsid setpgid "
-    "ptrace process_vm_readv process_vm_writev pidfd_getfd "
-    "mount umount2 pivot_root move_mount open_tree fsopen fsmount fsconfig fspick "
-    "mount_setattr chroot unshare setns "
-    "init_module finit_module delete_module kexec_load kexec_file_load reboot "
-    "swapon swapoff settimeofday clock_settime clock_adjtime adjtimex "
-    "sethostname setdomainname acct quotactl quotactl_fd bpf perf_event_open "
-    "userfaultfd keyctl add_key request_key iopl ioperm open_by_handle_at "
-    "fanotify_init io_uring_setup io_uring_enter io_uring_register syslog "
-    "vhangup mknod mknodat"
-).split()
+_DENIED_SYSCALLS = ["chmod", "fchmod", "fchmodat", "fchmodat2", "chown", "fchown", "lchown", "fchownat", "utime", "utimes", "utimensat", "futimesat", "setxattr", "lsetxattr", "fsetxattr", "removexattr", "lremovexattr", "fremovexattr", "setxattrat", "removexattrat", "setsid", "setpgid", "ptrace", "process_vm_readv", "process_vm_writev", "pidfd_getfd", "mount", "umount2", "pivot_root", "move_mount", "open_tree", "fsopen", "fsmount", "fsconfig", "fspick", "mount_setattr", "chroot", "unshare", "setns", "init_module", "finit_module", "delete_module", "kexec_load", "kexec_file_load", "reboot", "swapon", "swapoff", "settimeofday", "clock_settime", "clock_adjtime", "adjtimex", "sethostname", "setdomainname", "acct", "quotactl", "quotactl_fd", "bpf", "perf_event_open", "userfaultfd", "keyctl", "add_key", "request_key", "iopl", "ioperm", "open_by_handle_at", "fanotify_init", "io_uring_setup", "io_uring_enter", "io_uring_register", "syslog", "vhangup", "mknod", "mknodat"]
 
 _AF_INET = 2
 _AF_INET6 = 10
@@ -217,20 +203,16 @@ def kill_tree(me: int, pgid: int | None) -> None:
     fork again. The process group goes first because it is one syscall.
     """
     if pgid is not None:
-        try:
+        with contextlib.suppress(OSError):
             os.killpg(pgid, signal.SIGKILL)
-        except OSError:
-            pass
     _reap()
     while _has_children():
         pids = _descendants(me)
         if not pids:
             break
         for pid in pids:
-            try:
+            with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
-            except OSError:
-                pass
         _reap()
     _reap()
 
@@ -282,7 +264,7 @@ def _exec_command(req: dict[str, Any], out_fd: int, cgroup: str | None, sc_filte
             apply_landlock(req["writable"], req["devices"])
             sc_filter.load()
         os.execve(req["argv"][0], req["argv"], req["env"])
-    except BaseException as exc:  # noqa: BLE001 - report anything, then exit
+    except BaseException as exc:
         try:
             os.write(2, f"phoenix sandbox: cannot start command: {exc}\n".encode())
         finally:
@@ -303,11 +285,11 @@ def supervise(req: dict[str, Any], out_fd: int, status_fd: int, sc_filter: Any) 
         kill_tree(me, state["pgid"])
 
     signal.signal(signal.SIGTERM, on_term)
-    os.write(status_fd, (json.dumps({"pid": me}) + "\n").encode())
     pid = os.fork()
     if pid == 0:
         _exec_command(req, out_fd, cgroup, sc_filter)
     state["pgid"] = pid
+    os.write(status_fd, (json.dumps({"pid": me, "pgid": pid}) + "\n").encode())
     os.close(out_fd)
     code: int | None = None
     sig: int | None = None
@@ -322,15 +304,20 @@ def supervise(req: dict[str, Any], out_fd: int, status_fd: int, sc_filter: Any) 
             elif os.WIFSIGNALED(status):
                 sig = os.WTERMSIG(status)
             break
+    if req.get("linger"):
+        # Background job: it lives as long as any descendant does.
+        while True:
+            try:
+                os.waitpid(-1, 0)
+            except ChildProcessError:
+                break
     # The command is done: whatever it left running goes too (background mode
     # is the way to keep something alive).
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     kill_tree(me, pid)
     if cgroup:
-        try:
+        with contextlib.suppress(OSError):
             os.rmdir(cgroup)
-        except OSError:
-            pass
     report = {"exit": code, "signal": sig, "killed": state["killed"]}
     os.write(status_fd, (json.dumps(report) + "\n").encode())
     os._exit(0)
@@ -342,13 +329,13 @@ def supervise(req: dict[str, Any], out_fd: int, status_fd: int, sc_filter: Any) 
 def serve(sock: socket.socket) -> None:
     """Accept requests until the kernel goes away; fork a supervisor for each."""
     sc_filter = None
-    import landlockpy  # noqa: F401 - imported once here, not in every command
-    import landlockpy.flags  # noqa: F401
+    import landlockpy
+    import landlockpy.flags
 
     landlockpy.abi_version()  # loads libc once (find_library runs ldconfig)
     try:
         sc_filter = build_seccomp_filter()
-    except Exception as exc:  # noqa: BLE001 - reported to the caller on use
+    except Exception as exc:
         sys.stderr.write(f"phoenix sandbox: seccomp unavailable: {exc}\n")
     signal.signal(signal.SIGCHLD, lambda _s, _f: _reap())
     signal.signal(signal.SIGINT, signal.SIG_IGN)

@@ -68,7 +68,7 @@ def _probe() -> SandboxInfo:
         import landlockpy
 
         abi = landlockpy.abi_version()
-    except Exception as exc:  # noqa: BLE001 - any failure means unavailable
+    except Exception as exc:
         return SandboxInfo(False, 0, f"Landlock probe failed ({exc}). {KERNEL_REQUIREMENT}")
     if abi < MIN_ABI:
         why = "Landlock is not enabled" if abi == 0 else f"Landlock ABI {abi} has no network rules"
@@ -77,7 +77,7 @@ def _probe() -> SandboxInfo:
         import pyseccomp
 
         pyseccomp.SyscallFilter(pyseccomp.ALLOW)
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         return SandboxInfo(False, abi, f"libseccomp unavailable ({exc}). {KERNEL_REQUIREMENT}")
     return SandboxInfo(
         True,
@@ -127,6 +127,7 @@ class RunSpec:
     devices: tuple[str, ...] = ("/dev/null", "/dev/zero", "/dev/full", "/dev/tty")
     limits: SandboxLimits = field(default_factory=SandboxLimits)
     cpu_seconds: int = 3600
+    linger: bool = False  # background: run until every descendant has exited
 
     def to_request(self) -> dict[str, Any]:
         rlimits: dict[str, int] = {"RLIMIT_CORE": 0}
@@ -142,6 +143,7 @@ class RunSpec:
             "cwd": self.cwd,
             "env": dict(self.env),
             "restricted": self.restricted,
+            "linger": self.linger,
             "writable": list(self.writable),
             "devices": list(self.devices),
             "rlimits": rlimits,
@@ -166,8 +168,10 @@ class Process:
         self._status_fd = status_fd
         self._status_buf = b""
         self.supervisor_pid = 0
+        self.pgid = 0  # the command's process group (its bash's pid)
         self._pidfd: int | None = None
         self.result: dict[str, Any] | None = None
+        self._wait_task: asyncio.Future[dict[str, Any]] | None = None
 
     async def _read_line(self) -> bytes:
         loop = asyncio.get_running_loop()
@@ -183,7 +187,9 @@ class Process:
     async def started(self) -> None:
         line = await self._read_line()
         try:
-            self.supervisor_pid = int(json.loads(line)["pid"])
+            first = json.loads(line)
+            self.supervisor_pid = int(first["pid"])
+            self.pgid = int(first.get("pgid", 0))
         except (ValueError, KeyError, TypeError) as exc:
             raise SandboxError(f"launcher gave no supervisor pid: {line!r}") from exc
         if self.supervisor_pid > 0:
@@ -191,14 +197,22 @@ class Process:
                 self._pidfd = os.pidfd_open(self.supervisor_pid)
 
     async def wait(self) -> dict[str, Any]:
-        """The exit report: {"exit": code|None, "signal": n|None, "killed": bool}."""
-        if self.result is None:
-            line = await self._read_line()
-            try:
-                self.result = json.loads(line)
-            except ValueError:
-                self.result = {"exit": None, "signal": None, "killed": True}
-            self._close_status()
+        """The exit report: {"exit": code|None, "signal": n|None, "killed": bool}.
+
+        One task reads the report however many callers wait; cancelling a
+        caller does not cancel the read.
+        """
+        if self._wait_task is None:
+            self._wait_task = asyncio.ensure_future(self._read_report())
+        return await asyncio.shield(self._wait_task)
+
+    async def _read_report(self) -> dict[str, Any]:
+        line = await self._read_line()
+        try:
+            self.result = json.loads(line)
+        except ValueError:
+            self.result = {"exit": None, "signal": None, "killed": True}
+        self._close_status()
         return self.result
 
     def kill(self) -> None:
@@ -301,24 +315,36 @@ class Launcher:
 _LAUNCHER = Launcher()
 
 
-async def start_process(spec: RunSpec) -> Process:
-    """Start `spec` through the launcher; output and status fds are non-blocking."""
-    out_r, out_w = os.pipe2(os.O_CLOEXEC)
+async def start_process(spec: RunSpec, output_fd: int | None = None) -> Process:
+    """Start `spec` through the launcher.
+
+    Output goes to `output_fd` when given (a log file; the caller keeps and
+    closes its own copy), else to a new pipe whose non-blocking read end is
+    `Process.output_fd` (the caller closes it).
+    """
+    if output_fd is None:
+        out_r, out_w = os.pipe2(os.O_CLOEXEC)
+    else:
+        out_r, out_w = -1, output_fd
     try:
         status_r, _ = _LAUNCHER.start(spec, out_w)
     except BaseException:
-        os.close(out_r)
+        if out_r >= 0:
+            os.close(out_r)
         raise
     finally:
-        os.close(out_w)
-    os.set_blocking(out_r, False)
+        if out_r >= 0:
+            os.close(out_w)
+    if out_r >= 0:
+        os.set_blocking(out_r, False)
     os.set_blocking(status_r, False)
     proc = Process(out_r, status_r)
     try:
         await proc.started()
     except BaseException:
         proc.kill()
-        os.close(out_r)
+        if out_r >= 0:
+            os.close(out_r)
         proc._close_status()
         raise
     return proc

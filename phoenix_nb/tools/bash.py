@@ -1,0 +1,391 @@
+"""The bash tool: run a command in the conversation's directory, safely.
+
+Every command goes through the sandbox launcher (``sandbox.py``): in
+Restricted mode it runs under Landlock + seccomp + rlimits; in both modes it
+runs under a subreaper supervisor, so a timeout or a cancel kills the whole
+tree, ``setsid``'d descendants included (REQ-BED-005). Safety checks
+(``bash_safety``) refuse a few catastrophic commands first, in both modes and
+without a sandbox too (REQ-BASH-007/009).
+
+Output is stdout and stderr combined, read as it comes into a bounded buffer:
+the first ``HEAD_BYTES`` and last ``TAIL_BYTES`` are kept and the cut is
+stated, so a command printing gigabytes costs the kernel 32 KiB. A non-zero
+exit is not a tool error (the model should read the output and the "exit
+code N" line); timeouts, refusals and bad input are.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import re
+import shutil
+import signal
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from phoenix_nb.core.values import Mode, ToolResult
+from phoenix_nb.tools import bash_safety
+from phoenix_nb.tools.base import ToolContext
+from phoenix_nb.tools.sandbox import (
+    KERNEL_REQUIREMENT,
+    Process,
+    RunSpec,
+    SandboxError,
+    SandboxLimits,
+    _read_some,
+    start_process,
+)
+from phoenix_nb.tools.schema import invalid_input_result, validate
+
+HEAD_BYTES = 16 * 1024
+TAIL_BYTES = 16 * 1024
+DEFAULT_TIMEOUT = 120.0
+MAX_TIMEOUT = 3600.0
+BASH = shutil.which("bash") or "/bin/bash"
+_KILL_WAIT = 5.0  # bound on waiting for the supervisor's report after a kill
+
+DESCRIPTION = f"""Run a shell command with `bash -c` and return its combined stdout and stderr.
+
+- Runs in the conversation's working directory every time; a `cd` does not persist.
+- stdin is /dev/null: interactive commands fail, pass input through files or flags.
+- Default timeout {DEFAULT_TIMEOUT:.0f} s; `timeout` (seconds, at most {MAX_TIMEOUT:.0f})
+  sets another. On timeout the whole process tree is killed.
+- Output keeps the first and last {HEAD_BYTES // 1024} KiB; the middle is cut and
+  the cut is stated. Prefer commands with bounded output (head, tail, grep -m).
+- `background: true` starts a long-running command (a server, a watcher) and returns
+  at once with its log file and how to read and stop it.
+- API keys, tokens and secrets are removed from the environment.
+- Refused before running: `git add -A/./--all`, `git push --force`, and recursive `rm`
+  of /, ~, $HOME, .git, * or .*.
+- In Restricted mode the command runs in a kernel sandbox (Landlock): the filesystem is
+  read-only except a private temporary directory ($TMPDIR, deleted afterwards); no
+  network; chmod, chown, touch of existing files, setsid and signals to other processes
+  fail; memory, CPU time and file size are limited. A blocked operation fails with the
+  kernel's error (Permission denied / Operation not permitted): do not try to work
+  around it; if the task needs writes, ask for write access with request_mode_upgrade."""
+
+INPUT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "command": {"type": "string", "minLength": 1, "description": "The bash command."},
+        "timeout": {
+            "type": "number",
+            "minimum": 1,
+            "maximum": MAX_TIMEOUT,
+            "description": f"Seconds before the command is killed (default {DEFAULT_TIMEOUT:.0f}).",
+        },
+        "background": {
+            "type": "boolean",
+            "description": "Start detached, log to a file, return at once.",
+        },
+    },
+    "required": ["command"],
+}
+
+
+class OutputBuffer:
+    """Head and tail of a byte stream in bounded memory, with the cut counted."""
+
+    def __init__(self, head: int = HEAD_BYTES, tail: int = TAIL_BYTES) -> None:
+        self._head_limit = head
+        self._tail_limit = tail
+        self._head = bytearray()
+        self._tail = bytearray()
+        self.total = 0
+
+    def feed(self, data: bytes) -> None:
+        self.total += len(data)
+        room = self._head_limit - len(self._head)
+        if room > 0:
+            self._head += data[:room]
+            data = data[room:]
+        if data:
+            self._tail += data
+            if len(self._tail) > self._tail_limit:
+                del self._tail[: len(self._tail) - self._tail_limit]
+
+    @property
+    def omitted(self) -> int:
+        return self.total - len(self._head) - len(self._tail)
+
+    def text(self) -> str:
+        head = self._head.decode("utf-8", "replace")
+        if not self.omitted:
+            return head + self._tail.decode("utf-8", "replace")
+        tail = self._tail.decode("utf-8", "replace")
+        return f"{head}\n… {self.omitted:,} bytes omitted …\n{tail}"
+
+
+def clean_environment(patterns: tuple[str, ...], extra: Mapping[str, str] = {}) -> dict[str, str]:
+    """os.environ minus secrets: names containing any pattern, case-insensitive."""
+    lowered = (*tuple(p.lower() for p in patterns), "anthropic_api_key")
+    env = {
+        name: value
+        for name, value in os.environ.items()
+        if not any(p in name.lower() for p in lowered)
+    }
+    env.update(extra)
+    return env
+
+
+@dataclass
+class BackgroundJob:
+    """A detached command the conversation can still stop."""
+
+    conversation_id: str
+    process: Process
+    log_path: Path
+    directory: Path
+    command: str
+    watcher: asyncio.Task[None] | None = field(default=None, repr=False)
+
+
+_JOBS: dict[str, list[BackgroundJob]] = {}
+
+
+async def kill_background_jobs(conversation_id: str) -> int:
+    """Kill every background job of a conversation (when it ends); returns how many."""
+    jobs = _JOBS.pop(conversation_id, [])
+    for job in jobs:
+        job.process.kill()
+    for job in jobs:
+        with contextlib.suppress(TimeoutError, OSError):
+            await asyncio.wait_for(job.process.wait(), _KILL_WAIT)
+        shutil.rmtree(job.directory, ignore_errors=True)
+    return len(jobs)
+
+
+def background_jobs(conversation_id: str) -> list[BackgroundJob]:
+    """The conversation's jobs that are still registered (running or not yet reaped)."""
+    return list(_JOBS.get(conversation_id, []))
+
+
+_KILL_RE = re.compile(r"^\s*kill\s+(?:-(?:9|KILL|TERM|15|s\s+\w+)\s+)?(?:--\s+)?-?(\d+)\s*$")
+
+
+def _error(tool_use_id: str, command: str, text: str, **display: Any) -> ToolResult:
+    return ToolResult(
+        tool_use_id,
+        text,
+        is_error=True,
+        display={
+            "command": command,
+            "exit_code": None,
+            "timed_out": False,
+            "output_truncated": False,
+            "background": False,
+        }
+        | display,
+    )
+
+
+class BashTool:
+    """`bash {command, timeout?, background?}` (REQ-BASH-007/008/009, REQ-BED-005)."""
+
+    name = "bash"
+    description = DESCRIPTION
+    input_schema: Mapping[str, Any] = INPUT_SCHEMA
+
+    def __init__(self, limits: SandboxLimits | None = None) -> None:
+        self.limits = limits or SandboxLimits()
+
+    async def run(self, input: Mapping[str, Any], ctx: ToolContext, tool_use_id: str) -> ToolResult:
+        problem = validate(input, self.input_schema)
+        if problem:
+            return invalid_input_result(tool_use_id, self.name, problem)
+        command: str = input["command"]
+        timeout = float(input.get("timeout", DEFAULT_TIMEOUT))
+        background = bool(input.get("background", False))
+        refusal = bash_safety.check_command(command)
+        if refusal:
+            return _error(tool_use_id, command, refusal)
+        restricted = ctx.mode == Mode.RESTRICTED
+        if restricted and not ctx.sandbox.available:
+            return _error(
+                tool_use_id,
+                command,
+                f"Restricted mode is unavailable here: {ctx.sandbox.reason or KERNEL_REQUIREMENT}",
+            )
+        stopped = await self._stop_job(command, ctx)
+        if stopped is not None:
+            return ToolResult(tool_use_id, stopped, display=self._display(command, 0))
+        if not ctx.cwd.is_dir():
+            return _error(tool_use_id, command, f"Working directory {ctx.cwd} does not exist.")
+        if background:
+            return await self._background(command, ctx, tool_use_id, restricted)
+        return await self._foreground(command, ctx, tool_use_id, restricted, timeout)
+
+    def _spec(
+        self,
+        command: str,
+        ctx: ToolContext,
+        restricted: bool,
+        tmp: Path,
+        cpu: float,
+        linger: bool = False,
+    ) -> RunSpec:
+        env = clean_environment(ctx.secret_patterns, {"TMPDIR": str(tmp)} if restricted else {})
+        return RunSpec(
+            argv=(BASH, "-c", command),
+            cwd=str(ctx.cwd),
+            env=env,
+            restricted=restricted,
+            writable=(str(tmp),) if restricted else (),
+            limits=self.limits,
+            cpu_seconds=int(cpu) + 5,
+            linger=linger,
+        )
+
+    @staticmethod
+    def _display(command: str, exit_code: int | None, **more: Any) -> dict[str, Any]:
+        return {
+            "command": command,
+            "exit_code": exit_code,
+            "timed_out": False,
+            "output_truncated": False,
+            "background": False,
+        } | more
+
+    async def _foreground(
+        self, command: str, ctx: ToolContext, tool_use_id: str, restricted: bool, timeout: float
+    ) -> ToolResult:
+        tmp = Path(tempfile.mkdtemp(prefix="phoenix-bash-"))
+        proc: Process | None = None
+        buffer = OutputBuffer()
+        timed_out = False
+        try:
+            try:
+                proc = await start_process(self._spec(command, ctx, restricted, tmp, timeout))
+            except (SandboxError, OSError) as exc:
+                return _error(tool_use_id, command, f"Could not start the command: {exc}")
+            loop = asyncio.get_running_loop()
+
+            async def pump(p: Process) -> None:
+                while chunk := await _read_some(loop, p.output_fd):
+                    buffer.feed(chunk)
+
+            reader = asyncio.ensure_future(pump(proc))
+            waiter = asyncio.ensure_future(proc.wait())
+            try:
+                await asyncio.wait_for(asyncio.shield(waiter), timeout)
+            except TimeoutError:
+                timed_out = True
+                proc.kill()
+            except BaseException:
+                # Cancelled (REQ-BED-005): kill the tree and return only once
+                # the supervisor says every process is gone.
+                proc.kill()
+                reader.cancel()
+                with contextlib.suppress(BaseException):
+                    await asyncio.wait_for(asyncio.shield(waiter), _KILL_WAIT)
+                raise
+            # Everything in the tree is gone once the supervisor reported, so
+            # the pipe reaches EOF promptly.
+            result = await asyncio.wait_for(asyncio.shield(waiter), _KILL_WAIT)
+            await asyncio.wait_for(reader, _KILL_WAIT)
+        finally:
+            if proc is not None:
+                with contextlib.suppress(OSError):
+                    os.close(proc.output_fd)
+            shutil.rmtree(tmp, ignore_errors=True)
+        return self._result(tool_use_id, command, buffer, result, timed_out, timeout)
+
+    def _result(
+        self,
+        tool_use_id: str,
+        command: str,
+        buffer: OutputBuffer,
+        result: Mapping[str, Any],
+        timed_out: bool,
+        timeout: float,
+    ) -> ToolResult:
+        text = buffer.text()
+        code = result.get("exit")
+        sig = result.get("signal")
+        lines = [text.rstrip("\n")] if text.strip() else ["(no output)"]
+        if timed_out:
+            lines.append(
+                f"[timed out after {timeout:g} s: the command and all its processes were killed]"
+            )
+        elif sig:
+            lines.append(f"[killed by signal {sig} ({_signal_name(sig)})]")
+        elif code:
+            lines.append(f"[exit code {code}]")
+        display = self._display(
+            command,
+            code if not sig else 128 + int(sig),
+            timed_out=timed_out,
+            output_truncated=buffer.omitted > 0,
+        )
+        return ToolResult(tool_use_id, "\n".join(lines), is_error=timed_out, display=display)
+
+    async def _background(
+        self, command: str, ctx: ToolContext, tool_use_id: str, restricted: bool
+    ) -> ToolResult:
+        # The log lives beside, not inside, the job's writable TMPDIR: the job
+        # writes it through the fd it was given, the agent reads it (reads are
+        # allowed everywhere), and in Restricted mode the job cannot rewrite it.
+        directory = Path(tempfile.mkdtemp(prefix="phoenix-bg-"))
+        tmp = directory / "tmp"
+        tmp.mkdir()
+        log_path = directory / "output.log"
+        log_fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o644)
+        try:
+            proc = await start_process(
+                self._spec(command, ctx, restricted, tmp, MAX_TIMEOUT, linger=True),
+                output_fd=log_fd,
+            )
+        except (SandboxError, OSError) as exc:
+            shutil.rmtree(directory, ignore_errors=True)
+            return _error(tool_use_id, command, f"Could not start the command: {exc}")
+        finally:
+            os.close(log_fd)
+        job = BackgroundJob(ctx.conversation_id, proc, log_path, directory, command)
+        _JOBS.setdefault(ctx.conversation_id, []).append(job)
+        job.watcher = asyncio.ensure_future(proc.wait())  # type: ignore[assignment]
+        text = (
+            f"Started in the background: process group {proc.pgid}.\n"
+            f"Output goes to {log_path}\n"
+            f"Read it with: tail -n 50 {log_path}\n"
+            f"Stop it with: kill -- -{proc.pgid}\n"
+            "It is stopped when the conversation ends."
+        )
+        display = self._display(command, None, background=True) | {
+            "pgid": proc.pgid,
+            "log": str(log_path),
+        }
+        return ToolResult(tool_use_id, text, display=display)
+
+    async def _stop_job(self, command: str, ctx: ToolContext) -> str | None:
+        """`kill -- -<pgid>` of this conversation's job is done by the tool.
+
+        In Restricted mode signals are scoped to the sandbox that sends them,
+        so a later command cannot signal an earlier background job; the tool
+        stops it through its supervisor instead, in both modes alike.
+        """
+        match = _KILL_RE.match(command)
+        if not match:
+            return None
+        target = int(match.group(1))
+        for job in _JOBS.get(ctx.conversation_id, []):
+            if target == job.process.pgid:
+                job.process.kill()
+                with contextlib.suppress(TimeoutError, OSError):
+                    await asyncio.wait_for(job.process.wait(), _KILL_WAIT)
+                return (
+                    f"Stopped background job {target} and all its processes. "
+                    f"Its log stays at {job.log_path} until the conversation ends."
+                )
+        return None
+
+
+def _signal_name(sig: int) -> str:
+    try:
+        return signal.Signals(sig).name
+    except ValueError:
+        return "unknown"
