@@ -43,7 +43,13 @@ def unique_slug(
 ) -> str:
     """`base` (normalised) or a random adjective-animal, suffixed -2, -3 … until free."""
     r = rng or random.Random()
-    stem = normalise(base) if base else f"{r.choice(ADJECTIVES)}-{r.choice(ANIMALS)}"
+    if base:
+        stem = normalise(base)
+    else:  # a few fresh pairs before falling back to numbers
+        for _ in range(8):
+            stem = f"{r.choice(ADJECTIVES)}-{r.choice(ANIMALS)}"
+            if not taken(stem):
+                return stem
     if not taken(stem):
         return stem
     n = 2
