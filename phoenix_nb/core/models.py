@@ -26,6 +26,15 @@ def _info(name: str, window: int, max_output: int) -> tuple[str, ModelInfo]:
 MODELS: Mapping[str, ModelInfo] = MappingProxyType(
     dict(
         [
+            _info("claude-opus-5-5", 200_000, 64_000),
+            _info("claude-sonnet-5-5", 200_000, 64_000),
+            _info("claude-haiku-5-5", 200_000, 64_000),
+            _info("claude-opus-5", 200_000, 64_000),
+            _info("claude-sonnet-5", 200_000, 64_000),
+            _info("claude-opus-4-8", 200_000, 64_000),
+            _info("claude-opus-4-7", 200_000, 64_000),
+            _info("claude-opus-4-6", 200_000, 64_000),
+            _info("claude-sonnet-4-6", 200_000, 64_000),
             _info("claude-opus-4-5", 200_000, 64_000),
             _info("claude-opus-4-1", 200_000, 32_000),
             _info("claude-opus-4-0", 200_000, 32_000),

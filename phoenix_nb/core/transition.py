@@ -725,7 +725,6 @@ def transition(state: ConvState, context: ConvContext, event: Event) -> Outcome:
     if isinstance(phase, AwaitingLlm):
         # Transient by design: it behaves as the first attempt of a request.
         phase = LlmRequesting(1)
-        state = _at(state, phase)
     handler = _TABLE.get((type(phase), type(event)))
     if handler is None:
         if isinstance(phase, _TERMINAL):

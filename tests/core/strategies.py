@@ -1,8 +1,9 @@
 """Hypothesis strategies for core values, states and events.
 
-`PHOENIX_HYPOTHESIS_EXAMPLES` sets how many examples each property runs
-(default 2000, the CI figure the foundation issue asks for; set it lower for a
-quick local run).
+`PHOENIX_STATEFUL_EXAMPLES` sets the stateful machine's example count
+(default 2000, the CI figure the foundation issue asks for) and
+`PHOENIX_PROPERTY_EXAMPLES` each property's (default 400); set them lower for a
+quick local run, higher for a soak.
 """
 
 from __future__ import annotations
@@ -29,9 +30,10 @@ from phoenix_nb.core.values import (
     Usage,
 )
 
-EXAMPLES = int(os.environ.get("PHOENIX_HYPOTHESIS_EXAMPLES", "2000"))
+STATEFUL_EXAMPLES = int(os.environ.get("PHOENIX_STATEFUL_EXAMPLES", "2000"))
+PROPERTY_EXAMPLES = int(os.environ.get("PHOENIX_PROPERTY_EXAMPLES", "400"))
 PROPERTY = settings(
-    max_examples=EXAMPLES,
+    max_examples=PROPERTY_EXAMPLES,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
@@ -68,9 +70,10 @@ failures = st.builds(
 @st.composite
 def tool_input(draw: st.DrawFn, name: str) -> dict[str, object]:
     if name == "spawn_agents":
-        return {"tasks": draw(st.lists(st.fixed_dictionaries({"task": short_text}), max_size=3))}
+        task = st.fixed_dictionaries({"task": st.one_of(st.just("look"), short_text)})
+        return {"tasks": draw(st.one_of(st.lists(task, min_size=1, max_size=3), st.just([])))}
     if name == "request_mode_upgrade":
-        return {"reason": draw(short_text)}
+        return {"reason": draw(st.one_of(st.just("need to write"), short_text))}
     if name == "submit_result":
         return {"result": draw(short_text), "success": draw(st.booleans())}
     return {"command": draw(short_text)}
