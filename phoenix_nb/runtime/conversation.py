@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import json
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -114,6 +115,7 @@ class ConversationRuntime:
         self._llm_task: asyncio.Task[None] | None = None
         self._tool_tasks: dict[str, asyncio.Task[None]] = {}
         self._timer_tasks: set[asyncio.Task[None]] = set()
+        self._aborting: set[asyncio.Task[Any]] = set()
         self._settled = asyncio.Event()
         self._update_settled()
         self.closed = False
@@ -256,10 +258,17 @@ class ConversationRuntime:
             raise RuntimeError("sub-agents need a manager (no spawner configured)")
         return self.services.spawner
 
-    @staticmethod
-    def _cancel_task(task: asyncio.Task[Any] | None) -> None:
+    def _cancel_task(self, task: asyncio.Task[Any] | None) -> None:
         if task is not None and not task.done():
             task.cancel()
+            self._aborting.add(task)
+            task.add_done_callback(self._aborting.discard)
+
+    async def aborted_work_stopped(self, timeout: float = 5.0) -> None:
+        """Wait until cancelled requests and tools have really stopped (processes reaped)."""
+        pending = [t for t in self._aborting if not t.done()]
+        if pending:
+            await asyncio.wait(pending, timeout=timeout)
 
     def _track(self, coro: Any, name: str) -> asyncio.Task[None]:
         return asyncio.get_running_loop().create_task(coro, name=f"{name}-{self.slug}")
@@ -275,7 +284,7 @@ class ConversationRuntime:
         """The request for the current history; a continuation asks for a summary, no tools."""
         messages = to_api_messages(self.history)
         if continuation is not None:
-            messages = _append_user_text(messages, continuation)
+            messages = _append_user_text(_tools_as_text(messages), continuation)
         info = self.context.model_info
         max_tokens = info.max_output if info is not None else 4096
         return LlmRequest(
@@ -288,7 +297,8 @@ class ConversationRuntime:
         )
 
     def _start_llm(self, *, continuation: str | None) -> None:
-        self._cancel_task(self._llm_task)
+        if self._llm_task is not None and not self._llm_task.done():
+            self._llm_task.cancel()
         attempt = self._attempt()
         self._llm_task = self._track(self._llm_call(attempt, continuation), "phoenix-llm")
 
@@ -321,11 +331,7 @@ class ConversationRuntime:
         return ev.LlmResponse(response.content, response.stop_reason, response.usage)
 
     def _schedule_retry(self, delay: float, attempt: int) -> None:
-        phase = self.state.phase
-        failure_kind = getattr(phase, "kind", None)
-        self.hub.publish(
-            up.RETRY, attempt=attempt, max=3, delay=delay, kind=str(failure_kind or "")
-        )
+        """The core already told watchers (Notify "retry"); tests may shrink the wait."""
         scaled = max(0.0, delay * self.services.retry_delay_scale)
 
         async def fire() -> None:
@@ -432,6 +438,37 @@ class ConversationRuntime:
             if not future.done():
                 future.set_result(Rejection("the conversation was closed"))
         self._queue.clear()
+
+
+def _tools_as_text(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Tool calls and results as plain text, for a request that offers no tools.
+
+    The API refuses tool_use blocks in a request without tool definitions, and a
+    continuation request must not offer tools (REQ-BED-020).
+    """
+    out = []
+    for message in messages:
+        content = message["content"]
+        if isinstance(content, str):
+            out.append(message)
+            continue
+        blocks = []
+        for block in content:
+            kind = block.get("type")
+            if kind == "tool_use":
+                call = json.dumps(block.get("input", {}), ensure_ascii=False)[:2000]
+                blocks.append({"type": "text", "text": f"[called {block['name']}: {call}]"})
+            elif kind == "tool_result":
+                result = block.get("content")
+                if isinstance(result, list):
+                    result = " ".join(str(b.get("text", "")) for b in result if isinstance(b, dict))
+                blocks.append({"type": "text", "text": f"[result: {str(result)[:2000]}]"})
+            elif kind in ("thinking", "redacted_thinking"):
+                continue
+            else:
+                blocks.append(block)
+        out.append({"role": message["role"], "content": blocks or [{"type": "text", "text": "…"}]})
+    return out
 
 
 def _append_user_text(messages: list[dict[str, Any]], text: str) -> list[dict[str, Any]]:

@@ -164,8 +164,13 @@ class Conversation:
 
     # -- controls (REQ-BED-005, 015, 016, 023) ---------------------------------------------
     async def cancel(self) -> None:
-        """Cancel whatever the agent does; jumps the queue (REQ-BED-005)."""
+        """Cancel whatever the agent does; jumps the queue (REQ-BED-005).
+
+        Returns once the cancelled request or tool has really stopped, so no
+        process of the turn outlives the call.
+        """
         await self._submit(ev.UserCancel(), urgent=True)
+        await self.runtime.aborted_work_stopped()
 
     async def annotate(self, text: str) -> None:
         """Add a system note the agent and the record will see (while the agent waits)."""

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 DEMO_MODEL = "demo"
-DEFAULT_MODEL = "claude-sonnet-4-5"
+DEFAULT_MODEL = "claude-sonnet-5-5"
 
 
 def default_model() -> str:

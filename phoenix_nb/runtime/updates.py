@@ -95,7 +95,7 @@ class UpdateHub:
         if sub in self._subscriptions:
             self._subscriptions.remove(sub)
 
-    def publish(self, kind: str, **data: Any) -> None:
+    def publish(self, kind: str, /, **data: Any) -> None:
         update = Update(kind, data)
         for sub in list(self._subscriptions):
             sub._put(update)
