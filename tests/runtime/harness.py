@@ -7,6 +7,7 @@ the real durable store in a temporary folder.
 
 from __future__ import annotations
 
+import itertools
 import os
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
@@ -51,7 +52,7 @@ def assert_valid_history(conv: Conversation) -> None:
     assert validate_chain(history) == [], validate_chain(history)
     api = to_api_messages(history)
     roles = [m["role"] for m in api]
-    assert all(a != b for a, b in zip(roles, roles[1:], strict=False)), roles
+    assert all(a != b for a, b in itertools.pairwise(roles)), roles
 
 
 def kinds(conv: Conversation) -> list[str]:

@@ -439,7 +439,7 @@ async def test_cancel_while_awaiting_continuation(
 async def test_restart_restores_to_idle_and_answers_pending_upgrade(
     fake_anthropic: FakeAnthropic, tmp_path: Path
 ) -> None:
-    """REQ-BED-007: after a restart, Idle with the full history; a pending upgrade is not approved."""
+    """REQ-BED-007: after a restart, Idle with full history; a pending upgrade is not approved."""
     fake_anthropic.script(
         Turn([tool_use("request_mode_upgrade", {"reason": "x"})], stop_reason="tool_use")
     )
