@@ -1,0 +1,470 @@
+"""The offline demo model: the fake Messages API playing a scripted agent.
+
+Without an API key a newcomer still sees phoenix_nb work end to end: real
+tools, the real sandbox, the real approval flow. Only the model is scripted,
+and every conversation says so in its first reply.
+
+The script is a set of rules on the request, never a fixed queue, so it copes
+with whatever the notebook does: cells run twice, a denied upgrade, an already
+fixed project, sub-agents running in parallel, a continuation summary. Each
+tool call carries its step in its id (`toolu_demo_<step>_…`); the next request
+answers it with a tool_result, which tells the script where it is and what the
+tool really returned. The screenplay fits `notebooks/sample_project/` (the
+`shop` package with an off-by-one bulk discount) but degrades to plain,
+truthful answers anywhere else.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import itertools
+import os
+import re
+import secrets
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from phoenix_nb.testing.fake_anthropic import FakeAnthropic
+from phoenix_nb.testing.script import BlockSpec, FakeRequest, Turn, text, tool_use
+
+LABEL = "[demo model — scripted, offline]"
+INTRO = (
+    f"{LABEL} No ANTHROPIC_API_KEY is set, so phoenix uses this offline demo model "
+    "(the default without a key). My words are scripted; the tools I call are real: "
+    "they run in your working directory under the same sandbox and approval rules "
+    "as with Claude."
+)
+PACE_ENV = "PHOENIX_DEMO_PACE"
+DEFAULT_PACE = 0.01  # seconds between streamed text chunks: visible streaming, short runs
+
+# The sample project's bug, and the one-character fix the demo applies.
+BUGGY_LINE = "    if quantity > BULK_THRESHOLD:"
+FIXED_LINE = "    if quantity >= BULK_THRESHOLD:"
+PRICING = "shop/pricing.py"
+TEST_COMMAND = "python -m unittest 2>&1"
+EXPLORE_COMMAND = "ls -F && ls -F shop tests"
+READ_COMMAND = f"cat -n {PRICING}"
+
+SUB_AGENT_TASKS = (
+    "Count the lines of each Python file in this project and say which is largest.",
+    "List every function and method defined in the shop package, with line numbers.",
+)
+MODE_UNRESTRICTED_MARK = "Mode changed to Unrestricted"
+MODE_RESTRICTED_MARK = "Mode changed to Restricted"
+_STEP = re.compile(r"^toolu_demo_([a-z0-9]+)_")
+_FAILED_TEST = re.compile(r"^(?:FAIL|ERROR): (\w+) \(([\w.]+)\)", re.MULTILINE)
+_RAN = re.compile(r"^Ran (\d+) tests?", re.MULTILINE)
+
+
+def _result_text(block: Mapping[str, Any]) -> str:
+    content = block.get("content", "")
+    if isinstance(content, str):
+        return content
+    return "\n".join(
+        str(b.get("text", "")) for b in content or [] if isinstance(b, Mapping) and "text" in b
+    )
+
+
+def _blocks(message: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    content = message.get("content")
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    return [b for b in content or [] if isinstance(b, Mapping)]
+
+
+@dataclass(frozen=True)
+class ToolOutcome:
+    """What one of the demo's tool calls returned, as the next request reports it."""
+
+    step: str
+    content: str
+    is_error: bool
+
+
+@dataclass
+class RequestView:
+    """The facts of a request the script decides on."""
+
+    is_sub_agent: bool
+    continuation: bool
+    first_reply: bool
+    unrestricted: bool
+    user_text: str
+    images: list[Mapping[str, Any]] = field(default_factory=list)
+    outcomes: list[ToolOutcome] = field(default_factory=list)
+    unknown_results: int = 0
+    tool_names_used: list[str] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, body: Mapping[str, Any]) -> RequestView:
+        messages = [m for m in body.get("messages", []) if isinstance(m, Mapping)]
+        tool_names = {str(t.get("name")) for t in body.get("tools") or [] if isinstance(t, Mapping)}
+        unrestricted = False
+        used: list[str] = []
+        for message in messages:
+            for block in _blocks(message):
+                if message.get("role") == "user" and block.get("type") == "text":
+                    said = str(block.get("text", ""))
+                    if MODE_UNRESTRICTED_MARK in said:
+                        unrestricted = True
+                    if MODE_RESTRICTED_MARK in said:
+                        unrestricted = False
+                if message.get("role") == "assistant" and block.get("type") == "tool_use":
+                    used.append(str(block.get("name", "")))
+        last = _blocks(messages[-1]) if messages and messages[-1].get("role") == "user" else []
+        view = cls(
+            # Sub-agents, and only they, are offered submit_result (tools/registry.py).
+            is_sub_agent="submit_result" in tool_names,
+            continuation=not body.get("tools"),
+            first_reply=not any(m.get("role") == "assistant" for m in messages),
+            unrestricted=unrestricted,
+            user_text="\n".join(str(b.get("text", "")) for b in last if b.get("type") == "text"),
+            images=[b for b in last if b.get("type") == "image"],
+            tool_names_used=used,
+        )
+        for block in last:
+            if block.get("type") != "tool_result":
+                continue
+            match = _STEP.match(str(block.get("tool_use_id", "")))
+            if match is None:
+                view.unknown_results += 1
+            else:
+                view.outcomes.append(
+                    ToolOutcome(match.group(1), _result_text(block), bool(block.get("is_error")))
+                )
+        return view
+
+    def outcome(self, step: str) -> ToolOutcome | None:
+        return next((o for o in self.outcomes if o.step == step), None)
+
+
+class DemoScript:
+    """Decides the demo's next turn from a request; one instance per server."""
+
+    def __init__(self, *, pace: float = DEFAULT_PACE) -> None:
+        self.pace = pace
+        self._token = secrets.token_hex(3)  # tool ids stay unique across kernel restarts
+        self._count = itertools.count(1)
+
+    # -- building turns ---------------------------------------------------------------
+    def _say(self, value: str) -> BlockSpec:
+        return text(value, chunk=12, delay=self.pace)
+
+    def _call(self, step: str, name: str, input: Mapping[str, Any]) -> BlockSpec:
+        return tool_use(name, input, id=f"toolu_demo_{step}_{self._token}{next(self._count)}")
+
+    def _bash(self, step: str, command: str) -> BlockSpec:
+        return self._call(step, "bash", {"command": command})
+
+    def _turn(self, *blocks: BlockSpec) -> Turn:
+        return Turn(list(blocks))
+
+    # -- the dispatcher ---------------------------------------------------------------
+    def reply(self, request: FakeRequest) -> Turn:
+        body = request.body if isinstance(request.body, Mapping) else {}
+        view = RequestView.of(body)
+        if view.continuation:
+            return self._summary(view)
+        if view.is_sub_agent:
+            return self._sub_agent(view)
+        if view.outcomes:
+            return self._next_step(view)
+        if view.unknown_results and not view.user_text.strip():
+            return self._turn(
+                self._say(
+                    f"{LABEL} Those tool calls were interrupted before I saw their results. "
+                    "Send me a new message to carry on."
+                )
+            )
+        return self._answer_user(view)
+
+    def _opening(self, view: RequestView) -> str:
+        return INTRO if view.first_reply else LABEL
+
+    # -- a new user message -----------------------------------------------------------
+    def _answer_user(self, view: RequestView) -> Turn:
+        said = view.user_text.lower()
+        if view.images:
+            return self._describe_images(view)
+        if any(word in said for word in ("sub-agent", "subagent", "sub agent", "parallel")):
+            return self._turn(
+                self._say(
+                    f"{self._opening(view)} I'll split this into two independent read-only "
+                    "investigations and run them as sub-agents in parallel."
+                ),
+                self._call(
+                    "spawn", "spawn_agents", {"tasks": [{"task": t} for t in SUB_AGENT_TASKS]}
+                ),
+            )
+        if any(word in said for word in ("fix", "fail", "test", "bug", "broken")):
+            return self._turn(
+                self._say(
+                    f"{self._opening(view)}\n\nI'll start by looking around the project. "
+                    "I'm in Restricted mode, so everything I run is read-only."
+                ),
+                self._bash("explore", EXPLORE_COMMAND),
+            )
+        if "patch" in view.tool_names_used:
+            return self._turn(
+                self._say(
+                    f"{self._opening(view)} I changed one character in `{PRICING}`: "
+                    "`quantity > BULK_THRESHOLD` became `quantity >= BULK_THRESHOLD`, so the 5% "
+                    "bulk discount now starts at 10 items, as the docstring promises. Both "
+                    "failing tests pass now, and nothing else changed."
+                )
+            )
+        return self._turn(
+            self._say(
+                f"{self._opening(view)} I'm a scripted stand-in for Claude and can only play a "
+                "few scenes: ask me to *fix the failing tests* (in the sample project), attach "
+                "an image with `--image`, or ask me to *use sub-agents*. Set ANTHROPIC_API_KEY "
+                "and start a new conversation to talk to the real model."
+            )
+        )
+
+    def _describe_images(self, view: RequestView) -> Turn:
+        lines = [describe_image(block) for block in view.images]
+        shown = "\n".join(f"- {line}" for line in lines)
+        return self._turn(
+            self._say(
+                f"{self._opening(view)} I received {len(lines)} image(s):\n\n{shown}\n\n"
+                "The demo model cannot look at pictures; Claude would describe the figure "
+                "here. What you saw is real, though: phoenix rendered the figure to PNG, "
+                "downsized it if needed and sent it in the request."
+            )
+        )
+
+    # -- the fix-the-tests screenplay ---------------------------------------------------
+    def _next_step(self, view: RequestView) -> Turn:
+        for step, handler in (
+            ("explore", self._after_explore),
+            ("tests", self._after_first_tests),
+            ("search", self._after_search),
+            ("read", self._after_read),
+            ("upgrade", self._after_upgrade),
+            ("patch", self._after_patch),
+            ("retest", self._after_retest),
+            ("spawn", self._after_spawn),
+        ):
+            outcome = view.outcome(step)
+            if outcome is not None:
+                return handler(view, outcome)
+        return self._turn(self._say(f"{LABEL} Done."))
+
+    def _after_explore(self, view: RequestView, outcome: ToolOutcome) -> Turn:
+        return self._turn(
+            self._say(
+                "A small `shop` package with `unittest` tests. Running tests only reads "
+                "files, so the sandbox allows it:"
+            ),
+            self._bash("tests", TEST_COMMAND),
+        )
+
+    def _after_first_tests(self, view: RequestView, outcome: ToolOutcome) -> Turn:
+        report = outcome.content
+        failed = _FAILED_TEST.findall(report)
+        ran = _RAN.search(report)
+        if not failed and ran and int(ran.group(1)) > 0 and "OK" in report:
+            return self._turn(
+                self._say(
+                    f"All {ran.group(1)} tests pass: there is nothing to fix here. (The sample "
+                    "project in `notebooks/sample_project/` ships with a failing test; the "
+                    "notebooks copy it to `scratch/` first.)"
+                )
+            )
+        if not failed:
+            return self._turn(
+                self._say(
+                    "I found no failing unittest test here, so my script has nothing to fix. "
+                    "The demo is written for `notebooks/sample_project/`: start a new "
+                    "conversation with `--cwd` pointing at a copy of it."
+                )
+            )
+        names = ", ".join(f"`{name}`" for name, _ in failed)
+        return self._turn(
+            self._say(
+                f"{len(failed)} test(s) fail: {names}. Both expect a discount on exactly 10 "
+                "items. Let me find where the bulk discount is computed."
+            ),
+            self._call(
+                "search",
+                "keyword_search",
+                {
+                    "query": "where the bulk discount is computed",
+                    "search_terms": ["bulk", "BULK_THRESHOLD"],
+                },
+            ),
+        )
+
+    def _after_search(self, view: RequestView, outcome: ToolOutcome) -> Turn:
+        return self._turn(
+            self._say(f"Everything points at `{PRICING}`. Reading it:"),
+            self._bash("read", READ_COMMAND),
+        )
+
+    def _after_read(self, view: RequestView, outcome: ToolOutcome) -> Turn:
+        if BUGGY_LINE.strip() not in outcome.content:
+            return self._turn(
+                self._say(
+                    f"`{PRICING}` does not contain the line my script expects "
+                    f"(`{BUGGY_LINE.strip()}`), so I stop here rather than guess."
+                )
+            )
+        found = (
+            "Found it: the docstring says *10 or more* items get 5% off, but the code tests "
+            "`quantity > BULK_THRESHOLD`, so exactly 10 items pay full price. The fix is "
+            "`>=`."
+        )
+        if view.unrestricted:
+            return self._turn(self._say(found + " I already have write access."), self._patch())
+        return self._turn(
+            self._say(found + " I'm read-only in Restricted mode, so I ask you for write access."),
+            self._call(
+                "upgrade",
+                "request_mode_upgrade",
+                {
+                    "reason": f"Change one line of {PRICING} (`>` to `>=`) so the bulk discount "
+                    "starts at 10 items, then re-run the tests."
+                },
+            ),
+        )
+
+    def _patch(self) -> BlockSpec:
+        return self._call(
+            "patch",
+            "patch",
+            {
+                "path": PRICING,
+                "patches": [{"operation": "replace", "oldText": BUGGY_LINE, "newText": FIXED_LINE}],
+            },
+        )
+
+    def _after_upgrade(self, view: RequestView, outcome: ToolOutcome) -> Turn:
+        if outcome.content.startswith(("Approved", "Already")):
+            return self._turn(self._say("Thanks. Applying the one-line fix:"), self._patch())
+        return self._turn(
+            self._say(
+                "Understood: I stay read-only and change nothing. The fix I would make, in "
+                f"`{PRICING}`:\n\n```diff\n-{BUGGY_LINE}\n+{FIXED_LINE}\n```\n\nAsk again "
+                "(or apply it yourself) whenever you like."
+            )
+        )
+
+    def _after_patch(self, view: RequestView, outcome: ToolOutcome) -> Turn:
+        if outcome.is_error:
+            return self._turn(
+                self._say(f"The patch did not apply:\n\n{_clip(outcome.content)}\n\nI stop here.")
+            )
+        return self._turn(
+            self._say("Patched. Re-running the tests:"), self._bash("retest", TEST_COMMAND)
+        )
+
+    def _after_retest(self, view: RequestView, outcome: ToolOutcome) -> Turn:
+        report = outcome.content
+        ran = _RAN.search(report)
+        if _FAILED_TEST.search(report) or not ran or "OK" not in report:
+            return self._turn(
+                self._say(f"The tests still fail after the patch:\n\n```\n{_clip(report)}\n```")
+            )
+        return self._turn(
+            self._say(
+                f"All {ran.group(1)} tests pass now.\n\n**What was wrong:** `line_total` in "
+                f"`{PRICING}` gave the bulk discount only *above* 10 items (`>`), while its "
+                "docstring and the tests say *10 or more*.\n\n**What I changed:** `>` → `>=` "
+                "on that one line. Nothing else was touched."
+            )
+        )
+
+    def _after_spawn(self, view: RequestView, outcome: ToolOutcome) -> Turn:
+        return self._turn(
+            self._say(
+                "Both sub-agents reported back (they worked read-only, in the sandbox):\n\n"
+                f"{_clip(outcome.content, 1500)}"
+            )
+        )
+
+    # -- sub-agents and continuation ------------------------------------------------------
+    def _sub_agent(self, view: RequestView) -> Turn:
+        done = view.outcome("subwork")
+        if done is not None:
+            return self._turn(
+                self._call(
+                    "submit",
+                    "submit_result",
+                    {
+                        "result": f"{LABEL}\n{_clip(done.content, 1200)}",
+                        "success": not done.is_error,
+                    },
+                )
+            )
+        task = view.user_text.lower()
+        if "line" in task:
+            command = "find . -name '*.py' -not -path '*/.*' | sort | xargs wc -l"
+        elif "function" in task or "method" in task:
+            command = "grep -rn 'def ' shop"
+        else:
+            command = "ls -R"
+        return self._turn(
+            self._say(f"{LABEL} Sub-agent: one read-only command answers this."),
+            self._bash("subwork", command),
+        )
+
+    def _summary(self, view: RequestView) -> Turn:
+        tools = sorted(set(view.tool_names_used))
+        fixed = "patch" in view.tool_names_used
+        return self._turn(
+            self._say(
+                f"{LABEL} Continuation summary (scripted).\n"
+                "1. Task: fix the failing tests of the `shop` sample project — "
+                + ("done; all tests pass." if fixed else "not finished.")
+                + f"\n2. Key file: `{PRICING}` (`line_total`, bulk discount from 10 items). "
+                f"Tools used: {', '.join(tools) or 'none'}.\n"
+                "3. Next: nothing required; ask a follow-up question if you like."
+            )
+        )
+
+
+def _clip(value: str, limit: int = 800) -> str:
+    value = value.strip()
+    return value if len(value) <= limit else value[:limit] + " …"
+
+
+def describe_image(block: Mapping[str, Any]) -> str:
+    """One line about an image block, decoded for real (the demo cannot 'see' it)."""
+    source = block.get("source") if isinstance(block.get("source"), Mapping) else {}
+    media_type = str(source.get("media_type", "image"))
+    try:
+        raw = base64.b64decode(str(source.get("data", "")), validate=True)
+    except ValueError:
+        return f"{media_type}, undecodable data"
+    try:
+        from PIL import Image
+
+        with Image.open(io.BytesIO(raw)) as image:
+            width, height = image.size
+    except (OSError, ValueError):  # UnidentifiedImageError is an OSError
+        return f"{media_type}, {len(raw) / 1024:.0f} KB (not a readable image)"
+    return f"{width}×{height} px {media_type}, {len(raw) / 1024:.0f} KB"
+
+
+def pace_from_env(environ: Mapping[str, str] | None = None) -> float:
+    """`PHOENIX_DEMO_PACE` (seconds between text chunks); bad values fall back to the default."""
+    raw = (os.environ if environ is None else environ).get(PACE_ENV, "")
+    try:
+        pace = float(raw) if raw else DEFAULT_PACE
+    except ValueError:
+        return DEFAULT_PACE
+    return min(max(pace, 0.0), 0.5)
+
+
+def demo_server(*, pace: float | None = None) -> FakeAnthropic:
+    """A demo server, not yet started (use it as a context manager)."""
+    script = DemoScript(pace=pace_from_env() if pace is None else pace)
+    return FakeAnthropic(default=script.reply)
+
+
+def start_demo_server(*, pace: float | None = None) -> FakeAnthropic:
+    """The started demo server the runtime uses for `--model demo`; call `.stop()` when done."""
+    return demo_server(pace=pace).start()
