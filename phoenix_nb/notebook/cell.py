@@ -108,6 +108,7 @@ class TurnView:
         self.throttle = GrowthThrottle(min_interval=session.config.display_min_interval)
         self.handle: Any = None
         self.controls: Controls | None = None
+        self.controls_handle: Any = None
         self.bytes_sent = 0
         self.updates_sent = 0
 
@@ -163,7 +164,7 @@ class TurnView:
                 say(str(exc))
                 return
             self.show_streaming(structural=True)
-            display(self.controls.widget)
+            self.controls_handle = display(self.controls.widget, display_id=True)
             await self._pump(sub)
         except asyncio.CancelledError:
             await self._cancel_after_interrupt()
@@ -250,6 +251,11 @@ class TurnView:
             return
         if is_paused(self.conv.state) and self.can_answer:
             return  # a pending approval keeps its buttons
+        if self.controls_handle is not None:
+            # A saved notebook keeps the last bundle of each display: make it empty, not a
+            # view of a closed widget.
+            self.controls_handle.update({"text/plain": ""}, raw=True)
+            self.controls_handle = None
         self.controls.close()
         self.controls = None
 

@@ -1,0 +1,336 @@
+"""`%%phoenix` on a real kernel against the fake Messages API (issue 7 acceptance).
+
+One kernel serves the module (start-up costs seconds); every test starts its
+own conversation with `--new` or `--name`, so tests do not depend on each
+other. Clicks are the comm messages a widget manager sends; interrupts are the
+kernel manager's own; the agent's tools run in real subprocesses.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from phoenix_nb.store import Store
+from phoenix_nb.testing import FakeAnthropic, Turn, text, tool_use
+from tests.notebook.kernel_harness import Kernel, pid_alive, state_name
+
+pytestmark = pytest.mark.timeout(120) if hasattr(pytest.mark, "timeout") else []
+
+
+@pytest.fixture(scope="module")
+def fake() -> Iterator[FakeAnthropic]:
+    with FakeAnthropic() as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def kernel(fake: FakeAnthropic, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kernel]:
+    k = Kernel(tmp_path_factory.mktemp("kernel"), fake.base_url)
+    try:
+        k.ok("%load_ext phoenix_nb")
+        yield k
+    finally:
+        k.shutdown()
+
+
+@pytest.fixture
+def kern(kernel: Kernel, fake: FakeAnthropic) -> Kernel:
+    """The shared kernel with a fresh script on the fake."""
+    fake.clear()
+    return kernel
+
+
+def _long_bash(tmp: Path, name: str) -> dict[str, str]:
+    """A command that records its shell's and its child's pids, then waits long."""
+    shell_pid, child_pid = tmp / f"{name}.shell.pid", tmp / f"{name}.child.pid"
+    return {
+        "command": f"echo $$ > {shell_pid}; sleep 60 & echo $! > {child_pid}; wait",
+    }
+
+
+def _pids(tmp: Path, name: str) -> list[int]:
+    return [int((tmp / f"{name}.{p}.pid").read_text()) for p in ("shell", "child")]
+
+
+def _pid_files_written(tmp: Path, name: str) -> bool:
+    files = [tmp / f"{name}.{p}.pid" for p in ("shell", "child")]
+    return all(f.exists() and f.read_text().strip() for f in files)
+
+
+def _history(kernel: Kernel, slug: str) -> list[dict]:
+    with Store(kernel.home) as store:
+        conv = store.get_conversation(slug)
+        assert conv is not None, slug
+        return store.messages(conv["id"])
+
+
+def _conversation(kernel: Kernel, slug: str) -> dict:
+    with Store(kernel.home) as store:
+        conv = store.get_conversation(slug)
+        assert conv is not None, slug
+        return conv
+
+
+def test_cell_streams_into_one_display_and_completes(kern: Kernel, fake: FakeAnthropic) -> None:
+    """REQ-BED-011: the answer streams into one display (by display id) and the cell ends at rest."""
+    answer = "The function subtracts where it should add. " * 60
+    fake.script(
+        Turn([text("Let me look."), tool_use("bash", {"command": "echo hello-from-bash"})]),
+        Turn([text(answer, chunk=40, delay=0.01)]),
+    )
+    cell = kern.run("%%phoenix --name streams\nWhy does add() fail?")
+    assert cell.status == "ok", cell.error()
+    displays = [o for o in cell.outputs if o["msg_type"] in ("display_data", "update_display_data")]
+    record_ids = {
+        o["content"]["transient"]["display_id"]
+        for o in displays
+        if "application/vnd.phoenix.conversation+json" in o["content"]["data"]
+    }
+    assert len(record_ids) == 1, "one record display, updated in place"
+    records = cell.records()
+    partial = [
+        r
+        for r in records
+        if any(
+            s.get("streaming") and 0 < len(s["item"]["text"]) < len(answer)
+            for c in r["cycles"]
+            for s in c["steps"]
+        )
+    ]
+    assert partial, "the answer was shown while it streamed"
+    final = cell.last_bundle()
+    assert set(final) >= {"text/html", "text/markdown", "text/plain"}
+    assert state_name(final["application/vnd.phoenix.conversation+json"]) == "idle"
+    assert "hello-from-bash" in final["text/html"]
+    assert answer.strip()[:200] in final["text/markdown"]
+    assert "Why does add() fail?" in final["text/markdown"]
+
+
+def test_controls_are_gone_when_the_turn_rests(kern: Kernel, fake: FakeAnthropic) -> None:
+    """No dead widgets in a saved notebook: the controls' output is replaced and closed."""
+    fake.script(Turn([text("Hi.")]))
+    since = time.monotonic()
+    cell = kern.run("%%phoenix --name no-dead-widgets\nhello")
+    assert cell.status == "ok"
+    cancel = kern.button("Cancel", since)
+    kern.pump(0.05)
+    assert cancel in kern.closed_comms()
+    widget_views = [
+        o
+        for o in cell.outputs
+        if "application/vnd.jupyter.widget-view+json" in o["content"].get("data", {})
+    ]
+    assert widget_views, "controls were shown while the turn ran"
+    # The front end keeps the last bundle of each display id: none may be a widget view.
+    last_by_id: dict[str, dict] = {}
+    for o in cell.outputs:
+        if o["msg_type"] in ("display_data", "update_display_data"):
+            last_by_id[o["content"].get("transient", {}).get("display_id", "")] = o["content"][
+                "data"
+            ]
+    assert all("application/vnd.jupyter.widget-view+json" not in d for d in last_by_id.values())
+
+
+def test_cancel_click_cancels_fast_and_kills_the_tool(
+    kern: Kernel, fake: FakeAnthropic, tmp_path: Path
+) -> None:
+    """REQ-BED-005: a Cancel click while the cell awaits a tool ends it and kills its processes."""
+    fake.script(Turn([tool_use("bash", _long_bash(tmp_path, "cancel"))]))
+    since = time.monotonic()
+    cell = kern.submit("%%phoenix --name cancel-click --mode unrestricted\nrun the long thing")
+    kern.wait_until(lambda: _pid_files_written(tmp_path, "cancel"), 20, "the tool to start")
+    pids = _pids(tmp_path, "cancel")
+    assert all(pid_alive(p) for p in pids)
+    cancel = kern.wait_for_button("Cancel", since)
+    clicked = kern.click(cancel)
+    changed = kern.wait_until(
+        lambda: (
+            any(state_name(r) not in ("tool_executing", "") for r in cell.records()[-1:])
+            and state_name(cell.records()[-1]) != "tool_executing"
+        ),
+        10,
+        "the state to leave tool_executing",
+    )
+    latency = changed - clicked
+    kern.finish(cell)
+    assert cell.status == "ok", cell.error()
+    assert latency < 0.2, f"cancel took {latency * 1000:.0f} ms"
+    dead = kern.wait_until(
+        lambda: not any(pid_alive(p) for p in pids), 5, "the tool's processes to die"
+    )
+    assert dead - clicked < 0.2, f"the tool's processes lived {(dead - clicked) * 1000:.0f} ms"
+    record = cell.last_bundle()["application/vnd.phoenix.conversation+json"]
+    assert state_name(record) == "idle"
+    assert record["cycles"][-1]["stop"]["reason"] == "interrupted"
+    tool_results = [m for m in _history(kern, "cancel-click") if m["message_type"] == "tool"]
+    assert len(tool_results) == 1 and tool_results[0]["content"]["is_error"]
+
+
+UPGRADE = "I need to create made.txt"
+
+
+def _upgrade_script(fake: FakeAnthropic) -> None:
+    fake.script(
+        Turn([text("I will ask."), tool_use("request_mode_upgrade", {"reason": UPGRADE})]),
+        Turn([tool_use("bash", {"command": "touch made.txt"})]),
+        Turn([text("Wrote made.txt.")]),
+    )
+
+
+def test_approve_click_resumes_the_same_cell(kern: Kernel, fake: FakeAnthropic) -> None:
+    """REQ-BED-015: with a front end that can answer, the cell waits; Approve resumes it."""
+    _upgrade_script(fake)
+    since = time.monotonic()
+    cell = kern.submit("%%phoenix --name approve-click\nplease create made.txt")
+    approve = kern.wait_for_button("Approve", since)
+    kern.wait_until(
+        lambda: any(state_name(r) == "awaiting_mode_approval" for r in cell.records()),
+        10,
+        "the approval request to show",
+    )
+    reasons = [
+        s.get("value", "") for _, s in kern.widgets(since) if s.get("_model_name") == "HTMLModel"
+    ]
+    reasons += [
+        u.get("value", "")
+        for mid, _ in kern.widgets(since)
+        for u in kern.widget_updates(mid, since)
+    ]
+    assert any(UPGRADE in v for v in reasons if isinstance(v, str)), "the agent's reason is shown"
+    assert cell.reply is None, "the cell keeps waiting for the human"
+    kern.click(approve)
+    kern.finish(cell)
+    assert cell.status == "ok", cell.error()
+    assert (kern.project / "made.txt").exists()
+    record = cell.last_bundle()["application/vnd.phoenix.conversation+json"]
+    assert state_name(record) == "idle"
+    assert record["conversation"]["mode"] == "unrestricted"
+    steps = [s for c in record["cycles"] for s in c["steps"]]
+    assert {"kind": "approval", "reason": UPGRADE, "decision": "approved"}.items() <= next(
+        s for s in steps if s["kind"] == "approval"
+    ).items()
+    assert "Wrote made.txt." in cell.last_bundle()["text/markdown"]
+
+
+def test_headless_upgrade_ends_the_cell_and_approve_resumes_next_cell(
+    kern: Kernel, fake: FakeAnthropic
+) -> None:
+    """A headless run (nbclient: no stdin) pauses; `%phoenix approve` resumes in the next cell."""
+    _upgrade_script(fake)
+    cell = kern.run("%%phoenix --name headless\nplease create made.txt", allow_stdin=False)
+    assert cell.status == "ok", cell.error()
+    bundle = cell.last_bundle()
+    assert state_name(bundle["application/vnd.phoenix.conversation+json"]) == (
+        "awaiting_mode_approval"
+    )
+    assert "%phoenix approve" in bundle["text/markdown"]
+    assert "%phoenix approve" in bundle["text/html"]
+    assert not (kern.project / "made.txt").exists()
+    nxt = kern.run("%phoenix approve", allow_stdin=False)
+    assert nxt.status == "ok", nxt.error()
+    rest = nxt.last_bundle()
+    assert state_name(rest["application/vnd.phoenix.conversation+json"]) == "idle"
+    assert "Wrote made.txt." in rest["text/markdown"]
+    assert (kern.project / "made.txt").exists()
+
+
+def test_on_upgrade_deny_is_recorded_as_the_users_answer(kern: Kernel, fake: FakeAnthropic) -> None:
+    """`--on-upgrade deny` answers in advance; the record and history say the user denied."""
+    fake.script(
+        Turn([tool_use("request_mode_upgrade", {"reason": UPGRADE})]),
+        Turn([text("Staying read-only.")]),
+    )
+    cell = kern.run("%%phoenix --name deny-ahead --on-upgrade deny\nmake a file", allow_stdin=True)
+    assert cell.status == "ok", cell.error()
+    record = cell.last_bundle()["application/vnd.phoenix.conversation+json"]
+    steps = [s for c in record["cycles"] for s in c["steps"]]
+    approval = next(s for s in steps if s["kind"] == "approval")
+    assert approval["decision"] == "denied"
+    history = _history(kern, "deny-ahead")
+    notes = [m["content"].get("text", "") for m in history if m["message_type"] == "system"]
+    assert any("denied" in n and "--on-upgrade deny" in n for n in notes), notes
+    assert _conversation(kern, "deny-ahead")["mode"] == "restricted"
+    assert "--on-upgrade deny" in str(fake.requests[-1].body["messages"])
+
+
+def test_kernel_interrupt_cancels_and_stops_run_all(
+    kern: Kernel, fake: FakeAnthropic, tmp_path: Path
+) -> None:
+    """REQ-BED-005: interrupt cancels the turn, kills the tool, and queued cells are aborted."""
+    fake.script(Turn([tool_use("bash", _long_bash(tmp_path, "intr"))]))
+    cell = kern.submit("%%phoenix --name interrupted --mode unrestricted\nrun the long thing")
+    queued = kern.submit("print('queued cell ran')")
+    kern.wait_until(lambda: _pid_files_written(tmp_path, "intr"), 20, "the tool to start")
+    pids = _pids(tmp_path, "intr")
+    kern.km.interrupt_kernel()
+    kern.finish(cell)
+    kern.finish(queued)
+    assert cell.status == "error"
+    assert cell.reply is not None and cell.reply["content"]["ename"] == "KeyboardInterrupt"
+    assert queued.status == "aborted"
+    assert "queued cell ran" not in queued.text()
+    assert not any(pid_alive(p) for p in pids)
+    conv = _conversation(kern, "interrupted")
+    assert conv["state"]["phase"]["type"] == "Idle" if "phase" in conv["state"] else True
+    history = _history(kern, "interrupted")
+    results = [m for m in history if m["message_type"] == "tool"]
+    assert len(results) == 1 and results[0]["content"]["is_error"], "synthetic result recorded"
+    status = kern.ok("%phoenix status interrupted").text()
+    assert "idle" in status
+
+
+def test_queued_cells_run_in_order(kern: Kernel, fake: FakeAnthropic) -> None:
+    """Run All: each %%phoenix cell finishes before the next one starts."""
+    fake.script(
+        Turn([text("one", chunk=1, delay=0.01)]),
+        Turn([text("two")]),
+        Turn([text("three")]),
+    )
+    cells = [
+        kern.submit("%%phoenix --name ordered\nfirst message"),
+        kern.submit("%%phoenix\nsecond message"),
+        kern.submit("print('between')"),
+        kern.submit("%%phoenix\nthird message"),
+    ]
+    for cell in cells:
+        kern.finish(cell)
+    assert [c.status for c in cells] == ["ok"] * 4
+    assert [r.last_user_text for r in fake.requests] == [
+        "first message",
+        "second message",
+        "third message",
+    ]
+    assert "one" in cells[0].last_bundle()["text/markdown"]
+    assert "two" in cells[1].last_bundle()["text/markdown"]
+    assert "first message" not in cells[1].last_bundle()["text/markdown"], "one turn per cell"
+    assert cells[2].text() == "between\n"
+    assert "three" in cells[3].last_bundle()["text/markdown"]
+
+
+@pytest.mark.parametrize(
+    ("code", "needle"),
+    [
+        ("%phoenix use no-such-conversation", "no-such-conversation"),
+        ("%phoenix frobnicate", "unknown subcommand"),
+        ("%%phoenix --mode sideways\nhi", "invalid choice"),
+        ("%%phoenix --name mistakes --cwd /\nhi", "cwd"),
+        ("%%phoenix --new\n   ", "empty"),
+    ],
+)
+def test_user_mistakes_print_one_line(
+    kern: Kernel, fake: FakeAnthropic, code: str, needle: str
+) -> None:
+    """Magic mistakes print one clear line, not a traceback, and the cell does not fail."""
+    if "--name mistakes" in code:
+        fake.script(Turn([text("ok")]))
+        kern.ok("%%phoenix --name mistakes\nhello")
+    cell = kern.run(code)
+    assert cell.status == "ok", cell.error()
+    err = cell.text("stderr").strip()
+    assert needle in err, err
+    assert len(err.splitlines()) == 1, err
+    assert "Traceback" not in err
