@@ -2,7 +2,7 @@
 
 `PHOENIX_STATEFUL_EXAMPLES` sets the stateful machine's example count
 (default 2000, the CI figure the foundation issue asks for) and
-`PHOENIX_PROPERTY_EXAMPLES` each property's (default 400); set them lower for a
+`PHOENIX_PROPERTY_EXAMPLES` each property's (default 300); set them lower for a
 quick local run, higher for a soak.
 """
 
@@ -31,7 +31,7 @@ from phoenix_nb.core.values import (
 )
 
 STATEFUL_EXAMPLES = int(os.environ.get("PHOENIX_STATEFUL_EXAMPLES", "2000"))
-PROPERTY_EXAMPLES = int(os.environ.get("PHOENIX_PROPERTY_EXAMPLES", "400"))
+PROPERTY_EXAMPLES = int(os.environ.get("PHOENIX_PROPERTY_EXAMPLES", "300"))
 PROPERTY = settings(
     max_examples=PROPERTY_EXAMPLES,
     deadline=None,

@@ -233,6 +233,6 @@ class Conversation(RuleBasedStateMachine):
 
 
 Conversation.TestCase.settings = settings(
-    max_examples=STATEFUL_EXAMPLES, stateful_step_count=25, deadline=None
+    max_examples=STATEFUL_EXAMPLES, stateful_step_count=20, deadline=None
 )
 TestConversation = Conversation.TestCase
