@@ -11,15 +11,19 @@ Per command it forks a *supervisor* that makes itself a child subreaper
 (PR_SET_CHILD_SUBREAPER), so every descendant of the command, even one that
 called ``setsid``, is re-parented to it and can be found and killed. The
 supervisor forks the *command* process, which joins a fresh process group,
-applies rlimits and (in Restricted mode) Landlock and seccomp to itself only,
-and execs ``bash -c``. Nothing is ever applied to the kernel or the launcher.
+applies rlimits and (in Restricted mode) drops its capabilities and applies
+Landlock and seccomp to itself only, and execs ``bash -c``. The seccomp BPF
+and the Landlock masks are prepared once in the launcher, so a command pays
+only for its own ruleset and one prctl. Nothing is ever applied to the kernel
+or the launcher (the launcher only makes itself non-dumpable).
 
-Protocol (SOCK_SEQPACKET socket, fd number in $PHOENIX_LAUNCHER_FD): each request is one JSON message with
-two file descriptors attached: the command's output (stdout and stderr) and a
-status pipe. The supervisor writes JSON lines to the status pipe: first
-``{"pid": <supervisor pid>, "pgid": <command pid>}``, at the end ``{"exit": code, "signal": sig}``.
-The caller stops a command by sending SIGTERM to the supervisor, which kills
-the whole tree with SIGKILL and reports ``{"killed": true, ...}``.
+Protocol (SOCK_SEQPACKET socket, fd number in $PHOENIX_LAUNCHER_FD): each
+request is one JSON message with two file descriptors attached: the command's
+output (stdout and stderr) and a status pipe. The supervisor writes JSON lines
+to the status pipe: first ``{"pid": <supervisor pid>, "pgid": <command pid>}``,
+at the end ``{"exit": code, "signal": sig}``. The caller stops a command by
+SIGKILLing its process group and sending SIGTERM to the supervisor, which
+kills the rest of the tree and reports ``{"killed": true, ...}``.
 
 This file is run as a script (``python -I _sandbox_child.py``) and imports
 nothing from phoenix_nb so that it stays small and independent.
@@ -36,17 +40,91 @@ import resource
 import signal
 import socket
 import sys
+import tempfile
+from dataclasses import dataclass
 from typing import Any
 
 PR_SET_PDEATHSIG = 1
+PR_SET_DUMPABLE = 4
+PR_CAPBSET_DROP = 24
+PR_SET_SECCOMP = 22
+SECCOMP_MODE_FILTER = 2
+PR_SET_NO_NEW_PRIVS = 38
 PR_SET_CHILD_SUBREAPER = 36
+PR_CAP_AMBIENT = 47
+PR_CAP_AMBIENT_CLEAR_ALL = 4
+CAP_SETPCAP = 8
+CAP_DAC_READ_SEARCH = 2
+_LINUX_CAPABILITY_VERSION_3 = 0x20080522
 CGROUP_PIDS_ROOT = "/sys/fs/cgroup/pids"
 
 _libc = ctypes.CDLL(None, use_errno=True)
 
 
-def _prctl(option: int, arg: int) -> None:
-    if _libc.prctl(option, arg, 0, 0, 0) != 0:
+def _prctl(option: int, arg: int, arg3: int = 0) -> None:
+    if _libc.prctl(option, ctypes.c_ulong(arg), ctypes.c_ulong(arg3), 0, 0) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, os.strerror(err))
+
+
+# ---------------------------------------------------------------- capabilities
+
+
+class _CapHeader(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+
+class _CapData(ctypes.Structure):
+    _fields_ = [
+        ("effective", ctypes.c_uint32),
+        ("permitted", ctypes.c_uint32),
+        ("inheritable", ctypes.c_uint32),
+    ]
+
+
+def _last_cap() -> int:
+    try:
+        with open("/proc/sys/kernel/cap_last_cap") as fh:
+            return int(fh.read())
+    except (OSError, ValueError):
+        return 63
+
+
+def drop_capabilities(last_cap: int, keep: int = CAP_DAC_READ_SEARCH) -> None:
+    """Leave the command with at most CAP_DAC_READ_SEARCH, for good.
+
+    Why: a notebook often runs as root, and root's CAP_SYS_ADMIN/CAP_PERFMON
+    let ``mm_access`` skip the LSM ptrace check for PTRACE_MODE_READ, so
+    ``/proc/<kernel pid>/environ`` (the API key) stayed readable although
+    Landlock's ptrace scoping denies ``/proc/<pid>/mem`` and ``fd/``. Dropping
+    the bounding set matters most: a root ``execve`` refills the permitted set
+    from it. CAP_DAC_READ_SEARCH is kept so that "read everywhere" still
+    holds for root-run notebooks; reading is what Restricted mode allows.
+    Without CAP_SETPCAP (not root) there is nothing to drop and no way to
+    gain capabilities under no_new_privs.
+    """
+    can_drop = True
+    for cap in [c for c in range(last_cap + 1) if c not in (keep, CAP_SETPCAP)] + [CAP_SETPCAP]:
+        if not can_drop:
+            break
+        try:
+            _prctl(PR_CAPBSET_DROP, cap)
+        except OSError as exc:
+            if exc.errno == errno.EPERM:
+                can_drop = False  # unprivileged: the bounding set cannot matter
+            elif exc.errno != errno.EINVAL:
+                raise
+    with contextlib.suppress(OSError):
+        _prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL)
+    header = _CapHeader(_LINUX_CAPABILITY_VERSION_3, 0)
+    data = (_CapData * 2)()
+    current = (_CapData * 2)()
+    if _libc.capget(ctypes.byref(header), current) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, os.strerror(err))
+    kept = current[0].permitted & (1 << keep)
+    data[0] = _CapData(kept, kept, 0)
+    if _libc.capset(ctypes.byref(header), data) != 0:
         err = ctypes.get_errno()
         raise OSError(err, os.strerror(err))
 
@@ -57,7 +135,81 @@ def _prctl(option: int, arg: int) -> None:
 # Syscalls that change metadata (Landlock does not cover them), leave the
 # process tree, reach other processes, or change the machine. All return EPERM
 # so that the failing command prints the kernel's own error (REQ-BASH-008).
-_DENIED_SYSCALLS = ["chmod", "fchmod", "fchmodat", "fchmodat2", "chown", "fchown", "lchown", "fchownat", "utime", "utimes", "utimensat", "futimesat", "setxattr", "lsetxattr", "fsetxattr", "removexattr", "lremovexattr", "fremovexattr", "setxattrat", "removexattrat", "setsid", "setpgid", "ptrace", "process_vm_readv", "process_vm_writev", "pidfd_getfd", "mount", "umount2", "pivot_root", "move_mount", "open_tree", "fsopen", "fsmount", "fsconfig", "fspick", "mount_setattr", "chroot", "unshare", "setns", "init_module", "finit_module", "delete_module", "kexec_load", "kexec_file_load", "reboot", "swapon", "swapoff", "settimeofday", "clock_settime", "clock_adjtime", "adjtimex", "sethostname", "setdomainname", "acct", "quotactl", "quotactl_fd", "bpf", "perf_event_open", "userfaultfd", "keyctl", "add_key", "request_key", "iopl", "ioperm", "open_by_handle_at", "fanotify_init", "io_uring_setup", "io_uring_enter", "io_uring_register", "syslog", "vhangup", "mknod", "mknodat"]
+_DENIED_SYSCALLS = [
+    "chmod",
+    "fchmod",
+    "fchmodat",
+    "fchmodat2",
+    "chown",
+    "fchown",
+    "lchown",
+    "fchownat",
+    "utime",
+    "utimes",
+    "utimensat",
+    "futimesat",
+    "setxattr",
+    "lsetxattr",
+    "fsetxattr",
+    "removexattr",
+    "lremovexattr",
+    "fremovexattr",
+    "setxattrat",
+    "removexattrat",
+    "setsid",
+    "setpgid",
+    "ptrace",
+    "process_vm_readv",
+    "process_vm_writev",
+    "pidfd_getfd",
+    "mount",
+    "umount2",
+    "pivot_root",
+    "move_mount",
+    "open_tree",
+    "fsopen",
+    "fsmount",
+    "fsconfig",
+    "fspick",
+    "mount_setattr",
+    "chroot",
+    "unshare",
+    "setns",
+    "init_module",
+    "finit_module",
+    "delete_module",
+    "kexec_load",
+    "kexec_file_load",
+    "reboot",
+    "swapon",
+    "swapoff",
+    "settimeofday",
+    "clock_settime",
+    "clock_adjtime",
+    "adjtimex",
+    "sethostname",
+    "setdomainname",
+    "acct",
+    "quotactl",
+    "quotactl_fd",
+    "bpf",
+    "perf_event_open",
+    "userfaultfd",
+    "keyctl",
+    "add_key",
+    "request_key",
+    "iopl",
+    "ioperm",
+    "open_by_handle_at",
+    "fanotify_init",
+    "io_uring_setup",
+    "io_uring_enter",
+    "io_uring_register",
+    "syslog",
+    "vhangup",
+    "mknod",
+    "mknodat",
+]
 
 _AF_INET = 2
 _AF_INET6 = 10
@@ -93,10 +245,8 @@ def build_seccomp_filter() -> Any:
     eperm = sc.ERRNO(errno.EPERM)
     f = sc.SyscallFilter(sc.ALLOW)
     for name in _DENIED_SYSCALLS:
-        try:
-            f.add_rule(eperm, name)
-        except (OSError, ValueError, RuntimeError):
-            pass  # not a syscall on this architecture
+        with contextlib.suppress(OSError, ValueError, RuntimeError):
+            f.add_rule(eperm, name)  # fails where not a syscall on this architecture
     for domain in range(64):
         if domain not in (_AF_INET, _AF_INET6):
             f.add_rule(eperm, "socket", sc.Arg(0, sc.EQ, domain))
@@ -119,39 +269,109 @@ def build_seccomp_filter() -> Any:
     return f
 
 
+class _SockFprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+
+class CompiledFilter:
+    """The seccomp filter as BPF, compiled once in the launcher.
+
+    libseccomp's ``load()`` regenerates the BPF program on every call (~5 ms
+    here, measured in a forked child); exporting it once and handing the
+    kernel the same bytes per command is one prctl. The buffer lives in the
+    launcher and is inherited by every fork.
+    """
+
+    def __init__(self, bpf: bytes) -> None:
+        if not bpf or len(bpf) % 8:
+            raise ValueError(f"not a BPF program ({len(bpf)} bytes)")
+        self._buf = ctypes.create_string_buffer(bpf, len(bpf))
+        self._prog = _SockFprog(len(bpf) // 8, ctypes.addressof(self._buf))
+
+    def load(self) -> None:
+        _prctl(PR_SET_NO_NEW_PRIVS, 1)
+        prog = ctypes.byref(self._prog)
+        if _libc.prctl(PR_SET_SECCOMP, ctypes.c_ulong(SECCOMP_MODE_FILTER), prog, 0, 0) != 0:
+            err = ctypes.get_errno()
+            raise OSError(err, os.strerror(err))
+
+
+def compile_seccomp_filter() -> CompiledFilter:
+    with tempfile.TemporaryFile() as fh:
+        build_seccomp_filter().export_bpf(fh)
+        fh.seek(0)
+        return CompiledFilter(fh.read())
+
+
 # -------------------------------------------------------------------- landlock
 
 
-def apply_landlock(writable: list[str], devices: list[str]) -> None:
+@dataclass(frozen=True)
+class LandlockPlan:
+    """Access masks as plain ints, computed once in the launcher.
+
+    Per command only the ruleset itself is built (it names the command's own
+    TMPDIR); the flag arithmetic, which is enum work in Python, is not redone.
+    """
+
+    handled_net: int
+    scoped: int
+    read_exec: int
+    everything: int
+    device: int
+
+    @classmethod
+    def build(cls) -> LandlockPlan:
+        import landlockpy as ll
+        from landlockpy.flags import LATEST_ABI
+
+        fs = ll.AccessFS
+        return cls(
+            handled_net=int(
+                ll.AccessNet.BIND_TCP
+                | ll.AccessNet.CONNECT_TCP
+                | ll.AccessNet.BIND_UDP
+                | ll.AccessNet.CONNECT_SEND_UDP
+            ),
+            scoped=int(ll.Scope.ABSTRACT_UNIX_SOCKET | ll.Scope.SIGNAL),
+            read_exec=int(fs.READ_FILE | fs.READ_DIR | fs.EXECUTE),
+            everything=int(ll.fs_for_abi(LATEST_ABI)),
+            device=int(fs.READ_FILE | fs.WRITE_FILE | fs.IOCTL_DEV | fs.TRUNCATE),
+        )
+
+
+def apply_landlock(plan: LandlockPlan, writable: list[str], devices: list[str]) -> None:
     """Read and execute everywhere, write only below `writable`, no TCP.
 
     Every filesystem right the kernel knows is handled (so denied unless
     granted); network rights handled with no port allowed; abstract unix
     sockets and signals scoped to the sandbox where the ABI has scoping.
+    Scoping also covers ptrace: a process in the domain cannot ptrace-access
+    one outside it (``/proc/<pid>/mem``, ``fd/``), given no capability
+    bypass (see ``drop_capabilities``).
     """
     import landlockpy as ll
-    from landlockpy.flags import LATEST_ABI
 
-    fs = ll.AccessFS
-    read_exec = fs.READ_FILE | fs.READ_DIR | fs.EXECUTE
-    with ll.Ruleset(
-        handled_net=ll.AccessNet.BIND_TCP
-        | ll.AccessNet.CONNECT_TCP
-        | ll.AccessNet.BIND_UDP
-        | ll.AccessNet.CONNECT_SEND_UDP,
-        scoped=ll.Scope.ABSTRACT_UNIX_SOCKET | ll.Scope.SIGNAL,
-    ) as rs:
-        rs.allow_path("/", read_exec)
-        everything = ll.fs_for_abi(LATEST_ABI)
+    with ll.Ruleset(handled_net=plan.handled_net, scoped=plan.scoped) as rs:
+        rs.allow_path("/", plan.read_exec)
         for path in writable:
-            rs.allow_path(path, everything)
+            rs.allow_path(path, plan.everything)
         for dev in devices:
             if os.path.exists(dev):
-                rs.allow_path(dev, fs.READ_FILE | fs.WRITE_FILE | fs.IOCTL_DEV | fs.TRUNCATE)
+                rs.allow_path(dev, plan.device)
         rs.restrict()
 
 
 # ------------------------------------------------------------------ supervisor
+
+
+@dataclass(frozen=True)
+class Restrictions:
+    """Everything Restricted mode applies, prepared once per launcher."""
+
+    landlock: LandlockPlan
+    seccomp: CompiledFilter
+    last_cap: int
 
 
 def _descendants(root: int) -> list[int]:
@@ -176,6 +396,17 @@ def _descendants(root: int) -> list[int]:
     return found
 
 
+def _cgroup_members(cgroup: str | None) -> list[int]:
+    """The pids in the command's cgroup: every descendant, setsid or not."""
+    if not cgroup:
+        return []
+    try:
+        with open(os.path.join(cgroup, "cgroup.procs"), "rb") as fh:
+            return [int(line) for line in fh.read().split()]
+    except (OSError, ValueError):
+        return []
+
+
 def _reap() -> None:
     while True:
         try:
@@ -195,24 +426,32 @@ def _has_children() -> bool:
     return True
 
 
-def kill_tree(me: int, pgid: int | None) -> None:
+def _kill_all(pids: list[int]) -> None:
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+
+
+def kill_tree(me: int, pgid: int | None, cgroup: str | None = None) -> None:
     """SIGKILL every descendant until none is left.
 
-    Killed processes' children are re-parented to us (we are a subreaper), so
-    repeating the scan converges even for a fork bomb: a killed process cannot
-    fork again. The process group goes first because it is one syscall.
+    Order is by cost, so the common case is done in a few syscalls: the
+    process group (one syscall), then the pids cgroup's member list where
+    there is one (one small read, escape-proof), and only then a /proc scan
+    for whatever is still a child of ours. Killed processes' children are
+    re-parented to us (we are a subreaper), so repeating converges even for a
+    fork bomb: a killed process cannot fork again.
     """
-    if pgid is not None:
+    if pgid:
         with contextlib.suppress(OSError):
             os.killpg(pgid, signal.SIGKILL)
+    _kill_all(_cgroup_members(cgroup))
     _reap()
     while _has_children():
-        pids = _descendants(me)
+        pids = _cgroup_members(cgroup) or _descendants(me)
         if not pids:
             break
-        for pid in pids:
-            with contextlib.suppress(OSError):
-                os.kill(pid, signal.SIGKILL)
+        _kill_all(pids)
         _reap()
     _reap()
 
@@ -242,7 +481,9 @@ def _make_pids_cgroup(max_procs: int) -> str | None:
         return None
 
 
-def _exec_command(req: dict[str, Any], out_fd: int, cgroup: str | None, sc_filter: Any) -> None:
+def _exec_command(
+    req: dict[str, Any], out_fd: int, cgroup: str | None, restrictions: Restrictions | None
+) -> None:
     """Runs in the command process: set up, restrict self, exec. Never returns."""
     try:
         os.setpgid(0, 0)
@@ -261,8 +502,11 @@ def _exec_command(req: dict[str, Any], out_fd: int, cgroup: str | None, sc_filte
         signal.signal(signal.SIGXFSZ, signal.SIG_DFL)
         signal.signal(signal.SIGINT, signal.SIG_DFL)
         if req.get("restricted"):
-            apply_landlock(req["writable"], req["devices"])
-            sc_filter.load()
+            if restrictions is None:
+                raise RuntimeError("seccomp is unavailable")
+            drop_capabilities(restrictions.last_cap)
+            apply_landlock(restrictions.landlock, req["writable"], req["devices"])
+            restrictions.seccomp.load()
         os.execve(req["argv"][0], req["argv"], req["env"])
     except BaseException as exc:
         try:
@@ -271,7 +515,9 @@ def _exec_command(req: dict[str, Any], out_fd: int, cgroup: str | None, sc_filte
             os._exit(126)
 
 
-def supervise(req: dict[str, Any], out_fd: int, status_fd: int, sc_filter: Any) -> None:
+def supervise(
+    req: dict[str, Any], out_fd: int, status_fd: int, restrictions: Restrictions | None
+) -> None:
     """Runs in the supervisor: start the command, wait, kill what is left, report."""
     me = os.getpid()
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
@@ -282,12 +528,12 @@ def supervise(req: dict[str, Any], out_fd: int, status_fd: int, sc_filter: Any) 
 
     def on_term(_signum: int, _frame: object) -> None:
         state["killed"] = True
-        kill_tree(me, state["pgid"])
+        kill_tree(me, state["pgid"], cgroup)
 
     signal.signal(signal.SIGTERM, on_term)
     pid = os.fork()
     if pid == 0:
-        _exec_command(req, out_fd, cgroup, sc_filter)
+        _exec_command(req, out_fd, cgroup, restrictions)
     state["pgid"] = pid
     os.write(status_fd, (json.dumps({"pid": me, "pgid": pid}) + "\n").encode())
     os.close(out_fd)
@@ -314,7 +560,7 @@ def supervise(req: dict[str, Any], out_fd: int, status_fd: int, sc_filter: Any) 
     # The command is done: whatever it left running goes too (background mode
     # is the way to keep something alive).
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    kill_tree(me, pid)
+    kill_tree(me, pid, cgroup)
     if cgroup:
         with contextlib.suppress(OSError):
             os.rmdir(cgroup)
@@ -326,17 +572,25 @@ def supervise(req: dict[str, Any], out_fd: int, status_fd: int, sc_filter: Any) 
 # -------------------------------------------------------------------- launcher
 
 
+def prepare_restrictions() -> Restrictions | None:
+    """Build what every Restricted command needs, once; None if impossible."""
+    try:
+        import landlockpy
+
+        landlockpy.abi_version()  # loads libc once (find_library runs ldconfig)
+        return Restrictions(LandlockPlan.build(), compile_seccomp_filter(), _last_cap())
+    except Exception as exc:
+        sys.stderr.write(f"phoenix sandbox: Restricted mode unavailable: {exc}\n")
+        return None
+
+
 def serve(sock: socket.socket) -> None:
     """Accept requests until the kernel goes away; fork a supervisor for each."""
-    sc_filter = None
-    import landlockpy
-    import landlockpy.flags
-
-    landlockpy.abi_version()  # loads libc once (find_library runs ldconfig)
-    try:
-        sc_filter = build_seccomp_filter()
-    except Exception as exc:
-        sys.stderr.write(f"phoenix sandbox: seccomp unavailable: {exc}\n")
+    # Nothing but the launcher's own uid with CAP_SYS_PTRACE may read this
+    # process's memory or /proc files; its environment holds no secret anyway.
+    with contextlib.suppress(OSError):
+        _prctl(PR_SET_DUMPABLE, 0)
+    restrictions = prepare_restrictions()
     signal.signal(signal.SIGCHLD, lambda _s, _f: _reap())
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     while True:
@@ -353,8 +607,8 @@ def serve(sock: socket.socket) -> None:
             for fd in fds:
                 os.close(fd)
             continue
-        if req.get("restricted") and sc_filter is None:
-            os.write(out_fd, b"phoenix sandbox: seccomp is unavailable\n")
+        if req.get("restricted") and restrictions is None:
+            os.write(out_fd, b"phoenix sandbox: Landlock or seccomp is unavailable\n")
             os.write(status_fd, b'{"pid": 0}\n{"exit": 126, "signal": null, "killed": false}\n')
             os.close(out_fd)
             os.close(status_fd)
@@ -363,7 +617,7 @@ def serve(sock: socket.socket) -> None:
         if pid == 0:
             try:
                 sock.close()
-                supervise(req, out_fd, status_fd, sc_filter)
+                supervise(req, out_fd, status_fd, restrictions)
             finally:
                 os._exit(1)
         os.close(out_fd)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import socket
+import subprocess
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -123,7 +124,8 @@ CASES: dict[str, tuple[str, str]] = {
         "PermissionError",
     ),
     "raw_socket": (
-        f"{PY} 'import socket; socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP)'",
+        f"{PY} 'import socket; "
+        "socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP)'",
         "PermissionError",
     ),
     "abstract_unix_connect": (
@@ -133,16 +135,23 @@ CASES: dict[str, tuple[str, str]] = {
     "signal_kernel_probe": ("kill -0 {kernel_pid}", "Operation not permitted"),
     "signal_kernel_term": ("kill -TERM {kernel_pid}", "Operation not permitted"),
     "kernel_environ": ("cat /proc/{kernel_pid}/environ", "Permission denied"),
+    "kernel_mem": ("head -c 64 /proc/{kernel_pid}/mem", "Permission denied"),
+    "kernel_fd_write": (
+        "for f in /proc/{kernel_pid}/fd/*; do echo pwned > $f && echo WROTE $f; done; exit 3",
+        "Permission denied",
+    ),
+    "init_environ": ("cat /proc/1/environ", "Permission denied"),
+    "capabilities_regained": (
+        f"{PY} 'import ctypes, sys; l=ctypes.CDLL(None); "
+        "sys.exit(0 if l.prctl(24, 8, 0, 0, 0) == 0 else 9)'",
+        "exit code 9",
+    ),
     "setsid_escape": ("setsid sleep 5 || exit 1", "setsid"),
     "ptrace_kernel": (
-        f"{PY} 'import ctypes; l=ctypes.CDLL(None); import sys; sys.exit(0 if l.ptrace(16, {{kernel_pid}}, 0, 0) == 0 else 7)'",
+        f"{PY} 'import ctypes, sys; l=ctypes.CDLL(None); "
+        "sys.exit(0 if l.ptrace(16, {kernel_pid}, 0, 0) == 0 else 7)'",
         "exit code 7",
     ),
-}
-
-# Found by this battery and not yet closed (reported to the lead).
-KNOWN_GAPS = {
-    "kernel_environ": "root in the sandbox can read /proc/<kernel>/environ on this kernel",
 }
 
 
@@ -165,8 +174,6 @@ async def test_escape_is_denied_and_files_unchanged(
 ) -> None:
     """REQ-BASH-008: each attempt fails with the kernel's error; nothing changes."""
     monkeypatch.setenv("ANTHROPIC_API_KEY", SECRET)
-    if name in KNOWN_GAPS:
-        pytest.xfail(KNOWN_GAPS[name])
     command, expected = CASES[name]
     command = command.format(
         v4=listeners["v4"].sock.getsockname()[1],
@@ -181,6 +188,7 @@ async def test_escape_is_denied_and_files_unchanged(
     assert "exit code" in result.content
     assert snapshot(user_dir) == before
     assert SECRET not in result.content
+    assert "WROTE" not in result.content
     assert not Path("/tmp/phoenix-escape-outside").exists()
     assert {key: listener.accepted for key, listener in listeners.items()} == accepted
 
@@ -220,3 +228,35 @@ async def test_filling_tmpdir_hits_file_size_limit(user_dir: Path) -> None:
     )
     assert "File size limit exceeded" in result.content
     assert " 8388608 " in result.content
+
+
+async def test_secret_in_a_process_environment_is_unreadable(user_dir: Path) -> None:
+    """The kernel's *initial* environment (what /proc/<pid>/environ shows) is denied.
+
+    A stand-in kernel is started with the key in its environment, the way
+    Jupyter starts one; outside the sandbox the key is readable, inside it is
+    not, and neither is the environment of the supervisor ($PPID) or the
+    launcher (its parent).
+    """
+    holder = subprocess.Popen(
+        ["sh", "-c", "echo ready; exec sleep 60"],
+        env={"ANTHROPIC_API_KEY": SECRET, "PATH": os.environ["PATH"]},
+        stdout=subprocess.PIPE,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == b"ready\n"
+        assert SECRET.encode() in Path(f"/proc/{holder.pid}/environ").read_bytes()
+        command = (
+            f"cat /proc/{holder.pid}/environ; "
+            "cat /proc/$PPID/environ; "
+            "cat /proc/$(cut -d' ' -f4 /proc/$PPID/stat)/environ; "
+            "grep CapEff /proc/self/status"
+        )
+        result = await BashTool().run({"command": command}, ctx_for(user_dir), "t")
+    finally:
+        holder.kill()
+        holder.wait()
+    assert SECRET not in result.content
+    assert result.content.count("Permission denied") == 3, result.content
+    # Only CAP_DAC_READ_SEARCH (bit 2) may be left, so reads keep working for root.
+    assert int(result.content.split("CapEff:")[1].split()[0], 16) & ~0x4 == 0
