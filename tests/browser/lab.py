@@ -60,6 +60,17 @@ def require_chromium() -> str:
     return path
 
 
+def require_notebook7() -> None:
+    """Notebook 7 must be installed for its UI test; like Chromium, a skip is an error under CI."""
+    try:
+        import notebook  # noqa: F401
+    except ImportError:
+        message = "the notebook package (Notebook 7) is not installed"
+        if os.environ.get("CI"):
+            pytest.fail(f"{message}; CI is set, so the Notebook 7 test must run", pytrace=False)
+        pytest.skip(message)
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -192,6 +203,11 @@ class LabPage:
     def open_notebook(self, name: str, workspace: str = "phoenix-test") -> None:
         """Opens `name` in a fresh workspace (`?reset`) so no earlier tab is restored."""
         self.page.goto(f"{self.server.url}/lab/workspaces/{workspace}/tree/{name}?reset")
+        self.page.locator(".jp-NotebookPanel .jp-Notebook").first.wait_for(timeout=UI_TIMEOUT_MS)
+
+    def open_in_notebook7(self, name: str) -> None:
+        """Opens `name` in the Notebook 7 UI served by the same server (needs `notebook>=7`)."""
+        self.page.goto(f"{self.server.url}/notebooks/{name}")
         self.page.locator(".jp-NotebookPanel .jp-Notebook").first.wait_for(timeout=UI_TIMEOUT_MS)
 
     def wait_for_text(self, text: str, timeout_ms: int = UI_TIMEOUT_MS) -> None:

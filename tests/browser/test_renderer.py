@@ -14,7 +14,13 @@ from typing import Any
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser.lab import LabPage, load_fixture, record_output, write_notebook
+from tests.browser.lab import (
+    LabPage,
+    load_fixture,
+    record_output,
+    require_notebook7,
+    write_notebook,
+)
 
 pytestmark = pytest.mark.browser
 
@@ -221,3 +227,21 @@ def test_light_and_dark_screenshots_follow_the_theme(lab: LabPage) -> None:
     lab.set_theme(dark=False)  # leave the session's shared settings as found
     assert light != dark
     assert light_shot.stat().st_size > 10_000 and dark_shot.stat().st_size > 10_000
+
+
+def test_record_renders_in_notebook7(lab: LabPage) -> None:
+    """A plain MIME extension is picked up by Notebook 7 too, ahead of the HTML fallback."""
+    require_notebook7()
+    record = load_fixture("sample_record.json")
+    write_notebook(
+        lab.server.root,
+        "nb7.ipynb",
+        [("%%phoenix\nfix the parser", [record_output(record, _fallback_html(), "record")])],
+    )
+    lab.open_in_notebook7("nb7.ipynb")
+    page = lab.page
+    expect(page.locator(".jp-PhoenixConversation [data-phoenix-record]")).to_have_count(1)
+    expect(page.get_by_text(HTML_FALLBACK_MARK)).to_have_count(0)
+    expect(page.locator("details[data-phoenix-group]")).to_have_count(len(_all_groups(record)))
+    expect(page.locator("[data-phoenix-meter]")).to_have_attribute("data-phoenix-warning", "true")
+    lab.screenshot("notebook7-light.png")
