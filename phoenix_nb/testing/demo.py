@@ -19,6 +19,7 @@ from __future__ import annotations
 import base64
 import io
 import itertools
+import json
 import os
 import re
 import secrets
@@ -51,6 +52,9 @@ SUB_AGENT_TASKS = (
     "Count the lines of each Python file in this project and say which is largest.",
     "List every function and method defined in the shop package, with line numbers.",
 )
+SEEDED_PREFIX = "This conversation continues"  # runtime/manager.py: seeded_message
+SEED_SEPARATOR = "\n---\n"
+FIXED_MARK = "`>` became `>=`"
 MODE_UNRESTRICTED_MARK = "Mode changed to Unrestricted"
 MODE_RESTRICTED_MARK = "Mode changed to Restricted"
 _STEP = re.compile(r"^toolu_demo_([a-z0-9]+)_")
@@ -96,6 +100,18 @@ class RequestView:
     outcomes: list[ToolOutcome] = field(default_factory=list)
     unknown_results: int = 0
     tool_names_used: list[str] = field(default_factory=list)
+    transcript: str = ""  # the whole request's messages as JSON, for "was it fixed already?"
+
+    @property
+    def question(self) -> str:
+        """The user's own words, without the summary a continued conversation starts with."""
+        if self.user_text.startswith(SEEDED_PREFIX) and SEED_SEPARATOR in self.user_text:
+            return self.user_text.rsplit(SEED_SEPARATOR, 1)[1]
+        return self.user_text
+
+    @property
+    def fixed_before(self) -> bool:
+        return "patch" in self.tool_names_used or FIXED_MARK in self.transcript
 
     @classmethod
     def of(cls, body: Mapping[str, Any]) -> RequestView:
@@ -123,6 +139,7 @@ class RequestView:
             user_text="\n".join(str(b.get("text", "")) for b in last if b.get("type") == "text"),
             images=[b for b in last if b.get("type") == "image"],
             tool_names_used=used,
+            transcript=json.dumps(messages, ensure_ascii=False),
         )
         for block in last:
             if block.get("type") != "tool_result":
@@ -185,9 +202,11 @@ class DemoScript:
 
     # -- a new user message -----------------------------------------------------------
     def _answer_user(self, view: RequestView) -> Turn:
-        said = view.user_text.lower()
+        said = view.question.lower()
         if view.images:
             return self._describe_images(view)
+        if "change" in said:
+            return self._turn(self._say(f"{self._opening(view)} {self._what_changed(view)}"))
         if any(word in said for word in ("sub-agent", "subagent", "sub agent", "parallel")):
             return self._turn(
                 self._say(
@@ -199,29 +218,33 @@ class DemoScript:
                 ),
             )
         if any(word in said for word in ("fix", "fail", "test", "bug", "broken")):
+            stance = (
+                "I have write access, but I look before I touch anything."
+                if view.unrestricted
+                else "I'm in Restricted mode, so everything I run is read-only."
+            )
             return self._turn(
                 self._say(
-                    f"{self._opening(view)}\n\nI'll start by looking around the project. "
-                    "I'm in Restricted mode, so everything I run is read-only."
+                    f"{self._opening(view)}\n\nI'll start by looking around the project. {stance}"
                 ),
                 self._bash("explore", EXPLORE_COMMAND),
-            )
-        if "patch" in view.tool_names_used:
-            return self._turn(
-                self._say(
-                    f"{self._opening(view)} I changed one character in `{PRICING}`: "
-                    "`quantity > BULK_THRESHOLD` became `quantity >= BULK_THRESHOLD`, so the 5% "
-                    "bulk discount now starts at 10 items, as the docstring promises. Both "
-                    "failing tests pass now, and nothing else changed."
-                )
             )
         return self._turn(
             self._say(
                 f"{self._opening(view)} I'm a scripted stand-in for Claude and can only play a "
                 "few scenes: ask me to *fix the failing tests* (in the sample project), attach "
-                "an image with `--image`, or ask me to *use sub-agents*. Set ANTHROPIC_API_KEY "
-                "and start a new conversation to talk to the real model."
+                "an image with `--image`, ask me to *use sub-agents*, or ask what I changed. "
+                "Set ANTHROPIC_API_KEY and start a new conversation to talk to the real model."
             )
+        )
+
+    @staticmethod
+    def _what_changed(view: RequestView) -> str:
+        if not view.fixed_before:
+            return "I have not changed any file in this conversation."
+        return (
+            f"In `{PRICING}`, {FIXED_MARK} on one line, so the 5% bulk discount now starts at "
+            "10 items, as the docstring promises; the failing tests pass and nothing else changed."
         )
 
     def _describe_images(self, view: RequestView) -> Turn:
@@ -372,7 +395,7 @@ class DemoScript:
             self._say(
                 f"All {ran.group(1)} tests pass now.\n\n**What was wrong:** `line_total` in "
                 f"`{PRICING}` gave the bulk discount only *above* 10 items (`>`), while its "
-                "docstring and the tests say *10 or more*.\n\n**What I changed:** `>` → `>=` "
+                f"docstring and the tests say *10 or more*.\n\n**What I changed:** {FIXED_MARK} "
                 "on that one line. Nothing else was touched."
             )
         )
@@ -400,10 +423,10 @@ class DemoScript:
                 )
             )
         task = view.user_text.lower()
-        if "line" in task:
-            command = "find . -name '*.py' -not -path '*/.*' | sort | xargs wc -l"
-        elif "function" in task or "method" in task:
+        if "function" in task or "method" in task:
             command = "grep -rn 'def ' shop"
+        elif "line" in task:
+            command = "find . -name '*.py' -not -path '*/.*' | sort | xargs wc -l"
         else:
             command = "ls -R"
         return self._turn(
@@ -412,16 +435,19 @@ class DemoScript:
         )
 
     def _summary(self, view: RequestView) -> Turn:
-        tools = sorted(set(view.tool_names_used))
-        fixed = "patch" in view.tool_names_used
+        fixed = view.fixed_before
         return self._turn(
             self._say(
                 f"{LABEL} Continuation summary (scripted).\n"
                 "1. Task: fix the failing tests of the `shop` sample project — "
-                + ("done; all tests pass." if fixed else "not finished.")
-                + f"\n2. Key file: `{PRICING}` (`line_total`, bulk discount from 10 items). "
-                f"Tools used: {', '.join(tools) or 'none'}.\n"
-                "3. Next: nothing required; ask a follow-up question if you like."
+                + (f"done: {FIXED_MARK}; all tests pass." if fixed else "not finished.")
+                + f"\n2. Key file: `{PRICING}` (`line_total`, bulk discount from 10 items).\n"
+                "3. Next: "
+                + (
+                    "nothing required; ask a follow-up question if you like."
+                    if fixed
+                    else "ask me to fix the failing tests."
+                )
             )
         )
 
