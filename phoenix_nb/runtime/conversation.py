@@ -244,7 +244,11 @@ class ConversationRuntime:
             case fx.SpawnSubAgents():
                 self._require_spawner().spawn(self, effect)
             case fx.CancelSubAgents(agent_ids=agent_ids):
-                self._require_spawner().cancel(self, agent_ids)
+                # The children's tasks count as aborted work: cancel() returns only
+                # once their runtimes and processes are gone.
+                for task in self._require_spawner().cancel(self, agent_ids) or ():
+                    self._aborting.add(task)
+                    task.add_done_callback(self._aborting.discard)
             case fx.Notify(kind=kind, data=data):
                 self.hub.publish(kind, **dict(data))
             case fx.NotifyParent(outcome=outcome):
@@ -282,7 +286,9 @@ class ConversationRuntime:
 
     def build_request(self, continuation: str | None = None) -> LlmRequest:
         """The request for the current history; a continuation asks for a summary, no tools."""
-        messages = to_api_messages(self.history)
+        messages = _foreign_tools_as_text(
+            to_api_messages(self.history), {tool.name for tool in self.tools}
+        )
         if continuation is not None:
             messages = _append_user_text(_tools_as_text(messages), continuation)
         info = self.context.model_info
@@ -468,6 +474,51 @@ def _tools_as_text(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
             else:
                 blocks.append(block)
         out.append({"role": message["role"], "content": blocks or [{"type": "text", "text": "…"}]})
+    return out
+
+
+def _foreign_tools_as_text(
+    messages: list[dict[str, Any]], offered: set[str]
+) -> list[dict[str, Any]]:
+    """Calls of tools this conversation does not offer, and their results, as text.
+
+    A model may call a tool it was not given (a sub-agent asking for
+    spawn_agents); the core answers with an error result, but the API refuses a
+    history whose tool_use names an unknown tool. Turned into text, the call and
+    its refusal stay visible to the model and the request stays valid.
+    """
+    foreign = {
+        block["id"]
+        for message in messages
+        if message["role"] == "assistant" and not isinstance(message["content"], str)
+        for block in message["content"]
+        if block.get("type") == "tool_use" and block.get("name") not in offered
+    }
+    if not foreign:
+        return messages
+    out = []
+    for message in messages:
+        content = message["content"]
+        if isinstance(content, str):
+            out.append(message)
+            continue
+        results: list[dict[str, Any]] = []
+        blocks: list[dict[str, Any]] = []
+        for block in content:
+            kind = block.get("type")
+            if kind == "tool_use" and block.get("id") in foreign:
+                call = json.dumps(block.get("input", {}), ensure_ascii=False)[:2000]
+                blocks.append({"type": "text", "text": f"[called {block['name']}: {call}]"})
+            elif kind == "tool_result" and block.get("tool_use_id") in foreign:
+                result = block.get("content")
+                if isinstance(result, list):
+                    result = " ".join(str(b.get("text", "")) for b in result if isinstance(b, dict))
+                blocks.append({"type": "text", "text": f"[result: {str(result)[:2000]}]"})
+            elif kind == "tool_result":
+                results.append(block)  # the API wants tool results first
+            else:
+                blocks.append(block)
+        out.append({"role": message["role"], "content": results + blocks})
     return out
 
 

@@ -13,6 +13,7 @@ way, so no child task or process outlives the parent's turn.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,12 +24,15 @@ from phoenix_nb.core.effects import SpawnSubAgents
 from phoenix_nb.core.states import Completed, ConvContext, Error, Failed, persisted_fields
 from phoenix_nb.core.transition import Rejection, initial_state
 from phoenix_nb.core.values import ErrorKind, SubAgentOutcome, SubAgentTask
+from phoenix_nb.runtime.conversation import Rejected, is_rest
 
 if TYPE_CHECKING:
     from phoenix_nb.runtime.conversation import ConversationRuntime
     from phoenix_nb.runtime.manager import Phoenix
 
 log = logging.getLogger(__name__)
+
+STOP_GRACE = 5.0  # seconds a stopped child gets to answer its open tool calls
 
 
 @dataclass
@@ -37,6 +41,7 @@ class _Child:
     parent: ConversationRuntime
     task: asyncio.Task[None] | None = None
     runtime: ConversationRuntime | None = None
+    outcome: SubAgentOutcome | None = None  # what the child itself said (NotifyParent)
     reported: bool = False
 
 
@@ -62,13 +67,20 @@ class SubAgentSpawner:
                 self._run(child, task), name=f"phoenix-subagent-{task.agent_id}"
             )
 
-    def cancel(self, parent: ConversationRuntime, agent_ids: tuple[str, ...]) -> None:
+    def cancel(
+        self, parent: ConversationRuntime, agent_ids: tuple[str, ...]
+    ) -> list[asyncio.Task[None]]:
+        """Cancel these children; returns their tasks so the parent can wait for the
+        processes to be gone before its cancel returns."""
+        cancelled: list[asyncio.Task[None]] = []
         for agent_id in agent_ids:
             child = self._children.get(agent_id)
             if child is not None:
                 child.reported = True  # the parent already answered for it
                 if child.task is not None and not child.task.done():
                     child.task.cancel()
+                    cancelled.append(child.task)
+        return cancelled
 
     def live_children(self) -> list[ConversationRuntime]:
         return [c.runtime for c in self._children.values() if c.runtime and not c.runtime.closed]
@@ -108,48 +120,62 @@ class SubAgentSpawner:
             user_initiated=False,
             **persisted_fields(state),
         )
-        outcome_sink = lambda outcome: self._report(  # noqa: E731
-            child, _with_id(outcome, record["id"])
-        )
-        return self.phoenix._runtime_for(record, on_parent=outcome_sink)
+
+        def keep(outcome: SubAgentOutcome) -> None:
+            # Held until the child is stopped: the parent hears of it only once
+            # nothing of the child runs any more.
+            if child.outcome is None:
+                child.outcome = _with_id(outcome, record["id"])
+
+        return self.phoenix._runtime_for(record, on_parent=keep)
 
     async def _run(self, child: _Child, task: SubAgentTask) -> None:
         timeout = self.phoenix.settings.sub_agent_timeout
+        outcome: SubAgentOutcome
         try:
             async with self._limit():
                 created = self._create_runtime(child, task)
                 if isinstance(created, str):
-                    self._report(
-                        child, SubAgentOutcome("failure", created, ErrorKind.INVALID_REQUEST)
-                    )
-                    return
-                child.runtime = created
-                try:
-                    async with asyncio.timeout(timeout):
-                        await created.submit(ev.UserMessage(task.task))
-                        state = await created.wait_settled()
-                except TimeoutError:
-                    self._report(
-                        child,
-                        SubAgentOutcome(
+                    outcome = SubAgentOutcome("failure", created, ErrorKind.INVALID_REQUEST)
+                else:
+                    child.runtime = created
+                    try:
+                        async with asyncio.timeout(timeout):
+                            await created.submit(ev.UserMessage(task.task))
+                            state = await created.wait_settled()
+                        outcome = child.outcome or _outcome_of(state.phase, created.id)
+                    except TimeoutError:
+                        outcome = SubAgentOutcome(
                             "timeout",
                             f"The sub-agent did not finish within {timeout:g} s and was stopped.",
                             None,
                             created.id,
-                        ),
-                    )
-                    return
-                self._report(child, _outcome_of(state.phase, created.id))
+                        )
+                    finally:
+                        await _stop(created)
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # never leave the parent waiting
             log.exception("phoenix: sub-agent %s crashed", child.agent_id)
-            self._report(child, SubAgentOutcome("failure", f"internal error: {exc}", None))
+            outcome = SubAgentOutcome("failure", f"internal error: {exc}", None)
         finally:
-            if child.runtime is not None:
-                await child.runtime.close()
-                await _kill_background(child.runtime.id)
             self._children.pop(child.agent_id, None)
+        self._report(child, outcome)
+
+
+async def _stop(runtime: ConversationRuntime) -> None:
+    """End a child for good: cancel its work through the core (so its history gets
+    its synthetic results and its state a terminal phase), then close it and kill
+    its background jobs. Closing happens even if the graceful part is cut short."""
+    try:
+        if not runtime.closed and not is_rest(runtime.state):
+            with contextlib.suppress(Rejected, RuntimeError, TimeoutError):
+                async with asyncio.timeout(STOP_GRACE):
+                    await runtime.submit(ev.UserCancel(), urgent=True)
+                    await runtime.aborted_work_stopped(STOP_GRACE)
+    finally:
+        await runtime.close()
+        await _kill_background(runtime.id)
 
 
 def _with_id(outcome: SubAgentOutcome, conversation_id: str) -> SubAgentOutcome:
