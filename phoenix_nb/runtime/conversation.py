@@ -239,6 +239,8 @@ class ConversationRuntime:
                 self._schedule_retry(delay, attempt)
             case fx.AbortLlm():
                 self._cancel_task(self._llm_task)
+                for timer in list(self._timer_tasks):  # a pending retry is part of the request
+                    self._cancel_task(timer)
             case fx.AbortTool(tool_use_id=tool_use_id):
                 self._cancel_task(self._tool_tasks.get(tool_use_id))
             case fx.SpawnSubAgents():

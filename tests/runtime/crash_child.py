@@ -26,6 +26,7 @@ import importlib
 import os
 import random
 import sys
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -68,6 +69,11 @@ class Acks:
         conv.runtime.hub.add_callback(on_update)
 
 
+def _call(name: str, input_: dict[str, Any]) -> Any:
+    """A tool call with an id unique across victims (the fake's counter restarts in each fork)."""
+    return tool_use(name, input_, id=f"toolu_{uuid.uuid4().hex}")
+
+
 def _slow_text(words: int) -> Any:
     return text("word " * words, chunk=6, delay=0.004)
 
@@ -96,9 +102,9 @@ async def scenario(
             Turn(
                 [
                     text("Looking around."),
-                    tool_use("bash", {"command": "echo hello; sleep 0.05; ls"}),
-                    tool_use("think", {"thoughts": "the add function subtracts"}),
-                    tool_use("keyword_search", {"query": "add", "search_terms": ["add"]}),
+                    _call("bash", {"command": "echo hello; sleep 0.05; ls"}),
+                    _call("think", {"thoughts": "the add function subtracts"}),
+                    _call("keyword_search", {"query": "add", "search_terms": ["add"]}),
                 ]
             ),
             Turn([_slow_text(20)]),
@@ -106,10 +112,10 @@ async def scenario(
         await conv.run("look at the project")
     elif name == "upgrade":
         fake.script(
-            Turn([tool_use("request_mode_upgrade", {"reason": "write notes"})]),
+            Turn([_call("request_mode_upgrade", {"reason": "write notes"})]),
             Turn(
                 [
-                    tool_use(
+                    _call(
                         "patch",
                         {
                             "path": "notes.txt",
@@ -139,7 +145,7 @@ async def scenario(
             fake.script(Turn([_slow_text(400)]))
             waits = {up.TEXT_DELTA}
         else:
-            fake.script(Turn([tool_use("bash", {"command": "sleep 3"})]), Turn([text("x")]))
+            fake.script(Turn([_call("bash", {"command": "sleep 3"})]), Turn([text("x")]))
             waits = {up.TOOL_STARTED}
         await conv.post_message("long work")
         await _until(conv, waits)
