@@ -57,6 +57,7 @@ CAP_SETPCAP = 8
 CAP_DAC_READ_SEARCH = 2
 _LINUX_CAPABILITY_VERSION_3 = 0x20080522
 CGROUP_PIDS_ROOT = "/sys/fs/cgroup/pids"
+_SWEEP_WAIT = 0.01  # seconds between kill rounds while killed processes exit
 
 _libc = ctypes.CDLL(None, use_errno=True)
 
@@ -440,7 +441,9 @@ def kill_tree(me: int, pgid: int | None, cgroup: str | None = None) -> None:
     there is one (one small read, escape-proof), and only then a /proc scan
     for whatever is still a child of ours. Killed processes' children are
     re-parented to us (we are a subreaper), so repeating converges even for a
-    fork bomb: a killed process cannot fork again.
+    fork bomb: a killed process cannot fork again. Between rounds it waits
+    for SIGCHLD (bounded) instead of rescanning at once: a SIGKILLed process
+    still needs the CPU to exit, and a busy rescan loop would take it away.
     """
     if pgid:
         with contextlib.suppress(OSError):
@@ -452,6 +455,7 @@ def kill_tree(me: int, pgid: int | None, cgroup: str | None = None) -> None:
         if not pids:
             break
         _kill_all(pids)
+        signal.sigtimedwait([signal.SIGCHLD], _SWEEP_WAIT)
         _reap()
     _reap()
 
@@ -462,8 +466,8 @@ def _join_pids_cgroup(cgroup: str | None) -> None:
             fh.write("0")
 
 
-def _make_pids_cgroup(max_procs: int) -> str | None:
-    """A pids cgroup bounding the command's process count, where writable.
+def _make_pids_cgroup(max_procs: int | None) -> str | None:
+    """A pids cgroup for the command's tree (bounded to `max_procs`), where writable.
 
     RLIMIT_NPROC is ignored for root, and a notebook often runs as root in a
     container; a pids cgroup is the kernel's count limit that also holds there.
@@ -473,9 +477,16 @@ def _make_pids_cgroup(max_procs: int) -> str | None:
     try:
         os.makedirs(base, exist_ok=True)
         path = os.path.join(base, str(os.getpid()))
-        os.mkdir(path)
-        with open(os.path.join(path, "pids.max"), "w") as fh:
-            fh.write(str(max_procs))
+        try:
+            os.mkdir(path)
+        except FileExistsError:
+            # Left by a supervisor that was killed before cleaning up: the pid
+            # is ours now, so nothing else can be using it.
+            os.rmdir(path)
+            os.mkdir(path)
+        if max_procs is not None:
+            with open(os.path.join(path, "pids.max"), "w") as fh:
+                fh.write(str(max_procs))
         return path
     except OSError:
         return None
@@ -501,6 +512,7 @@ def _exec_command(
         signal.signal(signal.SIGPIPE, signal.SIG_DFL)
         signal.signal(signal.SIGXFSZ, signal.SIG_DFL)
         signal.signal(signal.SIGINT, signal.SIG_DFL)
+        signal.pthread_sigmask(signal.SIG_SETMASK, [])
         if req.get("restricted"):
             if restrictions is None:
                 raise RuntimeError("seccomp is unavailable")
@@ -521,9 +533,13 @@ def supervise(
     """Runs in the supervisor: start the command, wait, kill what is left, report."""
     me = os.getpid()
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    # Blocked so that kill_tree can wait for it; waitpid does not need it.
+    signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGCHLD])
     _prctl(PR_SET_CHILD_SUBREAPER, 1)
     _prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
-    cgroup = _make_pids_cgroup(int(req.get("max_procs", 1024))) if req.get("restricted") else None
+    # Both modes get a cgroup where one can be made: its member list is the
+    # fast, escape-proof sweep on cancel; only Restricted mode bounds it.
+    cgroup = _make_pids_cgroup(int(req.get("max_procs", 1024)) if req.get("restricted") else None)
     state: dict[str, Any] = {"pgid": None, "killed": False}
 
     def on_term(_signum: int, _frame: object) -> None:
