@@ -7,11 +7,18 @@ runtime's manager does on start: open the store, list every conversation
 (sub-agents included), read each one's full history, and write each one's state
 back to Idle. The read part is compared with reading the same data from a fresh
 sqlite3 connection and from stock TinyDB `JSONStorage` (one JSON file).
+
+The runtime line times the real thing: `Phoenix(...)` start-up on a copy of the
+store in which 10% of the conversations were left mid-work (5% awaiting mode
+approval, 5% running a tool with its tool_use unanswered), so start-up reads
+everything, answers the orphan calls and sets those states back to Idle.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
+import shutil
 import sqlite3
 import tempfile
 import time
@@ -20,6 +27,16 @@ from pathlib import Path
 from tinydb import TinyDB
 from tinydb.storages import JSONStorage
 
+from phoenix_nb.core.codec import to_json
+from phoenix_nb.core.states import (
+    AwaitingModeApproval,
+    ConvState,
+    ToolExecuting,
+    persisted_fields,
+)
+from phoenix_nb.core.values import ToolUseBlock
+from phoenix_nb.runtime.manager import Phoenix
+from phoenix_nb.runtime.settings import Settings
 from phoenix_nb.store import Store
 
 CONVERSATIONS = 1_000
@@ -60,6 +77,42 @@ def build(root: Path) -> None:
     db.table("messages").insert_multiple(tmsgs)
     db.close()
     store.close()
+
+
+def leave_mid_work(root: Path) -> int:
+    """Copy the store and leave every tenth conversation mid-work; returns how many."""
+    shutil.copytree(root / "phoenix", root / "midwork")
+    store = Store(root / "midwork")
+    convs = store.list_conversations(include_sub_agents=True, include_archived=True)
+    broken = 0
+    for n, c in enumerate(convs):
+        if n % 10:
+            continue
+        call = ToolUseBlock(f"toolu_{n}", "bash", {"command": "make"})
+        if n % 20 == 0:
+            call = ToolUseBlock(f"toolu_{n}", "request_mode_upgrade", {"reason": "edit"})
+            phase: object = AwaitingModeApproval("edit", call.id)
+        else:
+            phase = ToolExecuting(call)
+        store.append_message(
+            c["id"],
+            "agent",
+            {"blocks": [to_json(call)], "stop_reason": "tool_use"},
+        )
+        store.update_conversation(c["id"], **persisted_fields(ConvState(phase)))  # type: ignore[arg-type]
+        broken += 1
+    store.close()
+    return broken
+
+
+def restore_runtime(root: Path) -> tuple[float, int]:
+    """`Phoenix(...)` start-up: the manager's restore of every conversation."""
+    t0 = time.perf_counter()
+    phoenix = Phoenix(Settings(home=root / "midwork", model="claude-sonnet-5-5", base_url="x"))
+    elapsed = time.perf_counter() - t0
+    restored = len(phoenix.restored)
+    asyncio.run(phoenix.aclose())
+    return elapsed, restored
 
 
 def restore_phoenix(root: Path) -> tuple[float, float, int]:
@@ -108,17 +161,23 @@ def main() -> None:
         build(root)
         print(f"built {CONVERSATIONS} conversations x {MESSAGES} messages in "
               f"{time.perf_counter() - t:.1f} s")  # fmt: skip
+        broken = leave_mid_work(root)
         read, idle, n = restore_phoenix(root)
+        runtime, restored = restore_runtime(root)
+        assert restored == broken, (restored, broken)
         sq, n_sq = restore_sqlite(root)
         tdb, n_tdb = restore_tinydb(root)
         assert n == n_sq == n_tdb == CONVERSATIONS * MESSAGES
         print(f"phoenix_nb read all            {read * 1e3:9.1f} ms")
         print(f"phoenix_nb write 1,000 x Idle  {idle * 1e3:9.1f} ms  (one fsync each)")
+        print(f"Phoenix() start-up restore     {runtime * 1e3:9.1f} ms  "
+              f"({restored} left mid-work brought to Idle)")  # fmt: skip
         print(f"sqlite3 read all               {sq * 1e3:9.1f} ms")
         print(f"stock TinyDB read all          {tdb * 1e3:9.1f} ms")
         print("ratios")
         print(f"  phoenix read / sqlite read         {read / sq:6.2f}")
         print(f"  phoenix read / stock TinyDB read   {read / tdb:6.2f}")
+        print(f"  Phoenix() restore / sqlite read    {runtime / sq:6.2f}")
 
 
 if __name__ == "__main__":
