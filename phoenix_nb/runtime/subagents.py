@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -60,12 +61,26 @@ class SubAgentSpawner:
 
     # -- effects ------------------------------------------------------------------------
     def spawn(self, parent: ConversationRuntime, effect: SpawnSubAgents) -> None:
+        timeout = self.timeout_for(_requested_timeout(parent.history, effect.tool_use_id))
         for task in effect.tasks:
             child = _Child(task.agent_id, parent)
             self._children[task.agent_id] = child
             child.task = asyncio.get_running_loop().create_task(
-                self._run(child, task), name=f"phoenix-subagent-{task.agent_id}"
+                self._run(child, task, timeout), name=f"phoenix-subagent-{task.agent_id}"
             )
+
+    def timeout_for(self, requested: Any) -> float:
+        """The call's own `timeout`, clamped to `sub_agent_timeout_max`; the default
+        when it gives none (or nonsense: a bad value must not disable the limit)."""
+        settings = self.phoenix.settings
+        if (
+            isinstance(requested, int | float)
+            and not isinstance(requested, bool)
+            and math.isfinite(requested)
+            and requested > 0
+        ):
+            return min(float(requested), settings.sub_agent_timeout_max)
+        return min(settings.sub_agent_timeout, settings.sub_agent_timeout_max)
 
     def cancel(
         self, parent: ConversationRuntime, agent_ids: tuple[str, ...]
@@ -129,8 +144,7 @@ class SubAgentSpawner:
 
         return self.phoenix._runtime_for(record, on_parent=keep)
 
-    async def _run(self, child: _Child, task: SubAgentTask) -> None:
-        timeout = self.phoenix.settings.sub_agent_timeout
+    async def _run(self, child: _Child, task: SubAgentTask, timeout: float) -> None:
         outcome: SubAgentOutcome
         try:
             async with self._limit():
@@ -161,6 +175,17 @@ class SubAgentSpawner:
         finally:
             self._children.pop(child.agent_id, None)
         self._report(child, outcome)
+
+
+def _requested_timeout(history: list[dict[str, Any]], tool_use_id: str) -> Any:
+    """The `timeout` input of the spawn_agents call, read from the persisted call."""
+    for message in reversed(history):
+        if message.get("message_type") != "agent":
+            continue
+        for block in message.get("content", {}).get("blocks", ()):
+            if isinstance(block, dict) and block.get("id") == tool_use_id:
+                return (block.get("input") or {}).get("timeout")
+    return None
 
 
 async def _stop(runtime: ConversationRuntime) -> None:

@@ -107,6 +107,12 @@ SPAWN_AGENTS = DeclaredTool(
                     "required": ["task"],
                 },
             },
+            "timeout": {
+                "type": "number",
+                "exclusiveMinimum": 0,
+                "description": "Seconds each sub-agent may run before it is stopped "
+                "(default and upper bound set by the user).",
+            },
         },
         "required": ["tasks"],
     },

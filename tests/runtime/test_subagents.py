@@ -91,6 +91,11 @@ def spawn_result(fake: FakeAnthropic) -> dict[str, Any]:
     raise AssertionError("the parent never got a spawn_agents result")
 
 
+def spawn_results(fake: FakeAnthropic) -> list[dict[str, Any]]:
+    """Every spawn_agents result the parent's model received, oldest first."""
+    return [req.tool_results[0] for req in fake.requests if is_parent(req) and req.tool_results]
+
+
 def result_text(block: dict[str, Any]) -> str:
     content = block.get("content")
     if isinstance(content, list):
@@ -171,7 +176,7 @@ async def test_three_children_run_in_parallel_and_report_in_request_order(
 ) -> None:
     """REQ-BED-008: total ≈ the slowest child, not the sum; one result, request order."""
     tasks = ["count files", "read app.py", "list tests"]
-    sleeps = {"count files": 1.0, "read app.py": 1.2, "list tests": 0.8}
+    sleeps = {"count files": 1.5, "read app.py": 2.0, "list tests": 1.5}
     script_parent(fake_anthropic, tasks)
     for task in tasks:
         fake_anthropic.add_rule(
@@ -372,10 +377,13 @@ async def test_cancelling_the_parent_leaves_no_child_task_or_process(
         await parent.post_message("start long work")
         assert await wait_until(lambda: all(processes_with(m) for m in markers.values()))
         pids = [p for m in markers.values() for p in processes_with(m)]
-        assert len(subagent_tasks()) == 3 and len(phoenix.spawner.live_children()) == 3
+        assert len(subagent_tasks()) == 3
+        runtimes = phoenix.spawner.live_children()
+        assert len(runtimes) == 3
         await parent.cancel()
         # Nothing is left the moment cancel returns: no polling for the tasks.
         assert_nothing_left(phoenix, parent)
+        assert all(r.closed and r.live_tasks() == [] for r in runtimes)
         assert await wait_until(lambda: not any(process_alive(p) for p in pids), timeout=1)
         assert all(processes_with(m) == [] for m in markers.values())
         assert isinstance(parent.state.phase, Idle)
@@ -450,3 +458,75 @@ async def test_concurrency_is_bounded(fake_anthropic: FakeAnthropic, tmp_path: P
         assert peak == 2
         found = sections(result_text(spawn_result(fake_anthropic)))
         assert [s for _, s, _ in found] == ["success"] * 4
+
+
+async def test_child_with_a_missing_directory_fails_without_stopping_the_others(
+    fake_anthropic: FakeAnthropic, tmp_path: Path
+) -> None:
+    """Bad input gets a clear error and loses nothing: the sibling still reports."""
+    fake_anthropic.add_rule(
+        is_parent,
+        scripted(
+            Turn(
+                [
+                    tool_use(
+                        "spawn_agents",
+                        {"tasks": [{"task": "elsewhere", "cwd": "no/such/dir"}, {"task": "here"}]},
+                    )
+                ]
+            ),
+            Turn([text("One could not start.")]),
+        ),
+    )
+    fake_anthropic.add_rule(is_child("here"), submit("here ok"))
+    async with phoenix_for(fake_anthropic, tmp_path) as phoenix:
+        parent = phoenix.create(cwd=project_dir(tmp_path))
+        await parent.run("go")
+        found = sections(result_text(spawn_result(fake_anthropic)))
+        assert found[0][:2] == ("elsewhere", "failure")
+        assert "no/such/dir" in found[0][2] and "does not exist" in found[0][2]
+        assert found[1] == ("here", "success", "here ok")
+        assert not child_requests(fake_anthropic, "elsewhere")
+        assert len(phoenix.store.children(parent.id)) == 1
+        assert isinstance(parent.state.phase, Idle)
+        assert_valid_history(parent)
+
+
+async def test_per_call_timeout_is_honoured_within_the_bound(
+    fake_anthropic: FakeAnthropic, tmp_path: Path
+) -> None:
+    """A spawn_agents call may set its own timeout; it is clamped to
+    sub_agent_timeout_max, and nonsense falls back to the default."""
+    tag = uuid.uuid4().int % 10**6
+    calls = {"short": 0.5, "greedy": 10_000, "nonsense": "soon"}
+    replies = iter(
+        [
+            Turn([tool_use("spawn_agents", {"tasks": [{"task": task}], "timeout": limit})])
+            for task, limit in calls.items()
+        ]
+    )
+    fake_anthropic.add_rule(
+        is_parent, lambda req: Turn([text("noted")]) if req.tool_results else next(replies)
+    )
+    for i, task in enumerate(calls):
+        fake_anthropic.add_rule(
+            is_child(task), Turn([tool_use("bash", {"command": f"sleep 20.{tag}{i}"})])
+        )
+    settings = {"sub_agent_timeout": 1.0, "sub_agent_timeout_max": 1.5}
+    async with phoenix_for(fake_anthropic, tmp_path, **settings) as phoenix:
+        parent = phoenix.create(cwd=project_dir(tmp_path))
+        took: dict[str, float] = {}
+        said: dict[str, str] = {}
+        for task in calls:
+            started = time.monotonic()
+            await parent.run(f"spawn {task}")
+            took[task] = time.monotonic() - started
+            (found,) = sections(result_text(spawn_results(fake_anthropic)[-1]))
+            assert found[1] == "timeout", found
+            said[task] = found[2]
+        print(f"\nper-call timeouts took {took} (asked 0.5, 10000 -> max 1.5, default 1)")
+        assert "within 0.5 s" in said["short"] and took["short"] < 1.0
+        assert "within 1.5 s" in said["greedy"]  # clamped to the bound
+        assert "within 1 s" in said["nonsense"]  # the default
+        assert all(processes_with(f"sleep 20.{tag}{i}") == [] for i in range(3))
+        assert_nothing_left(phoenix, parent)
