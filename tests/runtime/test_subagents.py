@@ -530,3 +530,22 @@ async def test_per_call_timeout_is_honoured_within_the_bound(
         assert "within 1 s" in said["nonsense"]  # the default
         assert all(processes_with(f"sleep 20.{tag}{i}") == [] for i in range(3))
         assert_nothing_left(phoenix, parent)
+
+
+async def test_closing_phoenix_mid_flight_stops_every_child(
+    fake_anthropic: FakeAnthropic, tmp_path: Path
+) -> None:
+    """Shutting the manager down (kernel exit) leaves no child task or process."""
+    marker = f"sleep 40.{uuid.uuid4().int % 10**6}"
+    script_parent(fake_anthropic, ["a", "b"])
+    for task in ("a", "b"):
+        fake_anthropic.add_rule(is_child(task), Turn([tool_use("bash", {"command": marker})]))
+    async with phoenix_for(fake_anthropic, tmp_path) as phoenix:
+        parent = phoenix.create(cwd=project_dir(tmp_path))
+        await parent.post_message("go")
+        assert await wait_until(lambda: len(processes_with(marker)) == 2)
+        runtimes = phoenix.spawner.live_children()
+        pids = processes_with(marker)
+    assert subagent_tasks() == []
+    assert all(r.closed for r in runtimes) and len(runtimes) == 2
+    assert await wait_until(lambda: not any(process_alive(p) for p in pids), timeout=1)
