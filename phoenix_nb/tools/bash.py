@@ -225,17 +225,18 @@ class BashTool:
         command: str,
         ctx: ToolContext,
         restricted: bool,
-        tmp: Path,
+        tmp: Path | None,
         cpu: float,
         linger: bool = False,
     ) -> RunSpec:
-        env = clean_environment(ctx.secret_patterns, {"TMPDIR": str(tmp)} if restricted else {})
+        private = {"TMPDIR": str(tmp)} if restricted and tmp is not None else {}
+        env = clean_environment(ctx.secret_patterns, private)
         return RunSpec(
             argv=(BASH, "-c", command),
             cwd=str(ctx.cwd),
             env=env,
             restricted=restricted,
-            writable=(str(tmp),) if restricted else (),
+            writable=(str(tmp),) if restricted and tmp is not None else (),
             limits=self.limits,
             cpu_seconds=int(cpu) + 5,
             linger=linger,
@@ -254,7 +255,9 @@ class BashTool:
     async def _foreground(
         self, command: str, ctx: ToolContext, tool_use_id: str, restricted: bool, timeout: float
     ) -> ToolResult:
-        tmp = Path(tempfile.mkdtemp(prefix="phoenix-bash-"))
+        # Only Restricted commands get a private TMPDIR (their one writable
+        # place); Unrestricted ones keep the user's, and skip the cost.
+        tmp = Path(tempfile.mkdtemp(prefix="phoenix-bash-")) if restricted else None
         proc: Process | None = None
         buffer = OutputBuffer()
         timed_out = False
@@ -292,7 +295,8 @@ class BashTool:
             if proc is not None:
                 with contextlib.suppress(OSError):
                     os.close(proc.output_fd)
-            shutil.rmtree(tmp, ignore_errors=True)
+            if tmp is not None:
+                shutil.rmtree(tmp, ignore_errors=True)
         return self._result(tool_use_id, command, buffer, result, timed_out, timeout)
 
     def _result(
