@@ -223,13 +223,19 @@ class LabPage:
         button.click()
 
     def wait_for_kernel_idle(self, timeout_ms: int = UI_TIMEOUT_MS) -> None:
-        """Waits until the notebook's execution indicator reports an idle kernel."""
-        self.page.locator(
-            ".jp-NotebookPanel .jp-Notebook-ExecutionIndicator[data-status='idle']"
-        ).first.wait_for(timeout=timeout_ms)
+        """Waits until a kernel is connected and idle (status bar "… | Idle").
+
+        A cell run before the kernel connects is silently dropped by JupyterLab,
+        so every run must wait for this first; the toolbar indicator alone reads
+        "idle" before any kernel exists.
+        """
+        expect(
+            self.page.locator(".jp-StatusBar-Widget").get_by_text(re.compile(r"\| Idle$"))
+        ).to_be_visible(timeout=timeout_ms)
 
     def run_cell(self, index: int) -> None:
-        """Runs cell `index` with Shift+Enter, as a user would."""
+        """Runs cell `index` with Shift+Enter, as a user would, once the kernel is ready."""
+        self.wait_for_kernel_idle()
         cell = self.page.locator(".jp-NotebookPanel .jp-Notebook .jp-Cell").nth(index)
         cell.locator(".jp-InputArea-editor").click()
         self.page.keyboard.press("Shift+Enter")
@@ -249,6 +255,29 @@ class LabPage:
             timeout=UI_TIMEOUT_MS,
         )
 
+    def menu(self, *path: str) -> None:
+        """Clicks through the main menu, e.g. menu("Kernel", "Restart Kernel…")."""
+        top, *rest = path
+        self.page.locator(
+            ".lm-MenuBar-itemLabel", has_text=re.compile(f"^{re.escape(top)}$")
+        ).click()
+        for i, label in enumerate(rest):
+            item = self.page.locator(
+                ".lm-Menu:visible .lm-Menu-itemLabel", has_text=re.compile(f"^{re.escape(label)}$")
+            ).first
+            if i < len(rest) - 1:
+                item.hover()
+            else:
+                item.click()
+
+    def restart_kernel(self) -> None:
+        """Restarts the kernel through the Kernel menu and its confirmation dialog."""
+        self.wait_for_kernel_idle()
+        self.menu("Kernel", "Restart Kernel…")
+        self.page.locator(".jp-Dialog .jp-Dialog-button.jp-mod-accept").click()
+        self.page.locator(".jp-Dialog").wait_for(state="detached", timeout=UI_TIMEOUT_MS)
+        self.wait_for_kernel_idle()
+
     def reload(self) -> None:
         self.page.reload()
         self.page.locator(".jp-NotebookPanel .jp-Notebook").first.wait_for(timeout=UI_TIMEOUT_MS)
@@ -256,9 +285,7 @@ class LabPage:
     def set_theme(self, dark: bool) -> None:
         """Switches theme through the Settings menu; waits until the body says it applied."""
         wanted = "JupyterLab Dark" if dark else "JupyterLab Light"
-        self.page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Settings$")).click()
-        self.page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Theme$")).hover()
-        self.page.locator(".lm-Menu-itemLabel", has_text=re.compile(f"^{wanted}$")).click()
+        self.menu("Settings", "Theme", wanted)
         self.page.wait_for_function(
             "(name) => document.body.dataset.jpThemeName === name",
             arg=wanted,
