@@ -239,9 +239,10 @@ async def test_secret_in_a_process_environment_is_unreadable(user_dir: Path) -> 
     launcher (its parent).
     """
     holder = subprocess.Popen(
-        ["sh", "-c", "echo ready; exec sleep 60"],
+        ["sh", "-c", "echo ready; sleep 60"],
         env={"ANTHROPIC_API_KEY": SECRET, "PATH": os.environ["PATH"]},
         stdout=subprocess.PIPE,
+        start_new_session=True,
     )
     try:
         assert holder.stdout is not None and holder.stdout.readline() == b"ready\n"
@@ -254,8 +255,10 @@ async def test_secret_in_a_process_environment_is_unreadable(user_dir: Path) -> 
         )
         result = await BashTool().run({"command": command}, ctx_for(user_dir), "t")
     finally:
-        holder.kill()
+        os.killpg(holder.pid, 9)
         holder.wait()
+        assert holder.stdout is not None
+        holder.stdout.close()
     assert SECRET not in result.content
     assert result.content.count("Permission denied") == 3, result.content
     # Only CAP_DAC_READ_SEARCH (bit 2) may be left, so reads keep working for root.
