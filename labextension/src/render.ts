@@ -107,7 +107,31 @@ export async function renderRecord(
     root.appendChild(banner);
   }
   await Promise.all(drawing.pending);
+  keepOpenGroups(host, root);
   host.replaceChildren(root);
+}
+
+/**
+ * Re-opens the tool groups the reader had opened before this redraw.
+ *
+ * The kernel updates the record in place while the agent works; without this
+ * every streamed update would snap an expanded group shut under the reader.
+ */
+function keepOpenGroups(previous: HTMLElement, next: HTMLElement): void {
+  const open = new Set<string>();
+  previous.querySelectorAll<HTMLDetailsElement>('details[data-phoenix-group-key]').forEach(node => {
+    if (node.open) {
+      open.add(node.dataset.phoenixGroupKey ?? '');
+    }
+  });
+  if (open.size === 0) {
+    return;
+  }
+  next.querySelectorAll<HTMLDetailsElement>('details[data-phoenix-group-key]').forEach(node => {
+    if (open.has(node.dataset.phoenixGroupKey ?? '')) {
+      node.open = true;
+    }
+  });
 }
 
 function header(conversation: Loose, state: Loose): HTMLElement {
@@ -297,6 +321,8 @@ function toolGroup(group: Loose): HTMLElement {
   const calls = arr(group.calls).map(obj);
   const details = el('details', `jp-Phoenix-toolGroup jp-Phoenix-group-${name}`);
   details.dataset.phoenixGroup = name;
+  // A group's identity across redraws: its first call's id, which the producer keeps stable.
+  details.dataset.phoenixGroupKey = `${name}:${str(calls[0]?.id)}`;
   const statuses = calls.map(callStatus);
   const status = statuses.includes('running')
     ? 'running'
