@@ -25,6 +25,7 @@ from IPython.display import display
 from phoenix_nb.core.values import ImageData
 from phoenix_nb.llm.images import ImageError, prepare_image
 from phoenix_nb.notebook.controls import Controls
+from phoenix_nb.notebook.interrupt import wake_loop_on_signals
 from phoenix_nb.notebook.options import OptionsError, parse_cell_options
 from phoenix_nb.notebook.render import MIME_TYPE, render_bundle
 from phoenix_nb.notebook.session import Session, get_session
@@ -149,6 +150,12 @@ class TurnView:
     # -- the turn ---------------------------------------------------------------------
     async def run(self, start: Callable[[], Awaitable[None]]) -> None:
         loop = asyncio.get_running_loop()
+        with wake_loop_on_signals(loop):  # or a kernel interrupt waits for the tool to end
+            await self._run(start, loop)
+
+    async def _run(
+        self, start: Callable[[], Awaitable[None]], loop: asyncio.AbstractEventLoop
+    ) -> None:
         self.record()  # fixes first_cycle before the new message lands
         self.controls = Controls(
             self.conv,

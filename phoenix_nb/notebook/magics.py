@@ -81,7 +81,14 @@ async def _dispatch(command: Subcommand, session: Session, shell: Any) -> None:
     elif name in ("approve", "deny"):
         conv = session.current_conversation()
         action = conv.approve if name == "approve" else conv.deny
-        view = TurnView(conv, session, can_answer=front_end_can_answer(shell, session))
+        # The answer continues the paused request cycle: show it from that cycle on.
+        paused_cycle = max(0, len(conv.payload().get("cycles", [])) - 1)
+        view = TurnView(
+            conv,
+            session,
+            can_answer=front_end_can_answer(shell, session),
+            first_cycle=paused_cycle,
+        )
         await view.run(action)
     elif name == "restrict":
         conv = session.current_conversation()

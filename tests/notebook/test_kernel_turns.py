@@ -38,10 +38,26 @@ def kernel(fake: FakeAnthropic, tmp_path_factory: pytest.TempPathFactory) -> Ite
 
 
 @pytest.fixture
-def kern(kernel: Kernel, fake: FakeAnthropic) -> Kernel:
-    """The shared kernel with a fresh script on the fake."""
+def kern(kernel: Kernel, fake: FakeAnthropic) -> Iterator[Kernel]:
+    """The shared kernel with a fresh script on the fake; a cell a failed test left running
+    is interrupted so the next test starts on an idle kernel."""
     fake.clear()
-    return kernel
+    yield kernel
+    running = [e for e in kernel.executions.values() if e.reply is None]
+    if running:
+        kernel.km.interrupt_kernel()
+        for execution in running:
+            kernel.finish(execution, timeout=15)
+
+
+def _widget_values(kernel: Kernel, since: float) -> list[object]:
+    """Every `value` an HTML widget opened after `since` had or was updated to."""
+    values: list[object] = []
+    for model_id, state in kernel.widgets(since):
+        if state.get("_model_name") == "HTMLModel":
+            values.append(state.get("value", ""))
+            values += [u["value"] for u in kernel.widget_updates(model_id, since) if "value" in u]
+    return values
 
 
 def _long_bash(tmp: Path, name: str) -> dict[str, str]:
@@ -76,7 +92,7 @@ def _conversation(kernel: Kernel, slug: str) -> dict:
 
 
 def test_cell_streams_into_one_display_and_completes(kern: Kernel, fake: FakeAnthropic) -> None:
-    """REQ-BED-011: the answer streams into one display (by display id) and the cell ends at rest."""
+    """REQ-BED-011: the answer streams into one display (by id); the cell ends at rest."""
     answer = "The function subtracts where it should add. " * 60
     fake.script(
         Turn([text("Let me look."), tool_use("bash", {"command": "echo hello-from-bash"})]),
@@ -173,17 +189,17 @@ def test_cancel_click_cancels_fast_and_kills_the_tool(
 UPGRADE = "I need to create made.txt"
 
 
-def _upgrade_script(fake: FakeAnthropic) -> None:
+def _upgrade_script(fake: FakeAnthropic, name: str) -> None:
     fake.script(
         Turn([text("I will ask."), tool_use("request_mode_upgrade", {"reason": UPGRADE})]),
-        Turn([tool_use("bash", {"command": "touch made.txt"})]),
-        Turn([text("Wrote made.txt.")]),
+        Turn([tool_use("bash", {"command": f"touch {name}"})]),
+        Turn([text(f"Wrote {name}.")]),
     )
 
 
 def test_approve_click_resumes_the_same_cell(kern: Kernel, fake: FakeAnthropic) -> None:
     """REQ-BED-015: with a front end that can answer, the cell waits; Approve resumes it."""
-    _upgrade_script(fake)
+    _upgrade_script(fake, "approved.txt")
     since = time.monotonic()
     cell = kern.submit("%%phoenix --name approve-click\nplease create made.txt")
     approve = kern.wait_for_button("Approve", since)
@@ -192,20 +208,16 @@ def test_approve_click_resumes_the_same_cell(kern: Kernel, fake: FakeAnthropic) 
         10,
         "the approval request to show",
     )
-    reasons = [
-        s.get("value", "") for _, s in kern.widgets(since) if s.get("_model_name") == "HTMLModel"
-    ]
-    reasons += [
-        u.get("value", "")
-        for mid, _ in kern.widgets(since)
-        for u in kern.widget_updates(mid, since)
-    ]
-    assert any(UPGRADE in v for v in reasons if isinstance(v, str)), "the agent's reason is shown"
+    kern.wait_until(
+        lambda: any(UPGRADE in str(v) for v in _widget_values(kern, since)),
+        10,
+        "the agent's reason next to Approve / Deny",
+    )
     assert cell.reply is None, "the cell keeps waiting for the human"
     kern.click(approve)
     kern.finish(cell)
     assert cell.status == "ok", cell.error()
-    assert (kern.project / "made.txt").exists()
+    assert (kern.project / "approved.txt").exists()
     record = cell.last_bundle()["application/vnd.phoenix.conversation+json"]
     assert state_name(record) == "idle"
     assert record["conversation"]["mode"] == "unrestricted"
@@ -213,14 +225,14 @@ def test_approve_click_resumes_the_same_cell(kern: Kernel, fake: FakeAnthropic) 
     assert {"kind": "approval", "reason": UPGRADE, "decision": "approved"}.items() <= next(
         s for s in steps if s["kind"] == "approval"
     ).items()
-    assert "Wrote made.txt." in cell.last_bundle()["text/markdown"]
+    assert "Wrote approved.txt." in cell.last_bundle()["text/markdown"]
 
 
 def test_headless_upgrade_ends_the_cell_and_approve_resumes_next_cell(
     kern: Kernel, fake: FakeAnthropic
 ) -> None:
     """A headless run (nbclient: no stdin) pauses; `%phoenix approve` resumes in the next cell."""
-    _upgrade_script(fake)
+    _upgrade_script(fake, "headless.txt")
     cell = kern.run("%%phoenix --name headless\nplease create made.txt", allow_stdin=False)
     assert cell.status == "ok", cell.error()
     bundle = cell.last_bundle()
@@ -229,13 +241,13 @@ def test_headless_upgrade_ends_the_cell_and_approve_resumes_next_cell(
     )
     assert "%phoenix approve" in bundle["text/markdown"]
     assert "%phoenix approve" in bundle["text/html"]
-    assert not (kern.project / "made.txt").exists()
+    assert not (kern.project / "headless.txt").exists()
     nxt = kern.run("%phoenix approve", allow_stdin=False)
     assert nxt.status == "ok", nxt.error()
     rest = nxt.last_bundle()
     assert state_name(rest["application/vnd.phoenix.conversation+json"]) == "idle"
-    assert "Wrote made.txt." in rest["text/markdown"]
-    assert (kern.project / "made.txt").exists()
+    assert "Wrote headless.txt." in rest["text/markdown"]
+    assert (kern.project / "headless.txt").exists()
 
 
 def test_on_upgrade_deny_is_recorded_as_the_users_answer(kern: Kernel, fake: FakeAnthropic) -> None:
@@ -274,8 +286,6 @@ def test_kernel_interrupt_cancels_and_stops_run_all(
     assert queued.status == "aborted"
     assert "queued cell ran" not in queued.text()
     assert not any(pid_alive(p) for p in pids)
-    conv = _conversation(kern, "interrupted")
-    assert conv["state"]["phase"]["type"] == "Idle" if "phase" in conv["state"] else True
     history = _history(kern, "interrupted")
     results = [m for m in history if m["message_type"] == "tool"]
     assert len(results) == 1 and results[0]["content"]["is_error"], "synthetic result recorded"
