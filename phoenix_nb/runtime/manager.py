@@ -403,6 +403,12 @@ class Phoenix:
         """User conversations, newest first (sub-agents excluded, REQ-BED-009)."""
         return self.store.list_conversations()
 
+    def forget(self, conversation_id: str) -> None:
+        """Drop a closed runtime (finished sub-agents) so a long session does not pile them up."""
+        runtime = self._runtimes.get(conversation_id)
+        if runtime is not None and runtime.closed:
+            del self._runtimes[conversation_id]
+
     def live(self) -> list[ConversationRuntime]:
         return [r for r in self._runtimes.values() if not r.closed]
 

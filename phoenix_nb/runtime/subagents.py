@@ -167,6 +167,7 @@ class SubAgentSpawner:
                         )
                     finally:
                         await _stop(created)
+                        self.phoenix.forget(created.id)
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # never leave the parent waiting
