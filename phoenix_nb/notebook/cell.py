@@ -135,6 +135,8 @@ class TurnView:
             self.handle.update(bundle, raw=True)
 
     def show_streaming(self, *, structural: bool) -> None:
+        if structural and is_rest(self.conv.state):
+            return  # the turn is over: `show_final` sends the whole record once, with fallbacks
         record = self.record()
         size = len(json.dumps(record))
         now = time.monotonic()

@@ -8,6 +8,7 @@ kernel manager's own; the agent's tools run in real subprocesses.
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -344,3 +345,15 @@ def test_user_mistakes_print_one_line(
     assert needle in err, err
     assert len(err.splitlines()) == 1, err
     assert "Traceback" not in err
+
+
+def test_display_bytes_grow_linearly_with_the_answer(kern: Kernel, fake: FakeAnthropic) -> None:
+    """A 100 KB answer in 1,000 deltas costs the front end at most 5x its size in display bytes."""
+    answer = ("All work and no play makes a long answer. " * 2500)[:100_000]
+    fake.script(Turn([text(answer, chunk=100)]))
+    cell = kern.run("%%phoenix --name linear-bytes\nA long answer, please.", timeout=60)
+    assert cell.status == "ok", cell.error()
+    displays = [o for o in cell.outputs if o["msg_type"] in ("display_data", "update_display_data")]
+    sent = sum(len(json.dumps(o["content"])) for o in displays)
+    assert answer[-300:] in cell.last_bundle()["text/markdown"]
+    assert sent <= 5 * len(answer), f"{sent} bytes in {len(displays)} display messages"
