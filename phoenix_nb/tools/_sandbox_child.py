@@ -37,6 +37,7 @@ import errno
 import json
 import os
 import resource
+import select
 import signal
 import socket
 import sys
@@ -492,13 +493,9 @@ def _make_pids_cgroup(max_procs: int | None) -> str | None:
         return None
 
 
-def _exec_command(
-    req: dict[str, Any], out_fd: int, cgroup: str | None, restrictions: Restrictions | None
-) -> None:
+def _exec_command(req: dict[str, Any], out_fd: int, restrictions: Restrictions | None) -> None:
     """Runs in the command process: set up, restrict self, exec. Never returns."""
     try:
-        os.setpgid(0, 0)
-        _join_pids_cgroup(cgroup)
         null = os.open("/dev/null", os.O_RDONLY)
         os.dup2(null, 0)
         os.dup2(out_fd, 1)
@@ -527,10 +524,43 @@ def _exec_command(
             os._exit(126)
 
 
-def supervise(
-    req: dict[str, Any], out_fd: int, status_fd: int, restrictions: Restrictions | None
+def _command_process(
+    chan: socket.socket, cgroup: str | None, restrictions: Restrictions | None
 ) -> None:
-    """Runs in the supervisor: start the command, wait, kill what is left, report."""
+    """A pre-forked command process: its own group and cgroup, then wait for work."""
+    try:
+        os.setpgid(0, 0)
+        _join_pids_cgroup(cgroup)
+        data, fds, _flags, _addr = socket.recv_fds(chan, 1 << 20, 1)
+        if not data or len(fds) != 1:
+            os._exit(0)  # the supervisor went away without a request
+        req = json.loads(data)
+    except BaseException:
+        os._exit(126)
+    _exec_command(req, fds[0], restrictions)
+
+
+def _discard(pid: int, cgroup: str | None) -> None:
+    """Stop an unused pre-forked command and remove its cgroup."""
+    with contextlib.suppress(OSError):
+        os.kill(pid, signal.SIGKILL)
+    with contextlib.suppress(ChildProcessError):
+        os.waitpid(pid, 0)
+    if cgroup:
+        with contextlib.suppress(OSError):
+            os.rmdir(cgroup)
+
+
+def spare(sock: socket.socket, taken_w: int, restrictions: Restrictions | None) -> None:
+    """A supervisor forked ahead of its request, with its command forked too.
+
+    Why: forks, the cgroup and the subreaper setup then happen while the
+    kernel is idle instead of between its request and the command's exec,
+    which is what every tool call waits for. It takes the next request from
+    the kernel's socket itself, tells the launcher (``taken_w``) so another
+    spare is made, hands the request and output fd to its command process,
+    and supervises it.
+    """
     me = os.getpid()
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     # Blocked so that kill_tree can wait for it; waitpid does not need it.
@@ -539,20 +569,100 @@ def supervise(
     _prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
     # Both modes get a cgroup where one can be made: its member list is the
     # fast, escape-proof sweep on cancel; only Restricted mode bounds it.
-    cgroup = _make_pids_cgroup(int(req.get("max_procs", 1024)) if req.get("restricted") else None)
-    state: dict[str, Any] = {"pgid": None, "killed": False}
+    cgroup = _make_pids_cgroup(None)
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    pid = os.fork()
+    if pid == 0:
+        ours.close()
+        sock.close()
+        os.close(taken_w)
+        _command_process(theirs, cgroup, restrictions)
+    theirs.close()
+    with contextlib.suppress(OSError):
+        os.setpgid(pid, pid)  # also here, so the group exists whoever runs first
+    while True:
+        try:
+            data, fds, _flags, _addr = socket.recv_fds(sock, 1 << 20, 4)
+            break
+        except InterruptedError:
+            continue
+    os.write(taken_w, b"T" if data else b"E")
+    os.close(taken_w)
+    sock.close()
+    try:
+        req = json.loads(data)
+        out_fd, status_fd = fds
+    except (ValueError, TypeError):
+        for fd in fds:
+            os.close(fd)
+        _discard(pid, cgroup)
+        os._exit(0)
+    if req.get("restricted") and restrictions is None:
+        os.write(out_fd, b"phoenix sandbox: Landlock or seccomp is unavailable\n")
+        os.write(status_fd, b'{"pid": 0}\n{"exit": 126, "signal": null, "killed": false}\n')
+        _discard(pid, cgroup)
+        os._exit(0)
+    if req.get("restricted") and cgroup:
+        with contextlib.suppress(OSError), open(os.path.join(cgroup, "pids.max"), "w") as fh:
+            fh.write(str(int(req.get("max_procs", 1024))))
+    supervise(req, pid, ours, out_fd, status_fd, cgroup, me)
+
+
+def _wait_command(pid: int, status_fd: int, abandon: Any) -> None:
+    """Wait until the command exits, or kill the tree if the caller goes away.
+
+    The caller closing its end of the status pipe (a cancel that came before
+    it read the pids, or a crash) shows here as POLLERR; the command must not
+    outlive the one caller that could stop it.
+    """
+    try:
+        pidfd = os.pidfd_open(pid)
+    except OSError:
+        return  # already reaped (a SIGTERM came first)
+    poller = select.poll()
+    poller.register(pidfd, select.POLLIN)
+    poller.register(status_fd, 0)  # POLLERR/POLLHUP are always reported
+    try:
+        while True:
+            ready = dict(poller.poll())
+            if ready.get(status_fd):
+                abandon()
+                return
+            if ready.get(pidfd):
+                return
+    finally:
+        os.close(pidfd)
+
+
+def supervise(
+    req: dict[str, Any],
+    pid: int,
+    chan: socket.socket,
+    out_fd: int,
+    status_fd: int,
+    cgroup: str | None,
+    me: int,
+) -> None:
+    """Runs in the supervisor: start the command, wait, kill what is left, report."""
+    state: dict[str, Any] = {"killed": False}
 
     def on_term(_signum: int, _frame: object) -> None:
         state["killed"] = True
-        kill_tree(me, state["pgid"], cgroup)
+        kill_tree(me, pid, cgroup)
 
     signal.signal(signal.SIGTERM, on_term)
-    pid = os.fork()
-    if pid == 0:
-        _exec_command(req, out_fd, cgroup, restrictions)
-    state["pgid"] = pid
-    os.write(status_fd, (json.dumps({"pid": me, "pgid": pid}) + "\n").encode())
+    # The caller learns the pids before the command may run, so whenever a
+    # command runs, its caller can kill it.
+    try:
+        os.write(status_fd, (json.dumps({"pid": me, "pgid": pid}) + "\n").encode())
+    except OSError:
+        _discard(pid, cgroup)  # the caller is gone already
+        os._exit(0)
+    with contextlib.suppress(OSError):
+        socket.send_fds(chan, [json.dumps(req).encode()], [out_fd])
+    chan.close()
     os.close(out_fd)
+    _wait_command(pid, status_fd, lambda: on_term(0, None))
     code: int | None = None
     sig: int | None = None
     while True:
@@ -601,7 +711,7 @@ def prepare_restrictions() -> Restrictions | None:
 
 
 def serve(sock: socket.socket) -> None:
-    """Accept requests until the kernel goes away; fork a supervisor for each."""
+    """Keep one spare supervisor waiting on the kernel's socket; replace it when taken."""
     # Nothing but the launcher's own uid with CAP_SYS_PTRACE may read this
     # process's memory or /proc files; its environment holds no secret anyway.
     with contextlib.suppress(OSError):
@@ -609,35 +719,24 @@ def serve(sock: socket.socket) -> None:
     restrictions = prepare_restrictions()
     signal.signal(signal.SIGCHLD, lambda _s, _f: _reap())
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    while True:
-        try:
-            data, fds, _flags, _addr = socket.recv_fds(sock, 1 << 20, 4)
-        except InterruptedError:
-            continue
-        if not data:
-            return
-        try:
-            req = json.loads(data)
-            out_fd, status_fd = fds
-        except (ValueError, TypeError):
-            for fd in fds:
-                os.close(fd)
-            continue
-        if req.get("restricted") and restrictions is None:
-            os.write(out_fd, b"phoenix sandbox: Landlock or seccomp is unavailable\n")
-            os.write(status_fd, b'{"pid": 0}\n{"exit": 126, "signal": null, "killed": false}\n')
-            os.close(out_fd)
-            os.close(status_fd)
-            continue
+    failures = 0
+    while failures < 3:
+        taken_r, taken_w = os.pipe()
         pid = os.fork()
         if pid == 0:
             try:
-                sock.close()
-                supervise(req, out_fd, status_fd, restrictions)
+                os.close(taken_r)
+                spare(sock, taken_w, restrictions)
             finally:
                 os._exit(1)
-        os.close(out_fd)
-        os.close(status_fd)
+        os.close(taken_w)
+        try:
+            word = os.read(taken_r, 1)
+        finally:
+            os.close(taken_r)
+        if word == b"E":
+            return  # the kernel closed its end
+        failures = 0 if word == b"T" else failures + 1
 
 
 def main() -> None:

@@ -185,7 +185,25 @@ class Process:
         return line
 
     async def started(self) -> None:
-        line = await self._read_line()
+        self._parse_started(await self._read_line())
+
+    def abandon(self) -> None:
+        """Stop a command whose start was interrupted (cancel during `started`).
+
+        The supervisor writes the pids before the command may run, so a line
+        already in the pipe names what to kill now; closing the status pipe
+        then makes the supervisor kill whatever it started (it watches for
+        that), so nothing outlives an interrupted start.
+        """
+        if not self.supervisor_pid:
+            with contextlib.suppress(OSError, SandboxError):
+                self._status_buf += os.read(self._status_fd, 65536)
+                if b"\n" in self._status_buf:
+                    self._parse_started(self._status_buf.partition(b"\n")[0])
+        self.kill()
+        self._close_status()
+
+    def _parse_started(self, line: bytes) -> None:
         try:
             first = json.loads(line)
             self.supervisor_pid = int(first["pid"])
@@ -359,9 +377,8 @@ async def start_process(spec: RunSpec, output_fd: int | None = None) -> Process:
     try:
         await proc.started()
     except BaseException:
-        proc.kill()
+        proc.abandon()
         if out_r >= 0:
             os.close(out_r)
-        proc._close_status()
         raise
     return proc

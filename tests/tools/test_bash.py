@@ -314,3 +314,17 @@ async def test_invalid_input_names_the_field(
 async def test_missing_working_directory_is_a_clear_error(tmp_path: Path) -> None:
     result = await BashTool().run({"command": "true"}, ctx_for(tmp_path / "gone"), "t")
     assert result.is_error and "does not exist" in result.content
+
+
+async def test_cancel_at_any_point_of_the_start_leaves_nothing(tmp_path: Path, mark: str) -> None:
+    """A cancel that lands before the tool even learned the supervisor's pid still
+    kills the tree: the supervisor watches its status pipe and the tool closes it."""
+    command = f"setsid sh -c ': {mark}; sleep 100' & sh -c ': {mark}; sleep 100'"
+    for ticks in range(0, 40, 2):
+        task = asyncio.ensure_future(BashTool().run({"command": command}, ctx_for(tmp_path), "t"))
+        for _ in range(ticks):
+            await asyncio.sleep(0)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+    assert await wait_until(lambda: not marked_pids(mark), timeout=3)
