@@ -103,7 +103,10 @@ class TurnView:
         self.on_upgrade = on_upgrade
         self.can_answer = can_answer
         self.first_cycle = first_cycle
-        self.live_text: dict[int, str] = {}
+        # Streamed text as chunks: joining once per display update, not once per delta,
+        # keeps a long answer linear in CPU as well as in bytes.
+        self.live_parts: dict[int, list[str]] = {}
+        self.live_chars = 0  # characters streamed since the last display update
         self.live_kind: dict[int, str] = {}
         self.notes: list[str] = []
         self.throttle = GrowthThrottle(min_interval=session.config.display_min_interval)
@@ -119,8 +122,8 @@ class TurnView:
         if self.first_cycle is None:
             self.first_cycle = len(payload.get("cycles", []))
         cycles = payload.get("cycles", [])[self.first_cycle :]
-        if self.live_text:
-            cycles = _with_live_text(cycles, self.live_text, self.live_kind)
+        if self.live_parts:
+            cycles = _with_live_text(cycles, self.live_text(), self.live_kind)
         payload["cycles"] = cycles
         if self.notes:
             payload["notes"] = list(self.notes)
@@ -137,16 +140,24 @@ class TurnView:
     def show_streaming(self, *, structural: bool) -> None:
         if structural and is_rest(self.conv.state):
             return  # the turn is over: `show_final` sends the whole record once, with fallbacks
+        now = time.monotonic()
+        # Decide on an estimate first: projecting and encoding the record for every delta
+        # would cost O(answer) per delta and starve the loop (and the Cancel click).
+        estimate = self.throttle.last_size + self.live_chars
+        if not self.throttle.should_send(estimate, now, structural=structural):
+            return
         record = self.record()
         size = len(json.dumps(record))
-        now = time.monotonic()
-        if not self.throttle.should_send(size, now, structural=structural):
-            return
         self.throttle.sent(size, now)
-        self._send({MIME_TYPE: record, "text/plain": _status_line(record, self.live_text)})
+        self.live_chars = 0
+        live = self.live_text()
+        self._send({MIME_TYPE: record, "text/plain": _status_line(record, live)})
+
+    def live_text(self) -> dict[int, str]:
+        return {index: "".join(parts) for index, parts in self.live_parts.items()}
 
     def show_final(self) -> None:
-        self.live_text.clear()
+        self.live_parts.clear()
         self._send(render_bundle(self.record()))
 
     # -- the turn ---------------------------------------------------------------------
@@ -194,12 +205,14 @@ class TurnView:
             data = update.data
             if kind == up.TEXT_DELTA or kind == up.THINKING_DELTA:
                 index = int(data["index"])
-                self.live_text[index] = self.live_text.get(index, "") + str(data["text"])
+                chunk = str(data["text"])
+                self.live_parts.setdefault(index, []).append(chunk)
+                self.live_chars += len(chunk)
                 self.live_kind[index] = "assistant" if kind == up.TEXT_DELTA else "reasoning"
                 self.show_streaming(structural=False)
             elif kind == up.MESSAGE:
                 if data["record"].get("message_type") == "agent":
-                    self.live_text.clear()
+                    self.live_parts.clear()
                 self.show_streaming(structural=True)
             elif kind in (up.TOOL_STARTED, up.STATE):
                 if self.controls is not None:
@@ -212,9 +225,8 @@ class TurnView:
                 self.controls.show_usage(data)
             elif kind == up.RETRY and self.controls is not None:
                 self.controls.show_retry(data)
-            elif kind == up.APPROVAL:
-                if await self._on_approval(str(data.get("reason", ""))):
-                    return
+            elif kind == up.APPROVAL and await self._on_approval(str(data.get("reason", ""))):
+                return
             if kind == up.REST or (kind == up.STATE and is_rest(conv.state)):
                 return
 

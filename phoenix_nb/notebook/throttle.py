@@ -12,7 +12,7 @@ an update is also allowed once `size / byte_rate` seconds have passed: that
 spends at most `byte_rate` bytes a second, which stays linear in the answer for
 any fixed streaming speed.
 Structural changes (a tool starts or ends, the state changes) are few per turn
-and always shown at once. The factor is 3, not 2: the final bundle alone is
+and always shown at once. The factor is 4, not 2: the final bundle alone is
 about 4x the answer (the record plus three fallbacks), so the streaming updates
 get about 1x (measured by tests/benchmarks/bench_display.py).
 """
@@ -24,10 +24,10 @@ from dataclasses import dataclass
 
 @dataclass
 class GrowthThrottle:
-    factor: float = 3.0
+    factor: float = 4.0
     min_interval: float = 0.1
     min_growth: int = 2048
-    byte_rate: float = 32_768.0
+    byte_rate: float = 16_384.0
     _last_size: int = 0
     _last_time: float = float("-inf")
 
@@ -42,6 +42,11 @@ class GrowthThrottle:
         if grown >= self.min_growth and size >= self._last_size * self.factor:
             return True
         return elapsed >= size / self.byte_rate
+
+    @property
+    def last_size(self) -> int:
+        """Size of the last record sent (0 before the first)."""
+        return self._last_size
 
     def sent(self, size: int, now: float) -> None:
         self._last_size = size

@@ -13,6 +13,7 @@ Run: /work/venv/bin/python tests/benchmarks/bench_display.py
 
 from __future__ import annotations
 
+import itertools
 import json
 import statistics
 import sys
@@ -27,6 +28,7 @@ from tests.notebook.kernel_harness import Execution, Kernel, state_name
 
 ANSWER_BYTES = 100_000
 CHUNK = 100  # characters per text delta
+_MESSAGES = itertools.count(1)
 
 
 def display_traffic(execution: Execution) -> tuple[int, int]:
@@ -77,12 +79,27 @@ def bench_bytes(kernel: Kernel, fake: FakeAnthropic) -> None:
     )
 
 
+def _streamed(cell: Execution) -> int:
+    """Characters of answer the newest record shows while streaming."""
+    records = cell.records()
+    if not records:
+        return 0
+    return sum(
+        len(step["item"]["text"])
+        for cycle in records[-1]["cycles"]
+        for step in cycle["steps"]
+        if step.get("streaming")
+    )
+
+
 def click_latency(kernel: Kernel, fake: FakeAnthropic, turn: Turn, *, streaming: bool) -> float:
     """Seconds from a Cancel click to the record showing the turn stopped."""
-    fake.clear()
-    fake.script(turn)
+    message = f"go {next(_MESSAGES)}"
+    # A rule on this cell's own message, not the FIFO: the fake may still be busy writing
+    # the previous, cancelled 5 MB stream when this cell's request arrives.
+    fake.add_rule(lambda r: r.last_user_text == message, turn, times=1)
     since = time.monotonic()
-    cell = kernel.submit("%%phoenix --new --mode unrestricted\ngo")
+    cell = kernel.submit(f"%%phoenix --new --mode unrestricted\n{message}")
     button = kernel.wait_for_button("Cancel", since, timeout=30)
     busy = "llm_requesting" if streaming else "tool_executing"
     kernel.wait_until(
@@ -90,8 +107,8 @@ def click_latency(kernel: Kernel, fake: FakeAnthropic, turn: Turn, *, streaming:
         30,
         busy,
     )
-    if streaming:  # let the stream get going at full speed
-        kernel.wait_until(lambda: len(cell.records()) >= 3, 30, "streaming updates")
+    if streaming:  # click only once the answer is visibly streaming at full speed
+        kernel.wait_until(lambda: _streamed(cell) >= 20_000, 30, "20 KB of streamed answer")
     clicked = kernel.click(button)
     seen = len(cell.outputs)
 
