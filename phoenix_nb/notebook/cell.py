@@ -196,39 +196,58 @@ class TurnView:
             self._close_controls()
 
     async def _pump(self, sub: up.Subscription) -> None:
+        """Apply updates in batches: whatever queued while the loop was busy is applied at
+        once and shown with one display update, so the display never lags behind the
+        conversation (a Cancel must show at once even while an answer streams flat out)."""
         conv = self.conv
         while True:
             if is_rest(conv.state) and not sub.pending_count():
                 return
-            update = await sub.__anext__()
-            kind = update.kind
-            data = update.data
-            if kind == up.TEXT_DELTA or kind == up.THINKING_DELTA:
-                index = int(data["index"])
-                chunk = str(data["text"])
-                self.live_parts.setdefault(index, []).append(chunk)
-                self.live_chars += len(chunk)
-                self.live_kind[index] = "assistant" if kind == up.TEXT_DELTA else "reasoning"
-                self.show_streaming(structural=False)
-            elif kind == up.MESSAGE:
-                if data["record"].get("message_type") == "agent":
-                    self.live_parts.clear()
-                self.show_streaming(structural=True)
-            elif kind in (up.TOOL_STARTED, up.STATE):
-                if self.controls is not None:
-                    self.controls.refresh_mode()
-                    if kind == up.STATE:
-                        self.controls.clear_retry()
-                        self.controls.show_approval(None)
-                self.show_streaming(structural=True)
-            elif kind == up.USAGE and self.controls is not None:
-                self.controls.show_usage(data)
-            elif kind == up.RETRY and self.controls is not None:
-                self.controls.show_retry(data)
-            elif kind == up.APPROVAL and await self._on_approval(str(data.get("reason", ""))):
-                return
-            if kind == up.REST or (kind == up.STATE and is_rest(conv.state)):
-                return
+            batch = [await sub.__anext__(), *sub.pending()]
+            structural = streamed = False
+            for update in batch:
+                effect = await self._apply(update)
+                if effect == "end":
+                    return
+                structural = structural or effect == "structural"
+                streamed = streamed or effect == "delta"
+                if update.kind == up.REST or (update.kind == up.STATE and is_rest(conv.state)):
+                    return
+            if structural or streamed:
+                self.show_streaming(structural=structural)
+
+    async def _apply(self, update: up.Update) -> str:
+        """Take one update into the view: "delta", "structural", "end" (the cell ends) or ""."""
+        kind = update.kind
+        data = update.data
+        controls = self.controls
+        if kind == up.TEXT_DELTA or kind == up.THINKING_DELTA:
+            index = int(data["index"])
+            chunk = str(data["text"])
+            self.live_parts.setdefault(index, []).append(chunk)
+            self.live_chars += len(chunk)
+            self.live_kind[index] = "assistant" if kind == up.TEXT_DELTA else "reasoning"
+            return "delta"
+        if kind == up.MESSAGE:
+            if data["record"].get("message_type") == "agent":
+                self.live_parts.clear()
+            return "structural"
+        if kind in (up.TOOL_STARTED, up.STATE):
+            if controls is not None:
+                controls.refresh_mode()
+                if kind == up.STATE:
+                    controls.clear_retry()
+                    controls.show_approval(None)
+            return "structural"
+        if kind == up.USAGE and controls is not None:
+            controls.show_usage(data)
+        elif kind == up.RETRY and controls is not None:
+            controls.show_retry(data)
+        elif kind == up.NOTICE and controls is not None:
+            controls.show_notice(str(data.get("text", "")))
+        elif kind == up.APPROVAL and await self._on_approval(str(data.get("reason", ""))):
+            return "end"
+        return ""
 
     async def _on_approval(self, reason: str) -> bool:
         """Answer or surface an upgrade request; True when the cell should end now."""
