@@ -4,26 +4,30 @@ Why a separate process: the Jupyter kernel is multi-threaded, so forking it to
 run Python between fork and exec (``preexec_fn``) is unsafe, and an exec
 wrapper pays Python start-up (~50 ms) on every command. This launcher is
 started once per kernel (lazily, by ``sandbox.Launcher``), pays start-up once,
-builds the seccomp filter once, and then only forks, which costs about a
-millisecond because it is single-threaded and small.
+prepares the Restricted-mode restrictions once, and then only forks.
 
-Per command it forks a *supervisor* that makes itself a child subreaper
-(PR_SET_CHILD_SUBREAPER), so every descendant of the command, even one that
-called ``setsid``, is re-parented to it and can be found and killed. The
-supervisor forks the *command* process, which joins a fresh process group,
-applies rlimits and (in Restricted mode) drops its capabilities and applies
-Landlock and seccomp to itself only, and execs ``bash -c``. The seccomp BPF
-and the Landlock masks are prepared once in the launcher, so a command pays
-only for its own ruleset and one prctl. Nothing is ever applied to the kernel
-or the launcher (the launcher only makes itself non-dumpable).
+It keeps one *spare supervisor* forked ahead of time, which has already made
+itself a child subreaper (PR_SET_CHILD_SUBREAPER), created its pids cgroup
+and forked its *command* process (own process group, in the cgroup); the
+spare takes the next request from the kernel's socket itself and the
+launcher forks a new spare. So forks are off the path a tool call waits on.
+Every descendant of the command, even one that called ``setsid``, stays in
+the cgroup and is re-parented to the supervisor, so it can be found and
+killed. On request the command process applies rlimits and (in Restricted
+mode) drops its capabilities and applies Landlock and seccomp to itself only,
+and execs ``bash -c``. The seccomp BPF and the Landlock masks are prepared
+once in the launcher, so a command pays only for its own ruleset and one
+prctl. Nothing is ever applied to the kernel or the launcher (the launcher
+only makes itself non-dumpable).
 
 Protocol (SOCK_SEQPACKET socket, fd number in $PHOENIX_LAUNCHER_FD): each
 request is one JSON message with two file descriptors attached: the command's
 output (stdout and stderr) and a status pipe. The supervisor writes JSON lines
-to the status pipe: first ``{"pid": <supervisor pid>, "pgid": <command pid>}``,
-at the end ``{"exit": code, "signal": sig}``. The caller stops a command by
-SIGKILLing its process group and sending SIGTERM to the supervisor, which
-kills the rest of the tree and reports ``{"killed": true, ...}``.
+to the status pipe: first ``{"pid": <supervisor pid>, "pgid": <command pid>}``
+(before the command may run), at the end ``{"exit": code, "signal": sig,
+"killed": bool}``. The caller stops a command by SIGKILLing its process group
+and sending SIGTERM to the supervisor, which kills the rest of the tree and
+reports; a caller that closes the status pipe early gets the same.
 
 This file is run as a script (``python -I _sandbox_child.py``) and imports
 nothing from phoenix_nb so that it stays small and independent.

@@ -328,3 +328,20 @@ async def test_cancel_at_any_point_of_the_start_leaves_nothing(tmp_path: Path, m
         with pytest.raises(asyncio.CancelledError):
             await task
     assert await wait_until(lambda: not marked_pids(mark), timeout=3)
+
+
+async def test_cancel_before_the_pids_were_read_leaves_nothing(tmp_path: Path, mark: str) -> None:
+    """The window between the command starting and the tool reading its pids:
+    the event loop is held (synchronous /proc polling) until the command runs,
+    so the cancel lands while the status line is still unread."""
+    command = f"setsid sh -c ': {mark}; sleep 100' & sh -c ': {mark}; sleep 100'"
+    task = asyncio.ensure_future(BashTool().run({"command": command}, ctx_for(tmp_path), "t"))
+    await asyncio.sleep(0)  # the tool sends its request and waits for the pids
+    deadline = time.monotonic() + 10
+    while len(marked_pids(mark)) < 2 and time.monotonic() < deadline:
+        pass  # deliberately not yielding to the loop
+    assert len(marked_pids(mark)) >= 2
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert await wait_until(lambda: not marked_pids(mark), timeout=3)
