@@ -85,9 +85,9 @@ class ChatPanel:
         try:
             async for update in sub:
                 self.refresh(force=update.kind != up.TEXT_DELTA)
-                if is_rest(self.conv.state) or is_paused(self.conv.state):
-                    if update.kind in (up.REST, up.APPROVAL, up.STATE):
-                        break
+                settled = is_rest(self.conv.state) or is_paused(self.conv.state)
+                if settled and update.kind in (up.REST, up.APPROVAL, up.STATE):
+                    break
         finally:
             sub.close()
             self.refresh(force=True)

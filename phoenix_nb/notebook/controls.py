@@ -86,10 +86,7 @@ class Controls:
     # -- views ----------------------------------------------------------------------
     def refresh_mode(self) -> None:
         mode = self.conv.mode.value
-        if not self.sandbox_available:
-            label = "unrestricted · sandbox unavailable"
-        else:
-            label = mode
+        label = mode if self.sandbox_available else "unrestricted · sandbox unavailable"
         colour = "#2e7d32" if mode == "restricted" else "#c62828"
         self.badge.value = (
             f'<span style="border:1px solid {colour};color:{colour};border-radius:8px;'

@@ -28,7 +28,8 @@ from phoenix_nb.store import StoreError
 
 _LINE = re.compile(r"^%phoenix(?:[ \t]+(?P<args>[^\n]*))?[ \t]*$")
 LINE_ENTRY = "__import__('phoenix_nb.notebook.magics', fromlist=['run_line']).run_line"
-AWAITING = frozenset({"approve", "deny", "cancel", "restrict", "continue", "new", "chat"})
+AWAITING = frozenset({"approve", "deny", "cancel", "restrict", "continue"})
+_BACKGROUND: set[asyncio.Task[None]] = set()  # scheduled subcommands, kept until done
 
 
 def transform_phoenix_lines(lines: list[str]) -> list[str]:
@@ -57,6 +58,14 @@ async def run_line(line: str) -> None:
 
 
 async def _dispatch(command: Subcommand, session: Session, shell: Any) -> None:
+    if command.name in AWAITING:
+        await _dispatch_awaiting(command, session, shell)
+    else:
+        _dispatch_now(command, session)
+
+
+def _dispatch_now(command: Subcommand, session: Session) -> None:
+    """Subcommands that only read or create: they run at once, even from `run_line_magic`."""
     name = command.name
     phoenix = session.phoenix
     if name == "status":
@@ -78,7 +87,27 @@ async def _dispatch(command: Subcommand, session: Session, shell: Any) -> None:
         conv = phoenix.get(command.slug)
         session.current = conv.slug
         print(f"Using {conv.slug} ({conv.state.name}, {conv.mode.value}).")
-    elif name in ("approve", "deny"):
+    elif name == "history":
+        conv = session.current_conversation(command.slug)
+        display(render_bundle(conv.payload()), raw=True)
+    elif name == "export":
+        conv = session.current_conversation(command.slug)
+        payload = conv.payload()
+        if command.format == "json":
+            print(export_json(payload))
+        else:
+            display(Markdown(export_markdown(payload)))
+    elif name == "chat":
+        from phoenix_nb.notebook.chat import ChatPanel
+
+        panel = ChatPanel(session, asyncio.get_event_loop())
+        display(panel.widget)
+
+
+async def _dispatch_awaiting(command: Subcommand, session: Session, shell: Any) -> None:
+    """Subcommands that wait on the agent, on the kernel's loop."""
+    name = command.name
+    if name in ("approve", "deny"):
         conv = session.current_conversation()
         action = conv.approve if name == "approve" else conv.deny
         # The answer continues the paused request cycle: show it from that cycle on.
@@ -104,21 +133,6 @@ async def _dispatch(command: Subcommand, session: Session, shell: Any) -> None:
         session.current = new.slug
         summary = new_summary(conv)
         print(f"Started {new.slug}, seeded with the summary of {conv.slug}:\n\n{summary}")
-    elif name == "history":
-        conv = session.current_conversation(command.slug)
-        display(render_bundle(conv.payload()), raw=True)
-    elif name == "export":
-        conv = session.current_conversation(command.slug)
-        payload = conv.payload()
-        if command.format == "json":
-            print(export_json(payload))
-        else:
-            display(Markdown(export_markdown(payload)))
-    elif name == "chat":
-        from phoenix_nb.notebook.chat import ChatPanel
-
-        panel = ChatPanel(session, asyncio.get_running_loop())
-        display(panel.widget)
 
 
 def new_summary(conv: Any) -> str:
@@ -154,11 +168,14 @@ class PhoenixMagics(Magics):
             return
         session = get_session(self.shell)
         if command.name in AWAITING:
-            loop = asyncio.get_event_loop()
-            loop.create_task(run_line(line))
+            # A magic cannot await: the transformer rewrites `%phoenix` lines so this path
+            # is only taken from `run_line_magic` or indented lines.
+            task = asyncio.get_event_loop().create_task(run_line(line))
+            _BACKGROUND.add(task)
+            task.add_done_callback(_BACKGROUND.discard)
             print(f"phoenix: {command.name} scheduled.")
             return
         try:
-            asyncio.get_event_loop().run_until_complete(_dispatch(command, session, self.shell))
-        except RuntimeError:
-            asyncio.get_event_loop().create_task(run_line(line))
+            _dispatch_now(command, session)
+        except (OptionsError, PhoenixError, StoreError) as exc:
+            say(str(exc))

@@ -357,3 +357,44 @@ def test_display_bytes_grow_linearly_with_the_answer(kern: Kernel, fake: FakeAnt
     sent = sum(len(json.dumps(o["content"])) for o in displays)
     assert answer[-300:] in cell.last_bundle()["text/markdown"]
     assert sent <= 5 * len(answer), f"{sent} bytes in {len(displays)} display messages"
+
+
+def test_line_magic_call_runs_read_only_subcommands_at_once(
+    kern: Kernel, fake: FakeAnthropic
+) -> None:
+    """`run_line_magic("phoenix", "status")` prints in its own cell (no task, no warning)."""
+    fake.script(Turn([text("hi")]))
+    kern.ok("%%phoenix --name line-magic\nhello")
+    cell = kern.ok("get_ipython().run_line_magic('phoenix', 'status')")
+    assert "line-magic" in cell.text("stdout")
+    assert "idle" in cell.text("stdout")
+    assert "never awaited" not in cell.text()
+
+
+def test_chat_panel_drives_the_runtime_in_the_background(kern: Kernel, fake: FakeAnthropic) -> None:
+    """`%phoenix chat`: typing and Send run a turn on the kernel loop while cells stay free."""
+    fake.script(Turn([text("Chat reply from the agent.", chunk=5, delay=0.01)]))
+    since = time.monotonic()
+    cell = kern.ok("%phoenix chat")
+    textarea = next(
+        mid for mid, s in kern.widgets(since) if s.get("_model_name") == "TextareaModel"
+    )
+    send = kern.button("Send", since)
+    update = kern.client.session.msg(
+        "comm_msg",
+        {
+            "comm_id": textarea,
+            "data": {"method": "update", "state": {"value": "hello from the chat"}},
+        },
+    )
+    kern.client.shell_channel.send(update)
+    kern.click(send)
+    free = kern.ok("print('the kernel is free')")
+    assert free.text() == "the kernel is free\n"
+    kern.wait_until(
+        lambda: any("Chat reply from the agent." in str(v) for v in _widget_values(kern, since)),
+        20,
+        "the reply in the chat transcript",
+    )
+    assert fake.requests[-1].last_user_text.endswith("hello from the chat")
+    assert cell.status == "ok"
