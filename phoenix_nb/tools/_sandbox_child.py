@@ -590,6 +590,10 @@ def spare(sock: socket.socket, taken_w: int, restrictions: Restrictions | None) 
             break
         except InterruptedError:
             continue
+    if not data:
+        # The kernel is gone. Clean up before telling the launcher: once it
+        # exits, PR_SET_PDEATHSIG ends this process.
+        _discard(pid, cgroup)
     os.write(taken_w, b"T" if data else b"E")
     os.close(taken_w)
     sock.close()
@@ -714,6 +718,21 @@ def prepare_restrictions() -> Restrictions | None:
         return None
 
 
+def remove_stale_cgroups() -> None:
+    """Remove cgroups left by supervisors that were killed before cleaning up.
+
+    Only empty ones (rmdir refuses others) named after a pid that no longer
+    exists, so a spare that has just made its cgroup is never touched.
+    """
+    base = os.path.join(CGROUP_PIDS_ROOT, "phoenix")
+    with contextlib.suppress(OSError):
+        for name in os.listdir(base):
+            if not name.isdigit() or os.path.exists(f"/proc/{name}"):
+                continue
+            with contextlib.suppress(OSError):
+                os.rmdir(os.path.join(base, name))
+
+
 def serve(sock: socket.socket) -> None:
     """Keep one spare supervisor waiting on the kernel's socket; replace it when taken."""
     # Nothing but the launcher's own uid with CAP_SYS_PTRACE may read this
@@ -721,6 +740,7 @@ def serve(sock: socket.socket) -> None:
     with contextlib.suppress(OSError):
         _prctl(PR_SET_DUMPABLE, 0)
     restrictions = prepare_restrictions()
+    remove_stale_cgroups()
     signal.signal(signal.SIGCHLD, lambda _s, _f: _reap())
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     failures = 0
