@@ -176,6 +176,9 @@ class TurnView:
             on_continue=self._continue_in_new,
             sandbox_available=self.conv._phoenix.sandbox.available,
         )
+        # The meter starts from what earlier turns used: a warning must show before the
+        # next response, not only after it.
+        self.controls.show_usage(self.conv.usage())
         sub = self.conv.subscribe()
         try:
             try:

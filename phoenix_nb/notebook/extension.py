@@ -18,6 +18,9 @@ def load(shell: Any) -> None:
             cleanup.append(transformer)
     shell.register_magics(PhoenixMagics)
     session = get_session(shell)
+    configurables = getattr(shell, "configurables", None)
+    if configurables is not None and session.config not in configurables:
+        configurables.append(session.config)  # so `%config Phoenix.…` reaches it
     sandbox = session.phoenix.sandbox
     if not sandbox.available:
         print(
@@ -27,6 +30,9 @@ def load(shell: Any) -> None:
 
 
 def unload(shell: Any) -> None:
+    configurables = getattr(shell, "configurables", [])
+    for configurable in [c for c in configurables if type(c).__name__ == "Phoenix"]:
+        configurables.remove(configurable)
     cleanup = shell.input_transformers_cleanup
     for transformer in _TRANSFORMERS:
         if transformer in cleanup:

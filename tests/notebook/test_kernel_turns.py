@@ -15,11 +15,12 @@ from pathlib import Path
 
 import pytest
 
+from phoenix_nb.core.values import Usage
 from phoenix_nb.store import Store
-from phoenix_nb.testing import FakeAnthropic, Turn, text, tool_use
+from phoenix_nb.testing import FakeAnthropic, Fault, Turn, text, tool_use
 from tests.notebook.kernel_harness import Kernel, pid_alive, state_name
 
-pytestmark = pytest.mark.timeout(120) if hasattr(pytest.mark, "timeout") else []
+pytestmark = pytest.mark.timeout(120)
 
 
 @pytest.fixture(scope="module")
@@ -398,3 +399,34 @@ def test_chat_panel_drives_the_runtime_in_the_background(kern: Kernel, fake: Fak
     )
     assert fake.requests[-1].last_user_text.endswith("hello from the chat")
     assert cell.status == "ok"
+
+
+def test_retry_status_and_context_meter_in_the_controls(kern: Kernel, fake: FakeAnthropic) -> None:
+    """REQ-BED-006 retry line and REQ-BED-023 meter warning, as live controls show them.
+
+    `%config Phoenix.retry_delay_scale` also shows the traitlets config reaches the session.
+    """
+    kern.ok("%config Phoenix.retry_delay_scale = 0.5")
+    assert (
+        kern.eval(
+            "__import__('phoenix_nb.notebook.session', fromlist=['s']).get_session()"
+            ".config.retry_delay_scale"
+        )
+        == 0.5
+    )
+    fake.script(
+        Fault.status(429, retry_after=1),
+        Turn([text("Made it.")], usage=Usage(input_tokens=170_000, output_tokens=10)),
+    )
+    since = time.monotonic()
+    cell = kern.run("%%phoenix --name retry-meter\nhello", timeout=60)
+    assert cell.status == "ok", cell.error()
+    values = [str(v) for v in _widget_values(kern, since)]
+    assert "retrying 2/3 in 1 s: rate limit" in values, values
+    record = cell.last_bundle()["application/vnd.phoenix.conversation+json"]
+    assert record["context"]["warning"] is True
+    fake.script(Turn([text("Still here.")]))
+    since = time.monotonic()
+    kern.ok("%%phoenix\nand now?")
+    values = [str(v) for v in _widget_values(kern, since)]
+    assert any("near the limit" in v and "(85%)" in v for v in values), values
