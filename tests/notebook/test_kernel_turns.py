@@ -430,3 +430,29 @@ def test_retry_status_and_context_meter_in_the_controls(kern: Kernel, fake: Fake
     kern.ok("%%phoenix\nand now?")
     values = [str(v) for v in _widget_values(kern, since)]
     assert any("near the limit" in v and "(85%)" in v for v in values), values
+
+
+def test_context_exhausted_shows_summary_and_continue_seeds_a_new_conversation(
+    kern: Kernel, fake: FakeAnthropic
+) -> None:
+    """REQ-BED-019/021: past 90% the agent summarises; the cell shows it, `%phoenix continue`
+    starts a linked conversation whose first request carries the summary."""
+    fake.script(
+        Turn([text("Big answer.")], usage=Usage(input_tokens=185_000, output_tokens=10)),
+        Turn([text("SUMMARY: we found the minus sign bug in add().")]),
+    )
+    cell = kern.run("%%phoenix --name exhausted\nlook at everything", timeout=60)
+    assert cell.status == "ok", cell.error()
+    bundle = cell.last_bundle()
+    record = bundle["application/vnd.phoenix.conversation+json"]
+    assert state_name(record) == "context_exhausted"
+    assert record["summary"] == "SUMMARY: we found the minus sign bug in add()."
+    for mime in ("text/html", "text/markdown", "text/plain"):
+        assert "we found the minus sign bug" in bundle[mime], mime
+    assert "%phoenix continue" in bundle["text/markdown"]
+    nxt = kern.ok("%phoenix continue")
+    assert "we found the minus sign bug" in nxt.text("stdout")
+    fake.script(Turn([text("Continuing.")]))
+    kern.ok("%%phoenix\nplease go on")
+    first = fake.requests[-1].last_user_text
+    assert "we found the minus sign bug" in first and first.endswith("please go on")
