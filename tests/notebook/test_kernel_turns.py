@@ -456,3 +456,21 @@ def test_context_exhausted_shows_summary_and_continue_seeds_a_new_conversation(
     kern.ok("%%phoenix\nplease go on")
     first = fake.requests[-1].last_user_text
     assert "we found the minus sign bug" in first and first.endswith("please go on")
+
+
+def test_image_option_takes_a_pil_image_and_a_file(kern: Kernel, fake: FakeAnthropic) -> None:
+    """`--image` accepts a variable holding a PIL image and a file path; both reach the API."""
+    kern.ok(
+        "from PIL import Image\nred = Image.new('RGB', (40, 30), 'red')\nred.save('blue_file.png')"
+    )
+    fake.script(Turn([text("Two images.")]))
+    cell = kern.run("%%phoenix --name images --image red --image blue_file.png\nwhat do you see?")
+    assert cell.status == "ok", cell.error()
+    content = fake.requests[-1].body["messages"][-1]["content"]
+    images = [b for b in content if b.get("type") == "image"]
+    assert len(images) == 2
+    assert all(b["source"]["type"] == "base64" and b["source"]["data"] for b in images)
+    missing = kern.run("%%phoenix --name images --image no_such_file.png\nhi")
+    assert missing.status == "ok"
+    assert "no_such_file.png" in missing.text("stderr")
+    assert len(missing.text("stderr").strip().splitlines()) == 1
