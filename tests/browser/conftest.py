@@ -1,4 +1,5 @@
-"""Session fixtures for real-browser tests: one JupyterLab server and one Chromium."""
+"""Session fixtures for real-browser tests: one JupyterLab server, one Chromium, and one
+fake Messages API the server's kernels talk to."""
 
 from __future__ import annotations
 
@@ -8,19 +9,44 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, sync_playwright
 
+from phoenix_nb.testing import FakeAnthropic
 from tests.browser.lab import LabPage, LabServer, launch_browser, require_chromium, running_lab
+
+E2E_MODEL = "claude-sonnet-5-5"
 
 
 @pytest.fixture(scope="session")
-def lab_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabServer]:
+def fake_llm() -> Iterator[FakeAnthropic]:
+    """The fake Messages API for the session's kernels; each test scripts it after `clear()`.
+
+    Session-scoped because the JupyterLab server is: kernels inherit the server's
+    environment, so the URL must be known before the server starts.
+    """
+    with FakeAnthropic() as fake:
+        yield fake
+
+
+@pytest.fixture(scope="session")
+def lab_server(
+    tmp_path_factory: pytest.TempPathFactory, fake_llm: FakeAnthropic
+) -> Iterator[LabServer]:
     require_chromium()  # no point starting a server the browser cannot reach
     tmp: Path = tmp_path_factory.mktemp("lab")
-    with running_lab(tmp) as server:
+    kernel_env = {
+        "ANTHROPIC_BASE_URL": fake_llm.base_url,
+        "ANTHROPIC_API_KEY": "test-key",
+        "PHOENIX_HOME": str(tmp / "phoenix-home"),
+        "PHOENIX_MODEL": E2E_MODEL,
+    }
+    with running_lab(tmp, kernel_env) as server:
         yield server
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def browser() -> Iterator[Browser]:
+    """Package-scoped on purpose: Playwright's sync API keeps an asyncio loop
+    running in the main thread while it is open, which breaks every async test
+    collected after the browser tests if it stays open for the whole session."""
     require_chromium()
     with sync_playwright() as playwright:
         browser = launch_browser(playwright)
