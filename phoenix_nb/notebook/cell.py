@@ -203,11 +203,11 @@ class TurnView:
         once and shown with one display update, so the display never lags behind the
         conversation (a Cancel must show at once even while an answer streams flat out)."""
         conv = self.conv
+        structural = streamed = deferred = False
         while True:
             if is_rest(conv.state) and not sub.pending_count():
                 return
             batch = [await sub.__anext__(), *sub.pending()]
-            structural = streamed = False
             for update in batch:
                 effect = await self._apply(update)
                 if effect == "end":
@@ -216,8 +216,16 @@ class TurnView:
                 streamed = streamed or effect == "delta"
                 if update.kind == up.REST or (update.kind == up.STATE and is_rest(conv.state)):
                     return
+            if structural and not deferred:
+                # A persisted message is followed by its state change: let that land first,
+                # so a turn's last answer is not sent once more just before the final record.
+                await asyncio.sleep(0)
+                if sub.pending_count():
+                    deferred = True
+                    continue
             if structural or streamed:
                 self.show_streaming(structural=structural)
+            structural = streamed = deferred = False
 
     async def _apply(self, update: up.Update) -> str:
         """Take one update into the view: "delta", "structural", "end" (the cell ends) or ""."""

@@ -349,7 +349,13 @@ def test_user_mistakes_print_one_line(
 
 
 def test_display_bytes_grow_linearly_with_the_answer(kern: Kernel, fake: FakeAnthropic) -> None:
-    """A 100 KB answer in 1,000 deltas costs the front end at most 5x its size in display bytes."""
+    """A 100 KB answer in 1,000 deltas costs the front end a small multiple of its size.
+
+    Re-sending on each delta costs ~500x (bench_display.py). The bound here: the final
+    bundle is ~4.05x (record + HTML + Markdown + plain, each holding the answer), and the
+    streaming updates grow by 4x each, so they sum to at most 4/3 of the answer: 5.4x.
+    Typical runs measure 4.07x; a stream whose last burst is a 4x jump measures 5.09x.
+    """
     answer = ("All work and no play makes a long answer. " * 2500)[:100_000]
     fake.script(Turn([text(answer, chunk=100)]))
     cell = kern.run("%%phoenix --name linear-bytes\nA long answer, please.", timeout=60)
@@ -357,7 +363,7 @@ def test_display_bytes_grow_linearly_with_the_answer(kern: Kernel, fake: FakeAnt
     displays = [o for o in cell.outputs if o["msg_type"] in ("display_data", "update_display_data")]
     sent = sum(len(json.dumps(o["content"])) for o in displays)
     assert answer[-300:] in cell.last_bundle()["text/markdown"]
-    assert sent <= 5 * len(answer), f"{sent} bytes in {len(displays)} display messages"
+    assert sent <= 5.4 * len(answer), f"{sent} bytes in {len(displays)} display messages"
 
 
 def test_line_magic_call_runs_read_only_subcommands_at_once(
