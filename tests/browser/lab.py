@@ -99,12 +99,17 @@ def _answers(url: str) -> bool:
 
 
 @contextmanager
-def running_lab(tmp: Path) -> Iterator[LabServer]:
-    """Starts JupyterLab with private settings and workspaces, waits until it answers, stops it."""
+def running_lab(tmp: Path, extra_env: Mapping[str, str] | None = None) -> Iterator[LabServer]:
+    """Starts JupyterLab with private settings and workspaces, waits until it answers, stops it.
+
+    `extra_env` reaches every kernel the server starts (kernels inherit the server's
+    environment): that is how a `%%phoenix` cell finds the fake Messages API.
+    """
     root = tmp / "root"
     root.mkdir()
     port = free_port()
     env = dict(os.environ)
+    env.update(extra_env or {})
     # Private settings/workspaces: a theme switch or restored tab cannot leak between runs.
     env["JUPYTERLAB_SETTINGS_DIR"] = str(tmp / "settings")
     env["JUPYTERLAB_WORKSPACES_DIR"] = str(tmp / "workspaces")
