@@ -22,7 +22,7 @@ from playwright.sync_api import Locator, expect
 from phoenix_nb.testing import FakeAnthropic, Turn, text, tool_use
 from tests.browser.lab import CONVERSATION_MIME, LabPage, write_notebook
 
-pytestmark = [pytest.mark.browser, pytest.mark.timeout(180)]
+pytestmark = [pytest.mark.browser, pytest.mark.timeout(90)]
 
 NOTEBOOK = "e2e.ipynb"
 BUGGY = "def add(a, b):\n    return a - b\n"
@@ -200,6 +200,8 @@ def test_phoenix_cell_explores_asks_patches_and_survives_reload(
         "data-phoenix-decision", "pending"
     )
     lab.wait_for_text(REASON)  # the reason next to the Approve button, too
+    prompt = lab.page.locator(".jp-NotebookPanel .jp-Cell").nth(1).locator(".jp-InputPrompt")
+    expect(prompt).to_have_text("[*]:")  # the same cell is still running, waiting for the human
     assert (project / "calc.py").read_text(encoding="utf-8") == BUGGY, "nothing written yet"
     assert len(fake_llm.requests) == 2, "the agent waits for the human, not the model"
 
@@ -224,6 +226,10 @@ def test_phoenix_cell_explores_asks_patches_and_survives_reload(
     _assert_conversation(record)
     assert _rendering(lab) == before
     assert len(fake_llm.requests) == 5, "reloading ran nothing"
+    # The saved execution count; a cell run again on the restarted kernel would read [1].
+    expect(
+        lab.page.locator(".jp-NotebookPanel .jp-Cell").nth(1).locator(".jp-InputPrompt")
+    ).to_have_text("[2]:")
 
     lab.set_theme(dark=True)
     try:
