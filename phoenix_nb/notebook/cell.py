@@ -124,6 +124,8 @@ class TurnView:
         cycles = payload.get("cycles", [])[self.first_cycle :]
         if self.live_parts:
             cycles = _with_live_text(cycles, self.live_text(), self.live_kind)
+        if not self.session.config.show_thinking:
+            cycles = _without_reasoning(cycles)
         payload["cycles"] = cycles
         if self.notes:
             payload["notes"] = list(self.notes)
@@ -309,6 +311,28 @@ class TurnView:
             self.controls_handle = None
         self.controls.close()
         self.controls = None
+
+
+def _is_reasoning(step: Mapping[str, Any]) -> bool:
+    item = step.get("item")
+    is_ai = step.get("kind") == "ai"
+    return is_ai and isinstance(item, Mapping) and item.get("type") == "reasoning"
+
+
+def _without_reasoning(cycles: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Drop the model's reasoning from the record (`c.Phoenix.show_thinking = False`):
+    a reasoning-only step goes; a step that also holds tool calls keeps them."""
+    out = []
+    for cycle in cycles:
+        steps = []
+        for step in cycle.get("steps", []):
+            if _is_reasoning(step):
+                if not step.get("tool_groups"):
+                    continue
+                step = {**step, "item": None}
+            steps.append(step)
+        out.append({**cycle, "steps": steps})
+    return out
 
 
 def _with_live_text(

@@ -66,6 +66,5 @@ class Tool(Protocol):
 
 
 RESTRICTED_PATCH_MESSAGE = (
-    "Patch tool is disabled in Restricted mode. "
-    "Use request_mode_upgrade to request write access."
+    "Patch tool is disabled in Restricted mode. Use request_mode_upgrade to request write access."
 )
