@@ -161,6 +161,18 @@ def _rg_children() -> set[int]:
     return pids
 
 
+def _freeze(pid: int) -> bool:
+    """SIGSTOP a running rg; False when it already finished (a race the test must tolerate)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        if state in ("Z", "X"):
+            return False
+        os.kill(pid, signal.SIGSTOP)
+    except (FileNotFoundError, ProcessLookupError, IndexError):
+        return False
+    return True
+
+
 async def test_cancel_kills_rg(tmp_path: Path) -> None:
     """Cancelling the tool kills and reaps rg (frozen by SIGSTOP so it cannot finish first)."""
     (tmp_path / "a.txt").write_text("needle\n")
@@ -171,8 +183,8 @@ async def test_cancel_kills_rg(tmp_path: Path) -> None:
     frozen: set[int] = set()
     while not frozen and not task.done() and loop.time() < deadline:
         for pid in _rg_children() - before:
-            os.kill(pid, signal.SIGSTOP)
-            frozen.add(pid)
+            if _freeze(pid):
+                frozen.add(pid)
         await asyncio.sleep(0)
     assert frozen, "rg was never seen running"
     task.cancel()
