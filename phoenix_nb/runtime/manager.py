@@ -199,17 +199,16 @@ class Conversation:
         await self._submit(ev.UserTriggerContinuation())
 
     async def continue_in_new(self, *, slug: str | None = None) -> Conversation:
-        """A new conversation seeded with this one's summary and linked to it (REQ-BED-021)."""
-        phase = self.state.phase
-        if isinstance(phase, ContextExhausted):
-            summary = phase.summary
-        else:
+        """A new conversation seeded with this one's summary and linked to it (REQ-BED-021).
+
+        The summary stays in this conversation's state; the new one's first message
+        reads it from there (`seeded_message`), so the link survives restarts.
+        """
+        if not isinstance(self.state.phase, ContextExhausted):
             await self.trigger_continuation()
             state = await self.wait()
             if not isinstance(state.phase, ContextExhausted):
                 raise PhoenixError(f"could not summarise {self.slug}: it is {state.name}")
-            summary = state.phase.summary
-        del summary  # kept in the source's state; seeded_message reads it from there
         return self._phoenix.create(
             slug=slug, cwd=self.cwd, model=self.model, mode=None, seed_from=self.id
         )
