@@ -543,7 +543,10 @@ class FakeAnthropic:
             if buffer:
                 await resp.write(b"".join(buffer))
             await resp.write_eof()
-        except (ConnectionError, asyncio.CancelledError):
+        except ConnectionError:
+            # The client went away (a cancel): expected, so not an aiohttp error log.
+            outcome = "disconnected"
+        except asyncio.CancelledError:
             outcome = "disconnected"
             raise
         finally:
