@@ -370,6 +370,16 @@ def _retry_notice(attempt: int, delay: float, failure: LlmFailure) -> Notify:
     return Notify("retry", data)
 
 
+def _retry_plan(attempt: int, failure: LlmFailure) -> tuple[int, float, list[Effect]] | None:
+    """The next attempt, its delay and the effects that schedule it; None when exhausted
+    or not retryable. Shared by LLM requests and continuation requests (REQ-BED-006)."""
+    if not _should_retry(attempt, failure):
+        return None
+    delay = retry_delay(attempt, failure)
+    nxt = attempt + 1
+    return nxt, delay, [ScheduleRetry(delay, nxt), _retry_notice(nxt, delay, failure)]
+
+
 # --- handlers: user message, LLM ------------------------------------------------
 
 
@@ -427,10 +437,9 @@ def _on_llm_error(
     if phase.waiting or event.attempt != phase.attempt:
         return Transition(state)
     failure = event.failure
-    if _should_retry(phase.attempt, failure):
-        delay = retry_delay(phase.attempt, failure)
-        nxt = phase.attempt + 1
-        effects: list[Effect] = [ScheduleRetry(delay, nxt), _retry_notice(nxt, delay, failure)]
+    plan = _retry_plan(phase.attempt, failure)
+    if plan is not None:
+        nxt, delay, effects = plan
         return _done(_at(state, LlmRequesting(nxt, True, failure, delay)), effects)
     message = _failure_text(failure)
     if ctx.is_sub_agent:
@@ -647,11 +656,10 @@ def _on_summary_error(
     if phase.waiting or event.attempt != phase.attempt:
         return Transition(state)
     failure = event.failure
-    if _should_retry(phase.attempt, failure):
-        delay = retry_delay(phase.attempt, failure)
-        nxt = phase.attempt + 1
+    plan = _retry_plan(phase.attempt, failure)
+    if plan is not None:
+        nxt, _delay, effects = plan
         phase_next = AwaitingContinuation(phase.rejected_calls, nxt, waiting=True)
-        effects: list[Effect] = [ScheduleRetry(delay, nxt), _retry_notice(nxt, delay, failure)]
         return _done(_at(state, phase_next), effects)
     return _exhausted(state, fallback_summary(failure.message), [])
 
