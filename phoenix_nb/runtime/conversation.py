@@ -25,10 +25,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from filelock import FileLock
+
 from phoenix_nb.core import effects as fx
 from phoenix_nb.core import events as ev
 from phoenix_nb.core.codec import to_json
 from phoenix_nb.core.messages import to_api_messages
+from phoenix_nb.core.restore import restore
 from phoenix_nb.core.states import (
     AwaitingContinuation,
     AwaitingModeApproval,
@@ -41,6 +44,7 @@ from phoenix_nb.core.states import (
     Idle,
     LlmRequesting,
     context_fraction,
+    from_persisted,
     persisted_fields,
 )
 from phoenix_nb.core.transition import Rejection, continuation_prompt, transition
@@ -48,6 +52,7 @@ from phoenix_nb.core.values import SubAgentOutcome, TextBlock, ToolResult
 from phoenix_nb.llm.provider import AnthropicProvider, LlmRequest
 from phoenix_nb.llm.stream import LlmOutcome, TextDelta, ThinkingDelta, ToolInputDelta, ToolUseStart
 from phoenix_nb.runtime import updates as up
+from phoenix_nb.runtime.lease import Timeout, lease_for
 from phoenix_nb.runtime.prompts import system_prompt
 from phoenix_nb.store import Store
 from phoenix_nb.tools.base import SandboxInfo, Tool, ToolContext
@@ -56,6 +61,15 @@ from phoenix_nb.tools.registry import api_tool_specs, run_tool
 log = logging.getLogger(__name__)
 
 REST_PHASES = (Idle, Error, ContextExhausted, Completed, Failed)
+# Events only a user sends; the kernel sending one must hold the conversation's lease.
+USER_EVENTS = (
+    ev.UserMessage,
+    ev.UserCancel,
+    ev.UserApproveUpgrade,
+    ev.UserDenyUpgrade,
+    ev.UserRequestDowngrade,
+    ev.UserTriggerContinuation,
+)
 
 
 def is_rest(state: ConvState) -> bool:
@@ -116,6 +130,7 @@ class ConversationRuntime:
         self._tool_tasks: dict[str, asyncio.Task[None]] = {}
         self._timer_tasks: set[asyncio.Task[None]] = set()
         self._aborting: set[asyncio.Task[Any]] = set()
+        self._lease: FileLock | None = None
         self._settled = asyncio.Event()
         self._update_settled()
         self.closed = False
@@ -175,8 +190,13 @@ class ConversationRuntime:
                 future.set_result(outcome)
 
     def _step(self, event: Any) -> Any:
+        if isinstance(event, USER_EVENTS) and not self._holds_lease():
+            refused = self._claim()
+            if refused is not None:
+                return refused
         outcome = transition(self.state, self.context, event)
         if isinstance(outcome, Rejection):
+            self._release_if_rest()
             return outcome
         previous = self.state
         self.state = outcome.state
@@ -187,7 +207,49 @@ class ConversationRuntime:
         self._execute(outcome.effects)
         if self.state != previous:
             self._publish_state()
+        self._release_if_rest()
         return outcome
+
+    # ---- two kernels, one store -----------------------------------------------------
+    def _claim(self) -> Rejection | None:
+        """Take the conversation's lease before it starts working, fresh from the store.
+
+        Another kernel may have used this conversation since we loaded it: its
+        messages and state are read back first, so our history never diverges.
+        The lease (a file lock, released by the OS if a kernel dies) keeps two
+        kernels from working on one conversation at once; a conversation another
+        kernel left mid-work when it died is restored here, as at start-up.
+        """
+        if self._lease is None:
+            self._lease = lease_for(self.services.store.root, self.id)
+        try:
+            self._lease.acquire(timeout=0)
+        except Timeout:
+            return Rejection(
+                f"Conversation {self.slug} is working in another kernel. Wait for it to "
+                "finish there (or cancel it there), or use another conversation."
+            )
+        store = self.services.store
+        record = store.get_conversation(self.id) or self.record
+        stored = from_persisted(record)
+        if stored != self.state or store.message_count(self.id) != len(self.history):
+            self.record, self.state = dict(record), stored
+            self.history = store.messages(self.id)
+        if not is_rest(self.state):
+            state, repairs = restore(
+                self.state, self.history, is_sub_agent=self.context.is_sub_agent
+            )
+            self._persist([fx.PersistMessage(kind, content) for kind, content in repairs])
+            self.state = state
+            self.record = store.update_conversation(self.id, **persisted_fields(state))
+        return None
+
+    def _holds_lease(self) -> bool:
+        return self._lease is not None and self._lease.is_locked
+
+    def _release_if_rest(self) -> None:
+        if self._lease is not None and self._lease.is_locked and is_rest(self.state):
+            self._lease.release()
 
     def annotate(self, text: str) -> None:
         """Record a system note (e.g. an answer given in advance) while the agent waits.
@@ -446,6 +508,8 @@ class ConversationRuntime:
             if not future.done():
                 future.set_result(Rejection("the conversation was closed"))
         self._queue.clear()
+        if self._lease is not None and self._lease.is_locked:
+            self._lease.release(force=True)
 
 
 def _tools_as_text(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:

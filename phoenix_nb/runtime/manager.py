@@ -45,6 +45,7 @@ from phoenix_nb.runtime.conversation import (
     is_paused,
     is_rest,
 )
+from phoenix_nb.runtime.lease import Timeout, lease_for
 from phoenix_nb.runtime.settings import DEMO_MODEL, Settings
 from phoenix_nb.runtime.subagents import SubAgentSpawner
 from phoenix_nb.store import Store
@@ -312,24 +313,46 @@ class Phoenix:
 
     # -- restore (REQ-BED-007) ------------------------------------------------------------
     def _restore_all(self) -> list[str]:
-        """Bring every conversation left mid-work back to rest; returns their slugs."""
+        """Bring every conversation left mid-work back to rest; returns their slugs.
+
+        A conversation another live kernel holds the lease of is left alone: it
+        is not left mid-work, it is working there.
+        """
         restored: list[str] = []
         for record in self.store.list_conversations(include_sub_agents=True, include_archived=True):
-            state = from_persisted(record)
-            history = self.store.messages(record["id"])
-            is_sub_agent = not record.get("user_initiated", True)
-            new_state, repairs = restore(state, history, is_sub_agent=is_sub_agent)
-            if new_state == state and not repairs:
+            if self._restore_needed(record) is None:
                 continue
-            if repairs:
-                self.store.append_messages(
-                    record["id"], [(kind, content, None, None) for kind, content in repairs]
-                )
-            self.store.update_conversation(record["id"], **persisted_fields(new_state))
-            restored.append(record["slug"])
+            lease = lease_for(self.store.root, record["id"])
+            try:
+                lease.acquire(timeout=0)
+            except Timeout:
+                continue
+            try:
+                fresh = self.store.get_conversation(record["id"]) or record
+                plan = self._restore_needed(fresh)
+                if plan is not None:
+                    new_state, repairs = plan
+                    if repairs:
+                        self.store.append_messages(
+                            record["id"], [(kind, body, None, None) for kind, body in repairs]
+                        )
+                    self.store.update_conversation(record["id"], **persisted_fields(new_state))
+                    restored.append(record["slug"])
+            finally:
+                lease.release()
         if restored:
             log.info("phoenix: restored %d conversation(s) to rest", len(restored))
         return restored
+
+    def _restore_needed(self, record: dict[str, Any]) -> tuple[ConvState, list[Any]] | None:
+        """The restored state and the messages to append, or None when nothing changes."""
+        state = from_persisted(record)
+        history = self.store.messages(record["id"])
+        is_sub_agent = not record.get("user_initiated", True)
+        new_state, repairs = restore(state, history, is_sub_agent=is_sub_agent)
+        if new_state == state and not repairs:
+            return None
+        return new_state, repairs
 
     # -- finding and creating -------------------------------------------------------------------
     def _runtime_for(self, record: dict[str, Any], **kwargs: Any) -> ConversationRuntime:

@@ -455,3 +455,38 @@ async def test_restart_restores_to_idle_and_answers_pending_upgrade(
         assert len(conv.history()) == before + 1
         assert "Not approved" in tool_results(conv)[-1]["content"]
         assert_valid_history(conv)
+
+
+async def test_two_kernels_on_one_store_take_turns_and_share_history(
+    fake_anthropic: FakeAnthropic, tmp_path: Path
+) -> None:
+    """Two managers (two kernels) on one store: a conversation working in one is
+    refused in the other with a clear message; afterwards the other sees the whole
+    history and continues it, with nothing lost or duplicated."""
+    fake_anthropic.script(
+        Turn([tool_use("bash", {"command": "sleep 1; echo slow"})], stop_reason="tool_use"),
+        Turn([text("first kernel done")]),
+        Turn([text("second kernel done")]),
+    )
+    async with (
+        phoenix_for(fake_anthropic, tmp_path) as first,
+        phoenix_for(fake_anthropic, tmp_path) as second,
+    ):
+        conv = first.create(cwd=project_dir(tmp_path), slug="shared")
+        sub = conv.subscribe()
+        await conv.post_message("from kernel one")
+        async for update in sub:
+            if update.kind == up.TOOL_STARTED:
+                break
+        other = second.get("shared")
+        with pytest.raises(PhoenixError) as info:
+            await other.post_message("from kernel two")
+        assert "working in another kernel" in str(info.value)
+        await conv.wait()
+        await other.run("from kernel two")
+        texts = [m["content"].get("text") for m in other.history() if m["message_type"] == "user"]
+        assert texts == ["from kernel one", "from kernel two"]
+        stored = second.store.messages(other.id)
+        assert [m["sequence_id"] for m in stored] == list(range(1, len(stored) + 1))
+        assert [m["id"] for m in stored] == [m["id"] for m in other.history()]
+        assert_valid_history(other)
