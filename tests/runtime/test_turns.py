@@ -490,3 +490,28 @@ async def test_two_kernels_on_one_store_take_turns_and_share_history(
         assert [m["sequence_id"] for m in stored] == list(range(1, len(stored) + 1))
         assert [m["id"] for m in stored] == [m["id"] for m in other.history()]
         assert_valid_history(other)
+
+
+async def test_start_up_restore_leaves_a_conversation_working_in_a_live_kernel_alone(
+    fake_anthropic: FakeAnthropic, tmp_path: Path
+) -> None:
+    """A second kernel starting on the store must not 'restore' (cancel) live work."""
+    fake_anthropic.script(
+        Turn([tool_use("bash", {"command": "sleep 1; echo still-here"})], stop_reason="tool_use"),
+        Turn([text("finished")]),
+    )
+    async with phoenix_for(fake_anthropic, tmp_path) as first:
+        conv = first.create(cwd=project_dir(tmp_path), slug="live-work")
+        sub = conv.subscribe()
+        await conv.post_message("work")
+        async for update in sub:
+            if update.kind == up.TOOL_STARTED:
+                break
+        async with phoenix_for(fake_anthropic, tmp_path) as second:
+            assert second.restored == []
+            assert second.store.get_conversation("live-work")["state"] == "tool_executing"
+        await conv.wait()
+        assert isinstance(conv.state.phase, Idle)
+        assert "still-here" in tool_results(conv)[0]["content"]
+        assert conv.history()[-1]["content"]["blocks"][0]["text"] == "finished"
+        assert_valid_history(conv)
