@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, get_args
 
 from phoenix_nb.core.models import ModelInfo, model_info
 from phoenix_nb.core.values import (
@@ -157,20 +157,7 @@ Phase = (
     | Failed
 )
 
-PHASES: tuple[type, ...] = (
-    Idle,
-    AwaitingLlm,
-    LlmRequesting,
-    ToolExecuting,
-    Cancelling,
-    AwaitingSubAgents,
-    AwaitingModeApproval,
-    AwaitingContinuation,
-    ContextExhausted,
-    Error,
-    Completed,
-    Failed,
-)
+PHASES: tuple[type, ...] = get_args(Phase)
 
 TERMINAL: tuple[type, ...] = (ContextExhausted, Completed, Failed)
 # Phases in which the agent is working: a user message is rejected as busy.

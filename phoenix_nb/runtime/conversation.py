@@ -35,13 +35,8 @@ from phoenix_nb.core.restore import restore
 from phoenix_nb.core.states import (
     AwaitingContinuation,
     AwaitingModeApproval,
-    Completed,
-    ContextExhausted,
     ConvContext,
     ConvState,
-    Error,
-    Failed,
-    Idle,
     LlmRequesting,
     context_fraction,
     from_persisted,
@@ -60,7 +55,6 @@ from phoenix_nb.tools.registry import api_tool_specs, run_tool
 
 log = logging.getLogger(__name__)
 
-REST_PHASES = (Idle, Error, ContextExhausted, Completed, Failed)
 # Events only a user sends; the kernel sending one must hold the conversation's lease.
 USER_EVENTS = (
     ev.UserMessage,
@@ -74,7 +68,7 @@ USER_EVENTS = (
 
 def is_rest(state: ConvState) -> bool:
     """The agent is not working and waits for nobody but the user."""
-    return isinstance(state.phase, REST_PHASES)
+    return not state.busy
 
 
 def is_paused(state: ConvState) -> bool:
