@@ -1,7 +1,45 @@
-"""Fixtures shared by every test directory.
+"""Fixtures shared by every test directory, and the randomness policy.
 
 `pytest_plugins` may only be declared here (pytest refuses it in nested
 conftest files): the fake Messages API fixture comes from our own package.
+
+Randomness: the README's test command (and so CI) is deterministic. Hypothesis
+runs derandomized (a fixed seed, printed in the header) with no example
+database, and every test that draws its own random numbers takes its seed from
+`phoenix_seed()`, printed with any failure. `tests/explore.sh` sets
+PHOENIX_EXPLORE=1: fresh random seeds and many more examples, to find bugs that
+then become explicit `@example`s or deterministic tests.
 """
 
+from __future__ import annotations
+
+import os
+
+from hypothesis import HealthCheck, settings
+
+from tests.seeds import EXPLORING, phoenix_seed
+
 pytest_plugins = ["phoenix_nb.testing.pytest_plugin"]
+
+settings.register_profile(
+    "ci",
+    derandomize=True,
+    database=None,
+    print_blob=True,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+settings.register_profile(
+    "explore",
+    derandomize=False,
+    print_blob=True,
+    deadline=None,
+    max_examples=int(os.environ.get("PHOENIX_EXPLORE_EXAMPLES", "1000")),
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+settings.load_profile("explore" if EXPLORING else "ci")
+
+
+def pytest_report_header() -> str:
+    mode = "explore (random seeds)" if EXPLORING else "deterministic (derandomized hypothesis)"
+    return f"phoenix randomness: {mode}; PHOENIX_SEED={phoenix_seed()}"

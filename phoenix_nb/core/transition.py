@@ -100,6 +100,9 @@ RESTRICTED_UNAVAILABLE_MESSAGE = (
 )
 NO_UPGRADE_PENDING_MESSAGE = "There is no mode upgrade request waiting for an answer."
 SUB_AGENT_FINISHED_MESSAGE = "This sub-agent has finished and takes no further messages."
+SUB_AGENT_NO_UPGRADE_MESSAGE = (
+    "Sub-agents stay in Restricted mode (REQ-BED-018); write access cannot be approved for one."
+)
 SUB_AGENT_NO_CONTINUATION_MESSAGE = (
     "Sub-agents do not continue into a new conversation; they fail at the context limit."
 )
@@ -489,6 +492,10 @@ def _cancel_tools(state: ConvState, ctx: ConvContext, phase: ToolExecuting, _e: 
 
 
 def _approve(state: ConvState, ctx: ConvContext, phase: AwaitingModeApproval, _e: Any) -> Outcome:
+    if ctx.is_sub_agent and ctx.sandbox_available:
+        # Unreachable through transition() (sub-agents never enter approval), but
+        # the invariant must hold from any state, e.g. one restored from a store.
+        return Rejection(SUB_AGENT_NO_UPGRADE_MESSAGE)
     state = replace(state, mode=Mode.UNRESTRICTED)
     result = ToolResult(phase.tool_use_id, UPGRADE_APPROVED_RESULT)
     effects: list[Effect] = [

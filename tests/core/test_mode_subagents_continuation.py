@@ -243,3 +243,17 @@ def test_req_bed_022_model_windows() -> None:
     )
     assert out.state.phase == S.Idle()  # 180k of 1M is far from the limit
     assert CTX.window == 200_000
+
+
+def test_req_bed_018_sub_agent_in_approval_cannot_be_approved_into_unrestricted() -> None:
+    """Regression (found by test_mode_invariants_1_to_6 on a random seed): a sub-agent
+    with the sandbox, in AwaitingModeApproval (e.g. restored from a store), is never
+    made Unrestricted by an approval; the core rejects it."""
+    ctx = ConvContext("c-1", "/w", "demo", is_sub_agent=True, sandbox_available=True)
+    state = ConvState(S.AwaitingModeApproval("edit a.py", "u1", (), ()), Mode.RESTRICTED)
+    out = transition(state, ctx, UserApproveUpgrade())
+    assert isinstance(out, Rejection)
+    assert "Restricted" in out.message
+    # Denying still answers the request and stays Restricted.
+    denied = ok(transition(state, ctx, UserDenyUpgrade()))
+    assert denied.state.mode is Mode.RESTRICTED

@@ -39,6 +39,7 @@ from phoenix_nb.core.states import ContextExhausted, ConvState, Idle, from_persi
 from phoenix_nb.runtime.manager import Phoenix
 from phoenix_nb.runtime.settings import Settings
 from phoenix_nb.store import Store
+from tests.seeds import phoenix_seed
 
 from . import crash_child
 
@@ -196,7 +197,7 @@ def run_lane(ctx: Any, lane_dir: Path, seed: int, trials: int) -> LaneReport:
 
 def test_sigkill_at_random_points_loses_nothing_acknowledged(tmp_path: Path) -> None:
     """REQ-BED-007: ≥ 50 SIGKILLs anywhere in a turn; restore brings every conversation back."""
-    base = int(os.environ.get("PHOENIX_CRASH_SEED", random.randrange(2**32)))
+    base = int(os.environ.get("PHOENIX_CRASH_SEED", phoenix_seed()))
     ctx = _context()
     per_lane = [TRIALS // LANES + (1 if i < TRIALS % LANES else 0) for i in range(LANES)]
     with ThreadPoolExecutor(LANES) as pool:
