@@ -20,10 +20,10 @@ from PIL import Image
 
 from phoenix_nb.core.states import AwaitingModeApproval, ContextExhausted, Idle
 from phoenix_nb.core.values import Mode
+from phoenix_nb.demo.screenplay import INTRO, LABEL, RequestView, pace_from_env
 from phoenix_nb.llm.images import prepare_image
 from phoenix_nb.runtime.manager import Conversation, Phoenix
 from phoenix_nb.runtime.settings import DEMO_MODEL, Settings, default_model
-from phoenix_nb.testing.demo import INTRO, LABEL, RequestView, pace_from_env
 from phoenix_nb.tools.sandbox import detect_sandbox
 
 SAMPLE = Path(__file__).resolve().parents[1] / "notebooks" / "sample_project"

@@ -44,10 +44,12 @@ from phoenix_nb.core.states import (
 )
 from phoenix_nb.core.transition import Rejection, continuation_prompt, transition
 from phoenix_nb.core.values import SubAgentOutcome, TextBlock, ToolResult
-from phoenix_nb.llm.provider import AnthropicProvider, LlmRequest
+from phoenix_nb.errors import Rejected
+from phoenix_nb.llm.provider import LlmRequest
 from phoenix_nb.llm.stream import LlmOutcome, TextDelta, ThinkingDelta, ToolInputDelta, ToolUseStart
 from phoenix_nb.runtime import updates as up
 from phoenix_nb.runtime.lease import Timeout, lease_for
+from phoenix_nb.runtime.ports import LlmProvider
 from phoenix_nb.runtime.prompts import system_prompt
 from phoenix_nb.store import Store
 from phoenix_nb.tools.base import SandboxInfo, Tool, ToolContext
@@ -76,16 +78,12 @@ def is_paused(state: ConvState) -> bool:
     return isinstance(state.phase, AwaitingModeApproval)
 
 
-class Rejected(Exception):
-    """The core refused the event; the message is for the user (e.g. "agent is busy")."""
-
-
 @dataclass
 class Services:
     """What a conversation needs from the world, shared by all conversations."""
 
     store: Store
-    provider: AnthropicProvider
+    provider: LlmProvider
     sandbox: SandboxInfo
     tools_for: Callable[[bool], Sequence[Tool]]
     retry_delay_scale: float = 1.0

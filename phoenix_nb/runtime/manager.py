@@ -36,6 +36,7 @@ from phoenix_nb.core.states import (
 )
 from phoenix_nb.core.transition import Rejection, initial_state
 from phoenix_nb.core.values import ImageData, Mode
+from phoenix_nb.errors import PhoenixError, UnknownConversation
 from phoenix_nb.llm.provider import AnthropicProvider
 from phoenix_nb.runtime import updates as up
 from phoenix_nb.runtime.conversation import (
@@ -46,6 +47,7 @@ from phoenix_nb.runtime.conversation import (
     is_rest,
 )
 from phoenix_nb.runtime.lease import Timeout, lease_for
+from phoenix_nb.runtime.ports import LlmProvider
 from phoenix_nb.runtime.settings import DEMO_MODEL, Settings
 from phoenix_nb.runtime.subagents import SubAgentSpawner
 from phoenix_nb.store import Store
@@ -53,14 +55,6 @@ from phoenix_nb.tools.registry import tools_for
 from phoenix_nb.tools.sandbox import detect_sandbox
 
 log = logging.getLogger(__name__)
-
-
-class PhoenixError(Exception):
-    """A user mistake or refusal, worded for the user (one line)."""
-
-
-class UnknownConversation(PhoenixError):
-    pass
 
 
 def _context_for(record: dict[str, Any], sandbox_available: bool) -> ConvContext:
@@ -258,20 +252,19 @@ class Phoenix:
         settings: Settings | None = None,
         *,
         store: Store | None = None,
-        provider: AnthropicProvider | None = None,
+        provider: LlmProvider | None = None,
     ) -> None:
         self.settings = settings or Settings()
         self.store = store or Store(self.settings.store_root())
         self.sandbox = detect_sandbox()
-        self._providers: dict[str, AnthropicProvider] = {}
+        self._providers: dict[str, LlmProvider] = {}
         self._provider = provider
         self._runtimes: dict[str, ConversationRuntime] = {}
-        self._demo: Any = None
         self.spawner = SubAgentSpawner(self)
         self.restored = self._restore_all()
 
     # -- services ---------------------------------------------------------------------
-    def provider_for(self, model: str) -> AnthropicProvider:
+    def provider_for(self, model: str) -> LlmProvider:
         if self._provider is not None:
             return self._provider
         if model == DEMO_MODEL and not self.settings.base_url:
@@ -285,17 +278,13 @@ class Phoenix:
             )
         return self._providers[key]
 
-    def _demo_provider(self) -> AnthropicProvider:
-        if self._demo is None:
-            from phoenix_nb.testing.demo import start_demo_server
+    def _demo_provider(self) -> LlmProvider:
+        """The offline demo model, started on first use (it serves on loopback)."""
+        if DEMO_MODEL not in self._providers:
+            from phoenix_nb.demo import DemoProvider
 
-            self._demo = start_demo_server()
-        key = f"demo:{self._demo.base_url}"
-        if key not in self._providers:
-            self._providers[key] = AnthropicProvider(
-                api_key="demo-key-not-secret", base_url=self._demo.base_url
-            )
-        return self._providers[key]
+            self._providers[DEMO_MODEL] = DemoProvider()
+        return self._providers[DEMO_MODEL]
 
     def _services(self, model: str) -> Services:
         s = self.settings
@@ -440,9 +429,6 @@ class Phoenix:
             await runtime.close()
         for provider in self._providers.values():
             await provider.aclose()
-        if self._demo is not None:
-            self._demo.stop()
-            self._demo = None
         self.store.close()
 
 

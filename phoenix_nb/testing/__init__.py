@@ -1,7 +1,11 @@
-"""A fake Anthropic Messages API for tests and the offline demo model."""
+"""The fake Anthropic Messages API, for tests only.
 
-from phoenix_nb.testing.fake_anthropic import ConnectionEvent, FakeAnthropic
-from phoenix_nb.testing.script import (
+It lives in `phoenix_nb.demo`, which serves the offline demo model through it;
+nothing in the product imports this package.
+"""
+
+from phoenix_nb.demo.server import ConnectionEvent, FakeAnthropic
+from phoenix_nb.demo.turns import (
     FakeRequest,
     Fault,
     Turn,

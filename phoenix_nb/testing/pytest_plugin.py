@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from phoenix_nb.testing.fake_anthropic import FakeAnthropic
+from phoenix_nb.demo.server import FakeAnthropic
 
 
 @pytest.fixture

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
+from phoenix_nb.demo.validate import validate_messages_request
 from phoenix_nb.llm.images import ImageError, image_block, prepare_image
-from phoenix_nb.testing.validate import validate_messages_request
 
 
 def _encode(image: Image.Image, fmt: str, **params: object) -> bytes:

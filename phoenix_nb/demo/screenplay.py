@@ -27,8 +27,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from phoenix_nb.testing.fake_anthropic import FakeAnthropic
-from phoenix_nb.testing.script import BlockSpec, FakeRequest, Turn, text, tool_use
+from phoenix_nb.demo.server import FakeAnthropic
+from phoenix_nb.demo.turns import BlockSpec, FakeRequest, Turn, text, tool_use
 
 LABEL = "[demo model — scripted, offline]"
 INTRO = (
