@@ -25,6 +25,7 @@ from phoenix_nb.notebook.render import render_bundle
 from phoenix_nb.notebook.session import Session, get_session
 from phoenix_nb.runtime.manager import PhoenixError
 from phoenix_nb.store import StoreError
+from phoenix_nb.tools.environment import withheld_summary
 
 _LINE = re.compile(r"^%phoenix(?:[ \t]+(?P<args>[^\n]*))?[ \t]*$")
 LINE_ENTRY = "__import__('phoenix_nb.notebook.magics', fromlist=['run_line']).run_line"
@@ -150,6 +151,7 @@ def _status(conv: Any, session: Session) -> str:
         + ("" if sandbox.available else "  (sandbox unavailable: " + sandbox.reason + ")"),
         f"model         {conv.model}",
         f"cwd           {conv.cwd}",
+        f"environment   {withheld_summary(session.phoenix.settings.env_allow)}",
         f"context       {usage['used']:,} / {usage['window']:,} tokens "
         f"({100 * usage['fraction']:.0f}%)" + ("  — near the limit" if usage["warning"] else ""),
     ]

@@ -14,7 +14,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from traitlets import Bool, CaselessStrEnum, Float, Int, Unicode
+from traitlets import Bool, CaselessStrEnum, Float, Int, List, Unicode
 from traitlets.config import Configurable
 
 from phoenix_nb.notebook.options import CellOptions
@@ -49,6 +49,10 @@ class PhoenixConfig(Configurable):
         config=True
     )
     show_thinking = Bool(True, help="Show the model's reasoning in the record.").tag(config=True)
+    env_allow = List(
+        Unicode(),
+        help="More environment variables commands may see (names or patterns like MYAPP_*).",
+    ).tag(config=True)
 
     def _model_default(self) -> str:
         return default_model()
@@ -79,6 +83,7 @@ class Session:
                 retry_delay_scale=c.retry_delay_scale,
                 sub_agent_timeout=c.sub_agent_timeout,
                 max_parallel_sub_agents=c.max_parallel_sub_agents,
+                env_allow=tuple(c.env_allow),
             )
             self._phoenix = Phoenix(settings)
         return self._phoenix

@@ -89,6 +89,7 @@ class Services:
     retry_delay_scale: float = 1.0
     helper_model: str | None = None
     secret_patterns: tuple[str, ...] | None = None
+    env_allow: tuple[str, ...] = ()
     thinking: Mapping[str, Any] | None = None
     spawner: Any = None  # SubAgentSpawner, set by the manager
     extra_tool_env: Mapping[str, Any] = field(default_factory=dict)
@@ -416,6 +417,7 @@ class ConversationRuntime:
             conversation_id=self.id,
             helper_llm=self._helper_llm if self.services.helper_model else None,
             extra=self.services.extra_tool_env,
+            env_allow=self.services.env_allow,
             **kwargs,
         )
 

@@ -296,6 +296,7 @@ class Phoenix:
             retry_delay_scale=s.retry_delay_scale,
             helper_model=s.helper_model if model != DEMO_MODEL else None,
             secret_patterns=s.secret_patterns,
+            env_allow=s.env_allow,
             thinking=s.thinking,
             spawner=self.spawner,
         )

@@ -37,6 +37,7 @@ class Settings:
     sub_agent_timeout_max: float = 3600.0
     max_parallel_sub_agents: int = 4
     secret_patterns: tuple[str, ...] | None = None  # None: tools' defaults
+    env_allow: tuple[str, ...] = ()  # variables (names or patterns) commands may see
 
     def store_root(self) -> Path | None:
         if self.home is not None:

@@ -51,6 +51,7 @@ class ToolContext:
     conversation_id: str = ""
     helper_llm: HelperLlm | None = None  # small-model calls (keyword_search ranking)
     secret_patterns: tuple[str, ...] = DEFAULT_SECRET_PATTERNS
+    env_allow: tuple[str, ...] = ()  # c.Phoenix.env_allow: more variables commands may see
     extra: Mapping[str, Any] = field(default_factory=dict)
 
 

@@ -31,6 +31,7 @@ from typing import Any
 from phoenix_nb.core.values import Mode, ToolResult
 from phoenix_nb.tools import bash_safety
 from phoenix_nb.tools.base import ToolContext
+from phoenix_nb.tools.environment import command_environment
 from phoenix_nb.tools.sandbox import (
     KERNEL_REQUIREMENT,
     Process,
@@ -230,7 +231,7 @@ class BashTool:
         linger: bool = False,
     ) -> RunSpec:
         private = {"TMPDIR": str(tmp)} if restricted and tmp is not None else {}
-        env = clean_environment(ctx.secret_patterns, private)
+        env = command_environment(allow=ctx.env_allow, deny=ctx.secret_patterns, extra=private).env
         return RunSpec(
             argv=(BASH, "-c", command),
             cwd=str(ctx.cwd),

@@ -19,7 +19,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import os
 import shutil
 import sysconfig
 from collections.abc import AsyncIterator, Mapping
@@ -29,6 +28,7 @@ from typing import Any
 
 from phoenix_nb.core.values import ToolResult
 from phoenix_nb.tools.base import ToolContext
+from phoenix_nb.tools.environment import command_environment
 from phoenix_nb.tools.schema import invalid_input_result, validate
 
 MAX_TERMS = 12
@@ -111,7 +111,7 @@ async def _rg(args: list[str], root: Path) -> AsyncIterator[asyncio.subprocess.P
     binary = find_rg()
     if binary is None:
         raise SearchError("ripgrep (rg) is not installed; install the `ripgrep` package")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("RIPGREP_")}
+    env = {k: v for k, v in command_environment().env.items() if not k.startswith("RIPGREP_")}
     process = await asyncio.create_subprocess_exec(
         binary,
         "--no-config",

@@ -196,7 +196,11 @@ async def test_secrets_are_removed_from_the_environment(
     monkeypatch.setenv("MY_SECRET_THING", "hidden-secret")
     monkeypatch.setenv("CORP_VAULT_ADDR", "hidden-custom")
     monkeypatch.setenv("PHOENIX_BENIGN", "visible")
-    ctx = ctx_for(tmp_path, secret_patterns=(*DEFAULT_SECRET_PATTERNS, "VAULT"))
+    ctx = ctx_for(
+        tmp_path,
+        secret_patterns=(*DEFAULT_SECRET_PATTERNS, "VAULT"),
+        env_allow=("PHOENIX_BENIGN",),
+    )
     text, _ = await run("env", ctx)
     assert "PHOENIX_BENIGN=visible" in text
     for hidden in ("sk-ant-hidden", "ghp-hidden", "hidden-secret", "hidden-custom"):
@@ -208,9 +212,10 @@ async def test_api_key_removed_even_with_custom_patterns_only(
 ) -> None:
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-hidden")
     monkeypatch.setenv("GITHUB_TOKEN", "ghp-visible-now")
-    text, _ = await run("env", ctx_for(tmp_path, secret_patterns=("VAULT",)))
+    ctx = ctx_for(tmp_path, secret_patterns=("VAULT",), env_allow=("GITHUB_TOKEN",))
+    text, _ = await run("env", ctx)
     assert "sk-ant-hidden" not in text
-    assert "ghp-visible-now" in text  # the patterns really are configurable
+    assert "ghp-visible-now" in text  # the allowlist really is configurable
 
 
 # --------------------------------------------------------------- background
