@@ -1,18 +1,23 @@
-"""Parse `%%phoenix` cell options and `%phoenix` subcommands.
+"""Parse `%%phoenix` cell options and `%phoenix` subcommands, and say how to use them.
 
 argparse gives exact option names and clear messages; its habit of exiting the
-process is turned into `OptionsError`, which the magics print as one line.
+process is turned into `OptionsError`, which the magics print as one line. A
+misspelt option or subcommand gets the closest real one suggested (difflib), and
+`HELP_TEXT` lists every option and subcommand with an example; a test checks the
+parsers and the help never drift apart.
 """
 
 from __future__ import annotations
 
 import argparse
+import difflib
 import shlex
 from dataclasses import dataclass, field
 from typing import NoReturn
 
 ON_UPGRADE_CHOICES = ("ask", "approve", "deny")
 MODE_CHOICES = ("restricted", "unrestricted")
+EXPORT_FORMATS = ("md", "json", "html")
 SUBCOMMANDS = (
     "status",
     "list",
@@ -26,6 +31,81 @@ SUBCOMMANDS = (
     "history",
     "chat",
     "export",
+    "help",
+)
+HELP_FLAGS = ("--help", "-h")
+
+
+@dataclass(frozen=True)
+class HelpLine:
+    usage: str
+    what: str
+    example: str
+
+
+CELL_HELP = (
+    HelpLine("--new", "start a new conversation", "%%phoenix --new"),
+    HelpLine("--name SLUG", "talk to (or create) the conversation SLUG", "%%phoenix --name fix-tax"),
+    HelpLine("--cwd DIR", "folder the agent works in (at creation)", "%%phoenix --new --cwd src"),
+    HelpLine("--model NAME", "model (at creation); 'demo' is offline", "%%phoenix --new --model demo"),
+    HelpLine(
+        "--mode MODE",
+        "restricted (read-only) or unrestricted, at creation",
+        "%%phoenix --new --mode unrestricted",
+    ),
+    HelpLine("--image SPEC", "attach an image: a file or a variable", "%%phoenix --image fig"),
+    HelpLine(
+        "--on-upgrade ANSWER",
+        "answer a write-access request in advance: ask, approve, deny",
+        "%%phoenix --on-upgrade approve",
+    ),
+    HelpLine("--help", "this help (no message needed)", "%%phoenix --help"),
+)
+
+SUBCOMMAND_HELP = (
+    HelpLine("status [SLUG]", "the conversation, its state, mode and context", "%phoenix status"),
+    HelpLine("list", "every conversation in the store", "%phoenix list"),
+    HelpLine("new", "start a new conversation for this notebook", "%phoenix new"),
+    HelpLine("use SLUG", "make SLUG this notebook's conversation", "%phoenix use brave-otter"),
+    HelpLine("approve", "give the agent the write access it asked for", "%phoenix approve"),
+    HelpLine("deny", "refuse the write access it asked for", "%phoenix deny"),
+    HelpLine("restrict", "back to read-only (Restricted) now", "%phoenix restrict"),
+    HelpLine("cancel", "stop what the agent is doing", "%phoenix cancel"),
+    HelpLine(
+        "continue", "carry on in a new conversation seeded with a summary", "%phoenix continue"
+    ),
+    HelpLine(
+        "history [SLUG]",
+        "what the notebook does not show yet, then a summary of the rest",
+        "%phoenix history",
+    ),
+    HelpLine("chat", "a chat panel for this notebook's conversation", "%phoenix chat"),
+    HelpLine(
+        "export [SLUG] [--format md|json|html] [--output PATH]",
+        "write the conversation to a file (default SLUG.md here)",
+        "%phoenix export --format html --output fix.html",
+    ),
+    HelpLine("help", "this help", "%phoenix help"),
+)
+
+
+def _table(lines: tuple[HelpLine, ...], prefix: str) -> list[str]:
+    width = max(len(prefix + h.usage) for h in lines) + 2
+    return [f"  {(prefix + h.usage).ljust(width)}{h.what}   e.g. {h.example}" for h in lines]
+
+
+HELP_TEXT = "\n".join(
+    [
+        "phoenix: a coding agent in your notebook.",
+        "",
+        "A %%phoenix cell sends the text below its first line to the notebook's conversation:",
+        *_table(CELL_HELP, "%%phoenix "),
+        "",
+        "%phoenix lines manage conversations:",
+        *_table(SUBCOMMAND_HELP, "%phoenix "),
+        "",
+        "The agent starts read-only (Restricted); it asks before it may write.",
+    ]
 )
 
 
@@ -41,6 +121,25 @@ class _Parser(argparse.ArgumentParser):
         raise OptionsError(message.strip() if message else f"{self.prog}: invalid options")
 
 
+def _closest(word: str, choices: list[str]) -> str:
+    """' (did you mean --new?)' for a near miss, else ''."""
+    near = difflib.get_close_matches(word, choices, n=1, cutoff=0.5)
+    return f" (did you mean {near[0]}?)" if near else ""
+
+
+def _parse(parser: _Parser, argv: list[str]) -> argparse.Namespace:
+    """Parse, naming the closest real option for each unknown one."""
+    ns, unknown = parser.parse_known_args(argv)
+    if unknown:
+        options = [s for a in parser._actions for s in a.option_strings]
+        word = unknown[0]
+        if word.startswith("-"):
+            guess = _closest(word.split("=", 1)[0], options)
+            raise OptionsError(f"{parser.prog}: unknown option {word}{guess}; see %phoenix help")
+        raise OptionsError(f"{parser.prog}: unexpected argument {word!r}; see %phoenix help")
+    return ns
+
+
 @dataclass(frozen=True)
 class CellOptions:
     new: bool = False
@@ -50,10 +149,11 @@ class CellOptions:
     mode: str | None = None
     images: tuple[str, ...] = ()
     on_upgrade: str = "ask"
+    help: bool = False
 
 
 def _cell_parser() -> _Parser:
-    parser = _Parser(prog="%%phoenix", add_help=False)
+    parser = _Parser(prog="%%phoenix", add_help=False, allow_abbrev=False)
     parser.add_argument("--new", action="store_true", help="start a new conversation")
     parser.add_argument("--name", help="use or create the conversation with this slug")
     parser.add_argument("--cwd", help="working directory (at creation only)")
@@ -63,6 +163,7 @@ def _cell_parser() -> _Parser:
         "--image", action="append", default=[], help="a file path or a variable holding an image"
     )
     parser.add_argument("--on-upgrade", choices=ON_UPGRADE_CHOICES, default="ask")
+    parser.add_argument("--help", "-h", action="store_true", dest="help")
     return parser
 
 
@@ -71,7 +172,9 @@ def parse_cell_options(line: str) -> CellOptions:
         argv = shlex.split(line)
     except ValueError as exc:
         raise OptionsError(f"%%phoenix: cannot parse options: {exc}") from None
-    ns = _cell_parser().parse_args(argv)
+    if any(a in HELP_FLAGS for a in argv):
+        return CellOptions(help=True)
+    ns = _parse(_cell_parser(), argv)
     if ns.new and ns.name:
         raise OptionsError("%%phoenix: use either --new or --name, not both")
     return CellOptions(
@@ -90,6 +193,7 @@ class Subcommand:
     name: str
     slug: str | None = None
     format: str = "md"
+    output: str | None = None
     extra: tuple[str, ...] = field(default_factory=tuple)
 
 
@@ -101,17 +205,28 @@ def parse_subcommand(line: str) -> Subcommand:
     if not argv:
         return Subcommand("status")
     name, rest = argv[0], argv[1:]
+    if name in HELP_FLAGS or any(a in HELP_FLAGS for a in rest):
+        return Subcommand("help")
     if name not in SUBCOMMANDS:
         raise OptionsError(
-            f"%phoenix: unknown subcommand {name!r}; choose one of {', '.join(SUBCOMMANDS)}"
+            f"%phoenix: unknown subcommand {name!r}{_closest(name, list(SUBCOMMANDS))}; "
+            "`%phoenix help` lists them"
         )
-    parser = _Parser(prog=f"%phoenix {name}", add_help=False)
+    parser = _Parser(prog=f"%phoenix {name}", add_help=False, allow_abbrev=False)
     if name in ("use",):
         parser.add_argument("slug")
     elif name in ("history", "status"):
         parser.add_argument("slug", nargs="?")
     elif name == "export":
         parser.add_argument("slug", nargs="?")
-        parser.add_argument("--format", choices=("md", "json"), default="md")
-    ns = parser.parse_args(rest)
-    return Subcommand(name, slug=getattr(ns, "slug", None), format=getattr(ns, "format", "md"))
+        parser.add_argument("--format", choices=EXPORT_FORMATS, default=None)
+        parser.add_argument("--output", "-o", default=None)
+    ns = _parse(parser, rest)
+    output = getattr(ns, "output", None)
+    fmt = getattr(ns, "format", None)
+    if fmt is None:
+        suffix = output.rsplit(".", 1)[-1].lower() if output and "." in output else ""
+        fmt = {"md": "md", "markdown": "md", "json": "json", "html": "html", "htm": "html"}.get(
+            suffix, "md"
+        )
+    return Subcommand(name, slug=getattr(ns, "slug", None), format=fmt, output=output)

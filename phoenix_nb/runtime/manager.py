@@ -218,8 +218,8 @@ class Conversation:
         if not isinstance(phase, ContextExhausted):
             return text
         return (
-            f"This conversation continues {source['slug']}, whose context was exhausted. "
-            f"Its summary:\n\n{phase.summary}\n\n---\n\n{text}"
+            f"This conversation continues {source['slug']}, summarised so the work can go on "
+            f"in a fresh context. Its summary:\n\n{phase.summary}\n\n---\n\n{text}"
         )
 
 
