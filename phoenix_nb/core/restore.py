@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from phoenix_nb.core.messages import repair_chain
+from phoenix_nb.core.messages import repair_chain, unanswered_tool_uses
 from phoenix_nb.core.states import (
     AwaitingModeApproval,
     AwaitingSubAgents,
@@ -43,9 +43,13 @@ def restore(
         return state, repair_chain(history)
     phase = state.phase
     messages: list[tuple[str, dict[str, Any]]] = []
-    if isinstance(phase, AwaitingModeApproval):
+    # The state is committed before the messages of its transition (two journals):
+    # a kill in between leaves a phase naming a call the history does not hold.
+    # Only a call the history holds, unanswered, gets an answer.
+    open_ids = {call.id for call in unanswered_tool_uses(history)}
+    if isinstance(phase, AwaitingModeApproval) and phase.tool_use_id in open_ids:
         messages.append(("tool", _tool(phase.tool_use_id, UPGRADE_NOT_APPROVED_RESULT, True)))
-    elif isinstance(phase, AwaitingSubAgents):
+    elif isinstance(phase, AwaitingSubAgents) and phase.tool_use_id in open_ids:
         missing = SubAgentOutcome("failure", SUB_AGENT_RESTART_ERROR, ErrorKind.UNKNOWN)
         result = sub_agents_result(phase, phase.completed, missing)
         messages.append(("tool", _tool(result.tool_use_id, result.content, result.is_error)))
