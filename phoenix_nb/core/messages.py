@@ -18,8 +18,10 @@ from typing import Any
 
 from phoenix_nb.core.codec import CodecError, from_json
 from phoenix_nb.core.values import (
+    CitedTextBlock,
     ContentBlock,
     ImageData,
+    RawBlock,
     TextBlock,
     ThinkingBlock,
     ToolUseBlock,
@@ -47,7 +49,7 @@ def agent_blocks(record: Mapping[str, Any]) -> tuple[ContentBlock, ...]:
     """The content blocks of an agent message."""
     blocks = from_json(list(_content(record).get("blocks") or []))
     for block in blocks:
-        if not isinstance(block, TextBlock | ThinkingBlock | ToolUseBlock):
+        if not isinstance(block, TextBlock | ThinkingBlock | ToolUseBlock | RawBlock):
             raise CodecError(f"agent block is a {type(block).__name__}")
     return blocks
 
@@ -74,7 +76,16 @@ def _image_block(image: ImageData) -> dict[str, Any]:
 
 
 def _api_block(block: ContentBlock) -> dict[str, Any] | None:
-    """One assistant block; blocks the API would reject (empty text, unsigned thinking) drop."""
+    """One assistant block; blocks the API would reject (empty text, unsigned thinking) drop.
+
+    Blocks phoenix does not interpret (RawBlock) and citations go back exactly as
+    the API sent them: it requires that of redacted_thinking and paused server
+    tool calls."""
+    if isinstance(block, RawBlock):
+        return _plain_copy(block.data)
+    if isinstance(block, CitedTextBlock) and block.citations:
+        cites = [_plain_copy(c.data) for c in block.citations]
+        return {"type": "text", "text": block.text, "citations": cites}
     if isinstance(block, TextBlock):
         return {"type": "text", "text": block.text} if block.text.strip() else None
     if isinstance(block, ThinkingBlock):
@@ -83,6 +94,15 @@ def _api_block(block: ContentBlock) -> dict[str, Any] | None:
         return {"type": "thinking", "thinking": block.thinking, "signature": block.signature}
     tool_input = dict(block.input) if block.input_error is None else {}
     return {"type": "tool_use", "id": block.id, "name": block.name, "input": tool_input}
+
+
+def _plain_copy(data: Any) -> Any:
+    """A deep copy of JSON data with its key order, so a request never aliases the history."""
+    if isinstance(data, Mapping):
+        return {str(k): _plain_copy(v) for k, v in data.items()}
+    if isinstance(data, list | tuple):
+        return [_plain_copy(v) for v in data]
+    return data
 
 
 def _tool_result_block(content: Mapping[str, Any]) -> dict[str, Any]:

@@ -42,6 +42,9 @@ class Usage:
     output_tokens: int = 0
     cache_creation_input_tokens: int = 0
     cache_read_input_tokens: int = 0
+    # The part of cache_creation_input_tokens written with a 1-hour lifetime (billed 2x
+    # input, not 1.25x); the API reports it in usage.cache_creation.
+    cache_creation_1h_input_tokens: int = 0
 
     @property
     def context_tokens(self) -> int:
@@ -69,6 +72,28 @@ class TextBlock:
 
 
 @dataclass(frozen=True)
+class Citation:
+    """One source a text block cites, exactly as the API sent it (sent back unchanged)."""
+
+    data: Mapping[str, Any]
+
+    def field(self, name: str) -> str:
+        value = self.data.get(name)
+        return value if isinstance(value, str) else ""
+
+
+@dataclass(frozen=True)
+class CitedTextBlock(TextBlock):
+    """Text with the sources it cites (web search, documents, search results).
+
+    A subclass so that everything reading text keeps working; a separate type so
+    that plain text keeps its short encoding.
+    """
+
+    citations: tuple[Citation, ...] = ()
+
+
+@dataclass(frozen=True)
 class ThinkingBlock:
     thinking: str
     signature: str = ""
@@ -90,7 +115,35 @@ class ToolUseBlock:
     input_error: str | None = None
 
 
-ContentBlock = TextBlock | ThinkingBlock | ToolUseBlock
+@dataclass(frozen=True)
+class RawBlock:
+    """A block the API returned that phoenix does not interpret, kept verbatim.
+
+    redacted_thinking, server_tool_use and its *_tool_result, mcp_tool_use /
+    mcp_tool_result, compaction, container_upload and any type not known today:
+    the API expects them back exactly as sent (a redacted_thinking before a
+    tool_use, a paused server tool call after pause_turn), so `data` is the
+    block's JSON object, never rewritten.
+    """
+
+    data: Mapping[str, Any]
+
+    @property
+    def kind(self) -> str:
+        value = self.data.get("type")
+        return value if isinstance(value, str) else ""
+
+
+# Raw block types that are calls of tools the API (or an MCP server) runs itself.
+SERVER_TOOL_CALL_TYPES = frozenset({"server_tool_use", "mcp_tool_use"})
+
+
+def is_server_tool_result(kind: str) -> bool:
+    """`web_search_tool_result`, `code_execution_tool_result`, `mcp_tool_result`, ..."""
+    return kind.endswith("_tool_result") and kind != "tool_result"
+
+
+ContentBlock = TextBlock | ThinkingBlock | ToolUseBlock | RawBlock
 
 
 @dataclass(frozen=True)

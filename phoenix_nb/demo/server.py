@@ -11,6 +11,10 @@ and the kernel's loop without competing with the client for it.
 
 Replies come from, in order: the FIFO of `script(...)`, the rules of
 `add_rule(...)` (first match wins), then `default` (a short text turn).
+
+It also caches prompts as the API does (`prompt_cache.py`: usage reports cache
+reads and writes) and serves `GET /v1/models/{id}` for models added with
+`add_model(...)`, so the Models API lookup runs through the real SDK.
 """
 
 from __future__ import annotations
@@ -28,9 +32,11 @@ from typing import Any, Self
 from aiohttp import web
 
 from phoenix_nb.core.values import Usage
+from phoenix_nb.demo.prompt_cache import CacheUsage, PromptCache
 from phoenix_nb.demo.turns import (
     FakeRequest,
     Fault,
+    RawSpec,
     Reply,
     ReplyFactory,
     Rule,
@@ -77,33 +83,49 @@ def _chunks(value: str, size: int) -> Iterator[str]:
         yield value[i : i + size]
 
 
-def _estimate_usage(turn: Turn, body: Mapping[str, Any]) -> Usage:
+def _estimate_usage(
+    turn: Turn, body: Mapping[str, Any], billing: CacheUsage | None = None
+) -> Usage:
     chars = 0
     for block in turn.blocks:
         if isinstance(block, TextSpec):
             chars += len(block.text)
         elif isinstance(block, ThinkingSpec):
             chars += len(block.thinking)
+        elif isinstance(block, RawSpec):
+            chars += len(json.dumps(dict(block.block)))
         else:
             chars += len(block.json_text())
+    if billing is None:
+        billing = CacheUsage(input_tokens=max(1, len(json.dumps(body.get("messages", []))) // 4))
     return Usage(
-        input_tokens=max(1, len(json.dumps(body.get("messages", []))) // 4),
+        input_tokens=billing.input_tokens,
         output_tokens=max(1, chars // 4),
+        cache_creation_input_tokens=billing.cache_creation_input_tokens,
+        cache_read_input_tokens=billing.cache_read_input_tokens,
+        cache_creation_1h_input_tokens=billing.cache_creation_1h_input_tokens,
     )
 
 
-def _usage_json(usage: Usage, *, output_tokens: int | None = None) -> dict[str, int]:
+def _usage_json(usage: Usage, *, output_tokens: int | None = None) -> dict[str, Any]:
+    one_hour = usage.cache_creation_1h_input_tokens
     return {
         "input_tokens": usage.input_tokens,
         "output_tokens": usage.output_tokens if output_tokens is None else output_tokens,
         "cache_creation_input_tokens": usage.cache_creation_input_tokens,
         "cache_read_input_tokens": usage.cache_read_input_tokens,
+        "cache_creation": {
+            "ephemeral_5m_input_tokens": usage.cache_creation_input_tokens - one_hour,
+            "ephemeral_1h_input_tokens": one_hour,
+        },
     }
 
 
-def turn_events(turn: Turn, body: Mapping[str, Any]) -> list[tuple[bytes, float]]:
+def turn_events(
+    turn: Turn, body: Mapping[str, Any], billing: CacheUsage | None = None
+) -> list[tuple[bytes, float]]:
     """The SSE events of a turn, each with the delay to wait before sending it."""
-    usage = turn.usage or _estimate_usage(turn, body)
+    usage = turn.usage or _estimate_usage(turn, body, billing)
     model = turn.model or str(body.get("model", "claude-fake"))
     events: list[tuple[bytes, float]] = []
     add = events.append
@@ -120,12 +142,20 @@ def turn_events(turn: Turn, body: Mapping[str, Any]) -> list[tuple[bytes, float]
     add((_sse("message_start", {"type": "message_start", "message": message}), 0.0))
     add((_sse("ping", {"type": "ping"}), 0.0))
     for index, block in enumerate(turn.blocks):
+        deltas: list[tuple[Mapping[str, Any], float]]
+        start: Mapping[str, Any]
         if isinstance(block, TextSpec):
             start = {"type": "text", "text": ""}
-            deltas = [
+            deltas = [({"type": "citations_delta", "citation": c}, 0.0) for c in block.citations]
+            deltas += [
                 ({"type": "text_delta", "text": c}, block.delay)
                 for c in _chunks(block.text, block.chunk)
             ]
+            if block.citations:
+                start = {"type": "text", "text": "", "citations": []}
+        elif isinstance(block, RawSpec):
+            start = block.start_payload()
+            deltas = [(d, 0.0) for d in block.deltas]
         elif isinstance(block, ThinkingSpec):
             start = {"type": "thinking", "thinking": "", "signature": ""}
             deltas = [
@@ -178,13 +208,20 @@ def turn_events(turn: Turn, body: Mapping[str, Any]) -> list[tuple[bytes, float]
     return events
 
 
-def turn_message(turn: Turn, body: Mapping[str, Any]) -> dict[str, Any]:
+def turn_message(
+    turn: Turn, body: Mapping[str, Any], billing: CacheUsage | None = None
+) -> dict[str, Any]:
     """The non-streamed JSON message of a turn."""
-    usage = turn.usage or _estimate_usage(turn, body)
+    usage = turn.usage or _estimate_usage(turn, body, billing)
     content: list[dict[str, Any]] = []
     for block in turn.blocks:
         if isinstance(block, TextSpec):
-            content.append({"type": "text", "text": block.text})
+            item: dict[str, Any] = {"type": "text", "text": block.text}
+            if block.citations:
+                item["citations"] = [dict(c) for c in block.citations]
+            content.append(item)
+        elif isinstance(block, RawSpec):
+            content.append(dict(block.block))
         elif isinstance(block, ThinkingSpec):
             content.append(
                 {"type": "thinking", "thinking": block.thinking, "signature": block.signature}
@@ -238,6 +275,11 @@ class FakeAnthropic:
         self._runner: web.AppRunner | None = None
         self._error: BaseException | None = None
         self.port = 0
+        # Prompt caching as the API does it; `cache.advance(s)` moves its clock.
+        self.cache = PromptCache()
+        self._billing: dict[int, CacheUsage] = {}
+        self._models: dict[str, dict[str, Any]] = {}
+        self._model_requests: list[str] = []
 
     # --- scripting -------------------------------------------------------------------
 
@@ -271,6 +313,38 @@ class FakeAnthropic:
             self._rules.clear()
             self._requests.clear()
             self._events.clear()
+            self._billing.clear()
+
+    def add_model(
+        self,
+        model_id: str,
+        *,
+        max_input_tokens: int | None,
+        max_tokens: int | None,
+        display_name: str = "",
+    ) -> Self:
+        """Serve `GET /v1/models/{model_id}` with these limits (unknown ids get 404)."""
+        with self._cond:
+            self._models[model_id] = {
+                "type": "model",
+                "id": model_id,
+                "display_name": display_name or model_id,
+                "created_at": "2026-01-01T00:00:00Z",
+                "max_input_tokens": max_input_tokens,
+                "max_tokens": max_tokens,
+            }
+        return self
+
+    @property
+    def model_requests(self) -> list[str]:
+        """Model ids asked of the Models API, in order."""
+        with self._cond:
+            return list(self._model_requests)
+
+    def billing(self, index: int) -> CacheUsage | None:
+        """How request `index`'s input was billed (cache reads/writes), if it was served."""
+        with self._cond:
+            return self._billing.get(index)
 
     # --- observation ----------------------------------------------------------------
 
@@ -374,6 +448,7 @@ class FakeAnthropic:
         self._closing = asyncio.Event()
         app = web.Application(client_max_size=64 * 1024 * 1024)
         app.router.add_post("/v1/messages", self._handle_messages)
+        app.router.add_get("/v1/models/{model_id}", self._handle_model)
         self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0)
         await self._runner.setup()
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -430,15 +505,19 @@ class FakeAnthropic:
             return self._error_response(
                 index, Fault.status(400, message="request body is not valid JSON")
             )
-        if self.validate:
-            try:
+        try:
+            if self.validate:
                 validate_messages_request(body)
-            except RequestInvalid as exc:
-                return self._error_response(index, Fault.status(400, message=str(exc)))
+            self.cache.segments(body)  # markers the API would reject
+        except RequestInvalid as exc:
+            return self._error_response(index, Fault.status(400, message=str(exc)))
         reply = self._choose(req)
         fault = reply if isinstance(reply, Fault) else reply.fault
         if fault is not None and fault.kind == "status":
             return self._error_response(index, fault)
+        billing = self.cache.process(body)
+        with self._cond:
+            self._billing[index] = billing
         if fault is not None and fault.kind == "slow_headers":
             await self._pause(fault.seconds)
         turn = (
@@ -449,9 +528,25 @@ class FakeAnthropic:
         if not body.get("stream"):
             self._record_event(index, "completed")
             return web.json_response(
-                turn_message(turn, body), headers={"request-id": _next_id("req")}
+                turn_message(turn, body, billing), headers={"request-id": _next_id("req")}
             )
-        return await self._stream(request, index, turn, body)
+        return await self._stream(request, index, turn, body, billing)
+
+    async def _handle_model(self, request: web.Request) -> web.Response:
+        model_id = request.match_info["model_id"]
+        with self._cond:
+            self._model_requests.append(model_id)
+            info = self._models.get(model_id)
+            self._cond.notify_all()
+        headers = {"request-id": _next_id("req")}
+        problem = self._auth_problem(request)
+        if problem or info is None:
+            status, etype = (401, "authentication_error") if problem else (404, "not_found_error")
+            error = {"type": etype, "message": problem or f"model: {model_id}"}
+            return web.json_response(
+                {"type": "error", "error": error}, status=status, headers=headers
+            )
+        return web.json_response(info, headers=headers)
 
     def _auth_problem(self, request: web.Request) -> str:
         key = request.headers.get("x-api-key")
@@ -481,7 +576,12 @@ class FakeAnthropic:
             await asyncio.wait_for(self._closing.wait(), seconds)
 
     async def _stream(
-        self, request: web.Request, index: int, turn: Turn, body: Mapping[str, Any]
+        self,
+        request: web.Request,
+        index: int,
+        turn: Turn,
+        body: Mapping[str, Any],
+        billing: CacheUsage | None = None,
     ) -> web.StreamResponse:
         resp = web.StreamResponse(
             headers={
@@ -493,7 +593,7 @@ class FakeAnthropic:
         resp.enable_chunked_encoding()
         await resp.prepare(request)
         fault = turn.fault
-        events = turn_events(turn, body)
+        events = turn_events(turn, body, billing)
         buffer: list[bytes] = []
         size = 0
         outcome = "completed"

@@ -31,11 +31,15 @@ def _next_id(prefix: str) -> str:
 
 @dataclass(frozen=True)
 class TextSpec:
-    """A text block, streamed `chunk` characters per delta with `delay` seconds between."""
+    """A text block, streamed `chunk` characters per delta with `delay` seconds between.
+
+    `citations` (the API's citation objects) are streamed as citations_delta events.
+    """
 
     text: str
     chunk: int = 20
     delay: float = 0.0
+    citations: tuple[Mapping[str, Any], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -67,12 +71,78 @@ class ToolUseSpec:
         return self.raw_json if self.raw_json is not None else json.dumps(dict(self.input))
 
 
-BlockSpec = TextSpec | ThinkingSpec | ToolUseSpec
+@dataclass(frozen=True)
+class RawSpec:
+    """Any other block, exactly as the API would send it.
+
+    `start` is the content_block_start payload (default: `block` itself) and
+    `deltas` the content_block_delta payloads that complete it; `block` is the
+    finished block (the non-streamed form). Server tool calls, their results,
+    redacted_thinking, compaction and types not invented yet are scripted so.
+    """
+
+    block: Mapping[str, Any]
+    start: Mapping[str, Any] | None = None
+    deltas: tuple[Mapping[str, Any], ...] = ()
+
+    def start_payload(self) -> Mapping[str, Any]:
+        return self.block if self.start is None else self.start
 
 
-def text(value: str, *, chunk: int = 20, delay: float = 0.0) -> TextSpec:
-    """A text block."""
-    return TextSpec(value, chunk, delay)
+BlockSpec = TextSpec | ThinkingSpec | ToolUseSpec | RawSpec
+
+
+def text(
+    value: str,
+    *,
+    chunk: int = 20,
+    delay: float = 0.0,
+    citations: tuple[Mapping[str, Any], ...] | list[Mapping[str, Any]] = (),
+) -> TextSpec:
+    """A text block (with citations, as web search answers carry them)."""
+    return TextSpec(value, chunk, delay, tuple(citations))
+
+
+def raw(
+    block: Mapping[str, Any],
+    *,
+    start: Mapping[str, Any] | None = None,
+    deltas: tuple[Mapping[str, Any], ...] | list[Mapping[str, Any]] = (),
+) -> RawSpec:
+    """A block of any type, sent verbatim (see RawSpec)."""
+    return RawSpec(dict(block), None if start is None else dict(start), tuple(deltas))
+
+
+def server_tool_use(
+    name: str,
+    input: Mapping[str, Any] | None = None,
+    *,
+    id: str = "",
+    kind: str = "server_tool_use",
+    chunk: int = 16,
+) -> RawSpec:
+    """A call the API runs itself (web_search, code_execution...), input streamed as JSON."""
+    call_id = id or _next_id("srvtoolu")
+    body = dict(input or {})
+    block = {"type": kind, "id": call_id, "name": name, "input": body}
+    encoded = json.dumps(body)
+    deltas = tuple(
+        {"type": "input_json_delta", "partial_json": encoded[i : i + chunk]}
+        for i in range(0, len(encoded), max(1, chunk))
+    )
+    return RawSpec(block, {"type": kind, "id": call_id, "name": name, "input": {}}, deltas)
+
+
+def server_tool_result(
+    tool_use_id: str, content: Any, *, kind: str = "web_search_tool_result"
+) -> RawSpec:
+    """The API's result of a server tool call (sent whole in content_block_start)."""
+    return RawSpec({"type": kind, "tool_use_id": tool_use_id, "content": content})
+
+
+def redacted_thinking(data: str = "EmwKAhgBEgy3va3pzix/LafPsn4a") -> RawSpec:
+    """Reasoning the safety systems encrypted: opaque, must be sent back as it came."""
+    return RawSpec({"type": "redacted_thinking", "data": data})
 
 
 def thinking(value: str, *, signature: str = "fake-signature", chunk: int = 20) -> ThinkingSpec:

@@ -49,6 +49,26 @@ class ToolInputDelta:
 
 
 @dataclass(frozen=True, slots=True)
+class ServerToolUseStart:
+    """The model began a call the API itself runs (web search, code execution, an MCP
+    server): shown as it happens, never executed by phoenix. `kind` is the block
+    type (server_tool_use, mcp_tool_use); its input follows as ServerToolInputDelta."""
+
+    index: int
+    id: str
+    name: str
+    kind: str
+
+
+@dataclass(frozen=True, slots=True)
+class ServerToolInputDelta:
+    """A fragment of a server tool call's input JSON."""
+
+    index: int
+    partial_json: str
+
+
+@dataclass(frozen=True, slots=True)
 class LlmResponse:
     """A complete response: the model reached `message_stop`."""
 
@@ -69,4 +89,12 @@ class LlmOutcome:
             raise ValueError("LlmOutcome needs exactly one of response or failure")
 
 
-StreamUpdate = TextDelta | ThinkingDelta | ToolUseStart | ToolInputDelta | LlmOutcome
+StreamUpdate = (
+    TextDelta
+    | ThinkingDelta
+    | ToolUseStart
+    | ToolInputDelta
+    | ServerToolUseStart
+    | ServerToolInputDelta
+    | LlmOutcome
+)
