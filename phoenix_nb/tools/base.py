@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from phoenix_nb.core.values import Mode, ToolResult
+from phoenix_nb.tools.kernel_port import KernelPort
 
 # Environment variables whose names match any of these (case-insensitive
 # substrings) never reach a tool's process: the model must not read them.
@@ -52,6 +53,8 @@ class ToolContext:
     helper_llm: HelperLlm | None = None  # small-model calls (keyword_search ranking)
     secret_patterns: tuple[str, ...] = DEFAULT_SECRET_PATTERNS
     env_allow: tuple[str, ...] = ()  # c.Phoenix.env_allow: more variables commands may see
+    kernel: KernelPort | None = None  # the Jupyter kernel the conversation lives in (kernel tools)
+    kernel_access: bool = True  # c.Phoenix.kernel_access: off keeps the kernel tools declared only
     extra: Mapping[str, Any] = field(default_factory=dict)
 
 

@@ -1,0 +1,131 @@
+"""What the kernel tools may know of the kernel they live in: a port, not IPython.
+
+The four kernel tools (inspect_variables, kernel_history, run_python,
+propose_cell) read the user's namespace, what the kernel ran and the last
+exception, and hand proposed cells back to the front end. They do so only
+through `KernelPort`, so the tools layer never imports IPython (the notebook
+layer's adapter, `phoenix_nb.notebook.kernel_port`, is the one place that
+does), and tests can drive the tools with a plain dictionary standing in for a
+kernel (`DictKernel`, below, is a real implementation, not a mock).
+
+The port hands out live objects. Nothing in the tools layer calls a method of a
+user object in the kernel process: summaries and scratchpad code run in a
+copy-on-write fork (`kernel_fork.py`), where `enter_child` first reroutes the
+kernel's own output channels so that nothing in the child can reach the
+front end.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import Any, Protocol, runtime_checkable
+
+
+@dataclass(frozen=True)
+class CellOutput:
+    """One output of an executed cell, as text the kernel already produced (bounded).
+
+    kind: "stdout" | "stderr" | "result" | "display" | "error".
+    """
+
+    kind: str
+    text: str
+
+
+@dataclass(frozen=True)
+class HistoryEntry:
+    """One cell the kernel ran, in execution order (deleted cells included)."""
+
+    execution_count: int
+    source: str
+    outputs: tuple[CellOutput, ...] = ()
+
+
+@dataclass(frozen=True)
+class LastException:
+    """The exception of the most recent failed cell, with its live traceback."""
+
+    type: type[BaseException]
+    value: BaseException
+    traceback: TracebackType | None
+    execution_count: int | None = None
+
+
+@dataclass(frozen=True)
+class Proposal:
+    """A cell the agent proposes; inserted below the %%phoenix cell at turn end, not run."""
+
+    conversation_id: str
+    code: str
+    explanation: str
+
+
+class ChildOutput(Protocol):
+    """Where a forked child's kernel channels go instead of the front end."""
+
+    def write(self, stream: str, text: str) -> None: ...
+
+    def display(self, data: Mapping[str, Any]) -> None: ...
+
+
+@runtime_checkable
+class KernelPort(Protocol):
+    def user_namespace(self) -> Mapping[str, Any]:
+        """The live user namespace (read in a fork only)."""
+        ...
+
+    def hidden_names(self) -> Collection[str]:
+        """Names the kernel itself put in the namespace (In, Out, _, exit, …)."""
+        ...
+
+    def history(self, last: int) -> Sequence[HistoryEntry]:
+        """The last `last` executed cells, oldest first."""
+        ...
+
+    def last_exception(self) -> LastException | None: ...
+
+    def propose_cell(self, proposal: Proposal) -> None:
+        """Queue a cell for the front end; sent when the turn's cell ends."""
+        ...
+
+    def enter_child(self, sink: ChildOutput) -> None:
+        """Called in a forked child only: send the kernel's display/stream channels to `sink`."""
+        ...
+
+
+@dataclass
+class DictKernel:
+    """A kernel made of plain data: a namespace, a history, an exception.
+
+    Used where no IPython kernel exists (tests, scripts driving the runtime);
+    implements `KernelPort` fully. Its output channels are sys.stdout/stderr,
+    which the fork machinery already reroutes, so `enter_child` keeps the sink
+    only for `display` calls made through it.
+    """
+
+    namespace: dict[str, Any] = field(default_factory=dict)
+    entries: list[HistoryEntry] = field(default_factory=list)
+    exception: LastException | None = None
+    proposals: list[Proposal] = field(default_factory=list)
+    hidden: frozenset[str] = frozenset()
+    sink: ChildOutput | None = None
+
+    def user_namespace(self) -> Mapping[str, Any]:
+        return self.namespace
+
+    def hidden_names(self) -> Collection[str]:
+        return self.hidden
+
+    def history(self, last: int) -> Sequence[HistoryEntry]:
+        return self.entries[-last:] if last > 0 else []
+
+    def last_exception(self) -> LastException | None:
+        return self.exception
+
+    def propose_cell(self, proposal: Proposal) -> None:
+        self.proposals.append(proposal)
+
+    def enter_child(self, sink: ChildOutput) -> None:
+        self.sink = sink
