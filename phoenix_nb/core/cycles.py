@@ -30,6 +30,7 @@ from phoenix_nb.core.states import (
     LlmRequesting,
     context_fraction,
 )
+from phoenix_nb.core.tool_fields import SUMMARY_FIELD
 from phoenix_nb.core.transition import (
     UPGRADE_APPROVED_RESULT,
     UPGRADE_CANCELLED_RESULT,
@@ -54,14 +55,7 @@ TOOL_GROUPS: Mapping[str, str] = {
 }
 
 # Which input field summarises a call on one line.
-_SUMMARY_FIELD: Mapping[str, str] = {
-    "bash": "command",
-    "patch": "path",
-    "keyword_search": "query",
-    "think": "thought",
-    "request_mode_upgrade": "reason",
-    "submit_result": "result",
-}
+_SUMMARY_FIELD: Mapping[str, str] = SUMMARY_FIELD
 
 UserKindPolicy = Callable[[Mapping[str, Any]], str]
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from phoenix_nb.core.tool_fields import THINK_THOUGHTS
 from phoenix_nb.core.values import ToolResult
 from phoenix_nb.tools.base import ToolContext
 from phoenix_nb.tools.schema import invalid_input_result, validate
@@ -31,9 +32,9 @@ class ThinkTool:
     input_schema: Mapping[str, Any] = {
         "type": "object",
         "properties": {
-            "thoughts": {"type": "string", "description": "Your thoughts, in full."},
+            THINK_THOUGHTS: {"type": "string", "description": "Your thoughts, in full."},
         },
-        "required": ["thoughts"],
+        "required": [THINK_THOUGHTS],
     }
 
     async def run(self, input: Mapping[str, Any], ctx: ToolContext, tool_use_id: str) -> ToolResult:
@@ -43,5 +44,5 @@ class ThinkTool:
         return ToolResult(
             tool_use_id=tool_use_id,
             content="recorded",
-            display={"thoughts": input["thoughts"]},
+            display={THINK_THOUGHTS: input[THINK_THOUGHTS]},
         )

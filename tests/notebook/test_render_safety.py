@@ -62,7 +62,7 @@ FREE_TEXT = {
     "conversation_id",
     "media_type",
     "query",
-    "thought",
+    "thoughts",
     "tool_use_id",
 }
 

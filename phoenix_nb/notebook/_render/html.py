@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from html import escape
 from typing import Any
 
+from phoenix_nb.core.tool_fields import THINK_THOUGHTS
 from phoenix_nb.notebook._render import view as v
 from phoenix_nb.notebook._render.markdown_html import markdown_to_html
 
@@ -334,7 +335,7 @@ class _Html:
             if not diff or v.flag(result, "is_error") or result is None:
                 self.output(result, show_empty=False)
         elif name == "think":
-            self.w(f'<div class="phx-prewrap phx-muted">{_e(v.text(inp, "thought"))}</div>')
+            self.w(f'<div class="phx-prewrap phx-muted">{_e(v.text(inp, THINK_THOUGHTS))}</div>')
         else:
             head = f'<div class="phx-call-head"><span class="phx-gname">{_e(name or "tool")}</span>'
             self.w(head)

@@ -15,6 +15,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from phoenix_nb.core.tool_fields import THINK_THOUGHTS
 from phoenix_nb.notebook._render import view as v
 
 MAX_OUTPUT_LINES = 40
@@ -259,7 +260,7 @@ class _Md:
             self.w("\n")
             files = v.items(display, "files")
             if name == "think":
-                thought = v.text(inp, "thought")
+                thought = v.text(inp, THINK_THOUGHTS)
                 if thought and thought.strip() != summary.strip():
                     self.w(_indent(thought, ind + "> ") + "\n")
             elif files:

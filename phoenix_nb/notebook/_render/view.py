@@ -14,6 +14,8 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from phoenix_nb.core.tool_fields import THINK_THOUGHTS
+
 RECORD_FORMAT = "phoenix.conversation/1"
 
 _EMPTY: Mapping[str, Any] = {}
@@ -259,7 +261,7 @@ def call_summary(call: Mapping[str, Any]) -> str:
     summary = text(call, "summary")
     if not summary:
         inp = mapping(call, "input")
-        for key in ("command", "path", "query", "reason", "thought"):
+        for key in ("command", "path", "query", "reason", THINK_THOUGHTS):
             summary = text(inp, key)
             if summary:
                 break
