@@ -25,6 +25,12 @@ from phoenix_nb.core.values import ToolResult
 from phoenix_nb.tools.base import Tool, ToolContext
 from phoenix_nb.tools.bash import BashTool
 from phoenix_nb.tools.declared import REQUEST_MODE_UPGRADE, SPAWN_AGENTS, SUBMIT_RESULT
+from phoenix_nb.tools.kernel_tools import (
+    InspectVariablesTool,
+    KernelHistoryTool,
+    ProposeCellTool,
+    RunPythonTool,
+)
 from phoenix_nb.tools.keyword_search import KeywordSearchTool
 from phoenix_nb.tools.patch import PatchTool
 from phoenix_nb.tools.think import ThinkTool
@@ -36,11 +42,25 @@ STATE_MACHINE_TOOLS = frozenset({REQUEST_MODE_UPGRADE.name, SPAWN_AGENTS.name, S
 
 
 def tools_for(*, is_sub_agent: bool) -> tuple[Tool, ...]:
-    """The tool set of a parent or a sub-agent conversation, in a stable order."""
+    """The tool set of a parent or a sub-agent conversation, in a stable order.
+
+    The kernel tools are declared in both modes and whether or not kernel
+    access is on (REQ-BED-017: the tools array never changes); sub-agents get
+    only the two that read (inspect_variables, kernel_history): proposing
+    cells and the scratchpad belong to the conversation the user talks to.
+    """
     common: tuple[Tool, ...] = (BashTool(), PatchTool(), KeywordSearchTool(), ThinkTool())
+    kernel_read: tuple[Tool, ...] = (InspectVariablesTool(), KernelHistoryTool())
     if is_sub_agent:
-        return (*common, SUBMIT_RESULT)
-    return (*common, REQUEST_MODE_UPGRADE, SPAWN_AGENTS)
+        return (*common, *kernel_read, SUBMIT_RESULT)
+    return (
+        *common,
+        *kernel_read,
+        RunPythonTool(),
+        ProposeCellTool(),
+        REQUEST_MODE_UPGRADE,
+        SPAWN_AGENTS,
+    )
 
 
 def api_tool_specs(tools: Iterable[Tool]) -> list[dict[str, Any]]:

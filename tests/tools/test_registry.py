@@ -26,6 +26,10 @@ def test_parent_tools_have_no_submit_result() -> None:
         "patch",
         "keyword_search",
         "think",
+        "inspect_variables",
+        "kernel_history",
+        "run_python",
+        "propose_cell",
         "request_mode_upgrade",
         "spawn_agents",
     ]
@@ -33,7 +37,15 @@ def test_parent_tools_have_no_submit_result() -> None:
 
 def test_sub_agent_tools_cannot_spawn_or_upgrade() -> None:
     names = [t.name for t in tools_for(is_sub_agent=True)]
-    assert names == ["bash", "patch", "keyword_search", "think", "submit_result"]
+    assert names == [
+        "bash",
+        "patch",
+        "keyword_search",
+        "think",
+        "inspect_variables",
+        "kernel_history",
+        "submit_result",
+    ]
 
 
 def test_every_tool_satisfies_the_protocol_and_specs_are_static() -> None:
