@@ -6,8 +6,13 @@ while the turn runs, a box of live controls. The cell ends when the
 conversation rests. At an upgrade request it keeps waiting for the human when
 the front end can answer (JupyterLab, Notebook); in a headless run (nbclient,
 nbconvert, nbval) it ends with the conversation paused and says how to answer.
-Kernel interrupt cancels the turn (REQ-BED-005) and re-raises so "Run All"
-stops.
+Kernel interrupt cancels the turn (REQ-BED-005) and raises `TurnInterrupted`, a
+KeyboardInterrupt whose traceback is one line (IPython shows an exception's
+`_render_traceback_`), so "Run All" stops without a trace through phoenix's code.
+
+Live controls exist only where a person can click them: a headless run gets
+none (no widget state in the saved file), and an interactive cell replaces its
+outputs by the one final record when the turn ends, so no empty output stays.
 """
 
 from __future__ import annotations
@@ -20,13 +25,14 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 from IPython import get_ipython
-from IPython.display import display
+from IPython.display import clear_output, display
 
 from phoenix_nb.core.values import ImageData
 from phoenix_nb.llm.images import ImageError, prepare_image
+from phoenix_nb.notebook._render.view import group_open, group_title, state_words
 from phoenix_nb.notebook.controls import Controls
 from phoenix_nb.notebook.interrupt import wake_loop_on_signals
-from phoenix_nb.notebook.options import OptionsError, parse_cell_options
+from phoenix_nb.notebook.options import HELP_TEXT, OptionsError, parse_cell_options
 from phoenix_nb.notebook.render import MIME_TYPE, render_bundle
 from phoenix_nb.notebook.session import Session, get_session
 from phoenix_nb.notebook.throttle import GrowthThrottle
@@ -36,6 +42,17 @@ from phoenix_nb.runtime.manager import Conversation, PhoenixError
 from phoenix_nb.store import StoreError
 
 CANCEL_GRACE = 5.0  # seconds a cancelled turn may take to settle after an interrupt
+
+
+class TurnInterrupted(KeyboardInterrupt):
+    """A kernel interrupt stopped the turn: an error for "Run All", one line for the reader."""
+
+    def __init__(self, line: str) -> None:
+        super().__init__(line)
+        self.line = line
+
+    def _render_traceback_(self) -> list[str]:
+        return [self.line]
 
 
 def say(text: str) -> None:
@@ -68,6 +85,9 @@ async def run_cell(line: str, body: str) -> None:
     session = get_session(shell)
     try:
         opts = parse_cell_options(line)
+        if opts.help:
+            print(HELP_TEXT)
+            return
         text = body.strip()
         if not text:
             raise OptionsError("the cell is empty: write your message below the %%phoenix line")
@@ -83,7 +103,52 @@ async def run_cell(line: str, body: str) -> None:
         on_upgrade=opts.on_upgrade,
         can_answer=front_end_can_answer(shell, session),
     )
+    view.thumbnails = [thumbnail(image) for image in images]
     await view.run(lambda: conv.post_message(text, images))
+
+
+THUMBNAIL_EDGE = 96  # pixels: enough to recognise a plot, small in a saved notebook
+
+
+def thumbnail(image: ImageData) -> str:
+    """A small PNG data URI of an attached image for the record ('' if it cannot be read)."""
+    import base64
+    import io
+
+    from PIL import Image
+
+    try:
+        with Image.open(io.BytesIO(base64.b64decode(image.data))) as img:
+            img.thumbnail((THUMBNAIL_EDGE, THUMBNAIL_EDGE))
+            out = io.BytesIO()
+            img.convert("RGBA" if img.mode in ("RGBA", "LA", "P") else "RGB").save(out, "PNG")
+    except (OSError, ValueError):
+        return ""
+    return "data:image/png;base64," + base64.b64encode(out.getvalue()).decode("ascii")
+
+
+def decorate(payload: dict[str, Any], session: Session) -> dict[str, Any]:
+    """The runtime's record as the notebook shows it: reasoning dropped when configured,
+    and each tool group's words ("ran 2 commands") and openness computed here once, so
+    the labextension shows exactly what the HTML, Markdown and text fallbacks say."""
+    cycles = payload.get("cycles", [])
+    if not session.config.show_thinking:
+        cycles = _without_reasoning(cycles)
+    out = []
+    for cycle in cycles:
+        steps = []
+        for step in cycle.get("steps", []):
+            groups = step.get("tool_groups")
+            if groups:
+                step = {
+                    **step,
+                    "tool_groups": [
+                        {**g, "label": group_title(g), "open": group_open(g)} for g in groups
+                    ],
+                }
+            steps.append(step)
+        out.append({**cycle, "steps": steps})
+    return {**payload, "cycles": out}
 
 
 class TurnView:
@@ -97,18 +162,32 @@ class TurnView:
         on_upgrade: str = "ask",
         can_answer: bool = False,
         first_cycle: int | None = None,
+        from_approval: bool = False,
     ) -> None:
         self.conv = conv
         self.session = session
         self.on_upgrade = on_upgrade
         self.can_answer = can_answer
         self.first_cycle = first_cycle
+        # An answer (`%phoenix approve`) shows the paused cycle from its approval on: the
+        # cell above already shows what came before.
+        self.first_step = 0
+        if from_approval:
+            cycles = conv.payload().get("cycles", [])
+            if cycles:
+                self.first_cycle = len(cycles) - 1
+                steps = cycles[-1].get("steps", [])
+                approvals = [i for i, st in enumerate(steps) if st.get("kind") == "approval"]
+                self.first_step = approvals[-1] if approvals else len(steps)
+        self.thumbnails: list[str] = []
+        self.paused_headless = False
         # Streamed text as chunks: joining once per display update, not once per delta,
         # keeps a long answer linear in CPU as well as in bytes.
         self.live_parts: dict[int, list[str]] = {}
         self.live_chars = 0  # characters streamed since the last display update
         self.live_kind: dict[int, str] = {}
-        self.notes: list[str] = []
+        resumed = session.take_resumed_note()
+        self.notes: list[str] = [resumed] if resumed else []
         self.throttle = GrowthThrottle(min_interval=session.config.display_min_interval)
         self.handle: Any = None
         self.controls: Controls | None = None
@@ -117,16 +196,26 @@ class TurnView:
         self.updates_sent = 0
 
     # -- the record -------------------------------------------------------------------
-    def record(self) -> dict[str, Any]:
-        payload = self.conv.payload()
+    def record(self, full: dict[str, Any] | None = None) -> dict[str, Any]:
+        payload = full if full is not None else self.conv.payload()
         if self.first_cycle is None:
             self.first_cycle = len(payload.get("cycles", []))
         cycles = payload.get("cycles", [])[self.first_cycle :]
+        if cycles and self.first_step:
+            first = cycles[0]
+            cycles = [
+                {**first, "steps": first.get("steps", [])[self.first_step :], "continued": True},
+                *cycles[1:],
+            ]
+        if cycles and self.thumbnails:
+            cycles = [_with_thumbnails(cycles[0], self.thumbnails), *cycles[1:]]
         if self.live_parts:
             cycles = _with_live_text(cycles, self.live_text(), self.live_kind)
-        if not self.session.config.show_thinking:
-            cycles = _without_reasoning(cycles)
-        payload["cycles"] = cycles
+        payload = decorate({**payload, "cycles": cycles}, self.session)
+        if self.paused_headless:
+            conv = dict(payload.get("conversation", {}))
+            conv["state"] = {**conv.get("state", {}), "busy": False, "paused": True}
+            payload["conversation"] = conv
         if self.notes:
             payload["notes"] = list(self.notes)
         return payload
@@ -160,7 +249,16 @@ class TurnView:
 
     def show_final(self) -> None:
         self.live_parts.clear()
-        self._send(render_bundle(self.record()))
+        full = self.conv.payload()
+        bundle = render_bundle(self.record(full))
+        if self.controls_handle is not None:
+            # The controls' output would stay behind as an empty one: replace both by
+            # the final record.
+            clear_output()
+            self.controls_handle = None
+            self.handle = None
+        self._send(bundle)
+        self.session.mark_shown(self.conv.slug, full)
 
     # -- the turn ---------------------------------------------------------------------
     async def run(self, start: Callable[[], Awaitable[None]]) -> None:
@@ -172,15 +270,16 @@ class TurnView:
         self, start: Callable[[], Awaitable[None]], loop: asyncio.AbstractEventLoop
     ) -> None:
         self.record()  # fixes first_cycle before the new message lands
-        self.controls = Controls(
-            self.conv,
-            loop=loop,
-            on_continue=self._continue_in_new,
-            sandbox_available=self.conv._phoenix.sandbox.available,
-        )
-        # The meter starts from what earlier turns used: a warning must show before the
-        # next response, not only after it.
-        self.controls.show_usage(self.conv.usage())
+        if self.can_answer:  # nobody could click them in a headless run
+            self.controls = Controls(
+                self.conv,
+                loop=loop,
+                on_continue=self._continue_in_new,
+                sandbox_available=self.conv._phoenix.sandbox.available,
+            )
+            # The meter starts from what earlier turns used: a warning must show before
+            # the next response, not only after it.
+            self.controls.show_usage(self.conv.usage())
         sub = self.conv.subscribe()
         try:
             try:
@@ -189,11 +288,15 @@ class TurnView:
                 say(str(exc))
                 return
             self.show_streaming(structural=True)
-            self.controls_handle = display(self.controls.widget, display_id=True)
+            if self.controls is not None:
+                self.controls_handle = display(self.controls.widget, display_id=True)
             await self._pump(sub)
         except asyncio.CancelledError:
             await self._cancel_after_interrupt()
-            raise KeyboardInterrupt("phoenix: turn cancelled") from None
+            raise TurnInterrupted(
+                f"phoenix: interrupted — {self.conv.slug} stopped and is "
+                f"{state_words(self.conv.state.name)}; send another message to go on."
+            ) from None
         finally:
             sub.close()
             if self.handle is not None:
@@ -277,10 +380,7 @@ class TurnView:
                 self.controls.show_approval(reason)
             self.show_streaming(structural=True)
             return False
-        self.notes.append(
-            "The agent asks for write access and is paused. Answer in a new cell with "
-            "`%phoenix approve` or `%phoenix deny`."
-        )
+        self.paused_headless = True  # the record says "paused — run `%phoenix approve` …"
         return True
 
     async def _cancel_after_interrupt(self) -> None:
@@ -304,13 +404,22 @@ class TurnView:
             return
         if is_paused(self.conv.state) and self.can_answer:
             return  # a pending approval keeps its buttons
-        if self.controls_handle is not None:
-            # A saved notebook keeps the last bundle of each display: make it empty, not a
-            # view of a closed widget.
-            self.controls_handle.update({"text/plain": ""}, raw=True)
-            self.controls_handle = None
         self.controls.close()
         self.controls = None
+
+
+def _with_thumbnails(cycle: Mapping[str, Any], thumbnails: Sequence[str]) -> dict[str, Any]:
+    """The cycle with this cell's attached images shown as small thumbnails."""
+    steps = list(cycle.get("steps", []))
+    for i, step in enumerate(steps):
+        if step.get("kind") == "user" and step.get("images"):
+            images = [
+                {**img, "thumbnail": thumb} if thumb else img
+                for img, thumb in zip(step["images"], thumbnails, strict=False)
+            ] + list(step["images"][len(thumbnails) :])
+            steps[i] = {**step, "images": images}
+            break
+    return {**cycle, "steps": steps}
 
 
 def _is_reasoning(step: Mapping[str, Any]) -> bool:
@@ -358,6 +467,8 @@ def _with_live_text(
 
 
 def _status_line(record: Mapping[str, Any], live: Mapping[int, str]) -> str:
-    state = record.get("conversation", {}).get("state", {}).get("name", "")
+    from phoenix_nb.notebook._render.view import state_line
+
+    state = state_line(record.get("conversation", {}).get("state", {}), record)
     tail = "".join(live[i] for i in sorted(live))[-400:]
     return f"phoenix · {state}\n{tail}" if tail else f"phoenix · {state}"

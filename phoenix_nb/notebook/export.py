@@ -3,19 +3,22 @@
 `%phoenix export` writes these. Markdown is the record's Markdown fallback with a
 title and a metadata list, so it stands alone as a document; JSON is the record
 itself, indented and with sorted keys, so exports of the same conversation diff
-cleanly.
+cleanly; HTML is the record's HTML fallback in a page of its own (no script, no
+external resource), to open in any browser or attach to a message.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from html import escape
 from typing import Any
 
+from phoenix_nb.notebook._render.html import render_html as _render_html
 from phoenix_nb.notebook._render.markdown import render_markdown as _render_markdown
 from phoenix_nb.notebook.render import _check
 
-__all__ = ["export_json", "export_markdown"]
+__all__ = ["export_html", "export_json", "export_markdown"]
 
 
 def export_markdown(record: Mapping[str, Any]) -> str:
@@ -47,4 +50,17 @@ def export_json(record: Mapping[str, Any]) -> str:
             default=_plain_json,
         )
         + "\n"
+    )
+
+
+def export_html(record: Mapping[str, Any]) -> str:
+    """A standalone HTML page holding the record's HTML rendering."""
+    checked = _check(record)
+    conv = checked.get("conversation")
+    slug = str(conv.get("slug") or "conversation") if isinstance(conv, Mapping) else "conversation"
+    return (
+        '<!DOCTYPE html>\n<html lang="en">\n<head><meta charset="utf-8">'
+        f"<title>phoenix conversation {escape(slug)}</title></head>\n"
+        '<body style="max-width:60em;margin:1em auto">\n'
+        f"{_render_html(checked)}\n</body>\n</html>\n"
     )

@@ -12,17 +12,19 @@ from __future__ import annotations
 
 import asyncio
 import re
+from pathlib import Path
 from typing import Any
 
 from IPython.core.magic import Magics, line_magic, magics_class
-from IPython.display import Markdown, display
+from IPython.display import display
 
 from phoenix_nb.core.states import ContextExhausted
-from phoenix_nb.notebook.cell import TurnView, front_end_can_answer, say
-from phoenix_nb.notebook.export import export_json, export_markdown
-from phoenix_nb.notebook.options import OptionsError, Subcommand, parse_subcommand
+from phoenix_nb.notebook.cell import TurnView, decorate, front_end_can_answer, say
+from phoenix_nb.notebook.export import export_html, export_json, export_markdown
+from phoenix_nb.notebook.options import HELP_TEXT, OptionsError, Subcommand, parse_subcommand
 from phoenix_nb.notebook.render import render_bundle
 from phoenix_nb.notebook.session import Session, get_session
+from phoenix_nb.runtime.conversation import is_paused
 from phoenix_nb.runtime.manager import PhoenixError
 from phoenix_nb.store import StoreError
 from phoenix_nb.tools.environment import withheld_summary
@@ -69,7 +71,15 @@ def _dispatch_now(command: Subcommand, session: Session) -> None:
     """Subcommands that only read or create: they run at once, even from `run_line_magic`."""
     name = command.name
     phoenix = session.phoenix
+    if name == "help":
+        print(HELP_TEXT)
+        return
+    _announce_resumed(session)
     if name == "status":
+        if command.slug is None and session.current is None:
+            print("No conversation yet in this notebook: run a %%phoenix cell to start one.")
+            print(_reattach_line(session, None))
+            return
         conv = session.current_conversation(command.slug)
         print(_status(conv, session))
     elif name == "list":
@@ -90,14 +100,10 @@ def _dispatch_now(command: Subcommand, session: Session) -> None:
         print(f"Using {conv.slug} ({conv.state.name}, {conv.mode.value}).")
     elif name == "history":
         conv = session.current_conversation(command.slug)
-        display(render_bundle(conv.payload()), raw=True)
+        _show_history(conv, session)
     elif name == "export":
         conv = session.current_conversation(command.slug)
-        payload = conv.payload()
-        if command.format == "json":
-            print(export_json(payload))
-        else:
-            display(Markdown(export_markdown(payload)))
+        _export(conv, command, session)
     elif name == "chat":
         from phoenix_nb.notebook.chat import ChatPanel
 
@@ -105,19 +111,76 @@ def _dispatch_now(command: Subcommand, session: Session) -> None:
         display(panel.widget)
 
 
+def _announce_resumed(session: Session) -> None:
+    """The first output after a restart says which conversation the notebook continues."""
+    _ = session.current  # reads the notebook's stored conversation, if any
+    note = session.take_resumed_note()
+    if note:
+        print(f"phoenix: {note}.")
+
+
+def _show_history(conv: Any, session: Session) -> None:
+    """The conversation without repeating what the notebook already shows: cycles shown
+    above fold to one line each, the rest is shown whole."""
+    full = conv.payload()
+    record = decorate(full, session)
+    shown = session.shown(conv.slug)
+    cycles = record.get("cycles", [])
+    if shown is not None:
+        last, steps = shown
+        out = []
+        for i, cycle in enumerate(cycles):
+            if i < last or (i == last and len(cycle.get("steps", [])) <= steps):
+                out.append({**cycle, "folded": True})
+            elif i == last:
+                out.append({**cycle, "steps": cycle.get("steps", [])[steps:], "continued": True})
+            else:
+                out.append(cycle)
+        record["cycles"] = out
+        if all(c.get("folded") for c in out):
+            record["notes"] = [
+                "Nothing new since the records above, shown here one line per request. "
+                "`%phoenix export --format html` writes the whole conversation to a file."
+            ]
+    display(render_bundle(record), raw=True)
+    session.mark_shown(conv.slug, full)
+
+
+_WRITERS = {"md": export_markdown, "json": export_json, "html": export_html}
+
+
+def _export(conv: Any, command: Subcommand, session: Session) -> None:
+    """Write the record to a file; a relative path is relative to the kernel's folder."""
+    target = Path(command.output or f"{conv.slug}.{command.format}").expanduser()
+    if not target.is_absolute():
+        target = Path.cwd() / target
+    text = _WRITERS[command.format](decorate(conv.payload(), session))
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise OptionsError(f"cannot write {target}: {exc.strerror or exc}") from None
+    print(f"Exported {conv.slug} ({command.format}, {len(text.encode()):,} bytes) to {target}")
+
+
 async def _dispatch_awaiting(command: Subcommand, session: Session, shell: Any) -> None:
     """Subcommands that wait on the agent, on the kernel's loop."""
     name = command.name
+    _announce_resumed(session)
     if name in ("approve", "deny"):
         conv = session.current_conversation()
+        if not is_paused(conv.state):
+            print(
+                f"Nothing to {name}: {conv.slug} is not waiting for an answer "
+                f"({conv.mode.value}, {_state_words(conv)})."
+            )
+            return
         action = conv.approve if name == "approve" else conv.deny
-        # The answer continues the paused request cycle: show it from that cycle on.
-        paused_cycle = max(0, len(conv.payload().get("cycles", [])) - 1)
         view = TurnView(
             conv,
             session,
             can_answer=front_end_can_answer(shell, session),
-            first_cycle=paused_cycle,
+            from_approval=True,
         )
         await view.run(action)
     elif name == "restrict":
@@ -127,13 +190,35 @@ async def _dispatch_awaiting(command: Subcommand, session: Session, shell: Any) 
     elif name == "cancel":
         conv = session.current_conversation()
         await conv.cancel()
-        print(f"Cancelled; {conv.slug} is {conv.state.name}.")
+        print(f"Cancelled; {conv.slug} is {_state_words(conv)}.")
     elif name == "continue":
         conv = session.current_conversation()
+        exhausted = isinstance(conv.state.phase, ContextExhausted)
         new = await conv.continue_in_new()
         session.current = new.slug
         summary = new_summary(conv)
-        print(f"Started {new.slug}, seeded with the summary of {conv.slug}:\n\n{summary}")
+        why = "its context is full" if exhausted else "at your request"
+        print(
+            f"Started {new.slug}, seeded with a summary of {conv.slug} ({why}); "
+            f"your next %%phoenix cell talks to {new.slug}.\n\n{summary}"
+        )
+
+
+def _state_words(conv: Any) -> str:
+    from phoenix_nb.notebook._render.view import state_words
+
+    return state_words(conv.state.name)
+
+
+def _reattach_line(session: Session, conv: Any) -> str:
+    notebook = session.notebook
+    if notebook is not None:
+        return f"notebook      {notebook} (a restarted kernel continues this conversation)"
+    slug = conv.slug if conv is not None else "SLUG"
+    return (
+        "notebook      unknown to this kernel (JPY_SESSION_NAME is not set): after a restart, "
+        f"run `%phoenix use {slug}` to continue this conversation"
+    )
 
 
 def new_summary(conv: Any) -> str:
@@ -146,7 +231,7 @@ def _status(conv: Any, session: Session) -> str:
     sandbox = session.phoenix.sandbox
     lines = [
         f"conversation  {conv.slug}  ({conv.id})",
-        f"state         {conv.state.name}",
+        f"state         {_state_words(conv)}",
         f"mode          {conv.mode.value}"
         + ("" if sandbox.available else "  (sandbox unavailable: " + sandbox.reason + ")"),
         f"model         {conv.model}",
@@ -154,6 +239,7 @@ def _status(conv: Any, session: Session) -> str:
         f"environment   {withheld_summary(session.phoenix.settings.env_allow)}",
         f"context       {usage['used']:,} / {usage['window']:,} tokens "
         f"({100 * usage['fraction']:.0f}%)" + ("  — near the limit" if usage["warning"] else ""),
+        _reattach_line(session, conv),
     ]
     return "\n".join(lines)
 
@@ -162,7 +248,7 @@ def _status(conv: Any, session: Session) -> str:
 class PhoenixMagics(Magics):
     @line_magic("phoenix")
     def phoenix(self, line: str) -> None:
-        """%phoenix status|list|new|use|approve|deny|restrict|cancel|continue|history|chat|export"""
+        """%phoenix help|status|list|new|use|approve|deny|restrict|cancel|continue|history|…"""
         try:
             command = parse_subcommand(line)
         except OptionsError as exc:

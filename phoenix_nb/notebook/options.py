@@ -45,9 +45,9 @@ class HelpLine:
 
 CELL_HELP = (
     HelpLine("--new", "start a new conversation", "%%phoenix --new"),
-    HelpLine("--name SLUG", "talk to (or create) the conversation SLUG", "%%phoenix --name fix-tax"),
+    HelpLine("--name SLUG", "talk to (or create) conversation SLUG", "%%phoenix --name fix-tax"),
     HelpLine("--cwd DIR", "folder the agent works in (at creation)", "%%phoenix --new --cwd src"),
-    HelpLine("--model NAME", "model (at creation); 'demo' is offline", "%%phoenix --new --model demo"),
+    HelpLine("--model NAME", "model (at creation); demo is offline", "%%phoenix --model demo"),
     HelpLine(
         "--mode MODE",
         "restricted (read-only) or unrestricted, at creation",

@@ -5,18 +5,22 @@ profile's config) with environment variables as defaults, so the same kernel
 works offline (demo model) and with a key. One `Phoenix` manager lives per
 kernel, created lazily on the kernel's event loop; the notebook has a
 "current" conversation, created on first use in the kernel's working directory
-(the notebook's folder).
+(the notebook's folder). When the kernel knows its notebook (`JPY_SESSION_NAME`),
+that choice is kept in the store (`binding.py`), so a restarted kernel or a new
+one for the same notebook continues the same conversation.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from traitlets import Bool, CaselessStrEnum, Float, Int, List, Unicode
 from traitlets.config import Configurable
 
+from phoenix_nb.notebook.binding import NotebookBindings, notebook_key
 from phoenix_nb.notebook.options import CellOptions
 from phoenix_nb.runtime.manager import Conversation, Phoenix, PhoenixError, check_unchanged
 from phoenix_nb.runtime.settings import Settings, default_model
@@ -69,7 +73,66 @@ class Session:
         self.config = config
         self.cwd = cwd or Path.cwd()
         self._phoenix: Phoenix | None = None
-        self.current: str | None = None  # slug of the notebook's conversation
+        self._current: str | None = None  # slug of the notebook's conversation
+        self._looked_up: str | None = None  # notebook whose stored binding was read
+        self.resumed: str | None = None  # picked up from the store, not yet announced
+        self._shown: dict[str, tuple[int, int]] = {}
+
+    @property
+    def notebook(self) -> str | None:
+        """The notebook's path when the kernel knows it (read each time: it may be set by hand)."""
+        return notebook_key(os.environ, self.cwd)
+
+    def _bindings(self) -> NotebookBindings:
+        return NotebookBindings(self.phoenix.store.root)
+
+    @property
+    def current(self) -> str | None:
+        """The notebook's conversation: this kernel's choice, else the one stored for the
+        notebook by an earlier kernel (a restart), else None."""
+        if self._current is None:
+            key = self.notebook
+            if key is not None and key != self._looked_up:
+                self._looked_up = key
+                slug = self._bindings().get(key)
+                if slug and self.phoenix.store.get_conversation(slug) is not None:
+                    self._current = slug
+                    self.resumed = slug
+        return self._current
+
+    @current.setter
+    def current(self, slug: str | None) -> None:
+        self._current = slug
+        key = self.notebook
+        if slug is not None and key is not None:
+            self._looked_up = key
+            self._bindings().set(key, slug)
+
+    def shown(self, slug: str) -> tuple[int, int] | None:
+        """How much of `slug` the notebook's records show: (last cycle, its steps)."""
+        if slug in self._shown:
+            return self._shown[slug]
+        key = self.notebook
+        return self._bindings().shown(key, slug) if key is not None else None
+
+    def mark_shown(self, slug: str, record: Mapping[str, Any]) -> None:
+        """Remember that the notebook now shows `record` (a whole, unsliced record)."""
+        cycles = record.get("cycles") or []
+        if not cycles:
+            return
+        mark = (len(cycles) - 1, len(cycles[-1].get("steps") or []))
+        self._shown[slug] = mark
+        key = self.notebook
+        if key is not None:
+            self._bindings().set_shown(key, slug, mark)
+
+    def take_resumed_note(self) -> str | None:
+        """'continuing SLUG …' once, for the first output after the conversation was
+        picked up from the store."""
+        slug, self.resumed = self.resumed, None
+        if slug is None:
+            return None
+        return f"continuing {slug}, this notebook's conversation (picked up after a restart)"
 
     @property
     def phoenix(self) -> Phoenix:

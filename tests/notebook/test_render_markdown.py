@@ -136,7 +136,8 @@ def test_errors_approvals_and_mode_changes_are_bold_lines(record: dict[str, Any]
     soup = parsed(render_markdown(record))
     bold = [s.get_text() for s in soup.find_all("strong")]
     assert "Mode changed to Unrestricted: the user approved write access." in bold
-    assert "Write access requested:" in bold
+    assert "⏸ The agent asks for write access (Unrestricted mode):" in bold
+    assert any(b.startswith("✓ write access approved") for b in bold)
     assert "⚠ Error — rate limited (rate_limit):" in bold
     assert "↻ retrying 2/3 in 4 s: rate limited" in bold
     md = render_markdown(record)
@@ -148,6 +149,7 @@ def test_meter_line_and_warning(record: dict[str, Any]) -> None:
     assert "Context 182,000 / 200,000 tokens (91%)" in md
     assert "%phoenix continue" in md
     record["context"] = {"used": 1000, "window": 200000, "fraction": 0.005}
+    record["conversation"]["state"] = {"name": "idle"}
     md = render_markdown(record)
     assert "Context 1,000 / 200,000 tokens (0%)" in md and "%phoenix continue" not in md
 

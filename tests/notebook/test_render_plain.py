@@ -41,14 +41,16 @@ def test_transcript_is_compact(record: dict[str, Any]) -> None:
     out = render_plain(record)
     lines = out.splitlines()
     assert lines[0] == (
-        "phoenix · brave-otter · claude-sonnet-4-5 · Unrestricted · context exhausted"
+        "phoenix · brave-otter · claude-sonnet-4-5 · Unrestricted · "
+        "context full — run `%phoenix continue`"
     )
     assert [ln for ln in lines if ln.startswith("── request")] == [
         f"── request {n} ──" for n in (1, 2, 3, 4)
     ]
     assert "  $ python -m pytest -q tests/test_calc.py  [exit 1]" in lines
     assert "    │ … 55 more lines" in lines
-    assert "    +2 −1" in lines  # the patch as counts, not the whole diff
+    assert "▸ edited src/calc.py +2 −1" in lines  # what the group did
+    assert "    +    return a + b" in lines  # and the patch itself
     assert "  $ ls -la  [running]" in lines
     assert len(lines) < 110
 
@@ -56,7 +58,7 @@ def test_transcript_is_compact(record: dict[str, Any]) -> None:
 def test_status_lines(record: dict[str, Any]) -> None:
     out = render_plain(record)
     assert "↻ retrying 2/3 in 4 s: rate limited (429 Too Many Requests)" in out
-    assert "⏸ waiting for approval: Write NOTES.md in the project root" in out
+    assert "⏸ The agent asks for write access (Unrestricted mode):\n  Write NOTES.md" in out
     assert "%phoenix approve" in out and "%phoenix deny" in out
     assert "context 182,000 / 200,000 tokens (91%) ⚠" in out
     assert "[completed]" in out and "[interrupted]" in out and "[stopped by an error]" in out

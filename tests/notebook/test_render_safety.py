@@ -9,6 +9,7 @@ handlers, script URLs, loaded resources and injected styles, and the structure
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from html.parser import HTMLParser
 from pathlib import Path
@@ -86,6 +87,7 @@ FORBIDDEN_TAGS = {
     "source",
     "template",
 }
+THUMBNAIL = re.compile(r"data:image/png;base64,[A-Za-z0-9+/]+=*")
 URL_ATTRS = {"href", "src", "srcset", "action", "formaction", "xlink:href", "background", "poster"}
 
 
@@ -131,6 +133,9 @@ class Audit(HTMLParser):
                 self.problems.append(f"handler {name}= on <{tag}>")
             if name in URL_ATTRS:
                 squashed = "".join(ch for ch in value if ch > " ").lower()
+                thumbnail = tag == "img" and name == "src" and THUMBNAIL.fullmatch(value)
+                if thumbnail:
+                    continue
                 if tag != "a" or name != "href":
                     self.problems.append(f"{name}= on <{tag}>")
                 elif squashed.startswith(("javascript:", "vbscript:", "data:")):
@@ -168,10 +173,25 @@ def structure(html: str) -> tuple[int, int, int, int]:
     )
 
 
+def without_hidden_calls(record: dict[str, Any]) -> dict[str, Any]:
+    """The record less its upgrade-request calls: the renderers hide those (the approval
+    step tells them), and a poisoned tool name would make one visible."""
+    for cycle in record["cycles"]:
+        for step in cycle["steps"]:
+            groups = []
+            for group in step.get("tool_groups", []):
+                calls = [c for c in group["calls"] if c["name"] != "request_mode_upgrade"]
+                if calls:
+                    groups.append({**group, "calls": calls})
+            if "tool_groups" in step:
+                step["tool_groups"] = groups
+    return record
+
+
 @pytest.mark.parametrize("every", [False, True], ids=["free-text", "every-string"])
 @pytest.mark.parametrize("payload", PAYLOADS)
 def test_hostile_strings_never_become_active_html(payload: str, every: bool) -> None:
-    clean = load()
+    clean = without_hidden_calls(load())
     hostile = poison(clean, payload, every=every)
     html = render_html(hostile)
     a = audit(html)
@@ -267,3 +287,23 @@ def test_any_json_inside_a_record_renders_safely(record: dict[str, Any]) -> None
     assert len(
         BeautifulSoup(bundle["text/html"], "html.parser").select("section.phx-cycle")
     ) == len(record["cycles"])
+
+
+@pytest.mark.parametrize(
+    "thumb",
+    [
+        "javascript:alert(1)",
+        "data:text/html;base64,PHNjcmlwdD4=",
+        'data:image/png;base64,AAAA" onerror="alert(1)',
+        "data:image/svg+xml;base64,PHN2Zz4=",
+    ],
+)
+def test_only_png_data_thumbnails_become_images(thumb: str) -> None:
+    record = load()
+    step = record["cycles"][0]["steps"][0]
+    step["images"] = [{"media_type": "image/png", "name": "fig.png", "thumbnail": thumb}]
+    html = render_html(record)
+    assert audit(html).problems == []
+    assert "<img" not in html
+    step["images"][0]["thumbnail"] = "data:image/png;base64,iVBORw0KGgo="
+    assert '<img class="phx-thumb" src="data:image/png;base64,iVBORw0KGgo="' in render_html(record)

@@ -103,6 +103,10 @@ padding:2px 0}
 .phx-stop{font-size:11px;opacity:.75;margin-top:4px}
 .phx-subagents ul,.phx-images,.phx-files{margin:2px 0;padding-left:18px}
 .phx-d{display:inline}
+.phx-thumb{max-width:96px;max-height:96px;border:1px solid rgba(127,127,127,.35);border-radius:3px}
+.phx-approval-line{font-weight:600}
+.phx-note{margin-top:6px}
+.phx-folded{font-size:12px;margin:2px 0;padding-top:2px}
 """
 
 
@@ -121,6 +125,7 @@ class _Html:
     def __init__(self) -> None:
         self.out: list[str] = []
         self.w = self.out.append
+        self.state: Mapping[str, Any] = {}
 
     # --- record level --------------------------------------------------------
 
@@ -135,8 +140,9 @@ class _Html:
         summary = v.text(record, "summary")
         if summary:
             self.w('<div class="phx-card phx-summary"><div class="phx-label">')
-            self.w("Continuation summary (context exhausted)</div>")
+            self.w(f"{v.SUMMARY_TITLE}</div>")
             self.w(f'<div class="phx-md">{markdown_to_html(summary)}</div></div>')
+        self.state = state
         for i, cycle in enumerate(v.items(record, "cycles")):
             self.cycle(cycle, i, summary)
         retry = v.maybe_mapping(record, "retry")
@@ -148,14 +154,13 @@ class _Html:
                 self.w(f' <span class="phx-muted">{_e(message)}</span>')
             self.w("</div>")
         pending = v.maybe_mapping(record, "pending_approval")
-        if pending is not None:
-            self.w('<div class="phx-card phx-approval phx-pending">')
-            self.w('<div class="phx-label">Waiting for approval: the agent asks for write access')
-            self.w(f'</div><div class="phx-prewrap">{_e(v.text(pending, "reason"))}</div>')
-            self.w(f'<div class="phx-muted">{self.inline_md(v.APPROVE_HOWTO)}</div></div>')
+        if pending is not None and not v.has_pending_step(record):
+            self.approval({"reason": v.text(pending, "reason"), "decision": "pending"}, state)
         if name in ("error", "failed"):
             kind = v.text(state, "kind", "unknown")
             self.error_card(v.text(state, "message"), kind, None)
+        for note in v.notes(record):
+            self.w(f'<div class="phx-note phx-muted">{self.inline_md(note)}</div>')
         self.w("</div>")
 
     def header(
@@ -183,7 +188,8 @@ class _Html:
                     "Landlock is not available here: only Unrestricted mode exists.",
                 ).replace('class="phx-badge"', 'class="phx-badge phx-nosandbox"')
             )
-        self.w(f' <span class="phx-state phx-muted">{_e(v.state_line(state))}</span>')
+        words = self.inline_md(v.state_line(state, record))
+        self.w(f' <span class="phx-state phx-muted">{words}</span>')
         fmt = v.text(record, "format")
         if fmt and fmt != v.RECORD_FORMAT:
             self.w(f' <span class="phx-muted">(record format {_e(fmt)}: shown best-effort)</span>')
@@ -218,10 +224,13 @@ class _Html:
     # --- cycles and steps ----------------------------------------------------
 
     def cycle(self, cycle: Any, i: int, summary: str) -> None:
+        if v.flag(cycle, "folded"):
+            self.w(
+                f'<div class="phx-cycle phx-folded phx-muted">{_e(v.folded_line(cycle, i))}</div>'
+            )
+            return
         self.w('<section class="phx-cycle">')
-        index = v.number(cycle, "index")
-        n = int(index) + 1 if index is not None else i + 1
-        self.w(f'<div class="phx-cycle-head">Request {n}</div>')
+        self.w(f'<div class="phx-cycle-head">{_e(v.cycle_title(cycle, i))}</div>')
         for step in v.items(cycle, "steps"):
             self.step(step, summary)
         stop = v.maybe_mapping(cycle, "stop")
@@ -240,7 +249,7 @@ class _Html:
         elif kind == "system":
             self.w(f'<div class="phx-step phx-system phx-prewrap">{_e(v.text(step, "text"))}</div>')
         elif kind == "approval":
-            self.approval(step)
+            self.approval(step, self.state)
         elif kind == "sub_agents":
             self.sub_agents(step)
         elif kind == "error":
@@ -270,6 +279,9 @@ class _Html:
                 name = v.text(img, "name") or "image"
                 media = v.text(img, "media_type")
                 self.w(f"<li>📎 {_e(name)}")
+                thumb = v.thumbnail(img)
+                if thumb:
+                    self.w(f'<br><img class="phx-thumb" src="{thumb}" alt="{_e(name)}">')
                 if media:
                     self.w(f' <span class="phx-muted">({_e(media)})</span>')
                 self.w("</li>")
@@ -291,15 +303,14 @@ class _Html:
         self.w("</div>")
 
     def tool_group(self, group: Any) -> None:
-        calls = [c for c in v.items(group, "calls") if isinstance(c, Mapping)]
+        calls = v.visible_calls(group)
+        if not calls:
+            return
         gname = v.text(group, "group", "other")
         gcls = gname if gname in ("read", "write", "bash", "other") else "other"
-        self.w(f'<details class="phx-tools phx-group-{gcls}"><summary>')
-        self.w(f'<span class="phx-gname">{_e(v.group_title(group))}</span>')
-        if calls:
-            first = v.call_summary(calls[0])
-            if first:
-                self.w(f" <code>{_e(first)}</code>")
+        opened = " open" if v.group_open(group) else ""
+        self.w(f'<details class="phx-tools phx-group-{gcls}"{opened}><summary>')
+        self.w(f'<span class="phx-gname">{self.inline_md(v.group_title(group))}</span>')
         running = sum(1 for c in calls if v.maybe_mapping(c, "result") is None)
         failed = sum(1 for c in calls if v.flag(v.maybe_mapping(c, "result"), "is_error"))
         if running:
@@ -384,15 +395,21 @@ class _Html:
             self.w(f'<span class="phx-d phx-d-{kind}"{style_attr}>{_e(line)}</span>\n')
         self.w("</pre>")
 
-    def approval(self, step: Mapping[str, Any]) -> None:
+    def approval(self, step: Mapping[str, Any], state: Mapping[str, Any] | None = None) -> None:
+        """One block while the request waits (reason as Markdown), one line once answered."""
         decision = v.text(step, "decision")
         dcls = decision if decision in v.DECISION_LABELS else "unknown"
-        label = v.DECISION_LABELS.get(decision, decision or "unknown")
-        self.w(f'<div class="phx-card phx-approval phx-dec-{dcls}">')
-        self.w('<div class="phx-label">Write access requested</div>')
-        self.w(f'<div class="phx-prewrap">{_e(v.text(step, "reason"))}</div>')
-        self.w(f'<div class="phx-decision">Decision: <strong>{_e(label)}</strong></div>')
-        if decision == "pending":
+        if decision != "pending":
+            self.w(f'<div class="phx-step phx-approval-line phx-dec-{dcls}">')
+            self.w(f"{_e(v.approval_line(step))}</div>")
+            return
+        self.w('<div class="phx-card phx-approval phx-pending">')
+        self.w(f'<div class="phx-label">{_e(v.APPROVAL_TITLE)}</div>')
+        self.w(f'<div class="phx-md">{markdown_to_html(v.text(step, "reason"))}</div>')
+        paused = v.flag(state, "paused")
+        words = v.PAUSED_WORDS if paused else v.DECISION_LABELS["pending"]
+        self.w(f'<div class="phx-decision">{self.inline_md(words)}</div>')
+        if not paused:
             self.w(f'<div class="phx-muted">{self.inline_md(v.APPROVE_HOWTO)}</div>')
         self.w("</div>")
 

@@ -75,6 +75,7 @@ class _Md:
     def __init__(self) -> None:
         self.out: list[str] = []
         self.w = self.out.append
+        self.state: Mapping[str, Any] = {}
 
     def para(self, s: str) -> None:
         self.w(s)
@@ -103,12 +104,12 @@ class _Md:
             self.w(f"- **Model:** {code_span(v.text(conv, 'model') or 'unknown')}\n")
             self.w(f"- **Working directory:** {code_span(v.text(conv, 'cwd') or 'unknown')}\n")
             self.w(f"- **Mode:** {plain(mode)}\n")
-            self.w(f"- **State:** {plain(v.state_line(state))}\n\n")
+            self.w(f"- **State:** {plain(v.state_line(state, record))}\n\n")
         else:
             line = f"**phoenix** · {code_span(slug)}"
             if v.text(conv, "model"):
                 line += f" · {code_span(v.text(conv, 'model'))}"
-            line += f" · **{plain(mode)}** · {plain(v.state_line(state))}"
+            line += f" · **{plain(mode)}** · {plain(v.state_line(state, record))}"
             if v.text(conv, "cwd"):
                 line += f" · in {code_span(v.text(conv, 'cwd'))}"
             self.para(line)
@@ -120,13 +121,15 @@ class _Md:
             self.para(line)
         summary = v.text(record, "summary")
         if summary:
-            self.para("**Continuation summary (context exhausted):**")
+            self.para(f"**{v.SUMMARY_TITLE}:**")
             self.para(_indent(summary, "> "))
         heading = "##" if document else "###"
+        self.state = state
         for i, cycle in enumerate(v.items(record, "cycles")):
-            index = v.number(cycle, "index")
-            n = int(index) + 1 if index is not None else i + 1
-            self.para(f"{heading} Request {n}")
+            if v.flag(cycle, "folded"):
+                self.para(f"_{plain(v.folded_line(cycle, i))}_")
+                continue
+            self.para(f"{heading} {v.cycle_title(cycle, i)}")
             for step in v.items(cycle, "steps"):
                 self.step(step, summary)
             stop = v.maybe_mapping(cycle, "stop")
@@ -140,13 +143,12 @@ class _Md:
                 f"**↻ {plain(v.retry_line(retry))}**" + (f" — {plain(message)}" if message else "")
             )
         pending = v.maybe_mapping(record, "pending_approval")
-        if pending is not None:
-            self.para(
-                f"**⏸ Waiting for approval: the agent asks for write access:** "
-                f"{plain(v.text(pending, 'reason'))}  \n{v.APPROVE_HOWTO}"
-            )
+        if pending is not None and not v.has_pending_step(record):
+            self.approval({"reason": v.text(pending, "reason"), "decision": "pending"})
         if v.text(state, "name") in ("error", "failed"):
             self.error(v.text(state, "message"), v.text(state, "kind", "unknown"), None)
+        for note in v.notes(record):
+            self.para(f"_{note}_")
 
     def step(self, step: Any, summary: str) -> None:
         kind = v.text(step, "kind")
@@ -174,14 +176,7 @@ class _Md:
         elif kind == "system":
             self.para(f"**{plain(v.text(step, 'text'))}**")
         elif kind == "approval":
-            decision = v.text(step, "decision")
-            label = v.DECISION_LABELS.get(decision, decision or "unknown")
-            line = (
-                f"**Write access requested:** {plain(v.text(step, 'reason'))} — **{plain(label)}**"
-            )
-            if decision == "pending":
-                line += f"  \n{v.APPROVE_HOWTO}"
-            self.para(line)
+            self.approval(step)
         elif kind == "sub_agents":
             agents = v.items(step, "agents")
             self.w(f"**Sub-agents ({len(agents)}):**\n\n")
@@ -210,6 +205,18 @@ class _Md:
             self.fenced(v.dumps(step), "json")
             self.w("\n")
 
+    def approval(self, step: Mapping[str, Any]) -> None:
+        """One block while the request waits (reason as Markdown), one line once answered."""
+        if v.text(step, "decision") != "pending":
+            self.para(f"**{plain(v.approval_line(step))}**")
+            return
+        self.para(f"**⏸ {v.APPROVAL_TITLE}:**")
+        self.para(_indent(close_fences(v.text(step, "reason")), "> "))
+        if v.flag(self.state, "paused"):
+            self.para(f"_{v.PAUSED_WORDS}_")
+        else:
+            self.para(f"_{v.DECISION_LABELS['pending']}_ — {v.APPROVE_HOWTO}")
+
     def error(self, message: str, kind: str, retry: Mapping[str, Any] | None) -> None:
         line = f"**⚠ Error — {plain(v.error_label(kind))}"
         if kind:
@@ -224,9 +231,12 @@ class _Md:
         self.para(line)
 
     def tool_group(self, group: Any) -> None:
-        for call in v.items(group, "calls"):
-            if isinstance(call, Mapping):
-                self.call(call)
+        calls = v.visible_calls(group)
+        if not calls:
+            return
+        self.w(f"**{v.group_title(group)}**\n\n")
+        for call in calls:
+            self.call(call)
         self.w("\n")
 
     def call(self, call: Mapping[str, Any]) -> None:

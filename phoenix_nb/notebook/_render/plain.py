@@ -14,6 +14,7 @@ from phoenix_nb.notebook._render import view as v
 
 MAX_OUTPUT_LINES = 8
 MAX_OUTPUT_CHARS = 1_200
+MAX_DIFF_LINES = 40  # a patch is what the reader came for: shown, not counted
 
 
 def _indented(s: str, prefix: str) -> str:
@@ -23,6 +24,7 @@ def _indented(s: str, prefix: str) -> str:
 class _Plain:
     def __init__(self) -> None:
         self.out: list[str] = []
+        self.state: Mapping[str, Any] = {}
 
     def line(self, s: str) -> None:
         self.out.append(s)
@@ -34,7 +36,7 @@ class _Plain:
         mode = v.mode_label(conv)
         if v.sandbox_unavailable(conv):
             mode += f" ({v.SANDBOX_UNAVAILABLE})"
-        head += [mode, v.state_line(state)]
+        head += [mode, v.state_line(state, record)]
         self.line(" · ".join(h for h in head if h))
         if v.text(conv, "cwd"):
             self.line(f"in {v.text(conv, 'cwd')}")
@@ -43,12 +45,14 @@ class _Plain:
             self.line(meter.line + (f" ⚠ {meter.advice}" if meter.advice else ""))
         summary = v.text(record, "summary")
         if summary:
-            self.line("continuation summary:")
+            self.line(f"{v.SUMMARY_TITLE.lower()}:")
             self.line(_indented(summary, "  "))
+        self.state = state
         for i, cycle in enumerate(v.items(record, "cycles")):
-            index = v.number(cycle, "index")
-            n = int(index) + 1 if index is not None else i + 1
-            self.line(f"── request {n} ──")
+            if v.flag(cycle, "folded"):
+                self.line(v.folded_line(cycle, i))
+                continue
+            self.line(f"── {v.cycle_title(cycle, i).lower()} ──")
             for step in v.items(cycle, "steps"):
                 self.step(step, summary)
             stop = v.maybe_mapping(cycle, "stop")
@@ -60,13 +64,24 @@ class _Plain:
             message = v.text(retry, "message")
             self.line(f"↻ {v.retry_line(retry)}" + (f" ({message})" if message else ""))
         pending = v.maybe_mapping(record, "pending_approval")
-        if pending is not None:
-            self.line(f"⏸ waiting for approval: {v.text(pending, 'reason')}")
-            self.line(f"  {v.APPROVE_HOWTO}")
+        if pending is not None and not v.has_pending_step(record):
+            self.approval({"reason": v.text(pending, "reason"), "decision": "pending"})
         if v.text(state, "name") in ("error", "failed"):
             kind = v.text(state, "kind", "unknown")
             self.line(f"! {v.error_label(kind)}: {v.text(state, 'message')}")
             self.line(f"  {v.error_advice(kind)}")
+        for note in v.notes(record):
+            self.line(note)
+
+    def approval(self, step: Mapping[str, Any]) -> None:
+        """One block while the request waits, one line once answered."""
+        if v.text(step, "decision") != "pending":
+            self.line(v.approval_line(step))
+            return
+        self.line(f"⏸ {v.APPROVAL_TITLE}:")
+        self.line(_indented(v.text(step, "reason"), "  "))
+        paused = v.flag(self.state, "paused")
+        self.line("  " + (v.PAUSED_WORDS if paused else v.APPROVE_HOWTO))
 
     def step(self, step: Any, summary: str) -> None:
         kind = v.text(step, "kind")
@@ -81,15 +96,15 @@ class _Plain:
                 label = "reasoning" if v.text(item, "type") == "reasoning" else "ai"
                 self.line(f"{label}: " + _indented(v.text(item, "text"), "  ").lstrip())
             for group in v.items(step, "tool_groups"):
-                for call in v.items(group, "calls"):
-                    if isinstance(call, Mapping):
-                        self.call(call)
+                calls = v.visible_calls(group)
+                if calls:
+                    self.line(f"▸ {v.group_title(group)}")
+                for call in calls:
+                    self.call(call)
         elif kind == "system":
             self.line(f"* {v.text(step, 'text')}")
         elif kind == "approval":
-            decision = v.text(step, "decision")
-            label = v.DECISION_LABELS.get(decision, decision or "unknown")
-            self.line(f"? write access requested: {v.text(step, 'reason')} [{label}]")
+            self.approval(step)
         elif kind == "sub_agents":
             for agent in v.items(step, "agents"):
                 outcome = v.text(agent, "outcome")
@@ -129,10 +144,10 @@ class _Plain:
         if name == "patch" and not v.flag(result, "is_error"):
             diff = v.text(display, "diff")
             if diff:
-                lines = diff.split("\n")
-                added = sum(1 for ln in lines if v.diff_kind(ln) == "add")
-                removed = sum(1 for ln in lines if v.diff_kind(ln) == "del")
-                self.line(f"    +{added} −{removed}")
+                shown, omitted = v.clip_lines(diff.rstrip("\n"), MAX_DIFF_LINES, MAX_OUTPUT_CHARS)
+                self.line(_indented(shown, "    "))
+                if omitted:
+                    self.line(f"    … {omitted} more line{'s' if omitted != 1 else ''}")
                 return
         if result is None or name == "think":
             return

@@ -11,6 +11,7 @@ the same thing.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -172,13 +173,72 @@ OUTCOME_LABELS = {
     "pending": "running",
 }
 
-DECISION_LABELS = {"approved": "approved", "denied": "denied", "pending": "waiting for an answer"}
+DECISION_LABELS = {
+    "approved": "approved",
+    "denied": "denied",
+    "pending": "waiting for your approval",
+}
+APPROVAL_TITLE = "The agent asks for write access (Unrestricted mode)"
 
 APPROVE_HOWTO = (
     "Answer with the Approve / Deny buttons, or in a headless run with "
     "`%phoenix approve` or `%phoenix deny`."
 )
 CONTINUE_HOWTO = "Run `%phoenix continue` to summarise and carry on in a fresh context."
+SUMMARY_TITLE = "Continuation summary"
+
+
+def approval_line(step: Mapping[str, Any]) -> str:
+    """The one line an answered request leaves: '✓ write access approved: <reason>'."""
+    decision = text(step, "decision")
+    mark = {"approved": "✓", "denied": "✗"}.get(decision, "?")
+    label = DECISION_LABELS.get(decision, decision or "unknown")
+    reason = one_line(text(step, "reason"), 100)
+    return f"{mark} write access {label}" + (f": {reason}" if reason else "")
+
+
+def has_pending_step(record: Mapping[str, Any]) -> bool:
+    """Does a cycle already show the pending request? (then no second banner)"""
+    return any(
+        text(step, "kind") == "approval" and text(step, "decision") == "pending"
+        for cycle in items(record, "cycles")
+        for step in items(cycle, "steps")
+    )
+
+
+def notes(record: Mapping[str, Any]) -> list[str]:
+    return [n for n in items(record, "notes") if isinstance(n, str) and n]
+
+
+def cycle_number(cycle: Any, i: int) -> int:
+    index = number(cycle, "index")
+    return int(index) + 1 if index is not None else i + 1
+
+
+def cycle_title(cycle: Any, i: int) -> str:
+    n = cycle_number(cycle, i)
+    return f"Request {n} (continued)" if flag(cycle, "continued") else f"Request {n}"
+
+
+def folded_line(cycle: Any, i: int) -> str:
+    """One line for a request the notebook already shows in full above."""
+    asked = next((text(s, "text") for s in items(cycle, "steps") if text(s, "kind") == "user"), "")
+    calls = sum(
+        len(visible_calls(g))
+        for s in items(cycle, "steps")
+        for g in items(s, "tool_groups")
+        if isinstance(g, Mapping)
+    )
+    stop = maybe_mapping(cycle, "stop")
+    reason = text(stop, "reason") if stop is not None else ""
+    parts = [f"Request {cycle_number(cycle, i)}"]
+    if asked:
+        parts.append(f"“{one_line(asked, 60)}”")
+    if calls:
+        parts.append(f"{calls} tool call{'' if calls == 1 else 's'}")
+    if reason:
+        parts.append(STOP_LABELS.get(reason, reason))
+    return " · ".join(parts) + " (shown above)"
 
 
 def mode_label(conv: Mapping[str, Any]) -> str:
@@ -214,11 +274,142 @@ def retry_line(retry: Mapping[str, Any], kind: str = "") -> str:
     )
 
 
-def state_line(state: Mapping[str, Any]) -> str:
-    """The phase as words, e.g. 'awaiting mode approval (busy)'."""
+STATE_WORDS = {
+    "idle": "idle",
+    "awaiting_llm": "thinking",
+    "llm_requesting": "thinking",
+    "tool_executing": "running a tool",
+    "cancelling": "stopping",
+    "awaiting_sub_agents": "waiting for sub-agents",
+    "awaiting_mode_approval": "waiting for your approval",
+    "awaiting_continuation": "summarising the conversation",
+    "context_exhausted": "context full — run `%phoenix continue`",
+    "error": "stopped by an error",
+    "completed": "finished",
+    "failed": "failed",
+}
+PAUSED_WORDS = "paused — run `%phoenix approve` or `%phoenix deny`"
+
+
+def state_words(name: str, *, tool: str = "", paused: bool = False) -> str:
+    """What the agent is doing, in words a person uses ('running bash', 'thinking')."""
+    if name == "awaiting_mode_approval" and paused:
+        return PAUSED_WORDS
+    if name == "tool_executing" and tool:
+        return f"running {tool}"
+    return STATE_WORDS.get(name, name.replace("_", " ") or "unknown")
+
+
+def running_tool(record: Mapping[str, Any] | None) -> str:
+    """Name of the last call still without a result, for 'running bash'."""
+    name = ""
+    for cycle in items(record, "cycles"):
+        for step in items(cycle, "steps"):
+            for group in items(step, "tool_groups"):
+                for call in items(group, "calls"):
+                    if isinstance(call, Mapping) and maybe_mapping(call, "result") is None:
+                        name = text(call, "name")
+    return name
+
+
+def state_line(state: Mapping[str, Any], record: Mapping[str, Any] | None = None) -> str:
+    """The phase in words, e.g. 'waiting for your approval' or 'running bash'."""
     name = text(state, "name", "unknown")
-    words = name.replace("_", " ")
-    return words + (" (busy)" if flag(state, "busy") else "")
+    if name == "llm_requesting" and flag(state, "waiting"):
+        return "waiting to retry"
+    tool = running_tool(record) if name == "tool_executing" else ""
+    return state_words(name, tool=tool, paused=flag(state, "paused"))
+
+
+# --- what a group of tool calls did ------------------------------------------
+
+HIDDEN_TOOLS = frozenset({"request_mode_upgrade"})  # the approval step tells it
+
+
+def visible_calls(group: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The group's calls worth a row (an upgrade request is shown as the approval)."""
+    return [
+        c
+        for c in items(group, "calls")
+        if isinstance(c, Mapping) and text(c, "name") not in HIDDEN_TOOLS
+    ]
+
+
+def _quoted(values: list[str], most: int = 2) -> str:
+    shown = ", ".join(f"'{one_line(x, 40)}'" for x in values[:most])
+    more = len(values) - most
+    return shown + (f" and {more} more" if more > 0 else "")
+
+
+def diff_counts(diff: str) -> tuple[int, int]:
+    lines = diff.split("\n")
+    return (
+        sum(1 for ln in lines if diff_kind(ln) == "add"),
+        sum(1 for ln in lines if diff_kind(ln) == "del"),
+    )
+
+
+def _tool_phrase(name: str, calls: list[Mapping[str, Any]]) -> str:
+    n = len(calls)
+    inputs = [mapping(c, "input") for c in calls]
+    displays = [mapping(maybe_mapping(c, "result"), "display") for c in calls]
+    if name == "keyword_search":
+        terms: list[str] = []
+        for inp in inputs:
+            for t in items(inp, "search_terms") or [text(inp, "query")]:
+                if isinstance(t, str) and t and t not in terms:
+                    terms.append(t)
+        return f"searched for {_quoted(terms)}" if terms else "searched"
+    if name == "bash":
+        if n == 1:
+            command = text(displays[0], "command") or text(inputs[0], "command")
+            if not command:
+                return "ran a command"
+            return f"ran `{one_line(command, 60).removesuffix(' …')}`"
+        return f"ran {n} commands"
+    if name == "patch":
+        paths: list[str] = []
+        added = removed = 0
+        for inp, disp in zip(inputs, displays, strict=True):
+            path = text(disp, "path") or text(inp, "path")
+            if path and path not in paths:
+                paths.append(path)
+            a, d = diff_counts(text(disp, "diff"))
+            added, removed = added + a, removed + d
+        where = paths[0] if len(paths) == 1 else f"{len(paths)} files"
+        return f"edited {where} +{added} −{removed}"
+    if name == "think":
+        return "thought it over"
+    if name == "run_python":
+        return "ran Python" if n == 1 else f"ran Python {n} times"
+    if name == "inspect_variables":
+        return "looked at variables"
+    if name == "kernel_history":
+        return "read the kernel's history"
+    if name == "propose_cell":
+        return "proposed a cell" if n == 1 else f"proposed {n} cells"
+    if name == "spawn_agents":
+        return "started sub-agents"
+    if name == "request_mode_upgrade":
+        return "asked for write access"
+    return f"used {name or 'a tool'}" + (f" {n} times" if n > 1 else "")
+
+
+def group_title(group: Mapping[str, Any]) -> str:
+    """What the group did, e.g. "searched for 'bulk discount'", 'ran 2 commands',
+    'edited shop/pricing.py +1 −1' (calls of one tool together, in order)."""
+    by_name: dict[str, list[Mapping[str, Any]]] = {}
+    for call in visible_calls(group):
+        by_name.setdefault(text(call, "name"), []).append(call)
+    phrases = [_tool_phrase(name, calls) for name, calls in by_name.items()]
+    return ", ".join(phrases) if phrases else "no calls"
+
+
+def group_open(group: Mapping[str, Any]) -> bool:
+    """Write groups (diffs) are open from the start: the reader should see the change."""
+    return text(group, "group") == "write" or any(
+        text(c, "name") == "patch" for c in visible_calls(group)
+    )
 
 
 class Meter:
@@ -268,15 +459,6 @@ def call_summary(call: Mapping[str, Any]) -> str:
     return one_line(summary)
 
 
-def group_title(group: Mapping[str, Any]) -> str:
-    """'bash · 3 calls' (names of the calls, or the group name when they are mixed)."""
-    calls = [c for c in items(group, "calls") if isinstance(c, Mapping)]
-    names = {text(c, "name") for c in calls}
-    name = names.pop() if len(names) == 1 else text(group, "group", "tools")
-    n = len(calls)
-    return f"{name or 'tools'} · {n} call{'' if n == 1 else 's'}"
-
-
 def bash_status(display: Mapping[str, Any], result: Mapping[str, Any] | None) -> str:
     """'exit 1', 'timed out', 'output truncated' — what a reader checks first."""
     if result is None:
@@ -305,3 +487,12 @@ def diff_kind(line: str) -> str:
     if line.startswith("@@"):
         return "hunk"
     return "ctx"
+
+
+_THUMBNAIL = re.compile(r"data:image/png;base64,[A-Za-z0-9+/]{1,200000}={0,2}")
+
+
+def thumbnail(image: Any) -> str:
+    """An image's thumbnail, only when it is a bounded base64 PNG data URI (else '')."""
+    value = text(image, "thumbnail")
+    return value if _THUMBNAIL.fullmatch(value) else ""
