@@ -4,16 +4,23 @@ The state machine decides about retries (REQ-BED-006) from `kind` and
 `retryable` alone, so this module is the single place where HTTP statuses,
 in-stream error types and raw transport exceptions are judged. The tables are
 meant to be checked at a glance against the API's error documentation.
+
+The SDK (and its HTTP client) are imported when a failure is classified, not
+when this module is: the notebook extension imports it at `%load_ext`, long
+before any request, and `import anthropic` alone costs about 1.5 s.
 """
 
 from __future__ import annotations
 
 import json
-
-import anthropic
-import httpx2
+from typing import TYPE_CHECKING
 
 from phoenix_nb.core.values import ErrorKind, LlmFailure
+from phoenix_nb.errors import PhoenixError
+
+if TYPE_CHECKING:
+    import anthropic
+    import httpx2
 
 K = ErrorKind
 
@@ -68,7 +75,7 @@ _TYPE_STATUS = {
 _CONTEXT_MARKERS = ("prompt is too long", "context window", "context_length")
 
 
-class LlmCallError(Exception):
+class LlmCallError(PhoenixError):
     """Raised by `complete_text`, whose callers want an exception, carrying the classification."""
 
     def __init__(self, failure: LlmFailure) -> None:
@@ -139,6 +146,9 @@ def classify(
     exc: BaseException, *, model: str = "", stall_timeout: float | None = None
 ) -> LlmFailure:
     """Turn any exception from a request into one `LlmFailure` the user can act on."""
+    import anthropic
+    import httpx2
+
     if isinstance(exc, anthropic.APIStatusError):
         return _classify_status(exc, model)
     if isinstance(exc, anthropic.APITimeoutError):

@@ -30,9 +30,6 @@ from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import anthropic
-import httpx2
-
 from phoenix_nb.core.values import (
     SERVER_TOOL_CALL_TYPES,
     Citation,
@@ -205,6 +202,10 @@ class AnthropicProvider:
         self._cache = CachePlanner(cache_ttl)
         self._stall_timeout = stall_timeout
         self.base_url = url or "https://api.anthropic.com"
+        # The SDK is imported here, on first use, not at `%load_ext` (it costs ~1.5 s).
+        import anthropic
+        import httpx2
+
         # `read` bounds the wait for headers and every gap between stream chunks: a stall.
         self._client = anthropic.AsyncAnthropic(
             api_key=key,
