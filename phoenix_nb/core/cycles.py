@@ -17,7 +17,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, fields, is_dataclass
 from typing import Any
 
+from phoenix_nb.core.codec import CodecError, from_json
 from phoenix_nb.core.messages import agent_blocks, images
+from phoenix_nb.core.prices import Spend, price_for
 from phoenix_nb.core.restore import UPGRADE_NOT_APPROVED_RESULT
 from phoenix_nb.core.states import (
     CONTINUATION_THRESHOLD,
@@ -36,7 +38,16 @@ from phoenix_nb.core.transition import (
     UPGRADE_CANCELLED_RESULT,
     UPGRADE_DENIED_RESULT,
 )
-from phoenix_nb.core.values import TextBlock, ThinkingBlock, ToolUseBlock
+from phoenix_nb.core.values import (
+    SERVER_TOOL_CALL_TYPES,
+    CitedTextBlock,
+    RawBlock,
+    TextBlock,
+    ThinkingBlock,
+    ToolUseBlock,
+    Usage,
+    is_server_tool_result,
+)
 
 FORMAT = "phoenix.conversation/1"
 SUMMARY_LIMIT = 80
@@ -174,6 +185,9 @@ class _Projector:
         current: dict[str, Any] | None = None
         has_calls = False
         for block in agent_blocks(record):
+            if isinstance(block, RawBlock):
+                current = self._raw(block, steps, current)
+                continue
             if isinstance(block, TextBlock | ThinkingBlock):
                 kind, text = (
                     ("assistant", block.text)
@@ -182,7 +196,10 @@ class _Projector:
                 )
                 if not text.strip():
                     continue
-                current = {"kind": "ai", "item": {"type": kind, "text": text}, "tool_groups": []}
+                item: dict[str, Any] = {"type": kind, "text": text}
+                if isinstance(block, CitedTextBlock) and block.citations:
+                    item["citations"] = [_citation(c.data) for c in block.citations]
+                current = {"kind": "ai", "item": item, "tool_groups": []}
                 steps.append(current)
                 continue
             has_calls = True
@@ -204,6 +221,40 @@ class _Projector:
             else:
                 groups.append({"group": group, "calls": [call]})
         self.ends_completed = not has_calls and content.get("stop_reason") != "pause_turn"
+
+    def _raw(
+        self, block: RawBlock, steps: list[dict[str, Any]], current: dict[str, Any] | None
+    ) -> dict[str, Any] | None:
+        """Server tool calls join the `other` group; their results fill the call in.
+
+        Other raw blocks (redacted reasoning, compaction, unknown types) are kept in
+        the history for the API and not shown."""
+        data = block.data
+        if block.kind in SERVER_TOOL_CALL_TYPES:
+            if current is None:
+                current = {"kind": "ai", "item": None, "tool_groups": []}
+                steps.append(current)
+            tool_input = data.get("input")
+            call = {
+                "id": str(data.get("id") or ""),
+                "name": str(data.get("name") or block.kind),
+                "input": _plain(tool_input) if isinstance(tool_input, Mapping) else {},
+                "summary": _server_summary(tool_input),
+                "result": None,
+                "server": True,
+            }
+            self.calls[call["id"]] = call
+            groups = current["tool_groups"]
+            if groups and groups[-1]["group"] == "other":
+                groups[-1]["calls"].append(call)
+            else:
+                groups.append({"group": "other", "calls": [call]})
+        elif is_server_tool_result(block.kind):
+            call = self.calls.get(str(data.get("tool_use_id") or ""))
+            if call is not None:
+                text, is_error = _server_result_text(data.get("content"))
+                call["result"] = {"content": text, "is_error": is_error, "display": None}
+        return current
 
     def tool(self, record: Mapping[str, Any], content: Mapping[str, Any]) -> None:
         call = self.calls.get(str(content.get("tool_use_id")))
@@ -252,6 +303,84 @@ class _Projector:
     def continuation(self, record: Mapping[str, Any], content: Mapping[str, Any]) -> None:
         self._steps().append({"kind": "continuation", "summary": str(content.get("summary") or "")})
         self._close("completed")
+
+
+def _citation(data: Mapping[str, Any]) -> dict[str, str]:
+    """What a reader needs of a citation: where it points and the words it backs."""
+
+    def field(name: str) -> str:
+        value = data.get(name)
+        return value if isinstance(value, str) else ""
+
+    return {
+        "url": field("url"),
+        "title": field("title") or field("document_title") or field("source"),
+        "cited_text": field("cited_text"),
+    }
+
+
+def _server_summary(tool_input: Any) -> str:
+    if not isinstance(tool_input, Mapping):
+        return ""
+    for key in ("query", "url", "code", "command"):
+        value = tool_input.get(key)
+        if isinstance(value, str) and value.strip():
+            line = value.strip().splitlines()[0]
+            return line if len(line) <= SUMMARY_LIMIT else line[: SUMMARY_LIMIT - 1] + "…"
+    return ""
+
+
+def _server_result_text(content: Any) -> tuple[str, bool]:
+    """A server tool result as a few readable lines, and whether it is an error."""
+    if isinstance(content, Mapping):
+        kind = str(content.get("type") or "")
+        if kind.endswith("_error"):
+            return f"{kind}: {content.get('error_code', '')}".strip(), True
+        return ", ".join(f"{k}" for k in content if k != "type"), False
+    if isinstance(content, list):
+        lines = []
+        for item in content:
+            if isinstance(item, Mapping):
+                title = str(item.get("title") or item.get("type") or "")
+                url = str(item.get("url") or "")
+                lines.append(f"{title} — {url}" if url else title)
+        return "\n".join(lines), False
+    return (content if isinstance(content, str) else ""), False
+
+
+def _usage(record: Mapping[str, Any]) -> Usage | None:
+    data = record.get("usage_data")
+    if isinstance(data, Usage):
+        return data
+    if not isinstance(data, Mapping):
+        return None
+    try:
+        value = from_json(data) if "type" in data else None
+    except CodecError:
+        value = None
+    if isinstance(value, Usage):
+        return value
+    counts = {k: v for k, v in data.items() if k in Usage.__dataclass_fields__}
+    return Usage(**{k: v for k, v in counts.items() if isinstance(v, int)})
+
+
+def spending(history: Sequence[Mapping[str, Any]], model: str) -> dict[str, Any]:
+    """The record's `usage`: this turn's spend (since the last user message), the
+    conversation's, and whether the model has a known price (else cost is null)."""
+    total = turn = Spend()
+    for record in history:
+        kind = record.get("message_type")
+        if kind == "user":
+            turn = Spend()
+        elif kind == "agent":
+            usage = _usage(record)
+            if usage is not None:
+                total, turn = total.add(usage, model), turn.add(usage, model)
+    priced = price_for(model) is not None
+    out_turn, out_total = turn.as_json(), total.as_json()
+    if not priced:
+        out_turn["cost_usd"] = out_total["cost_usd"] = None
+    return {"priced": priced, "turn": out_turn, "total": out_total}
 
 
 def _state_fields(state: ConvState) -> dict[str, Any]:
@@ -338,6 +467,7 @@ def project(
             "warning": fraction >= WARNING_THRESHOLD,
             "limit_reached": fraction >= CONTINUATION_THRESHOLD,
         },
+        "usage": spending(history, header.model),
         "cycles": walker.cycles,
         "pending_approval": (
             {"reason": phase.reason, "tool_use_id": phase.tool_use_id}
