@@ -1,0 +1,475 @@
+"""When checkpoints are taken, what each tool call changed, and how a revert is decided.
+
+`Checkpoints` is the executor the runtime reaches through its work-tree port:
+`writes_possible` at approval and at the start of a turn that begins
+Unrestricted, `around_tool` before and after every Unrestricted tool call that
+can write. Because every writing call is bracketed by its own "before" and
+"after" checkpoints, the changes between them are exactly that call's, and the
+changes between one call's "after" and the next checkpoint are someone else's
+(the user, an editor, another program): that is how a revert knows which files
+it would take from someone other than the agent, and refuses unless forced.
+
+Git runs in a worker thread (`asyncio.to_thread`) so the kernel's loop stays
+free for Cancel clicks; one asyncio lock per conversation orders the
+checkpoints, and a file lock keeps two kernels from writing one store at once.
+Failures never fail the tool call: its changes then say why they are missing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import itertools
+import json
+import logging
+import threading
+import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from filelock import FileLock
+
+from phoenix_nb.checkpoints.changes import (
+    Checkpoint,
+    CheckpointKind,
+    PruneReport,
+    RevertReport,
+    ToolChanges,
+)
+from phoenix_nb.checkpoints.shadow import (
+    CheckpointError,
+    ShadowRepo,
+    Snapshot,
+    size_of,
+)
+from phoenix_nb.core.values import Mode, ToolResult
+from phoenix_nb.errors import PhoenixError
+
+log = logging.getLogger(__name__)
+
+# Tools that cannot write to the working tree: no checkpoint around them.
+READ_ONLY_TOOLS = frozenset(
+    {
+        "think",
+        "keyword_search",
+        "inspect_variables",
+        "kernel_history",
+        "run_python",
+        "propose_cell",
+        "request_mode_upgrade",
+        "spawn_agents",
+        "submit_result",
+    }
+)
+STARTS = ("approval", "turn")
+
+
+@dataclass(frozen=True)
+class CheckpointConfig:
+    """`c.Phoenix.checkpoint_*` settings (runtime/settings.py fills them)."""
+
+    enabled: bool = True
+    max_file_size: int = 20 * 1024 * 1024  # bytes; larger files are recorded by hash only
+    keep_days: float = 30.0  # checkpoints older than this may be pruned …
+    max_bytes: int = 2 * 1024 * 1024 * 1024  # … and the oldest while a store is larger
+    # (never the latest approval/turn checkpoint or anything after it)
+
+
+class RevertRefused(PhoenixError):
+    """A revert that would take files changed by someone other than the agent."""
+
+    def __init__(self, report: RevertReport) -> None:
+        self.report = report
+        files = ", ".join(report.foreign[:20]) + (" …" if len(report.foreign) > 20 else "")
+        super().__init__(
+            f"Not reverted: {len(report.foreign)} file(s) were changed by someone other than "
+            f"the agent since it last wrote them: {files}. Use `%phoenix revert "
+            f"{report.target} --force` to revert them too (the current state stays in "
+            f"checkpoint {report.pre_revert})."
+        )
+
+
+class NoCheckpoint(PhoenixError):
+    """There is no checkpoint to revert to."""
+
+
+class WorkTreeHistory:
+    """One conversation's checkpoints: taking them, listing them, reverting to one."""
+
+    def __init__(
+        self,
+        root: Path,
+        cwd: Path,
+        config: CheckpointConfig,
+        *,
+        exclude: Sequence[Path] = (),
+    ) -> None:
+        self.root = root
+        self.config = config
+        self.repo = ShadowRepo(root, cwd, max_file_size=config.max_file_size, exclude=exclude)
+        root.mkdir(parents=True, exist_ok=True)
+        self._file_lock = FileLock(str(root / "lock"))
+        self._thread_lock = threading.RLock()
+        self._async_lock: asyncio.Lock | None = None
+        self._snapshots: dict[str, Snapshot] = {}
+        self._last: Snapshot | None = None
+        self.pruned_once = False
+
+    # -- sync API (runs in a worker thread) -----------------------------------------------------
+    def _locked(self) -> Any:
+        return _Both(self._thread_lock, self._file_lock)
+
+    def take(
+        self,
+        kind: CheckpointKind,
+        *,
+        tool_use_id: str | None = None,
+        tool: str | None = None,
+        compare_to: Snapshot | None = None,
+        extra: Mapping[str, Any] | None = None,
+    ) -> tuple[Snapshot, ToolChanges | None]:
+        with self._locked():
+            snap, _raw = self.repo.take(
+                kind, tool_use_id=tool_use_id, tool=tool, compare_to=compare_to, extra=extra
+            )
+            self._snapshots[snap.checkpoint.commit] = snap
+            self._last = snap
+            changes = None
+            if compare_to is not None:
+                files, omitted, cut = self.repo.file_changes(compare_to, snap)
+                changes = ToolChanges(
+                    before=compare_to.checkpoint.number,
+                    after=snap.checkpoint.number,
+                    files=tuple(files),
+                    omitted=omitted,
+                    diff_truncated=cut,
+                )
+            return snap, changes
+
+    def checkpoints(self) -> list[Checkpoint]:
+        with self._locked():
+            return self.repo.checkpoints()
+
+    def snapshot(self, checkpoint: Checkpoint) -> Snapshot:
+        cached = self._snapshots.get(checkpoint.commit)
+        if cached is None:
+            cached = self.repo.snapshot_of(checkpoint)
+            self._snapshots[checkpoint.commit] = cached
+        return cached
+
+    def latest(self) -> int:
+        found = self.checkpoints()
+        return found[-1].number if found else 0
+
+    def resolve_target(
+        self, number: int | None, *, to_approval: bool, after: int = 0
+    ) -> Checkpoint:
+        """The checkpoint a revert goes back to.
+
+        `N`: that checkpoint. `--to-approval`: the latest approval. Neither: the
+        start (approval or turn) of the latest turn that changed files, looking
+        only at checkpoints after `after` (a Revert button's own turn).
+        """
+        found = self.checkpoints()
+        if not found:
+            raise NoCheckpoint("No checkpoints yet: the agent has not had write access here.")
+        if number is not None:
+            for c in found:
+                if c.number == number:
+                    return c
+            raise NoCheckpoint(
+                f"No checkpoint {number}; `%phoenix checkpoints` lists "
+                f"{found[0].number}–{found[-1].number}."
+            )
+        if to_approval:
+            approvals = [c for c in found if c.kind == "approval"]
+            if not approvals:
+                raise NoCheckpoint(
+                    "No approval checkpoint: this conversation was not approved here "
+                    "(it may have started Unrestricted). Give a checkpoint number."
+                )
+            return approvals[-1]
+        changed = [c for c in found if c.kind == "after" and c.files_changed and c.number > after]
+        if not changed:
+            raise NoCheckpoint("Nothing to revert: no tool call changed files since then.")
+        starts = [c for c in found if c.kind in STARTS and after < c.number < changed[-1].number]
+        if starts:
+            return starts[-1]
+        befores = [c for c in found if c.kind == "before" and c.number > after]
+        return befores[0]
+
+    def revert(self, target_number: int, *, force: bool = False) -> RevertReport:
+        """Bring the folder back to checkpoint `target_number` (bytes, modes, presence)."""
+        with self._locked():
+            found = {c.number: c for c in self.repo.checkpoints()}
+            if target_number not in found:
+                raise NoCheckpoint(f"No checkpoint {target_number}.")
+            target = self.snapshot(found[target_number])
+            pre, _ = self.repo.take("pre-revert", extra={"reverted_to": target_number})
+            self._snapshots[pre.checkpoint.commit] = pre
+            sequence = [c for n, c in sorted(found.items()) if n >= target_number]
+            sequence.append(pre.checkpoint)
+            foreign = self._foreign(sequence, target, pre)
+            display = self.repo._display_path
+            if foreign and not force:
+                report = RevertReport(
+                    target=target_number,
+                    foreign=tuple(display(p) for p in foreign),
+                    refused=True,
+                    pre_revert=pre.checkpoint.number,
+                )
+                raise RevertRefused(report)
+            done = self.repo.restore(target, pre)
+            post, raw = self.repo.take(
+                "revert", compare_to=target, extra={"reverted_to": target_number}
+            )
+            self._snapshots[post.checkpoint.commit] = post
+            self._last = post
+            left = {display(r.path) for r in raw} - set(done["not_restorable"])
+            return RevertReport(
+                target=target_number,
+                restored=tuple(done["restored"]),
+                recreated=tuple(done["recreated"]),
+                removed=tuple(done["removed"]),
+                modes=tuple(done["modes"]),
+                not_restorable=tuple(sorted({*done["not_restorable"], *left})),
+                foreign=tuple(display(p) for p in foreign),
+                pre_revert=pre.checkpoint.number,
+                post_revert=post.checkpoint.number,
+            )
+
+    def _foreign(
+        self, sequence: Sequence[Checkpoint], target: Snapshot, now: Snapshot
+    ) -> list[str]:
+        """Files the revert would change whose last writer was not the agent (or phoenix)."""
+        to_restore = self.repo.changed_names(target, now)
+        if not to_restore:
+            return []
+        owner: dict[str, bool] = {}  # path -> written last by the agent / a revert
+        snaps = [self.snapshot(c) if c is not now.checkpoint else now for c in sequence]
+        for a, b in itertools.pairwise(snaps):
+            ca, cb = a.checkpoint, b.checkpoint
+            agent = (
+                ca.kind == "before" and cb.kind == "after" and ca.tool_use_id == cb.tool_use_id
+            ) or cb.kind == "revert"
+            for path in self.repo.changed_names(a, b):
+                owner[path] = agent
+        return sorted(p for p in to_restore if owner.get(p) is False)
+
+    def prune(self, now: float | None = None) -> PruneReport | None:
+        """Drop old checkpoints by age, then by size; never what a revert may still want.
+
+        Kept always: the latest approval and the latest turn start, and every
+        checkpoint after the older of the two. What was pruned is appended to
+        `pruned.jsonl` and listed by `%phoenix checkpoints`, so it is never silent.
+        """
+        with self._locked():
+            found = self.repo.checkpoints()
+            if not found:
+                return None
+            now = time.time() if now is None else now
+            protected_from = found[-1].number
+            for kind in STARTS:
+                of_kind = [c.number for c in found if c.kind == kind]
+                if of_kind:
+                    protected_from = min(protected_from, of_kind[-1])
+            candidates = [c for c in found if c.number < protected_from]
+            cutoff = now - self.config.keep_days * 86400
+            drop = [c for c in candidates if _epoch(c.created_at) < cutoff]
+            reason = f"older than {self.config.keep_days:g} days"
+            before = size_of(self.repo.git_dir)
+            if before > self.config.max_bytes:
+                drop = candidates  # oldest first; the store shrinks only after a repack
+                reason = f"the store exceeded {self.config.max_bytes:,} bytes"
+            if not drop:
+                return None
+            self.repo.git(
+                "update-ref",
+                "--stdin",
+                input="".join(f"delete refs/phoenix/cp/{c.number:08d}\n" for c in drop).encode(),
+            )
+            self.repo.git("repack", "-a", "-d", "-q")
+            self.repo.git("prune", "--expire=now")
+            self._snapshots.clear()
+            report = PruneReport(
+                removed=tuple(c.number for c in drop),
+                reason=reason,
+                when=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now)),
+                bytes_before=before,
+                bytes_after=size_of(self.repo.git_dir),
+            )
+            with open(self.root / "pruned.jsonl", "a") as f:
+                f.write(json.dumps(dataclasses.asdict(report)) + "\n")
+            return report
+
+    def prune_log(self) -> list[PruneReport]:
+        try:
+            lines = (self.root / "pruned.jsonl").read_text().splitlines()
+        except OSError:
+            return []
+        out = []
+        for line in lines:
+            try:
+                data = json.loads(line)
+                out.append(
+                    PruneReport(
+                        removed=tuple(data.get("removed", ())),
+                        reason=str(data.get("reason", "")),
+                        when=str(data.get("when", "")),
+                        bytes_before=int(data.get("bytes_before", 0)),
+                        bytes_after=int(data.get("bytes_after", 0)),
+                    )
+                )
+            except (ValueError, TypeError, AttributeError):
+                continue
+        return out
+
+    # -- async API (the kernel's loop) ------------------------------------------------
+    def _alock(self) -> asyncio.Lock:
+        if self._async_lock is None:
+            self._async_lock = asyncio.Lock()
+        return self._async_lock
+
+    async def atake(
+        self,
+        kind: CheckpointKind,
+        *,
+        tool_use_id: str | None = None,
+        tool: str | None = None,
+        compare_to: Snapshot | None = None,
+    ) -> tuple[Snapshot, ToolChanges | None]:
+        async with self._alock():
+            return await asyncio.to_thread(
+                self.take, kind, tool_use_id=tool_use_id, tool=tool, compare_to=compare_to
+            )
+
+    async def arevert(self, target_number: int, *, force: bool = False) -> RevertReport:
+        async with self._alock():
+            return await asyncio.to_thread(self.revert, target_number, force=force)
+
+
+class Checkpoints:
+    """The checkpoint executor of one process: a store per conversation under `root`."""
+
+    def __init__(
+        self,
+        root: Path,
+        config: CheckpointConfig | None = None,
+        *,
+        exclude: Sequence[Path] = (),
+    ) -> None:
+        self.root = root
+        self.config = config or CheckpointConfig()
+        self.exclude = tuple(exclude)
+        self._histories: dict[str, WorkTreeHistory] = {}
+
+    def history(self, conversation_id: str, cwd: str | Path) -> WorkTreeHistory:
+        found = self._histories.get(conversation_id)
+        if found is None:
+            found = WorkTreeHistory(
+                self.root / _safe(conversation_id),
+                Path(cwd),
+                self.config,
+                exclude=(self.root, *self.exclude),
+            )
+            self._histories[conversation_id] = found
+        return found
+
+    def exists(self, conversation_id: str) -> bool:
+        return (self.root / _safe(conversation_id) / "git" / "HEAD").exists()
+
+    async def writes_possible(self, conversation_id: str, cwd: str, reason: CheckpointKind) -> None:
+        """Write access begins (approval) or a turn begins Unrestricted: checkpoint now."""
+        if not self.config.enabled:
+            return
+        history = self.history(conversation_id, cwd)
+        try:
+            if not history.pruned_once:
+                history.pruned_once = True
+                await asyncio.to_thread(history.prune)
+            await history.atake(reason)
+        except (CheckpointError, OSError) as exc:
+            log.warning("phoenix: checkpoint at %s failed: %s", reason, exc)
+
+    async def around_tool(
+        self,
+        *,
+        conversation_id: str,
+        cwd: str,
+        mode: Mode,
+        tool: str,
+        tool_use_id: str,
+        run: Callable[[], Awaitable[ToolResult]],
+    ) -> ToolResult:
+        """Run one tool call between two checkpoints; its result carries what it changed."""
+        if not self.config.enabled or mode != Mode.UNRESTRICTED or tool in READ_ONLY_TOOLS:
+            return await run()
+        history = self.history(conversation_id, cwd)
+        before: Snapshot | None = None
+        error: str | None = None
+        try:
+            before, _ = await history.atake("before", tool_use_id=tool_use_id, tool=tool)
+        except (CheckpointError, OSError) as exc:
+            error = str(exc)
+            log.warning("phoenix: checkpoint before %s failed: %s", tool, exc)
+        try:
+            result = await run()
+        except asyncio.CancelledError:
+            if before is not None:  # what a cancelled call changed is still the agent's
+                await asyncio.shield(self._after(history, before, tool, tool_use_id))
+            raise
+        changes: ToolChanges | None = None
+        if before is not None:
+            changes, error = await self._after(history, before, tool, tool_use_id)
+        if changes is None:
+            changes = ToolChanges(before=0, after=0, error=error or "no checkpoint")
+        display = {**dict(result.display or {}), "changes": changes.to_json()}
+        return dataclasses.replace(result, display=display)
+
+    @staticmethod
+    async def _after(
+        history: WorkTreeHistory, before: Snapshot, tool: str, tool_use_id: str
+    ) -> tuple[ToolChanges | None, str | None]:
+        try:
+            _, changes = await history.atake(
+                "after", tool_use_id=tool_use_id, tool=tool, compare_to=before
+            )
+            return changes, None
+        except (CheckpointError, OSError) as exc:
+            log.warning("phoenix: checkpoint after %s failed: %s", tool, exc)
+            return None, str(exc)
+
+
+class _Both:
+    """Enter a thread lock, then a file lock (two kernels, one store)."""
+
+    def __init__(self, thread_lock: threading.RLock, file_lock: FileLock) -> None:
+        self.thread_lock = thread_lock
+        self.file_lock = file_lock
+
+    def __enter__(self) -> None:
+        self.thread_lock.acquire()
+        try:
+            self.file_lock.acquire(timeout=120)
+        except BaseException:
+            self.thread_lock.release()
+            raise
+
+    def __exit__(self, *exc: object) -> None:
+        try:
+            self.file_lock.release()
+        finally:
+            self.thread_lock.release()
+
+
+def _safe(conversation_id: str) -> str:
+    return "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in conversation_id) or "_"
+
+
+def _epoch(created_at: str) -> float:
+    try:
+        return time.mktime(time.strptime(created_at, "%Y-%m-%dT%H:%M:%SZ")) - time.timezone
+    except ValueError:
+        return 0.0

@@ -1,0 +1,831 @@
+"""A shadow git object store of one conversation's working tree, driven through plumbing.
+
+Why git: it is content-addressed, incremental through the stat data of its index
+(only files whose stat changed are read again), and fast at it; a hand-written
+store would re-invent all of that. Why the `git` command rather than a library:
+it is the reference implementation, already on every machine that has a
+repository, and every call here is plumbing with a stable interface.
+
+Isolation from the user's repository is total: every call runs with
+`GIT_DIR`, `GIT_INDEX_FILE` and `GIT_WORK_TREE` pointing at this store (under
+`$PHOENIX_HOME/checkpoints/<conversation id>/`), with a fresh environment (no
+inherited `GIT_*`), no system or global config, and the only file read from the
+user's `.git` is `info/exclude`. The user's HEAD, index, refs and stash are
+never opened. Inside a repository the work tree is the repository's top, so
+every `.gitignore` between the top and the conversation's folder applies;
+checkpoints cover the conversation's folder only (a pathspec).
+
+Byte-exactness: `info/attributes` unsets text/eol/filter/ident/encoding for
+every path, so no `.gitattributes` of the user converts line endings or runs a
+filter (git-lfs …) on the way in or out. Git records only the executable bit;
+the full permission bits of every file are kept in a manifest blob per
+checkpoint. Files over `max_file_size` are kept out of the object store and
+recorded by size and SHA-256 only ("not restorable").
+
+First snapshot of a large tree: every blob goes into one pack (bulk check-in,
+`core.bigFileThreshold=1`, stored uncompressed) and the trees are written by
+`git fast-import` into a pack as well, because creating ten thousand loose
+object files costs seconds on some filesystems. Later snapshots are incremental:
+`git status` (untracked cache on, fsmonitor off) names the few changed files
+and only they are added.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import contextlib
+import hashlib
+import json
+import os
+import shutil
+import stat
+import subprocess
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from phoenix_nb.checkpoints.changes import Checkpoint, CheckpointKind, FileChange
+from phoenix_nb.errors import PhoenixError
+
+REF_PREFIX = "refs/phoenix/cp/"
+EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
+BULK_THRESHOLD = 200  # more changed files than this: bulk check-in into one pack
+GIT_TIMEOUT = 600.0
+DIFF_FILE_LIMIT = 20_000  # characters of diff kept per file
+DIFF_TOTAL_LIMIT = 100_000  # characters of diff kept per tool call
+FILES_LIMIT = 500  # files listed per tool call
+
+_WORK_TREE_VARS = ("GIT_WORK_TREE", "GIT_INDEX_FILE")
+_ATTRIBUTES = "* -text -eol -filter -ident -working-tree-encoding\n"
+_CONFIG = {
+    "core.bare": "false",
+    "core.autocrlf": "false",
+    "core.safecrlf": "false",
+    "core.filemode": "true",
+    "core.symlinks": "true",
+    "core.ignorecase": "false",
+    "core.untrackedCache": "true",
+    "core.fsmonitor": "false",
+    "core.quotePath": "false",
+    "core.precomposeUnicode": "false",
+    "core.hooksPath": os.devnull,
+    "index.threads": "true",
+    "gc.auto": "0",
+    "maintenance.auto": "false",
+    "advice.addEmbeddedRepo": "false",
+    "status.showUntrackedFiles": "all",
+}
+
+
+class CheckpointError(PhoenixError):
+    """A checkpoint could not be taken or read (git missing, disk full, bad store)."""
+
+
+def git_available() -> bool:
+    return shutil.which("git") is not None
+
+
+@dataclass(frozen=True)
+class BigFile:
+    """A file over the size limit: recorded by size and hash, never stored."""
+
+    size: int
+    sha256: str
+    perm: str
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """What one checkpoint holds: a tree, the permission bits, the big files."""
+
+    checkpoint: Checkpoint
+    tree: str
+    perms: Mapping[str, str]  # path -> "0644" for every file and "link" for symlinks
+    big: Mapping[str, BigFile] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class RawChange:
+    """One path that differs between two snapshots."""
+
+    path: str
+    status: str  # A | D | M | T (type) | P (permission bits only) | B (big file)
+    old_mode: str | None
+    new_mode: str | None
+    old_sha: str | None
+    new_sha: str | None
+
+
+def find_top(cwd: Path) -> Path | None:
+    """The top of the git repository holding `cwd`, if any (a `.git` dir or file)."""
+    for folder in (cwd, *cwd.parents):
+        if (folder / ".git").exists():
+            return folder
+    return None
+
+
+def _perm_of(st: os.stat_result) -> str:
+    if stat.S_ISLNK(st.st_mode):
+        return "link"
+    return f"{stat.S_IMODE(st.st_mode):04o}"
+
+
+def _git_mode_perm(mode: str) -> str:
+    """The permission bits git would give a file of this index mode when writing it."""
+    if mode == "120000":
+        return "link"
+    return "0755" if mode == "100755" else "0644"
+
+
+class ShadowRepo:
+    """One conversation's checkpoints: a git dir, an index and the user's folder."""
+
+    def __init__(
+        self,
+        root: Path,
+        cwd: Path,
+        *,
+        max_file_size: int,
+        exclude: Sequence[Path] = (),
+    ) -> None:
+        self.root = root
+        self.cwd = cwd.resolve()
+        self.max_file_size = max_file_size
+        self.git_dir = root / "git"
+        self.index = root / "index"
+        top = find_top(self.cwd)
+        self.top = top if top is not None else self.cwd
+        self.in_repo = top is not None
+        rel = self.cwd.relative_to(self.top).as_posix()
+        self.prefix = "" if rel == "." else rel + "/"
+        self.exclude = [Path(p).resolve() for p in exclude]
+        self._big_cache_file = root / "bigfiles.json"
+        self._env = self._environment()
+        self._perms_cache: dict[str, dict[str, str]] = {}
+
+    # -- running git --------------------------------------------------------------------------
+    def _environment(self) -> dict[str, str]:
+        ident = "phoenix checkpoints"
+        return {
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "HOME": str(self.root),
+            "LANG": "C",
+            "LC_ALL": "C",
+            "GIT_DIR": str(self.git_dir),
+            "GIT_INDEX_FILE": str(self.index),
+            "GIT_WORK_TREE": str(self.top),
+            "GIT_CONFIG_NOSYSTEM": "1",
+            "GIT_CONFIG_GLOBAL": os.devnull,
+            "GIT_ATTR_NOSYSTEM": "1",
+            "GIT_TERMINAL_PROMPT": "0",
+            "GIT_AUTHOR_NAME": ident,
+            "GIT_AUTHOR_EMAIL": "phoenix@localhost",
+            "GIT_COMMITTER_NAME": ident,
+            "GIT_COMMITTER_EMAIL": "phoenix@localhost",
+        }
+
+    def git(
+        self,
+        *args: str,
+        input: bytes | None = None,
+        env: Mapping[str, str] | None = None,
+        check: bool = True,
+        config: Mapping[str, str] | None = None,
+    ) -> bytes:
+        extra = ["-c", "safe.directory=*"]
+        for key, value in (config or {}).items():
+            extra += ["-c", f"{key}={value}"]
+        full_env = {**self._env, **(env or {})}
+        try:
+            done = subprocess.run(
+                ["git", *extra, *args],
+                input=input,
+                capture_output=True,
+                env=full_env,
+                cwd=str(self.top),
+                timeout=GIT_TIMEOUT,
+                check=False,
+            )
+        except FileNotFoundError:
+            raise CheckpointError("git is not installed: checkpoints are unavailable") from None
+        except subprocess.TimeoutExpired:
+            raise CheckpointError(f"git {args[0]} took longer than {GIT_TIMEOUT:.0f} s") from None
+        if check and done.returncode != 0:
+            err = done.stderr.decode("utf-8", "replace").strip().splitlines()
+            raise CheckpointError(f"git {args[0]} failed: {err[-1] if err else done.returncode}")
+        return done.stdout
+
+    # -- set-up ----------------------------------------------------------------------------------
+    def ensure(self) -> None:
+        """Create the store on first use; refresh what is copied from the user's repo."""
+        if not (self.git_dir / "HEAD").exists():
+            self.root.mkdir(parents=True, exist_ok=True)
+            tmp = self.root / f"git.tmp{os.getpid()}"
+            if tmp.exists():
+                shutil.rmtree(tmp)
+            bare_env = {k: v for k, v in self._env.items() if k not in _WORK_TREE_VARS}
+            for argv in (
+                ["git", "init", "-q", "--bare", str(tmp)],
+                *(["git", "config", key, value] for key, value in _CONFIG.items()),
+            ):
+                done = subprocess.run(
+                    argv, env={**bare_env, "GIT_DIR": str(tmp)}, capture_output=True, check=False
+                )
+                if done.returncode != 0:
+                    raise CheckpointError(
+                        f"cannot create the checkpoint store in {self.root}: "
+                        + done.stderr.decode("utf-8", "replace").strip()
+                    )
+            (tmp / "info").mkdir(exist_ok=True)
+            (tmp / "info" / "attributes").write_text(_ATTRIBUTES)
+            os.replace(tmp, self.git_dir)
+        self._write_excludes()
+
+    def _write_excludes(self) -> None:
+        lines = ["# written by phoenix: the user's info/exclude and phoenix's own folders"]
+        user_exclude = self.top / ".git" / "info" / "exclude"
+        if self.in_repo and user_exclude.is_file():
+            with contextlib.suppress(OSError):
+                lines.append(user_exclude.read_text(errors="replace"))
+        for path in [self.root, *self.exclude]:
+            try:
+                rel = path.resolve().relative_to(self.top)
+            except ValueError:
+                continue
+            if str(rel) != ".":
+                lines.append("/" + rel.as_posix() + "/")
+        text = "\n".join(lines) + "\n"
+        target = self.git_dir / "info" / "exclude"
+        if not target.exists() or target.read_text() != text:
+            target.write_text(text)
+
+    def scope(self) -> list[str]:
+        """Pathspecs limiting git to the conversation's folder."""
+        return [f":(top,literal){self.prefix.rstrip('/')}"] if self.prefix else []
+
+    # -- checkpoints ------------------------------------------------------------------------------
+    def checkpoints(self) -> list[Checkpoint]:
+        if not (self.git_dir / "HEAD").exists():
+            return []
+        out = self.git(
+            "for-each-ref",
+            "--format=%(objectname)%00%(contents)%00",
+            REF_PREFIX,
+        )
+        parts = out.split(b"\0")
+        checkpoints = []
+        for i in range(0, len(parts) - 1, 2):
+            commit = parts[i].decode().strip()
+            try:
+                meta = json.loads(parts[i + 1].decode("utf-8", "replace"))
+            except ValueError:
+                continue
+            checkpoints.append(_checkpoint(commit, meta))
+        return sorted(checkpoints, key=lambda c: c.number)
+
+    def meta(self, commit: str) -> dict[str, Any]:
+        body = self.git("cat-file", "commit", commit).split(b"\n\n", 1)[1]
+        data = json.loads(body.decode("utf-8", "replace"))
+        return data if isinstance(data, dict) else {}
+
+    def snapshot_of(self, checkpoint: Checkpoint) -> Snapshot:
+        meta = self.meta(checkpoint.commit)
+        tree = self.git("rev-parse", f"{checkpoint.commit}^{{tree}}").decode().strip()
+        perms = self._perms_blob(str(meta.get("perms") or ""))
+        big = {
+            p: BigFile(int(b["size"]), str(b["sha256"]), str(b.get("perm", "0644")))
+            for p, b in dict(meta.get("big") or {}).items()
+        }
+        return Snapshot(checkpoint, tree, perms, big)
+
+    def _perms_blob(self, sha: str) -> dict[str, str]:
+        if not sha:
+            return {}
+        if sha not in self._perms_cache:
+            data = json.loads(self.git("cat-file", "blob", sha))
+            self._perms_cache[sha] = {str(k): str(v) for k, v in data.items()}
+        return self._perms_cache[sha]
+
+    def take(
+        self,
+        kind: CheckpointKind,
+        *,
+        tool_use_id: str | None = None,
+        tool: str | None = None,
+        compare_to: Snapshot | None = None,
+        extra: Mapping[str, Any] | None = None,
+    ) -> tuple[Snapshot, list[RawChange]]:
+        """Record the working tree now as the next checkpoint.
+
+        With `compare_to`, also returns what changed since that snapshot (and
+        stores the count in the checkpoint, for listings).
+        """
+        self.ensure()
+        previous = self.checkpoints()
+        number = previous[-1].number + 1 if previous else 1
+        head = self._head()
+        changed, deleted = self._changed_paths()
+        big = self._big_files(changed, deleted, head)
+        bulk = head is None or len(changed) > BULK_THRESHOLD
+        self._stage([*changed, *deleted], big, bulk=bulk)
+        tree = self._write_tree_packed() if bulk else self.git("write-tree").decode().strip()
+        perms = self._perms(big)
+        perms_sha = self._store_perms(perms)
+        created = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        meta: dict[str, Any] = {
+            "v": 1,
+            "n": number,
+            "kind": kind,
+            "at": created,
+            "tool_use_id": tool_use_id,
+            "tool": tool,
+            "perms": perms_sha,
+            "big": {
+                p: {"size": b.size, "sha256": b.sha256, "perm": b.perm} for p, b in big.items()
+            },
+            "cwd": str(self.cwd),
+            **dict(extra or {}),
+        }
+        raw: list[RawChange] = []
+        if compare_to is not None:
+            provisional = Snapshot(_checkpoint("", meta), tree, perms, big)
+            raw = self.raw_changes(compare_to, provisional)
+            meta["files_changed"] = len(raw)
+        commit = (
+            self.git(
+                "commit-tree",
+                tree,
+                input=json.dumps(meta, sort_keys=True).encode(),
+            )
+            .decode()
+            .strip()
+        )
+        self.git(
+            "update-ref",
+            "--stdin",
+            input=f"create {REF_PREFIX}{number:08d} {commit}\nupdate HEAD {commit}\n".encode(),
+        )
+        return Snapshot(_checkpoint(commit, meta), tree, perms, big), raw
+
+    def _head(self) -> str | None:
+        out = self.git("rev-parse", "--verify", "-q", "HEAD", check=False).decode().strip()
+        return out or None
+
+    def _changed_paths(self) -> tuple[list[str], list[str]]:
+        """Paths (relative to the top) that differ from the last checkpoint's index."""
+        out = self.git(
+            "status",
+            "--porcelain=v1",
+            "-z",
+            "--untracked-files=all",
+            "--no-renames",
+            "--ignore-submodules=all",
+            "--",
+            *self.scope(),
+        )
+        changed, deleted = [], []
+        for entry in out.split(b"\0"):
+            if len(entry) < 4:
+                continue
+            xy, path = entry[:2].decode(), os.fsdecode(entry[3:])
+            if "D" in xy and xy != "??":
+                deleted.append(path)
+            else:
+                changed.append(path)
+        return changed, deleted
+
+    def _big_files(
+        self, changed: Sequence[str], deleted: Sequence[str], head: str | None
+    ) -> dict[str, BigFile]:
+        """Files over the size limit among the changed ones, and the big ones still there."""
+        candidates = set(changed)
+        if head is not None:
+            prev = self.meta(head).get("big") or {}
+            candidates |= set(prev) - set(deleted)
+        cache = self._load_big_cache()
+        big: dict[str, BigFile] = {}
+        for path in sorted(candidates):
+            try:
+                st = os.lstat(self.top / path)
+            except OSError:
+                continue
+            if not stat.S_ISREG(st.st_mode) or st.st_size <= self.max_file_size:
+                continue
+            key = f"{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}:{st.st_ino}"
+            cached = cache.get(path)
+            if cached is None or cached[0] != key:
+                cached = (key, _sha256(self.top / path))
+                cache[path] = cached
+            big[path] = BigFile(st.st_size, cached[1], _perm_of(st))
+        self._save_big_cache({p: v for p, v in cache.items() if p in big})
+        return big
+
+    def _load_big_cache(self) -> dict[str, tuple[str, str]]:
+        try:
+            data = json.loads(self._big_cache_file.read_text())
+            return {str(k): (str(v[0]), str(v[1])) for k, v in data.items()}
+        except (OSError, ValueError, TypeError, IndexError, AttributeError):
+            return {}
+
+    def _save_big_cache(self, cache: Mapping[str, tuple[str, str]]) -> None:
+        tmp = self._big_cache_file.with_suffix(".tmp")
+        tmp.write_text(json.dumps({k: list(v) for k, v in cache.items()}))
+        os.replace(tmp, self._big_cache_file)
+
+    def _stage(self, changed: Sequence[str], big: Mapping[str, BigFile], *, bulk: bool) -> None:
+        if big:
+            self.git(
+                "update-index",
+                "--force-remove",
+                "-z",
+                "--stdin",
+                input=b"".join(os.fsencode(p) + b"\0" for p in big),
+            )
+        excludes = [f":(top,literal,exclude){p}" for p in big]
+        if bulk:
+            specs = [*(self.scope() or [":(top)"]), *excludes]
+            config = {"core.bigFileThreshold": "1", "core.compression": "0"}
+        else:
+            specs = [f":(top,literal){p}" for p in changed if p not in big]
+            config = {}
+            if not specs:
+                return
+        self.git(
+            "add",
+            "-A",
+            "--ignore-errors",
+            "--pathspec-from-file=-",
+            "--pathspec-file-nul",
+            input=b"".join(os.fsencode(s) + b"\0" for s in specs),
+            config=config,
+        )
+
+    def _write_tree_packed(self) -> str:
+        """Write the index's trees into one pack with fast-import (no loose object files)."""
+        listing = self.git("ls-files", "-s", "-z")
+        lines = []
+        for entry in listing.split(b"\0"):
+            if not entry:
+                continue
+            meta, path = entry.split(b"\t", 1)
+            mode, sha, _stage = meta.split(b" ")
+            if mode == b"160000":
+                continue  # an embedded repository: its content is its own
+            lines.append(b"M " + mode + b" " + sha + b" " + _fi_path(path) + b"\n")
+        stream = (
+            b"commit refs/phoenix/tmp-trees\nmark :1\n"
+            b"committer phoenix <phoenix@localhost> 0 +0000\ndata 0\n"
+            + b"".join(lines)
+            + b'\nls :1 ""\ndone\n'
+        )
+        out = self.git(
+            "fast-import",
+            "--quiet",
+            "--done",
+            "--date-format=raw",
+            input=stream,
+            config={"pack.compression": "1"},
+        )
+        self.git("update-ref", "-d", "refs/phoenix/tmp-trees", check=False)
+        # `ls :1 ""` answers "040000 tree <sha>\t" for the root ("missing" when empty).
+        if not out.startswith(b"040000 tree "):
+            return self.git("write-tree").decode().strip()
+        tree = out.split(b" ")[2].split(b"\t")[0].decode()
+        # Fill the index's cache-tree so the next write-tree is instant (trees exist: no writes).
+        self.git("write-tree")
+        return tree
+
+    def _perms(self, big: Mapping[str, BigFile]) -> dict[str, str]:
+        """Permission bits of every file in the index (and of the big files)."""
+        listing = self.git("ls-files", "-z", "--", *self.scope())
+        paths = [os.fsdecode(p) for p in listing.split(b"\0") if p]
+        top = self.top
+
+        def lstat_perm(chunk: Sequence[str]) -> list[tuple[str, str]]:
+            out = []
+            for p in chunk:
+                with contextlib.suppress(OSError):
+                    out.append((p, _perm_of(os.lstat(top / p))))
+            return out
+
+        perms: dict[str, str] = {}
+        if len(paths) > 2000:
+            half = len(paths) // 2
+            with concurrent.futures.ThreadPoolExecutor(2) as pool:
+                for part in pool.map(lstat_perm, (paths[:half], paths[half:])):
+                    perms.update(part)
+        else:
+            perms.update(lstat_perm(paths))
+        for p, b in big.items():
+            perms[p] = b.perm
+        return perms
+
+    def _store_perms(self, perms: Mapping[str, str]) -> str:
+        body = json.dumps(dict(sorted(perms.items())), separators=(",", ":")).encode()
+        sha = self.git("hash-object", "-w", "--stdin", input=body).decode().strip()
+        self._perms_cache[sha] = dict(perms)
+        return sha
+
+    # -- comparing -------------------------------------------------------------------------------
+    def raw_changes(self, a: Snapshot, b: Snapshot) -> list[RawChange]:
+        """Every path that differs between two snapshots (content, type, mode, big files)."""
+        out = self.git("diff-tree", "-r", "-z", "--no-renames", "--raw", a.tree, b.tree)
+        found: dict[str, RawChange] = {}
+        fields_ = out.split(b"\0")
+        i = 0
+        while i + 1 < len(fields_):
+            head, path = fields_[i], os.fsdecode(fields_[i + 1])
+            i += 2
+            if not head.startswith(b":"):
+                continue
+            old_mode, new_mode, old_sha, new_sha, status = head[1:].decode().split(" ")
+            found[path] = RawChange(
+                path,
+                status[0],
+                None if old_mode == "000000" else old_mode,
+                None if new_mode == "000000" else new_mode,
+                None if set(old_sha) == {"0"} else old_sha,
+                None if set(new_sha) == {"0"} else new_sha,
+            )
+        for path in sorted(set(a.big) | set(b.big)):
+            old, new = a.big.get(path), b.big.get(path)
+            if old is not None and new is not None and old.sha256 == new.sha256:
+                if old.perm != new.perm:
+                    found[path] = RawChange(path, "P", old.perm, new.perm, None, None)
+                continue
+            found[path] = RawChange(
+                path,
+                "B",
+                old.perm if old else (found[path].old_mode if path in found else None),
+                new.perm if new else (found[path].new_mode if path in found else None),
+                old.sha256 if old else (found[path].old_sha if path in found else None),
+                new.sha256 if new else (found[path].new_sha if path in found else None),
+            )
+        for path in sorted(set(a.perms) & set(b.perms)):
+            if path in found or path in a.big or path in b.big:
+                continue
+            if a.perms[path] != b.perms[path]:
+                found[path] = RawChange(path, "P", a.perms[path], b.perms[path], None, None)
+        return [found[p] for p in sorted(found)]
+
+    def file_changes(self, a: Snapshot, b: Snapshot) -> tuple[list[FileChange], int, bool]:
+        """The changes between two snapshots as the record shows them; (files, omitted, cut)."""
+        raw = self.raw_changes(a, b)
+        omitted = max(0, len(raw) - FILES_LIMIT)
+        raw = raw[:FILES_LIMIT]
+        diffs = self._diffs(a, b, [r.path for r in raw if r.status in "AMDT"])
+        total = 0
+        truncated = False
+        files = []
+        for r in raw:
+            in_a = r.path in a.perms or r.path in a.big
+            in_b = r.path in b.perms or r.path in b.big
+            kind = "added" if not in_a else "deleted" if not in_b else "modified"
+            old_perm = a.perms.get(r.path) if in_a else None
+            new_perm = b.perms.get(r.path) if in_b else None
+            if r.status == "P" or (r.status == "M" and r.old_sha == r.new_sha):
+                kind = "mode"
+            diff, binary = diffs.get(r.path, ("", False))
+            if len(diff) > DIFF_FILE_LIMIT or total + len(diff) > DIFF_TOTAL_LIMIT:
+                diff = diff[: max(0, min(DIFF_FILE_LIMIT, DIFF_TOTAL_LIMIT - total))]
+                diff += "\n… (diff cut)\n"
+                truncated = True
+            total += len(diff)
+            size = None
+            if in_b:
+                big = b.big.get(r.path)
+                size = big.size if big else self._blob_size(r.new_sha)
+            files.append(
+                FileChange(
+                    path=self._display_path(r.path),
+                    kind=kind,  # type: ignore[arg-type]
+                    old_mode=old_perm,
+                    new_mode=new_perm,
+                    diff=diff,
+                    binary=binary,
+                    stored=not (r.path in a.big or r.path in b.big),
+                    size=size,
+                )
+            )
+        return files, omitted, truncated
+
+    def _display_path(self, path: str) -> str:
+        """Paths are shown relative to the conversation's folder."""
+        return path[len(self.prefix) :] if self.prefix and path.startswith(self.prefix) else path
+
+    def _blob_size(self, sha: str | None) -> int | None:
+        if not sha:
+            return None
+        try:
+            return int(self.git("cat-file", "-s", sha).strip())
+        except (CheckpointError, ValueError):
+            return None
+
+    def _diffs(self, a: Snapshot, b: Snapshot, paths: Sequence[str]) -> dict[str, tuple[str, bool]]:
+        if not paths:
+            return {}
+        out = self.git(
+            "diff-tree",
+            "-r",
+            "-p",
+            "--no-renames",
+            "--no-color",
+            "--no-ext-diff",
+            "--no-textconv",
+            a.tree,
+            b.tree,
+            "--",
+            *(f":(top,literal){p}" for p in paths),
+        ).decode("utf-8", "replace")
+        result: dict[str, tuple[str, bool]] = {}
+        chunks = out.split("\ndiff --git ")
+        for n, chunk in enumerate(chunks):
+            if not chunk.strip():
+                continue
+            text = chunk if n == 0 else "diff --git " + chunk
+            path = _patch_path(text)
+            if path is None:
+                continue
+            binary = "\nBinary files " in text or "\nGIT binary patch" in text
+            result[path] = ("" if binary else text.rstrip("\n") + "\n", binary)
+        return result
+
+    def changed_names(self, a: Snapshot, b: Snapshot) -> set[str]:
+        return {r.path for r in self.raw_changes(a, b)}
+
+    # -- restoring -------------------------------------------------------------------------------
+    def restore(self, target: Snapshot, current: Snapshot) -> dict[str, list[str]]:
+        """Make the folder match `target`: bytes, permission bits and presence.
+
+        Returns what was done by category (paths relative to the conversation's
+        folder). Files over the size limit at the target whose content changed
+        cannot be brought back and are left as they are.
+        """
+        done: dict[str, list[str]] = {
+            "restored": [],
+            "recreated": [],
+            "removed": [],
+            "modes": [],
+            "not_restorable": [],
+        }
+        raw = self.raw_changes(target, current)
+        to_checkout: list[str] = []
+        for r in raw:
+            path = self.top / r.path
+            in_target = r.path in target.perms or r.path in target.big
+            in_current = r.path in current.perms or r.path in current.big
+            show = self._display_path(r.path)
+            if r.path in target.big:
+                big = target.big[r.path]
+                if r.status == "P" and in_current:
+                    _chmod(path, big.perm)
+                    done["modes"].append(show)
+                else:
+                    done["not_restorable"].append(show)
+                continue
+            if not in_target:
+                _remove(path)
+                done["removed"].append(show)
+                continue
+            if r.status == "P" or (r.status == "M" and r.old_sha == r.new_sha):
+                _chmod(path, target.perms[r.path])
+                done["modes"].append(show)
+                continue
+            to_checkout.append(r.path)
+            done["restored" if in_current else "recreated"].append(show)
+        for r in raw:
+            if r.path not in target.perms and r.path not in target.big:
+                _prune_empty_dirs((self.top / r.path).parent, self.cwd)
+        if to_checkout:
+            for p in to_checkout:
+                _clear_way(self.top, p)
+            tmp_index = self.root / "restore.index"
+            env = {"GIT_INDEX_FILE": str(tmp_index)}
+            try:
+                self.git("read-tree", target.tree, env=env)
+                self.git(
+                    "checkout-index",
+                    "-f",
+                    "-z",
+                    "--stdin",
+                    input=b"".join(os.fsencode(p) + b"\0" for p in to_checkout),
+                    env=env,
+                )
+            finally:
+                tmp_index.unlink(missing_ok=True)
+            for p in to_checkout:
+                perm = target.perms.get(p)
+                if perm and perm != "link":
+                    _chmod(self.top / p, perm)
+        return done
+
+
+def _checkpoint(commit: str, meta: Mapping[str, Any]) -> Checkpoint:
+    kind = meta.get("kind")
+    return Checkpoint(
+        number=int(meta.get("n", 0)),
+        kind=kind if isinstance(kind, str) else "turn",  # type: ignore[arg-type]
+        created_at=str(meta.get("at", "")),
+        commit=commit,
+        tool_use_id=meta.get("tool_use_id") if isinstance(meta.get("tool_use_id"), str) else None,
+        tool=meta.get("tool") if isinstance(meta.get("tool"), str) else None,
+        files_changed=int(meta.get("files_changed", 0) or 0),
+        reverted_to=meta.get("reverted_to") if isinstance(meta.get("reverted_to"), int) else None,
+    )
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _fi_path(path: bytes) -> bytes:
+    """A path for fast-import: C-quoted when it holds a quote, backslash or control byte."""
+    if path.startswith(b'"') or any(c < 0x20 or c in (0x22, 0x5C, 0x7F) for c in path):
+        out = bytearray(b'"')
+        for c in path:
+            if c in (0x22, 0x5C):
+                out += b"\\" + bytes([c])
+            elif c < 0x20 or c == 0x7F:
+                out += f"\\{c:03o}".encode()
+            else:
+                out.append(c)
+        return bytes(out + b'"')
+    return path
+
+
+def _patch_path(text: str) -> str | None:
+    """The path a `diff --git` section is about (from its +++/--- or header line)."""
+    for line in text.splitlines()[:6]:
+        for marker in ("+++ b/", "--- a/"):
+            if line.startswith(marker):
+                return _unquote(line[len(marker) :])
+    first = text.splitlines()[0] if text else ""
+    if first.startswith("diff --git a/"):
+        body = first[len("diff --git a/") :]
+        half = (len(body) - 3) // 2  # "X b/X"
+        if body[half : half + 3] == " b/":
+            return body[:half]
+    return None
+
+
+def _unquote(path: str) -> str:
+    if path.startswith('"') and path.endswith('"'):
+        raw = path[1:-1].encode("latin-1", "backslashreplace").decode("unicode_escape")
+        return raw.encode("latin-1").decode("utf-8", "replace")
+    return path.rstrip("\t")
+
+
+def _chmod(path: Path, perm: str) -> None:
+    if perm == "link":
+        return
+    try:
+        os.chmod(path, int(perm, 8), follow_symlinks=False)
+    except (OSError, NotImplementedError, ValueError):
+        with contextlib.suppress(OSError, ValueError):
+            os.chmod(path, int(perm, 8))
+
+
+def _remove(path: Path) -> None:
+    try:
+        if path.is_dir() and not path.is_symlink():
+            return  # a file became a folder: its files are listed on their own
+        path.unlink()
+    except FileNotFoundError:
+        pass
+
+
+def _clear_way(top: Path, rel: str) -> None:
+    """Remove an empty folder standing where a file must come back."""
+    path = top / rel
+    if path.is_dir() and not path.is_symlink():
+        with contextlib.suppress(OSError):
+            path.rmdir()
+
+
+def _prune_empty_dirs(folder: Path, stop: Path) -> None:
+    """Remove folders left empty by removed files, up to (not including) the conversation's."""
+    while folder != stop and stop in folder.parents:
+        try:
+            folder.rmdir()
+        except OSError:
+            return
+        folder = folder.parent
+
+
+def size_of(folder: Path) -> int:
+    total = 0
+    for dirpath, _dirs, files in os.walk(folder):
+        for name in files:
+            with contextlib.suppress(OSError):
+                total += os.lstat(os.path.join(dirpath, name)).st_size
+    return total
+
+
+def iter_paths(listing: bytes) -> Iterable[str]:
+    return (os.fsdecode(p) for p in listing.split(b"\0") if p)
