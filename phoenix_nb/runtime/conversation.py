@@ -53,6 +53,7 @@ from phoenix_nb.runtime.ports import LlmProvider
 from phoenix_nb.runtime.prompts import system_prompt
 from phoenix_nb.store import Store
 from phoenix_nb.tools.base import SandboxInfo, Tool, ToolContext
+from phoenix_nb.tools.kernel_port import KernelPort
 from phoenix_nb.tools.registry import api_tool_specs, run_tool
 
 log = logging.getLogger(__name__)
@@ -90,6 +91,8 @@ class Services:
     helper_model: str | None = None
     secret_patterns: tuple[str, ...] | None = None
     env_allow: tuple[str, ...] = ()
+    kernel: KernelPort | None = None  # the Jupyter kernel (notebook layer), for the kernel tools
+    kernel_access: bool = True
     thinking: Mapping[str, Any] | None = None
     spawner: Any = None  # SubAgentSpawner, set by the manager
     extra_tool_env: Mapping[str, Any] = field(default_factory=dict)
@@ -418,6 +421,8 @@ class ConversationRuntime:
             helper_llm=self._helper_llm if self.services.helper_model else None,
             extra=self.services.extra_tool_env,
             env_allow=self.services.env_allow,
+            kernel=self.services.kernel,
+            kernel_access=self.services.kernel_access,
             **kwargs,
         )
 

@@ -51,6 +51,7 @@ from phoenix_nb.runtime.ports import LlmProvider
 from phoenix_nb.runtime.settings import DEMO_MODEL, Settings
 from phoenix_nb.runtime.subagents import SubAgentSpawner
 from phoenix_nb.store import Store
+from phoenix_nb.tools.kernel_port import KernelPort
 from phoenix_nb.tools.registry import tools_for
 from phoenix_nb.tools.sandbox import detect_sandbox
 
@@ -253,8 +254,10 @@ class Phoenix:
         *,
         store: Store | None = None,
         provider: LlmProvider | None = None,
+        kernel: KernelPort | None = None,
     ) -> None:
         self.settings = settings or Settings()
+        self.kernel = kernel  # the Jupyter kernel this runs in (the notebook layer's adapter)
         self.store = store or Store(self.settings.store_root())
         self.sandbox = detect_sandbox()
         self._providers: dict[str, LlmProvider] = {}
@@ -297,6 +300,8 @@ class Phoenix:
             helper_model=s.helper_model if model != DEMO_MODEL else None,
             secret_patterns=s.secret_patterns,
             env_allow=s.env_allow,
+            kernel=self.kernel,
+            kernel_access=s.kernel_access != "off",
             thinking=s.thinking,
             spawner=self.spawner,
         )

@@ -38,6 +38,7 @@ class Settings:
     max_parallel_sub_agents: int = 4
     secret_patterns: tuple[str, ...] | None = None  # None: tools' defaults
     env_allow: tuple[str, ...] = ()  # variables (names or patterns) commands may see
+    kernel_access: str = "on"  # "off": the kernel tools stay declared and answer with an error
 
     def store_root(self) -> Path | None:
         if self.home is not None:
