@@ -3,6 +3,10 @@
 Continuation (REQ-BED-019/022) compares used tokens against the conversation
 model's window; an unknown name gets the smallest known window so that the
 threshold fires early rather than never.
+
+The registry is the offline fallback: with an API key the Models API's own
+`max_input_tokens` / `max_tokens` for the model win (`with_api_limits`; looked
+up and cached by `phoenix_nb.llm.model_limits`).
 """
 
 from __future__ import annotations
@@ -17,6 +21,9 @@ class ModelInfo:
     context_window: int
     max_output: int
     name: str = ""
+    # Where the limits come from: "registry" (this table), "models_api" (the API's
+    # own figures), "fallback" (unknown model: the smallest known window, REQ-BED-022).
+    source: str = "registry"
 
 
 def _info(name: str, window: int, max_output: int) -> tuple[str, ModelInfo]:
@@ -68,4 +75,18 @@ def model_info(name: str) -> ModelInfo:
     if best:
         info = MODELS[best]
         return ModelInfo(info.context_window, info.max_output, name)
-    return ModelInfo(SMALLEST_KNOWN.context_window, SMALLEST_KNOWN.max_output, name)
+    return ModelInfo(SMALLEST_KNOWN.context_window, SMALLEST_KNOWN.max_output, name, "fallback")
+
+
+def with_api_limits(name: str, max_input_tokens: int | None, max_tokens: int | None) -> ModelInfo:
+    """The model's limits as the Models API reports them, the registry filling any gap.
+
+    A figure the API leaves out (or reports as non-positive) falls back to the
+    registry's, so a model unknown to both keeps REQ-BED-022's smallest window.
+    """
+    base = model_info(name)
+    window = max_input_tokens if max_input_tokens and max_input_tokens > 0 else None
+    output = max_tokens if max_tokens and max_tokens > 0 else None
+    if window is None and output is None:
+        return base
+    return ModelInfo(window or base.context_window, output or base.max_output, name, "models_api")

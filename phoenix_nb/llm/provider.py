@@ -347,6 +347,24 @@ class AnthropicProvider:
         )
         yield LlmOutcome(response=LlmResponse(content, stop_reason, usage))
 
+    @property
+    def has_key(self) -> bool:
+        return bool(self._secret)
+
+    async def model_limits(self, model: str) -> tuple[int | None, int | None] | None:
+        """(max_input_tokens, max_tokens) from the Models API, or None when it cannot say.
+
+        An unknown model (404), a network fault or no key all give None: the
+        registry is the fallback, and a lookup never fails a conversation.
+        """
+        if not self._secret:
+            return None
+        try:
+            info = await self._client.models.retrieve(model)
+        except Exception:
+            return None
+        return info.max_input_tokens, info.max_tokens
+
     async def complete(self, request: LlmRequest) -> LlmResponse:
         """Run `stream` to its end; raise LlmCallError on failure."""
         outcome: LlmOutcome | None = None

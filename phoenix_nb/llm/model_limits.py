@@ -1,0 +1,109 @@
+"""A model's real context window and output limit, from the Models API.
+
+`core.models` hard-codes limits per model name; the API knows better
+(`client.models.retrieve(id)` reports `max_input_tokens` and `max_tokens`).
+With a key set, the figures are fetched once and kept next to the store
+(`model_limits.json` under the store root), refreshed when older than a week,
+so a kernel start costs no request and an offline kernel still knows them. An
+unknown model, a network fault or no key all fall back to the registry
+(REQ-BED-022 for models neither knows). A lookup never fails a conversation.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Protocol
+
+from phoenix_nb.core.models import ModelInfo, model_info, with_api_limits
+
+CACHE_FILE = "model_limits.json"
+MAX_AGE = 7 * 24 * 3600.0  # limits change with model releases, not by the hour
+
+
+class LimitsSource(Protocol):
+    """Who can ask the Models API (AnthropicProvider)."""
+
+    async def model_limits(self, model: str) -> tuple[int | None, int | None] | None:
+        """(max_input_tokens, max_tokens), or None when the API cannot say."""
+        ...
+
+
+class ModelLimits:
+    """Limits per model: cached API figures, else the registry."""
+
+    def __init__(
+        self,
+        root: Path | None,
+        source: LimitsSource | None,
+        *,
+        max_age: float = MAX_AGE,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.path = None if root is None else Path(root) / CACHE_FILE
+        self.source = source
+        self.max_age = max_age
+        self.clock = clock
+        self._asked: set[str] = set()  # asked this session without an answer: not again
+
+    def _load(self) -> dict[str, Any]:
+        if self.path is None:
+            return {}
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
+        return data if isinstance(data, dict) else {}
+
+    def _save(self, data: dict[str, Any]) -> None:
+        if self.path is None:
+            return
+        tmp: str | None = None
+        try:  # atomic: a reader in another kernel sees the old file or the new one
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".model_limits.")
+            with os.fdopen(fd, "w", encoding="utf-8") as out:
+                json.dump(data, out, indent=1, sort_keys=True)
+            os.replace(tmp, self.path)
+        except OSError:  # a read-only store: the figures are simply asked again next time
+            if tmp is not None:
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp)
+
+    def cached(self, model: str) -> ModelInfo:
+        """What is known without asking: cached API figures (any age), else the registry."""
+        entry = self._load().get(model)
+        if isinstance(entry, dict):
+            window, output = entry.get("max_input_tokens"), entry.get("max_tokens")
+            return with_api_limits(
+                model,
+                window if isinstance(window, int) else None,
+                output if isinstance(output, int) else None,
+            )
+        return model_info(model)
+
+    def _fresh(self, model: str) -> bool:
+        entry = self._load().get(model)
+        if not isinstance(entry, dict):
+            return False
+        fetched = entry.get("fetched_at")
+        return isinstance(fetched, int | float) and self.clock() - fetched < self.max_age
+
+    async def resolve(self, model: str) -> ModelInfo:
+        """The best limits: asks the Models API when nothing fresh is cached."""
+        if self.source is None or self._fresh(model) or model in self._asked:
+            return self.cached(model)
+        answer = await self.source.model_limits(model)
+        if answer is None:
+            self._asked.add(model)
+            return self.cached(model)
+        window, output = answer
+        data = self._load()
+        data[model] = {"max_input_tokens": window, "max_tokens": output, "fetched_at": self.clock()}
+        self._save(data)
+        return with_api_limits(model, window, output)
