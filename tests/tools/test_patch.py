@@ -253,3 +253,176 @@ async def test_unwritable_directory_reports_os_error(tmp_path: Path) -> None:
         assert result.is_error and "not changed" in result.content
     finally:
         d.chmod(0o755)
+
+
+# ------------------------------------------- what the file is: owner, setuid, links
+
+
+needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="chown to another user needs root")
+
+
+@needs_root
+async def test_owner_and_group_are_kept_and_setuid_is_dropped(tmp_path: Path) -> None:
+    """Issue 13 item 4: root patching another user's 4755 file left it root-owned and setuid."""
+    f = tmp_path / "tool.sh"
+    f.write_text("#!/bin/sh\necho old\n")
+    os.chown(f, 1234, 2345)
+    f.chmod(0o4755)
+    result = await patch(tmp_path, "tool.sh", replace("echo old", "echo new"))
+    assert not result.is_error, result.content
+    info = f.stat()
+    assert (info.st_uid, info.st_gid) == (1234, 2345)
+    assert stat.S_IMODE(info.st_mode) == 0o755
+    assert "setuid" in result.content
+    assert f.read_text() == "#!/bin/sh\necho new\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["tool.sh"]
+
+
+@pytest.mark.parametrize("bits", [0o4755, 0o2755, 0o6750, 0o2644, 0o4700])
+async def test_setuid_and_setgid_never_survive_a_change(tmp_path: Path, bits: int) -> None:
+    f = tmp_path / "bin.sh"
+    f.write_text("a\n")
+    f.chmod(bits)
+    result = await patch(tmp_path, "bin.sh", {"operation": "append_eof", "newText": "b\n"})
+    assert not result.is_error, result.content
+    assert stat.S_IMODE(f.stat().st_mode) == bits & 0o1777
+    assert f.read_text() == "a\nb\n"
+
+
+async def test_no_change_keeps_setuid(tmp_path: Path) -> None:
+    """Nothing written, nothing dropped: only a changed file loses its privileges."""
+    f = tmp_path / "bin.sh"
+    f.write_text("a\n")
+    f.chmod(0o4755)
+    result = await patch(tmp_path, "bin.sh", replace("a", "a"))
+    assert result.content.startswith("No change")
+    assert stat.S_IMODE(f.stat().st_mode) == 0o4755
+
+
+async def test_hard_links_are_kept(tmp_path: Path) -> None:
+    """The other name sees the change: the inode was rewritten, not replaced."""
+    f = tmp_path / "a.txt"
+    f.write_text("one\ntwo\n")
+    other = tmp_path / "sub"
+    other.mkdir()
+    os.link(f, other / "b.txt")
+    inode = f.stat().st_ino
+    result = await patch(tmp_path, "a.txt", replace("two", "deux"), replace("one", "un"))
+    assert not result.is_error, result.content
+    assert "hard links" in result.content
+    assert (other / "b.txt").read_text() == "un\ndeux\n" == f.read_text()
+    assert f.stat().st_ino == inode and f.stat().st_nlink == 2
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.txt", "sub"]
+
+
+@needs_root
+async def test_hard_linked_setuid_file_of_another_user(tmp_path: Path) -> None:
+    """All four at once: owner, group, link and no setuid."""
+    f = tmp_path / "x"
+    f.write_text("v1\n")
+    os.link(f, tmp_path / "y")
+    os.chown(f, 4321, 4321)
+    f.chmod(0o6755)
+    result = await patch(tmp_path, "x", replace("v1", "v2"))
+    assert not result.is_error, result.content
+    y = (tmp_path / "y").stat()
+    assert (tmp_path / "y").read_text() == "v2\n"
+    assert (y.st_uid, y.st_gid, stat.S_IMODE(y.st_mode)) == (4321, 4321, 0o755)
+
+
+async def test_hard_link_write_failure_is_not_reported_as_unchanged(tmp_path: Path) -> None:
+    """A failing in-place write says the file may be partly written (RLIMIT_FSIZE in a child)."""
+    import subprocess
+    import sys
+
+    f = tmp_path / "a.txt"
+    f.write_text("x\n")
+    os.link(f, tmp_path / "b.txt")
+    script = (
+        "import asyncio, resource, signal, sys\n"
+        "from pathlib import Path\n"
+        "signal.signal(signal.SIGXFSZ, signal.SIG_IGN)\n"
+        "resource.setrlimit(resource.RLIMIT_FSIZE, (1000, 1000))\n"
+        "from tests.tools.test_patch import patch\n"
+        "r = asyncio.run(patch(Path(sys.argv[1]), 'a.txt', "
+        "{'operation': 'overwrite', 'newText': 'y' * 5000}))\n"
+        "print(r.content)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", script, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=Path(__file__).resolve().parents[2],
+    ).stdout
+    assert "may hold part of the new content" in out and "was not changed" not in out
+
+
+# ---------------------------------------------------------- linear, off the loop
+
+
+def _many_matches(lines: int) -> str:
+    return "".join(f"    value = compute()  # {i % 7}\n" for i in range(lines))
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize(
+    "old",
+    [
+        "value = compute()",  # exact: 2 matches a line
+        "value = compute()  # 3",  # exact, every 7th line
+        "compute()  # 6 - never",  # folded: the file has an em dash
+        "value = compute()  # 1\nvalue = compute()  # 2\n",  # indentation-tolerant
+    ],
+)
+async def test_ambiguous_replace_on_a_large_file_is_linear(tmp_path: Path, old: str) -> None:
+    """The quadratic case: 300k lines (~9 MB). The old line counting took hours here.
+
+    (Speed is measured in tests/benchmarks/bench_patch.py; the timeout only
+    catches a quadratic relapse.)
+    """
+    f = tmp_path / "big.py"
+    text = _many_matches(300_000).replace("compute()  # 6", "compute()  # 6 \u2014 never", 50_000)
+    f.write_text(text)
+    result = await patch(tmp_path, "big.py", replace(old, "x"))
+    assert result.is_error
+    assert "ambiguous" in result.content and "more" in result.content
+    assert f.read_text() == text
+
+
+async def test_patch_work_runs_off_the_event_loop(tmp_path: Path) -> None:
+    """While a large file is searched, the loop keeps serving other tasks."""
+    import asyncio
+
+    f = tmp_path / "big.py"
+    f.write_text(_many_matches(200_000))
+    task = asyncio.ensure_future(patch(tmp_path, "big.py", replace("value = compute()", "x")))
+    await asyncio.sleep(0)
+    assert not task.done()  # a synchronous search would have finished in its first step
+    ticks = 0
+    while not task.done():
+        ticks += 1
+        await asyncio.sleep(0)
+    assert ticks > 0
+    assert (await task).is_error
+
+
+async def test_ambiguous_lines_are_counted_right_after_folding(tmp_path: Path) -> None:
+    """Line numbers of folded and CRLF matches point at the original's lines."""
+    f = tmp_path / "w.txt"
+    f.write_bytes("a\u2026\r\nx \u201cq\u201d\r\nb\r\nx \u201cq\u201d\r\n".encode())
+    result = await patch(tmp_path, "w.txt", replace('x "q"', "y"))
+    assert "2 matches at lines 2, 4" in result.content
+    result = await patch(tmp_path, "w.txt", replace('a...\nx "q"', "z"))
+    assert not result.is_error, result.content
+    assert f.read_bytes() == "z\r\nb\r\nx \u201cq\u201d\r\n".encode()
+
+
+async def test_diff_of_a_change_deep_in_a_file_has_the_files_line_numbers(tmp_path: Path) -> None:
+    f = tmp_path / "a.txt"
+    f.write_text("".join(f"line {i}\n" for i in range(1, 1001)))
+    result = await patch(tmp_path, "a.txt", replace("line 500\n", "five hundred\n"))
+    assert result.display is not None
+    diff = result.display["diff"]
+    assert "@@ -497,7 +497,7 @@" in diff
+    assert "-line 500\n+five hundred\n" in diff and " line 497\n" in diff and "line 496" not in diff

@@ -1,0 +1,104 @@
+"""Benchmark: an ambiguous `replace` on 10k / 100k / 1M-line files, against reading the file.
+
+Issue 13 item 4: an ambiguous replace was quadratic (a 320 KB file blocked the
+kernel's event loop for 14.5 s). For each size this prints, as ratios to the
+time `Path.read_text` takes for the same file in this run:
+
+* the tool's time to answer "ambiguous, N matches at lines …" (exact, folded
+  and indentation-tolerant searches), and
+* the longest event-loop stall seen meanwhile by a task that wakes every 1 ms
+  (the patch runs in a worker thread, so this should stay near the timer's
+  own jitter whatever the file size).
+
+Linear means the time ratio stays roughly flat from 10k to 1M lines.
+Run: /work/venv/bin/python tests/benchmarks/bench_patch.py
+"""
+
+from __future__ import annotations
+
+import asyncio
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+from phoenix_nb.core.values import Mode
+from phoenix_nb.tools.base import SandboxInfo, ToolContext
+from phoenix_nb.tools.patch import PatchTool
+
+SIZES = (10_000, 100_000, 1_000_000)
+ROUNDS = 3
+# Short lines so that 1M lines stay under the tool's 10 MB limit (10.4 MB here).
+CASES = {
+    "exact": "v=f()",
+    "folded": "v=f()#6-",  # the file has em dashes there: the folding search runs
+    "indent": "  v=f()#1\n  v=f()#2\n",  # only the indentation-tolerant search matches
+}
+
+
+def build(path: Path, lines: int) -> None:
+    body = "".join(f"v=f()#{i % 7}\n" for i in range(lines))
+    path.write_text(body.replace("#6", "#6\u2014"))
+
+
+def time_read(path: Path) -> float:
+    best = []
+    for _ in range(ROUNDS):
+        start = time.perf_counter()
+        path.read_text()
+        best.append(time.perf_counter() - start)
+    return min(best)
+
+
+async def time_patch(path: Path, old: str) -> tuple[float, float]:
+    """(seconds for the tool to answer, longest gap between 1 ms ticks meanwhile)."""
+    ctx = ToolContext(cwd=path.parent, mode=Mode.UNRESTRICTED, sandbox=SandboxInfo(True))
+    stall = 0.0
+    done = asyncio.Event()
+
+    async def ticker() -> None:
+        nonlocal stall
+        last = time.perf_counter()
+        while not done.is_set():
+            await asyncio.sleep(0.001)
+            now = time.perf_counter()
+            stall = max(stall, now - last)
+            last = now
+
+    tick = asyncio.ensure_future(ticker())
+    await asyncio.sleep(0.01)
+    stall = 0.0
+    start = time.perf_counter()
+    result = await PatchTool().run(
+        {"path": path.name, "patches": [{"operation": "replace", "oldText": old, "newText": "x"}]},
+        ctx,
+        "bench",
+    )
+    elapsed = time.perf_counter() - start
+    done.set()
+    await tick
+    assert result.is_error and "ambiguous" in result.content, result.content
+    return elapsed, stall
+
+
+async def main() -> None:
+    print(f"{'lines':>9} {'MB':>6} {'read ms':>8} {'case':>7} {'time/read':>10} {'stall/read':>11}")
+    with tempfile.TemporaryDirectory() as folder:
+        for lines in SIZES:
+            path = Path(folder) / f"f{lines}.py"
+            build(path, lines)
+            read = time_read(path)
+            mb = path.stat().st_size / 1e6
+            for case, old in CASES.items():
+                runs = [await time_patch(path, old) for _ in range(ROUNDS)]
+                elapsed = statistics.median(r[0] for r in runs)
+                stall = max(r[1] for r in runs)
+                print(
+                    f"{lines:>9,} {mb:>6.1f} {read * 1e3:>8.2f} {case:>7} "
+                    f"{elapsed / read:>9.1f}x {stall / read:>10.2f}x"
+                    f"   ({elapsed * 1e3:.0f} ms, stall {stall * 1e3:.1f} ms)"
+                )
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
