@@ -21,6 +21,7 @@ from traitlets import Bool, CaselessStrEnum, Float, Int, List, Unicode
 from traitlets.config import Configurable
 
 from phoenix_nb.notebook.binding import NotebookBindings, notebook_key
+from phoenix_nb.notebook.kernel_port import IPythonKernel
 from phoenix_nb.notebook.options import CellOptions
 from phoenix_nb.runtime.manager import Conversation, Phoenix, PhoenixError, check_unchanged
 from phoenix_nb.runtime.settings import Settings, default_model
@@ -57,6 +58,12 @@ class PhoenixConfig(Configurable):
         Unicode(),
         help="More environment variables commands may see (names or patterns like MYAPP_*).",
     ).tag(config=True)
+    kernel_access = CaselessStrEnum(
+        ("on", "off"),
+        "on",
+        help="Let the agent read the kernel (variables, history, a sandboxed fork); off: "
+        "its kernel tools answer with an error.",
+    ).tag(config=True)
 
     def _model_default(self) -> str:
         return default_model()
@@ -69,8 +76,11 @@ PhoenixConfig.__name__ = "Phoenix"
 class Session:
     """The kernel-wide state of phoenix_nb."""
 
-    def __init__(self, config: PhoenixConfig, *, cwd: Path | None = None) -> None:
+    def __init__(
+        self, config: PhoenixConfig, *, cwd: Path | None = None, kernel: IPythonKernel | None = None
+    ) -> None:
         self.config = config
+        self.kernel = kernel  # the kernel tools' port onto this kernel (None outside IPython)
         self.cwd = cwd or Path.cwd()
         self._phoenix: Phoenix | None = None
         self._current: str | None = None  # slug of the notebook's conversation
@@ -147,9 +157,16 @@ class Session:
                 sub_agent_timeout=c.sub_agent_timeout,
                 max_parallel_sub_agents=c.max_parallel_sub_agents,
                 env_allow=tuple(c.env_allow),
+                kernel_access=c.kernel_access,
             )
-            self._phoenix = Phoenix(settings)
+            self._phoenix = Phoenix(settings, kernel=self.kernel)
+            c.observe(self._kernel_access_changed, names="kernel_access")
         return self._phoenix
+
+    def _kernel_access_changed(self, change: Mapping[str, Any]) -> None:
+        """`%config Phoenix.kernel_access = …` applies to the next tool call."""
+        if self._phoenix is not None:
+            self._phoenix.settings.kernel_access = str(change["new"])
 
     def conversation_for(self, opts: CellOptions) -> Conversation:
         """The conversation a cell talks to, honouring --new / --name and creation options."""
@@ -208,11 +225,14 @@ def get_session(shell: Any = None) -> Session:
     global _session
     if _session is None:
         config = PhoenixConfig(config=getattr(shell, "config", None))
-        _session = Session(config)
+        kernel = IPythonKernel(shell) if getattr(shell, "user_ns", None) is not None else None
+        _session = Session(config, kernel=kernel)
     return _session
 
 
 def reset_session() -> None:
     """Forget the session (tests, and `%reload_ext`)."""
     global _session
+    if _session is not None and _session.kernel is not None:
+        _session.kernel.close()
     _session = None

@@ -1,0 +1,236 @@
+"""The kernel tools' port onto the IPython kernel phoenix runs in.
+
+This is the only module that lets the tools layer see IPython: it implements
+`phoenix_nb.tools.kernel_port.KernelPort` over the shell.
+
+What each cell printed or displayed is recorded as the kernel *sends* it: the
+kernel session's `send` is wrapped to copy (bounded) the text of `stream`,
+`execute_result`, `display_data` and `error` messages, keyed by the
+`execute_input` that announced each cell's execution count. That text was
+already produced for the front end, so recording it runs no user code and
+calls no `__repr__` twice — a hook that re-formatted `Out[n]` would (and a
+mutating `__repr__` would then change state). Cells run before
+`%load_ext phoenix_nb` show their source only.
+
+Proposed cells are sent at the end of the `%%phoenix` cell as IPython's
+`set_next_input` payload, which JupyterLab and Notebook 7 turn into a new,
+unexecuted cell below. Both read only the first such payload of a reply
+(their bundled source: `payload.filter(...)[0]`), so several proposals of one
+turn travel as one cell whose parts are separated by `# %%` lines (the
+percent-cell convention; JupyterLab's "Split Cell" splits them); the record
+shows each proposal on its own.
+
+In a forked child (`enter_child`) every path to the front end — the session,
+the display publisher, the kernel's stdout/stderr streams — is pointed at the
+child's own sink, so nothing a child does reaches ZMQ.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import sys
+import threading
+from collections import OrderedDict
+from collections.abc import Collection, Mapping, Sequence
+from typing import Any
+
+from phoenix_nb.tools.kernel_port import (
+    CellOutput,
+    ChildOutput,
+    HistoryEntry,
+    LastException,
+    Proposal,
+)
+
+RECORD_MIME = "application/vnd.phoenix.conversation+json"
+MAX_CELLS = 500  # cells whose outputs are kept
+MAX_TEXT = 4000  # characters kept per cell and output kind
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
+_HIDDEN = frozenset({"In", "Out", "exit", "quit", "get_ipython"})
+
+
+def _plain(text: str) -> str:
+    return _ANSI.sub("", text)
+
+
+class OutputRecorder:
+    """Bounded text of every cell's outputs, fed by the session's outgoing messages."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._counts: OrderedDict[str, int] = OrderedDict()  # execute_request id -> count
+        self._outputs: OrderedDict[int, dict[str, list[str]]] = OrderedDict()
+        self.last_error_count: int | None = None
+
+    def observe(self, msg_type: str, content: Mapping[str, Any], parent: Mapping[str, Any]) -> None:
+        request = str(parent.get("msg_id", "")) if isinstance(parent, Mapping) else ""
+        with self._lock:
+            if msg_type == "execute_input":
+                count = content.get("execution_count")
+                if isinstance(count, int):
+                    self._counts[request] = count
+                    while len(self._counts) > MAX_CELLS:
+                        self._counts.popitem(last=False)
+                return
+            count = self._counts.get(request)
+            if count is None:
+                return
+            if msg_type == "stream":
+                self._add(count, str(content.get("name", "stdout")), str(content.get("text", "")))
+            elif msg_type in ("execute_result", "display_data"):
+                data = content.get("data") or {}
+                if RECORD_MIME in data:
+                    self._add(count, "display", "[phoenix conversation record]\n")
+                    return
+                kind = "result" if msg_type == "execute_result" else "display"
+                text = str(data.get("text/plain", ""))
+                images = [m for m in data if str(m).startswith("image/")]
+                if images:
+                    text += f" [{', '.join(images)} shown]"
+                self._add(count, kind, text + "\n")
+            elif msg_type == "error":
+                self.last_error_count = count
+                trace = content.get("traceback") or []
+                lines = _plain("\n".join(str(t) for t in trace)).strip().splitlines()
+                summary = lines[-1] if lines else f"{content.get('ename')}: {content.get('evalue')}"
+                self._add(count, "error", summary + "\n")
+
+    def _add(self, count: int, kind: str, text: str) -> None:
+        cell = self._outputs.setdefault(count, {})
+        parts = cell.setdefault(kind, [])
+        used = sum(len(p) for p in parts)
+        if used < MAX_TEXT:
+            parts.append(text[: MAX_TEXT - used])
+        elif not parts[-1].endswith("…"):
+            parts.append("…")
+        while len(self._outputs) > MAX_CELLS:
+            self._outputs.popitem(last=False)
+
+    def outputs(self, count: int) -> tuple[CellOutput, ...]:
+        with self._lock:
+            cell = self._outputs.get(count, {})
+            return tuple(CellOutput(kind, "".join(parts)) for kind, parts in cell.items())
+
+
+class IPythonKernel:
+    """KernelPort over a live IPython shell (ipykernel's ZMQInteractiveShell)."""
+
+    def __init__(self, shell: Any) -> None:
+        self.shell = shell
+        self.recorder = OutputRecorder()
+        self._proposals: list[Proposal] = []
+        self._session: Any = None
+        self._original_send: Any = None
+        self._install()
+
+    # -- recording -------------------------------------------------------------------
+    def _install(self) -> None:
+        session = getattr(getattr(self.shell, "kernel", None), "session", None)
+        if session is None or getattr(session.send, "_phoenix_recorder", False):
+            return
+        original = session.send
+        recorder = self.recorder
+
+        def send(stream: Any, msg_or_type: Any, content: Any = None, parent: Any = None,
+                 *args: Any, **kwargs: Any) -> Any:  # fmt: skip
+            with contextlib.suppress(Exception):  # recording must never break sending
+                if isinstance(msg_or_type, dict):
+                    recorder.observe(
+                        str(msg_or_type.get("header", {}).get("msg_type", "")),
+                        msg_or_type.get("content") or {},
+                        msg_or_type.get("parent_header") or {},
+                    )
+                else:
+                    recorder.observe(
+                        str(msg_or_type),
+                        content or {},
+                        parent if isinstance(parent, Mapping) else {},
+                    )
+            return original(stream, msg_or_type, content, parent, *args, **kwargs)
+
+        send._phoenix_recorder = True  # type: ignore[attr-defined]
+        session.send = send
+        self._session, self._original_send = session, original
+
+    def close(self) -> None:
+        """Stop recording (`%unload_ext`)."""
+        if self._session is not None and self._original_send is not None:
+            self._session.send = self._original_send
+            self._session = self._original_send = None
+
+    # -- KernelPort ------------------------------------------------------------------
+    def user_namespace(self) -> Mapping[str, Any]:
+        return self.shell.user_ns  # type: ignore[no-any-return]
+
+    def hidden_names(self) -> Collection[str]:
+        hidden = getattr(self.shell, "user_ns_hidden", {}) or {}
+        return frozenset(hidden) | _HIDDEN
+
+    def history(self, last: int) -> Sequence[HistoryEntry]:
+        sources = list(getattr(self.shell.history_manager, "input_hist_raw", []) or [])
+        first = max(1, len(sources) - last)
+        return [
+            HistoryEntry(count, str(sources[count]), self.recorder.outputs(count))
+            for count in range(first, len(sources))
+            if str(sources[count]).strip()
+        ]
+
+    def last_exception(self) -> LastException | None:
+        value = getattr(sys, "last_value", None)
+        if value is None:
+            return None
+        return LastException(
+            type(value), value, getattr(sys, "last_traceback", None), self.recorder.last_error_count
+        )
+
+    def propose_cell(self, proposal: Proposal) -> None:
+        self._proposals.append(proposal)
+
+    def enter_child(self, sink: ChildOutput) -> None:
+        """In a forked child only: nothing may reach the kernel's sockets from here on."""
+        shell = self.shell
+        session = getattr(getattr(shell, "kernel", None), "session", None)
+        if session is not None:
+            session.send = lambda *args, **kwargs: None
+        publisher = getattr(shell, "display_pub", None)
+        if publisher is not None:
+            publisher.publish = lambda data, *args, **kwargs: sink.display(data)
+            publisher.clear_output = lambda *args, **kwargs: None
+        for name, stream in (("stdout", sys.stdout), ("stderr", sys.stderr)):
+            if type(stream).__module__.startswith("ipykernel"):
+                stream.write = lambda text, _n=name: sink.write(_n, str(text))  # type: ignore[method-assign]
+                stream.flush = lambda: None  # type: ignore[method-assign]
+
+    # -- the front end ----------------------------------------------------------------
+    def take_proposals(self, conversation_id: str | None = None) -> list[Proposal]:
+        """Remove and return the queued proposals (of one conversation, or all)."""
+        taken = [p for p in self._proposals if conversation_id in (None, p.conversation_id)]
+        self._proposals = [p for p in self._proposals if p not in taken]
+        return taken
+
+    def send_proposals(self, conversation_id: str | None = None) -> list[Proposal]:
+        """Queue the turn's proposals as the running cell's `set_next_input` payload."""
+        proposals = self.take_proposals(conversation_id)
+        if proposals:
+            payload = {
+                "source": "set_next_input",
+                "text": proposal_text(proposals),
+                "replace": False,
+            }
+            manager = getattr(self.shell, "payload_manager", None)
+            if manager is not None:
+                manager.write_payload(payload, single=False)
+        return proposals
+
+
+def proposal_text(proposals: Sequence[Proposal]) -> str:
+    """One cell's text: the code itself, or `# %%`-separated parts for several proposals."""
+    if len(proposals) == 1:
+        return proposals[0].code
+    parts = []
+    for i, proposal in enumerate(proposals, 1):
+        title = proposal.explanation.strip().splitlines()[0] if proposal.explanation.strip() else ""
+        header = f"# %% Proposal {i} of {len(proposals)}" + (f": {title}" if title else "")
+        parts.append(f"{header}\n{proposal.code.rstrip()}\n")
+    return "\n".join(parts)
