@@ -94,6 +94,7 @@ def validate_messages_request(body: Any) -> None:
         blocks = _blocks(message)
         if role == "assistant":
             pending = _check_assistant(blocks, where, tool_names)
+            _check_server_calls(blocks, where, last=i == len(messages) - 1)
         else:
             _check_user(blocks, where, pending)
             pending = []
@@ -120,6 +121,24 @@ def _check_assistant(blocks: list[dict[str, Any]], where: str, tool_names: set[s
         elif btype in ("tool_result", "image"):
             raise RequestInvalid(f"{where}.content.{j}: {btype} blocks belong in user messages")
     return ids
+
+
+def _check_server_calls(blocks: list[dict[str, Any]], where: str, *, last: bool) -> None:
+    """A server tool call (web search, code execution, MCP) is answered by its result in
+    the same assistant turn; only the last message may hold one still running, the
+    content a `pause_turn` response asks to be sent back."""
+    calls = [b.get("id") for b in blocks if b["type"] in ("server_tool_use", "mcp_tool_use")]
+    answered = {
+        b.get("tool_use_id")
+        for b in blocks
+        if b["type"].endswith("_tool_result") and b["type"] != "tool_result"
+    }
+    missing = [c for c in calls if c not in answered]
+    if missing and not last:
+        raise RequestInvalid(
+            f"{where}: server tool use ids were found without a result: "
+            + ", ".join(map(str, missing))
+        )
 
 
 def _check_user(blocks: list[dict[str, Any]], where: str, pending: list[str]) -> None:
