@@ -251,13 +251,16 @@ class TurnView:
         self.live_parts.clear()
         full = self.conv.payload()
         bundle = render_bundle(self.record(full))
-        if self.controls_handle is not None:
+        if self.controls_handle is not None and self.handle is not None:
             # The controls' output would stay behind as an empty one: replace both by
-            # the final record.
+            # the final record, under the same display id.
             clear_output()
             self.controls_handle = None
-            self.handle = None
-        self._send(bundle)
+            self.bytes_sent += len(json.dumps(bundle))
+            self.updates_sent += 1
+            display(bundle, raw=True, display_id=self.handle.display_id)
+        else:
+            self._send(bundle)
         self.session.mark_shown(self.conv.slug, full)
 
     # -- the turn ---------------------------------------------------------------------

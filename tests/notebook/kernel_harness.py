@@ -80,6 +80,36 @@ class Execution:
         assert bundles, f"no phoenix record displayed; outputs: {self.summary()}"
         return bundles[-1]
 
+    def final_outputs(self) -> list[dict[str, Any]]:
+        """The outputs a notebook keeps for this cell, applying updates by display id and
+        clear_output like JupyterLab's output area (what a saved notebook holds)."""
+        kept: list[dict[str, Any]] = []
+        clear_pending = False
+        for o in self.outputs:
+            kind, content = o["msg_type"], o["content"]
+            if kind == "clear_output":
+                if content.get("wait"):
+                    clear_pending = True
+                else:
+                    kept = []
+                continue
+            if kind == "update_display_data":
+                display_id = content.get("transient", {}).get("display_id")
+                for i, old in enumerate(kept):
+                    if old.get("display_id") == display_id:
+                        kept[i] = {**old, "data": content["data"]}
+                continue
+            if clear_pending:
+                kept, clear_pending = [], False
+            if kind in ("display_data", "execute_result"):
+                display_id = content.get("transient", {}).get("display_id")
+                kept.append({"type": kind, "data": content["data"], "display_id": display_id})
+            elif kind == "stream":
+                kept.append({"type": "stream", "name": content["name"], "text": content["text"]})
+            elif kind == "error":
+                kept.append({"type": "error", "traceback": content["traceback"]})
+        return kept
+
     def error(self) -> dict[str, Any] | None:
         for o in self.outputs:
             if o["msg_type"] == "error":
@@ -243,6 +273,13 @@ class Kernel:
         """Evaluate a JSON-able expression in the kernel."""
         execution = self.ok(f"import json as _j; print(_j.dumps({expression}))")
         return json.loads(execution.text("stdout").strip().splitlines()[-1])
+
+    def restart(self) -> None:
+        """Restart the kernel like the front end's Restart (same environment and folder)."""
+        self.km.restart_kernel(now=True)
+        self.client.wait_for_ready(timeout=60)
+        self.iopub.clear()
+        self.executions.clear()
 
     def shutdown(self) -> None:
         try:

@@ -143,14 +143,14 @@ def test_controls_are_gone_when_the_turn_rests(kern: Kernel, fake: FakeAnthropic
         if "application/vnd.jupyter.widget-view+json" in o["content"].get("data", {})
     ]
     assert widget_views, "controls were shown while the turn ran"
-    # The front end keeps the last bundle of each display id: none may be a widget view.
-    last_by_id: dict[str, dict] = {}
-    for o in cell.outputs:
-        if o["msg_type"] in ("display_data", "update_display_data"):
-            last_by_id[o["content"].get("transient", {}).get("display_id", "")] = o["content"][
-                "data"
-            ]
-    assert all("application/vnd.jupyter.widget-view+json" not in d for d in last_by_id.values())
+    # What the notebook keeps: the one final record, no widget view, no empty output.
+    [final] = cell.final_outputs()
+    assert set(final["data"]) == {
+        "application/vnd.phoenix.conversation+json",
+        "text/html",
+        "text/markdown",
+        "text/plain",
+    }
 
 
 def test_cancel_click_cancels_fast_and_kills_the_tool(
@@ -284,7 +284,15 @@ def test_kernel_interrupt_cancels_and_stops_run_all(
     kern.finish(cell)
     kern.finish(queued)
     assert cell.status == "error"
-    assert cell.reply is not None and cell.reply["content"]["ename"] == "KeyboardInterrupt"
+    assert cell.reply is not None and cell.reply["content"]["ename"] == "TurnInterrupted"
+    # One line, no traceback through phoenix's own code.
+    error = cell.error()
+    assert error is not None
+    assert error["traceback"] == [
+        "phoenix: interrupted — interrupted stopped and is idle; send another message to go on."
+    ]
+    [record, line] = cell.final_outputs()
+    assert record["type"] == "display_data" and line["type"] == "error"
     assert queued.status == "aborted"
     assert "queued cell ran" not in queued.text()
     assert not any(pid_alive(p) for p in pids)
