@@ -39,6 +39,11 @@ class Settings:
     secret_patterns: tuple[str, ...] | None = None  # None: tools' defaults
     env_allow: tuple[str, ...] = ()  # variables (names or patterns) commands may see
     kernel_access: str = "on"  # "off": the kernel tools stay declared and answer with an error
+    # Checkpoints of the working tree while the agent can write (phoenix_nb.checkpoints):
+    checkpoints: bool = True
+    checkpoint_max_file_size: int = 20 * 1024 * 1024  # larger files: hash only, not restorable
+    checkpoint_keep_days: float = 30.0  # older checkpoints may be pruned …
+    checkpoint_max_bytes: int = 2 * 1024 * 1024 * 1024  # … and the oldest while a store is larger
 
     def store_root(self) -> Path | None:
         if self.home is not None:
