@@ -1,43 +1,59 @@
 """The sandbox launcher: a small single-threaded process that starts commands.
 
 Why a separate process: the Jupyter kernel is multi-threaded, so forking it to
-run Python between fork and exec (``preexec_fn``) is unsafe, and an exec
-wrapper pays Python start-up (~50 ms) on every command. This launcher is
-started once per kernel (lazily, by ``sandbox.Launcher``), pays start-up once,
-prepares the Restricted-mode restrictions once, and then only forks.
+run Python between fork and exec (``preexec_fn``) is unsafe, ``unshare
+(CLONE_NEWUSER)`` refuses a threaded caller, and an exec wrapper pays Python
+start-up (~50 ms) on every command. This launcher is started once per kernel
+(lazily, by ``sandbox.Launcher``), pays start-up once, probes the host once
+(namespaces, Landlock ABI, cgroups), prepares the seccomp BPF and Landlock
+masks once, and then only forks.
 
-It keeps one *spare supervisor* forked ahead of time, which has already made
-itself a child subreaper (PR_SET_CHILD_SUBREAPER), created its pids cgroup
-and forked its *command* process (own process group, in the cgroup); the
-spare takes the next request from the kernel's socket itself and the
-launcher forks a new spare. So forks are off the path a tool call waits on.
-Every descendant of the command, even one that called ``setsid``, stays in
-the cgroup and is re-parented to the supervisor, so it can be found and
-killed. On request the command process applies rlimits and (in Restricted
-mode) drops its capabilities and applies Landlock and seccomp to itself only,
-and execs ``bash -c``. The seccomp BPF and the Landlock masks are prepared
-once in the launcher, so a command pays only for its own ruleset and one
-prctl. Nothing is ever applied to the kernel or the launcher (the launcher
-only makes itself non-dumpable).
+Two sockets from the kernel: one for Unrestricted requests, one for
+Restricted. For each it keeps one *spare supervisor* forked ahead of time, a
+child subreaper (PR_SET_CHILD_SUBREAPER) with its command side prepared:
 
-Protocol (SOCK_SEQPACKET socket, fd number in $PHOENIX_LAUNCHER_FD): each
-request is one JSON message with two file descriptors attached: the command's
-output (stdout and stderr) and a status pipe. The supervisor writes JSON lines
-to the status pipe: first ``{"pid": <supervisor pid>, "pgid": <command pid>}``
-(before the command may run), at the end ``{"exit": code, "signal": sig,
-"killed": bool}``. The caller stops a command by SIGKILLing its process group
-and sending SIGTERM to the supervisor, which kills the rest of the tree and
-reports; a caller that closes the status pipe early gets the same.
+* Unrestricted: one pre-forked command process in its own process group.
+* Restricted: the process that will become the command's PID 1 has already
+  been created in fresh user, network (loopback up), IPC, mount and PID
+  namespaces, with its own /proc mounted; the id maps are written by the
+  spare from outside (a root launcher maps every id but ``HIDDEN_ID``). All of
+  that (~3-6 ms) happens while the kernel is idle, off the path a tool call
+  waits on. Where namespaces are unavailable, the spare prepares the plain
+  command process and seccomp closes what the namespaces would have.
 
-This file is run as a script (``python -I _sandbox_child.py``) and imports
-nothing from phoenix_nb so that it stays small and independent.
+On a request the spare tells the launcher (which forks the next spare),
+places the command side in the request's cgroup (one budget per
+conversation), hands it the request, and supervises. The Restricted PID 1
+mounts the size-capped tmpfs on TMPDIR and /dev/shm, binds unreadable
+placeholders over the hidden credential paths, forks the command, which
+sets rlimits, drops capabilities, applies Landlock and seccomp to itself and
+execs ``bash -c``; PID 1 reaps, and when the command ends (or, for a
+background job, when its last process does) kills whatever is left, reports
+and exits, which tears the whole namespace down. Killing PID 1 from outside
+(cancel, timeout) ends every process in the namespace in one syscall.
+
+Background jobs write into a pipe; the supervisor (never the job) appends
+that to the log file, so a job cannot truncate or rewrite its own log.
+
+Protocol (SOCK_SEQPACKET): the launcher first sends one JSON message on the
+Restricted socket describing the host (``hello``). Each request is one JSON
+message with two file descriptors attached: the command's output and a
+status pipe. The supervisor writes JSON lines to the status pipe: first
+``{"pid": <supervisor>, "pgid": <group to kill>, "tmpdir": path}`` (before the
+command may run), at the end ``{"exit", "signal", "killed", "limits": [...]}``.
+The caller stops a command by SIGKILLing its process group and sending
+SIGTERM to the supervisor; a caller that closes the status pipe early gets
+the same.
+
+This file is run as a script (``python -I _sandbox_child.py``); it loads its
+sibling modules ``sandbox_confine``, ``sandbox_cgroup`` and
+``sandbox_cleanup`` by file path and never imports the phoenix_nb package.
 """
 
 from __future__ import annotations
 
 import contextlib
-import ctypes
-import errno
+import importlib.util
 import json
 import os
 import resource
@@ -47,337 +63,124 @@ import socket
 import sys
 import tempfile
 from dataclasses import dataclass
+from types import ModuleType
 from typing import Any
 
-PR_SET_PDEATHSIG = 1
-PR_SET_DUMPABLE = 4
-PR_CAPBSET_DROP = 24
-PR_SET_SECCOMP = 22
-SECCOMP_MODE_FILTER = 2
-PR_SET_NO_NEW_PRIVS = 38
-PR_SET_CHILD_SUBREAPER = 36
-PR_CAP_AMBIENT = 47
-PR_CAP_AMBIENT_CLEAR_ALL = 4
-CAP_SETPCAP = 8
-CAP_DAC_READ_SEARCH = 2
-_LINUX_CAPABILITY_VERSION_3 = 0x20080522
-CGROUP_PIDS_ROOT = "/sys/fs/cgroup/pids"
+
+def _load(name: str) -> ModuleType:
+    if __package__:  # imported as phoenix_nb.tools._sandbox_child (kernel side)
+        return importlib.import_module(f"{__package__}.{name}")
+    full = f"_phoenix_{name}"
+    if full in sys.modules:
+        return sys.modules[full]
+    spec = importlib.util.spec_from_file_location(
+        full, os.path.join(os.path.dirname(os.path.abspath(__file__)), f"{name}.py")
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[full] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+confine: Any = _load("sandbox_confine")
+cgroups: Any = _load("sandbox_cgroup")
+cleanup: Any = _load("sandbox_cleanup")
+
 _SWEEP_WAIT = 0.01  # seconds between kill rounds while killed processes exit
 
-_libc = ctypes.CDLL(None, use_errno=True)
+# Kept for callers written against round 1 (kernel_fork.py): same meaning.
+drop_capabilities = confine.drop_capabilities
+apply_landlock = confine.apply_landlock
 
 
-def _prctl(option: int, arg: int, arg3: int = 0) -> None:
-    if _libc.prctl(option, ctypes.c_ulong(arg), ctypes.c_ulong(arg3), 0, 0) != 0:
-        err = ctypes.get_errno()
-        raise OSError(err, os.strerror(err))
-
-
-# ---------------------------------------------------------------- capabilities
-
-
-class _CapHeader(ctypes.Structure):
-    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
-
-
-class _CapData(ctypes.Structure):
-    _fields_ = [
-        ("effective", ctypes.c_uint32),
-        ("permitted", ctypes.c_uint32),
-        ("inheritable", ctypes.c_uint32),
-    ]
-
-
-def _last_cap() -> int:
-    try:
-        with open("/proc/sys/kernel/cap_last_cap") as fh:
-            return int(fh.read())
-    except (OSError, ValueError):
-        return 63
-
-
-def drop_capabilities(last_cap: int, keep: int = CAP_DAC_READ_SEARCH) -> None:
-    """Leave the command with at most CAP_DAC_READ_SEARCH, for good.
-
-    Why: a notebook often runs as root, and root's CAP_SYS_ADMIN/CAP_PERFMON
-    let ``mm_access`` skip the LSM ptrace check for PTRACE_MODE_READ, so
-    ``/proc/<kernel pid>/environ`` (the API key) stayed readable although
-    Landlock's ptrace scoping denies ``/proc/<pid>/mem`` and ``fd/``. Dropping
-    the bounding set matters most: a root ``execve`` refills the permitted set
-    from it. CAP_DAC_READ_SEARCH is kept so that "read everywhere" still
-    holds for root-run notebooks; reading is what Restricted mode allows.
-    Without CAP_SETPCAP (not root) there is nothing to drop and no way to
-    gain capabilities under no_new_privs.
-    """
-    can_drop = True
-    for cap in [c for c in range(last_cap + 1) if c not in (keep, CAP_SETPCAP)] + [CAP_SETPCAP]:
-        if not can_drop:
-            break
-        try:
-            _prctl(PR_CAPBSET_DROP, cap)
-        except OSError as exc:
-            if exc.errno == errno.EPERM:
-                can_drop = False  # unprivileged: the bounding set cannot matter
-            elif exc.errno != errno.EINVAL:
-                raise
-    with contextlib.suppress(OSError):
-        _prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL)
-    header = _CapHeader(_LINUX_CAPABILITY_VERSION_3, 0)
-    data = (_CapData * 2)()
-    current = (_CapData * 2)()
-    if _libc.capget(ctypes.byref(header), current) != 0:
-        err = ctypes.get_errno()
-        raise OSError(err, os.strerror(err))
-    kept = current[0].permitted & (1 << keep)
-    data[0] = _CapData(kept, kept, 0)
-    if _libc.capset(ctypes.byref(header), data) != 0:
-        err = ctypes.get_errno()
-        raise OSError(err, os.strerror(err))
-
-
-# --------------------------------------------------------------------- seccomp
-
-
-# Syscalls that change metadata (Landlock does not cover them), leave the
-# process tree, reach other processes, or change the machine. All return EPERM
-# so that the failing command prints the kernel's own error (REQ-BASH-008).
-_DENIED_SYSCALLS = [
-    "chmod",
-    "fchmod",
-    "fchmodat",
-    "fchmodat2",
-    "chown",
-    "fchown",
-    "lchown",
-    "fchownat",
-    "utime",
-    "utimes",
-    "utimensat",
-    "futimesat",
-    "setxattr",
-    "lsetxattr",
-    "fsetxattr",
-    "removexattr",
-    "lremovexattr",
-    "fremovexattr",
-    "setxattrat",
-    "removexattrat",
-    "setsid",
-    "setpgid",
-    "ptrace",
-    "process_vm_readv",
-    "process_vm_writev",
-    "pidfd_getfd",
-    "mount",
-    "umount2",
-    "pivot_root",
-    "move_mount",
-    "open_tree",
-    "fsopen",
-    "fsmount",
-    "fsconfig",
-    "fspick",
-    "mount_setattr",
-    "chroot",
-    "unshare",
-    "setns",
-    "init_module",
-    "finit_module",
-    "delete_module",
-    "kexec_load",
-    "kexec_file_load",
-    "reboot",
-    "swapon",
-    "swapoff",
-    "settimeofday",
-    "clock_settime",
-    "clock_adjtime",
-    "adjtimex",
-    "sethostname",
-    "setdomainname",
-    "acct",
-    "quotactl",
-    "quotactl_fd",
-    "bpf",
-    "perf_event_open",
-    "userfaultfd",
-    "keyctl",
-    "add_key",
-    "request_key",
-    "iopl",
-    "ioperm",
-    "open_by_handle_at",
-    "fanotify_init",
-    "io_uring_setup",
-    "io_uring_enter",
-    "io_uring_register",
-    "syslog",
-    "vhangup",
-    "mknod",
-    "mknodat",
-]
-
-_AF_INET = 2
-_AF_INET6 = 10
-_CLONE_NS_FLAGS = (
-    0x00020000,  # CLONE_NEWNS
-    0x02000000,  # CLONE_NEWCGROUP
-    0x04000000,  # CLONE_NEWUTS
-    0x08000000,  # CLONE_NEWIPC
-    0x10000000,  # CLONE_NEWUSER
-    0x20000000,  # CLONE_NEWPID
-    0x40000000,  # CLONE_NEWNET
-)
-_TIOCSTI = 0x5412
-_TIOCLINUX = 0x541C
-
-
-def build_seccomp_filter() -> Any:
-    """The seccomp filter for Restricted mode, built once in the launcher.
-
-    Default allow, deny a list: an allow-list of syscalls breaks ordinary
-    tools in ways hard to explain, while what Landlock leaves open is a short,
-    known list (NOTES.md): metadata changes, non-TCP sockets, tree escape.
-    Sockets: only AF_INET/AF_INET6 stream sockets with protocol 0 or TCP may be
-    created (Landlock then denies TCP connect/bind); UDP, raw, MPTCP (262),
-    SCTP, packet, netlink and unix sockets (``socket``, not ``socketpair``)
-    fail with EPERM. Unix sockets are refused because Landlock ABI < 9 cannot
-    stop a connect to a listening socket outside the sandbox (a Docker or
-    Jupyter socket would be a write by proxy). ``clone3`` answers ENOSYS so
-    that libc falls back to ``clone``, whose namespace flags can be checked.
-    """
-    import pyseccomp as sc
-
-    eperm = sc.ERRNO(errno.EPERM)
-    f = sc.SyscallFilter(sc.ALLOW)
-    for name in _DENIED_SYSCALLS:
-        with contextlib.suppress(OSError, ValueError, RuntimeError):
-            f.add_rule(eperm, name)  # fails where not a syscall on this architecture
-    for domain in range(64):
-        if domain not in (_AF_INET, _AF_INET6):
-            f.add_rule(eperm, "socket", sc.Arg(0, sc.EQ, domain))
-    f.add_rule(eperm, "socket", sc.Arg(0, sc.GE, 64))
-    for domain in (_AF_INET, _AF_INET6):
-        for sock_type in (2, 3, 4, 5, 6, 10):  # dgram raw rdm seqpacket dccp packet
-            f.add_rule(
-                eperm,
-                "socket",
-                sc.Arg(0, sc.EQ, domain),
-                sc.Arg(1, sc.MASKED_EQ, 0xF, sock_type),
-            )
-        for proto in (132, 262):  # SCTP, MPTCP: not covered by Landlock TCP rules
-            f.add_rule(eperm, "socket", sc.Arg(0, sc.EQ, domain), sc.Arg(2, sc.EQ, proto))
-    for flag in _CLONE_NS_FLAGS:
-        f.add_rule(eperm, "clone", sc.Arg(0, sc.MASKED_EQ, flag, flag))
-    f.add_rule(sc.ERRNO(errno.ENOSYS), "clone3")
-    for req in (_TIOCSTI, _TIOCLINUX):
-        f.add_rule(eperm, "ioctl", sc.Arg(1, sc.EQ, req))
-    return f
-
-
-class _SockFprog(ctypes.Structure):
-    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
-
-
-class CompiledFilter:
-    """The seccomp filter as BPF, compiled once in the launcher.
-
-    libseccomp's ``load()`` regenerates the BPF program on every call (~5 ms
-    here, measured in a forked child); exporting it once and handing the
-    kernel the same bytes per command is one prctl. The buffer lives in the
-    launcher and is inherited by every fork.
-    """
-
-    def __init__(self, bpf: bytes) -> None:
-        if not bpf or len(bpf) % 8:
-            raise ValueError(f"not a BPF program ({len(bpf)} bytes)")
-        self._buf = ctypes.create_string_buffer(bpf, len(bpf))
-        self._prog = _SockFprog(len(bpf) // 8, ctypes.addressof(self._buf))
-
-    def load(self) -> None:
-        _prctl(PR_SET_NO_NEW_PRIVS, 1)
-        prog = ctypes.byref(self._prog)
-        if _libc.prctl(PR_SET_SECCOMP, ctypes.c_ulong(SECCOMP_MODE_FILTER), prog, 0, 0) != 0:
-            err = ctypes.get_errno()
-            raise OSError(err, os.strerror(err))
-
-
-def compile_seccomp_filter() -> CompiledFilter:
-    with tempfile.TemporaryFile() as fh:
-        build_seccomp_filter().export_bpf(fh)
-        fh.seek(0)
-        return CompiledFilter(fh.read())
-
-
-# -------------------------------------------------------------------- landlock
-
-
-@dataclass(frozen=True)
-class LandlockPlan:
-    """Access masks as plain ints, computed once in the launcher.
-
-    Per command only the ruleset itself is built (it names the command's own
-    TMPDIR); the flag arithmetic, which is enum work in Python, is not redone.
-    """
-
-    handled_net: int
-    scoped: int
-    read_exec: int
-    everything: int
-    device: int
-
-    @classmethod
-    def build(cls) -> LandlockPlan:
-        import landlockpy as ll
-        from landlockpy.flags import LATEST_ABI
-
-        fs = ll.AccessFS
-        return cls(
-            handled_net=int(
-                ll.AccessNet.BIND_TCP
-                | ll.AccessNet.CONNECT_TCP
-                | ll.AccessNet.BIND_UDP
-                | ll.AccessNet.CONNECT_SEND_UDP
-            ),
-            scoped=int(ll.Scope.ABSTRACT_UNIX_SOCKET | ll.Scope.SIGNAL),
-            read_exec=int(fs.READ_FILE | fs.READ_DIR | fs.EXECUTE),
-            everything=int(ll.fs_for_abi(LATEST_ABI)),
-            device=int(fs.READ_FILE | fs.WRITE_FILE | fs.IOCTL_DEV | fs.TRUNCATE),
-        )
-
-
-def apply_landlock(plan: LandlockPlan, writable: list[str], devices: list[str]) -> None:
-    """Read and execute everywhere, write only below `writable`, no TCP.
-
-    Every filesystem right the kernel knows is handled (so denied unless
-    granted); network rights handled with no port allowed; abstract unix
-    sockets and signals scoped to the sandbox where the ABI has scoping.
-    Scoping also covers ptrace: a process in the domain cannot ptrace-access
-    one outside it (``/proc/<pid>/mem``, ``fd/``), given no capability
-    bypass (see ``drop_capabilities``).
-    """
-    import landlockpy as ll
-
-    with ll.Ruleset(handled_net=plan.handled_net, scoped=plan.scoped) as rs:
-        rs.allow_path("/", plan.read_exec)
-        for path in writable:
-            rs.allow_path(path, plan.everything)
-        for dev in devices:
-            if os.path.exists(dev):
-                rs.allow_path(dev, plan.device)
-        rs.restrict()
-
-
-# ------------------------------------------------------------------ supervisor
+# ------------------------------------------------------------------ host plan
 
 
 @dataclass(frozen=True)
 class Restrictions:
     """Everything Restricted mode applies, prepared once per launcher."""
 
-    landlock: LandlockPlan
-    seccomp: CompiledFilter
+    landlock: Any  # sandbox_confine.LandlockPlan
+    seccomp: Any  # sandbox_confine.CompiledFilter
     last_cap: int
+    namespaces: Any = None  # sandbox_confine.NamespacePlan
+    cgroups: Any = None  # sandbox_cgroup.CgroupSetup
+    run_dir: str = ""
+    placeholders: tuple[str, str] = ("", "")
+    seccomp_profile: Any = None
+
+    def hello(self) -> dict[str, Any]:
+        ns = self.namespaces
+        return {
+            "landlock_abi": self.landlock.abi,
+            "tcp_rules": bool(self.landlock.handled_net),
+            "scoped": self.landlock.scoped,
+            "userns": bool(ns and ns.user),
+            "namespaces": bool(ns and ns.flags),
+            "proc": bool(ns and ns.proc),
+            "namespaces_why_not": ns.why_not if ns else "",
+            "cgroup": self.cgroups.version if self.cgroups else 0,
+            "cgroup_why_not": self.cgroups.why_not if self.cgroups else "",
+            "hiding": bool(ns and ns.flags and self.placeholders[0]),
+        }
+
+
+def _env_int(name: str) -> int | None:
+    try:
+        return int(os.environ[name])
+    except (KeyError, ValueError):
+        return None
+
+
+def prepare_restrictions(probe: bool = False) -> Restrictions | None:
+    """Build what every Restricted command needs, once; None if impossible.
+
+    ``probe``: also find which namespaces and cgroups this host allows (the
+    launcher does; the kernel-side callers of round 1 only need the pieces).
+    """
+    try:
+        abi = confine.landlock_abi()
+        if abi < 1:
+            raise OSError("Landlock is not enabled")
+        cap = _env_int("PHOENIX_LANDLOCK_ABI")
+        if cap is not None:
+            abi = max(1, min(abi, cap))
+        namespaces = (
+            confine.probe_namespaces(
+                os.environ.get("PHOENIX_SANDBOX_NAMESPACES", "").lower() in ("off", "0", "no")
+            )
+            if probe
+            else confine.NamespacePlan()
+        )
+        profile = confine.SeccompProfile(
+            netns=namespaces.net, ipcns=namespaces.net, truncate=abi < 3
+        )
+        plan = confine.LandlockPlan.build(abi, tcp_rules=not namespaces.net)
+        run_dir = os.environ.get("PHOENIX_RUN_DIR", "")
+        placeholders: tuple[str, str] = ("", "")
+        setup = cgroups.CgroupSetup(why_not="not probed")
+        if probe:
+            owner = os.environ.get("PHOENIX_OWNER", str(os.getppid()))
+            setup = cgroups.detect(owner)
+            if run_dir:
+                placeholders = confine.make_placeholders(os.path.join(run_dir, "hide"))
+        return Restrictions(
+            plan,
+            confine.compile_seccomp_filter(profile),
+            confine.last_cap(),
+            namespaces,
+            setup,
+            run_dir,
+            placeholders,
+            profile,
+        )
+    except Exception as exc:
+        sys.stderr.write(f"phoenix sandbox: Restricted mode unavailable: {exc}\n")
+        return None
+
+
+# ------------------------------------------------------------------ killing
 
 
 def _descendants(root: int) -> list[int]:
@@ -400,17 +203,6 @@ def _descendants(root: int) -> list[int]:
             found.append(child)
             todo.append(child)
     return found
-
-
-def _cgroup_members(cgroup: str | None) -> list[int]:
-    """The pids in the command's cgroup: every descendant, setsid or not."""
-    if not cgroup:
-        return []
-    try:
-        with open(os.path.join(cgroup, "cgroup.procs"), "rb") as fh:
-            return [int(line) for line in fh.read().split()]
-    except (OSError, ValueError):
-        return []
 
 
 def _reap() -> None:
@@ -438,25 +230,24 @@ def _kill_all(pids: list[int]) -> None:
             os.kill(pid, signal.SIGKILL)
 
 
-def kill_tree(me: int, pgid: int | None, cgroup: str | None = None) -> None:
+def kill_tree(me: int, pgid: int | None, group: Any = None) -> None:
     """SIGKILL every descendant until none is left.
 
-    Order is by cost, so the common case is done in a few syscalls: the
-    process group (one syscall), then the pids cgroup's member list where
-    there is one (one small read, escape-proof), and only then a /proc scan
-    for whatever is still a child of ours. Killed processes' children are
-    re-parented to us (we are a subreaper), so repeating converges even for a
-    fork bomb: a killed process cannot fork again. Between rounds it waits
-    for SIGCHLD (bounded) instead of rescanning at once: a SIGKILLed process
-    still needs the CPU to exit, and a busy rescan loop would take it away.
+    Cheapest first: the process group (for a Restricted command that is its
+    PID 1, whose death ends the whole namespace), the cgroup's member list
+    (escape-proof), and only then a /proc scan for children of ours. Killed
+    processes' children are re-parented to us (subreaper), so repeating
+    converges even for a fork bomb. Between rounds it waits for SIGCHLD
+    (bounded) so killed processes get the CPU to exit.
     """
     if pgid:
         with contextlib.suppress(OSError):
             os.killpg(pgid, signal.SIGKILL)
-    _kill_all(_cgroup_members(cgroup))
+    if group is not None:
+        _kill_all(group.members())
     _reap()
     while _has_children():
-        pids = _cgroup_members(cgroup) or _descendants(me)
+        pids = (group.members() if group is not None else []) or _descendants(me)
         if not pids:
             break
         _kill_all(pids)
@@ -465,39 +256,12 @@ def kill_tree(me: int, pgid: int | None, cgroup: str | None = None) -> None:
     _reap()
 
 
-def _join_pids_cgroup(cgroup: str | None) -> None:
-    if cgroup:
-        with open(os.path.join(cgroup, "cgroup.procs"), "w") as fh:
-            fh.write("0")
+# ------------------------------------------------------------------ the command
 
 
-def _make_pids_cgroup(max_procs: int | None) -> str | None:
-    """A pids cgroup for the command's tree (bounded to `max_procs`), where writable.
-
-    RLIMIT_NPROC is ignored for root, and a notebook often runs as root in a
-    container; a pids cgroup is the kernel's count limit that also holds there.
-    Best effort: absent or read-only cgroupfs leaves RLIMIT_NPROC alone.
-    """
-    base = os.path.join(CGROUP_PIDS_ROOT, "phoenix")
-    try:
-        os.makedirs(base, exist_ok=True)
-        path = os.path.join(base, str(os.getpid()))
-        try:
-            os.mkdir(path)
-        except FileExistsError:
-            # Left by a supervisor that was killed before cleaning up: the pid
-            # is ours now, so nothing else can be using it.
-            os.rmdir(path)
-            os.mkdir(path)
-        if max_procs is not None:
-            with open(os.path.join(path, "pids.max"), "w") as fh:
-                fh.write(str(max_procs))
-        return path
-    except OSError:
-        return None
-
-
-def _exec_command(req: dict[str, Any], out_fd: int, restrictions: Restrictions | None) -> None:
+def _exec_command(
+    req: dict[str, Any], out_fd: int, restrictions: Restrictions | None, tmpdir: str | None
+) -> None:
     """Runs in the command process: set up, restrict self, exec. Never returns."""
     try:
         null = os.open("/dev/null", os.O_RDONLY)
@@ -509,18 +273,25 @@ def _exec_command(req: dict[str, Any], out_fd: int, restrictions: Restrictions |
         for name, value in req.get("rlimits", {}).items():
             limit = getattr(resource, name)
             resource.setrlimit(limit, (value, value))
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
-        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
-        signal.signal(signal.SIGXFSZ, signal.SIG_DFL)
-        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        for sig in (signal.SIGTERM, signal.SIGPIPE, signal.SIGXFSZ, signal.SIGINT):
+            signal.signal(sig, signal.SIG_DFL)
         signal.pthread_sigmask(signal.SIG_SETMASK, [])
+        env = dict(req["env"])
         if req.get("restricted"):
             if restrictions is None:
                 raise RuntimeError("seccomp is unavailable")
-            drop_capabilities(restrictions.last_cap)
-            apply_landlock(restrictions.landlock, req["writable"], req["devices"])
+            ns = restrictions.namespaces
+            writable = list(req.get("writable", []))
+            if tmpdir:
+                writable.append(tmpdir)
+                env["TMPDIR"] = tmpdir
+            if ns is not None and ns.flags:
+                writable.append("/dev/shm")
+            keep = confine.CAP_DAC_READ_SEARCH if (ns is None or not ns.flags or ns.user) else None
+            confine.drop_capabilities(restrictions.last_cap, keep)
+            confine.apply_landlock(restrictions.landlock, writable, req["devices"])
             restrictions.seccomp.load()
-        os.execve(req["argv"][0], req["argv"], req["env"])
+        os.execve(req["argv"][0], req["argv"], env)
     except BaseException as exc:
         try:
             os.write(2, f"phoenix sandbox: cannot start command: {exc}\n".encode())
@@ -528,62 +299,228 @@ def _exec_command(req: dict[str, Any], out_fd: int, restrictions: Restrictions |
             os._exit(126)
 
 
-def _command_process(
-    chan: socket.socket, cgroup: str | None, restrictions: Restrictions | None
-) -> None:
-    """A pre-forked command process: its own group and cgroup, then wait for work."""
+def _recv_request(chan: socket.socket, nfds: int) -> tuple[dict[str, Any], list[int]]:
+    data, fds, _flags, _addr = socket.recv_fds(chan, 1 << 20, nfds)
+    if not data:
+        os._exit(0)  # the supervisor went away without a request
+    return json.loads(data), fds
+
+
+def _plain_command(chan: socket.socket, restrictions: Restrictions | None, tmpdir: str) -> None:
+    """A pre-forked command process without namespaces: own group, then wait for work."""
     try:
         os.setpgid(0, 0)
-        _join_pids_cgroup(cgroup)
-        data, fds, _flags, _addr = socket.recv_fds(chan, 1 << 20, 1)
-        if not data or len(fds) != 1:
-            os._exit(0)  # the supervisor went away without a request
-        req = json.loads(data)
+        req, fds = _recv_request(chan, 1)
+        if len(fds) != 1:
+            os._exit(126)
     except BaseException:
         os._exit(126)
-    _exec_command(req, fds[0], restrictions)
+    _exec_command(req, fds[0], restrictions, tmpdir if req.get("restricted") else None)
 
 
-def _discard(pid: int, cgroup: str | None) -> None:
-    """Stop an unused pre-forked command and remove its cgroup."""
-    with contextlib.suppress(OSError):
-        os.kill(pid, signal.SIGKILL)
-    with contextlib.suppress(ChildProcessError):
-        os.waitpid(pid, 0)
-    if cgroup:
+def _namespaced_side(chan: socket.socket, restrictions: Restrictions, tmpdir: str) -> None:
+    """Runs in the spare's child: enter the namespaces, make PID 1, leave. Never returns."""
+    ns = restrictions.namespaces
+    try:
+        confine.unshare((confine.CLONE_NEWUSER if ns.user else 0) | ns.flags)
+        chan.send(b"U")
+        if chan.recv(16) != b"M":
+            os._exit(126)
+        confine.make_mounts_private()
+        confine.loopback_up()
+        init = os.fork()
+        if init == 0:
+            _namespace_init(chan, restrictions, tmpdir)
+        chan.send(str(init).encode())
+    except BaseException as exc:
         with contextlib.suppress(OSError):
-            os.rmdir(cgroup)
+            chan.send(f"E{exc}".encode())
+    os._exit(0)
 
 
-def spare(sock: socket.socket, taken_w: int, restrictions: Restrictions | None) -> None:
-    """A supervisor forked ahead of its request, with its command forked too.
+def _namespace_init(chan: socket.socket, restrictions: Restrictions, tmpdir: str) -> None:
+    """PID 1 of a Restricted command's namespace. Never returns.
 
-    Why: forks, the cgroup and the subreaper setup then happen while the
-    kernel is idle instead of between its request and the command's exec,
-    which is what every tool call waits for. It takes the next request from
-    the kernel's socket itself, tells the launcher (``taken_w``) so another
-    spare is made, hands the request and output fd to its command process,
-    and supervises it.
+    Reaps everything, ends the namespace when the command ends (or, for a
+    background job, when nothing is left), and tells the supervisor how the
+    command ended and whether TMPDIR filled up.
     """
+    code = 126
+    try:
+        os.setpgid(0, 0)
+        confine.prctl(confine.PR_SET_DUMPABLE, 0)
+        if restrictions.namespaces.proc:
+            confine.mount_proc()
+        req, fds = _recv_request(chan, 1)
+        confine.prctl(confine.PR_SET_PDEATHSIG, signal.SIGKILL)
+        out_fd = fds[0]
+        size, inodes = int(req["tmp_bytes"]), int(req["tmp_inodes"])
+        confine.mount_tmpfs(tmpdir, size, inodes)
+        confine.mount_tmpfs("/dev/shm", size, inodes)
+        if restrictions.placeholders[0]:
+            failed = confine.hide_paths(req.get("hidden", []), restrictions.placeholders)
+            if failed:
+                os.write(out_fd, f"phoenix sandbox: could not hide {failed}\n".encode())
+                raise OSError(f"could not hide {failed}")
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        command = os.fork()
+        if command == 0:
+            chan.close()
+            _exec_command(req, out_fd, restrictions, tmpdir)
+        os.close(out_fd)
+        confine.drop_capabilities(restrictions.last_cap, None)
+        exit_code: int | None = None
+        exit_signal: int | None = None
+        while True:
+            try:
+                pid, status = os.waitpid(-1, 0)
+            except ChildProcessError:
+                break
+            except InterruptedError:
+                continue
+            if pid == command:
+                if os.WIFEXITED(status):
+                    exit_code = os.WEXITSTATUS(status)
+                elif os.WIFSIGNALED(status):
+                    exit_signal = os.WTERMSIG(status)
+                if not req.get("linger"):
+                    with contextlib.suppress(OSError):
+                        os.kill(-1, signal.SIGKILL)  # all but PID 1 in this namespace
+        full = []
+        with contextlib.suppress(OSError):
+            st = os.statvfs(tmpdir)
+            if st.f_bavail * st.f_frsize < 64 * 1024:
+                full.append("tmp_bytes")
+            if st.f_favail < 2:
+                full.append("tmp_inodes")
+        report = {"exit": exit_code, "signal": exit_signal, "limits": full}
+        chan.send(json.dumps(report).encode())
+        code = 0
+    except BaseException as exc:
+        with contextlib.suppress(OSError):
+            chan.send(json.dumps({"error": str(exc)}).encode())
+    os._exit(code)
+
+
+# ------------------------------------------------------------------ supervisor
+
+
+def _wait_command(pid: int, status_fd: int, abandon: Any, pump: Any = None) -> None:
+    """Wait until `pid` exits, or kill the tree if the caller goes away.
+
+    The caller closing its end of the status pipe shows as POLLERR; the
+    command must not outlive the one caller that could stop it. ``pump``
+    (fd, log fd): a background job's output pipe, copied to its log here.
+    """
+    try:
+        pidfd = os.pidfd_open(pid)
+    except OSError:
+        return
+    poller = select.poll()
+    poller.register(pidfd, select.POLLIN)
+    poller.register(status_fd, 0)
+    if pump is not None:
+        poller.register(pump[0], select.POLLIN)
+    try:
+        while True:
+            ready = dict(poller.poll())
+            if ready.get(status_fd):
+                abandon()
+                return
+            if pump is not None and ready.get(pump[0]):
+                if not _copy(pump):
+                    poller.unregister(pump[0])
+            if ready.get(pidfd):
+                return
+    finally:
+        os.close(pidfd)
+
+
+def _copy(pump: tuple[int, int]) -> bool:
+    """Copy what is in the job's pipe to its log; False at EOF."""
+    try:
+        data = os.read(pump[0], 65536)
+    except BlockingIOError:
+        return True
+    except OSError:
+        return False
+    if not data:
+        return False
+    with contextlib.suppress(OSError):
+        os.write(pump[1], data)
+    return True
+
+
+def _drain(pump: tuple[int, int] | None) -> None:
+    if pump is None:
+        return
+    os.set_blocking(pump[0], False)
+    while _copy(pump):
+        try:
+            if not select.select([pump[0]], [], [], 0.05)[0]:
+                break
+        except OSError:
+            break
+    os.close(pump[0])
+
+
+def _limit_report(group: Any, before: dict[str, int] | None) -> list[str]:
+    if group is None or before is None:
+        return []
+    after = group.counters()
+    return [name for name in ("memory", "pids") if after.get(name, 0) > before.get(name, 0)]
+
+
+def _group_name(req: dict[str, Any]) -> str:
+    name = str(req.get("group") or "unrestricted")
+    return "".join(c for c in name if c.isalnum() or c in "-_")[:64] or "unrestricted"
+
+
+def spare(
+    sock: socket.socket, taken_w: int, restrictions: Restrictions | None, restricted: bool
+) -> None:
+    """A supervisor forked ahead of its request, with its command side prepared."""
     me = os.getpid()
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-    # Blocked so that kill_tree can wait for it; waitpid does not need it.
     signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGCHLD])
-    _prctl(PR_SET_CHILD_SUBREAPER, 1)
-    _prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
-    # Both modes get a cgroup where one can be made: its member list is the
-    # fast, escape-proof sweep on cancel; only Restricted mode bounds it.
-    cgroup = _make_pids_cgroup(None)
+    confine.prctl(confine.PR_SET_CHILD_SUBREAPER, 1)
+    confine.prctl(confine.PR_SET_PDEATHSIG, signal.SIGTERM)
+    ns = restrictions.namespaces if (restricted and restrictions is not None) else None
+    namespaced = bool(ns is not None and ns.flags)
+    tmpdir = ""
+    if restricted and restrictions is not None:
+        base = restrictions.run_dir or tempfile.gettempdir()
+        tmpdir = tempfile.mkdtemp(prefix="tmp-", dir=base)
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     pid = os.fork()
     if pid == 0:
         ours.close()
         sock.close()
         os.close(taken_w)
-        _command_process(theirs, cgroup, restrictions)
+        if namespaced:
+            _namespaced_side(theirs, restrictions, tmpdir)  # type: ignore[arg-type]
+        _plain_command(theirs, restrictions, tmpdir)
     theirs.close()
-    with contextlib.suppress(OSError):
-        os.setpgid(pid, pid)  # also here, so the group exists whoever runs first
+    target = pid  # the process the request goes to: PID 1 or the command itself
+    setup_error = ""
+    if namespaced:
+        try:
+            if ours.recv(16) != b"U":
+                raise OSError("namespace set-up failed")
+            if ns.user:
+                confine.write_id_maps(pid, full=os.geteuid() == 0)
+            ours.send(b"M")
+            answer = ours.recv(256)
+            if not answer or answer.startswith(b"E"):
+                raise OSError(answer[1:].decode() or "namespace set-up failed")
+            target = int(answer)
+        except (OSError, ValueError) as exc:
+            setup_error = str(exc)
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(pid, 0)
+    else:
+        with contextlib.suppress(OSError):
+            os.setpgid(pid, pid)
     while True:
         try:
             data, fds, _flags, _addr = socket.recv_fds(sock, 1 << 20, 4)
@@ -591,9 +528,7 @@ def spare(sock: socket.socket, taken_w: int, restrictions: Restrictions | None) 
         except InterruptedError:
             continue
     if not data:
-        # The kernel is gone. Clean up before telling the launcher: once it
-        # exits, PR_SET_PDEATHSIG ends this process.
-        _discard(pid, cgroup)
+        _discard(target, tmpdir)  # the kernel is gone
     os.write(taken_w, b"T" if data else b"E")
     os.close(taken_w)
     sock.close()
@@ -603,102 +538,123 @@ def spare(sock: socket.socket, taken_w: int, restrictions: Restrictions | None) 
     except (ValueError, TypeError):
         for fd in fds:
             os.close(fd)
-        _discard(pid, cgroup)
+        _discard(target, tmpdir)
         os._exit(0)
-    if req.get("restricted") and restrictions is None:
-        os.write(out_fd, b"phoenix sandbox: Landlock or seccomp is unavailable\n")
+    if restricted and (restrictions is None or setup_error):
+        why = setup_error or "Landlock or seccomp is unavailable"
+        os.write(out_fd, f"phoenix sandbox: {why}\n".encode())
         os.write(status_fd, b'{"pid": 0}\n{"exit": 126, "signal": null, "killed": false}\n')
-        _discard(pid, cgroup)
+        _discard(target, tmpdir)
         os._exit(0)
-    if req.get("restricted") and cgroup:
-        with contextlib.suppress(OSError), open(os.path.join(cgroup, "pids.max"), "w") as fh:
-            fh.write(str(int(req.get("max_procs", 1024))))
-    supervise(req, pid, ours, out_fd, status_fd, cgroup, me)
+    supervise(req, target, ours, out_fd, status_fd, me, restrictions, namespaced, tmpdir)
 
 
-def _wait_command(pid: int, status_fd: int, abandon: Any) -> None:
-    """Wait until the command exits, or kill the tree if the caller goes away.
-
-    The caller closing its end of the status pipe (a cancel that came before
-    it read the pids, or a crash) shows here as POLLERR; the command must not
-    outlive the one caller that could stop it.
-    """
-    try:
-        pidfd = os.pidfd_open(pid)
-    except OSError:
-        return  # already reaped (a SIGTERM came first)
-    poller = select.poll()
-    poller.register(pidfd, select.POLLIN)
-    poller.register(status_fd, 0)  # POLLERR/POLLHUP are always reported
-    try:
-        while True:
-            ready = dict(poller.poll())
-            if ready.get(status_fd):
-                abandon()
-                return
-            if ready.get(pidfd):
-                return
-    finally:
-        os.close(pidfd)
+def _discard(pid: int, tmpdir: str) -> None:
+    """Stop an unused prepared command side and remove its TMPDIR."""
+    with contextlib.suppress(OSError):
+        os.kill(pid, signal.SIGKILL)
+    with contextlib.suppress(ChildProcessError):
+        os.waitpid(pid, 0)
+    if tmpdir:
+        cleanup.remove_tree(tmpdir)
 
 
 def supervise(
     req: dict[str, Any],
-    pid: int,
+    target: int,
     chan: socket.socket,
     out_fd: int,
     status_fd: int,
-    cgroup: str | None,
     me: int,
+    restrictions: Restrictions | None,
+    namespaced: bool,
+    tmpdir: str,
 ) -> None:
     """Runs in the supervisor: start the command, wait, kill what is left, report."""
     state: dict[str, Any] = {"killed": False}
+    group = None
+    setup = restrictions.cgroups if restrictions is not None else None
+    if setup is not None and setup.version:
+        restricted = bool(req.get("restricted"))
+        group = cgroups.command_group(
+            setup,
+            _group_name(req) if restricted else "unrestricted",
+            str(me),
+            req.get("memory") if restricted else None,
+            req.get("max_procs") if restricted else None,
+        )
+    before = group.counters() if group is not None else None
 
     def on_term(_signum: int, _frame: object) -> None:
         state["killed"] = True
-        kill_tree(me, pid, cgroup)
+        kill_tree(me, target, group)
 
     signal.signal(signal.SIGTERM, on_term)
-    # The caller learns the pids before the command may run, so whenever a
-    # command runs, its caller can kill it.
     try:
-        os.write(status_fd, (json.dumps({"pid": me, "pgid": pid}) + "\n").encode())
+        if group is not None:
+            group.place(target)
+        first = {"pid": me, "pgid": target, "tmpdir": tmpdir if req.get("restricted") else ""}
+        os.write(status_fd, (json.dumps(first) + "\n").encode())
     except OSError:
-        _discard(pid, cgroup)  # the caller is gone already
+        _discard(target, tmpdir)
+        if group is not None:
+            group.remove()
         os._exit(0)
+    pump: tuple[int, int] | None = None
+    command_out = out_fd
+    if req.get("linger"):
+        # Background job: its output reaches the log through us, never directly.
+        pipe_r, pipe_w = os.pipe()
+        pump, command_out = (pipe_r, out_fd), pipe_w
+        os.set_blocking(pipe_r, False)
     with contextlib.suppress(OSError):
-        socket.send_fds(chan, [json.dumps(req).encode()], [out_fd])
-    chan.close()
-    os.close(out_fd)
-    _wait_command(pid, status_fd, lambda: on_term(0, None))
+        socket.send_fds(chan, [json.dumps(req).encode()], [command_out])
+    if pump is not None:
+        os.close(command_out)
+    else:
+        os.close(out_fd)
+    _wait_command(target, status_fd, lambda: on_term(0, None), pump)
     code: int | None = None
     sig: int | None = None
     while True:
         try:
-            done, status = os.waitpid(pid, 0)
+            done, status = os.waitpid(target, 0)
         except ChildProcessError:
             break
-        if done == pid:
+        if done == target:
             if os.WIFEXITED(status):
                 code = os.WEXITSTATUS(status)
             elif os.WIFSIGNALED(status):
                 sig = os.WTERMSIG(status)
             break
-    if req.get("linger"):
-        # Background job: it lives as long as any descendant does.
+    limits: list[str] = []
+    if namespaced:
+        # PID 1's own report says how the command itself ended.
+        code, sig = None, sig if sig else None
+        chan.setblocking(False)
+        with contextlib.suppress(OSError, ValueError):
+            report = json.loads(chan.recv(65536))
+            code, sig = report.get("exit"), report.get("signal")
+            limits += report.get("limits", [])
+            if report.get("error"):
+                code = 126
+    elif req.get("linger"):
         while True:
             try:
                 os.waitpid(-1, 0)
             except ChildProcessError:
                 break
-    # The command is done: whatever it left running goes too (background mode
-    # is the way to keep something alive).
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    kill_tree(me, pid, cgroup)
-    if cgroup:
-        with contextlib.suppress(OSError):
-            os.rmdir(cgroup)
-    report = {"exit": code, "signal": sig, "killed": state["killed"]}
+    kill_tree(me, target, group)
+    _drain(pump)
+    if pump is not None:
+        os.close(out_fd)
+    limits += _limit_report(group, before)
+    if group is not None:
+        group.remove()
+    if tmpdir:
+        cleanup.remove_tree(tmpdir)
+    report = {"exit": code, "signal": sig, "killed": state["killed"], "limits": limits}
     os.write(status_fd, (json.dumps(report) + "\n").encode())
     os._exit(0)
 
@@ -706,66 +662,85 @@ def supervise(
 # -------------------------------------------------------------------- launcher
 
 
-def prepare_restrictions() -> Restrictions | None:
-    """Build what every Restricted command needs, once; None if impossible."""
+def _alive(owner: str) -> bool:
+    """Whether the kernel named ``<pid>-<start time>`` still runs."""
+    pid, _, start = owner.partition("-")
     try:
-        import landlockpy
-
-        landlockpy.abi_version()  # loads libc once (find_library runs ldconfig)
-        return Restrictions(LandlockPlan.build(), compile_seccomp_filter(), _last_cap())
-    except Exception as exc:
-        sys.stderr.write(f"phoenix sandbox: Restricted mode unavailable: {exc}\n")
-        return None
+        with open(f"/proc/{int(pid)}/stat", "rb") as fh:
+            stat = fh.read()
+    except (OSError, ValueError):
+        return False
+    return not start or stat[stat.rindex(b")") + 2 :].split()[19].decode() == start
 
 
-def remove_stale_cgroups() -> None:
-    """Remove cgroups left by supervisors that were killed before cleaning up.
+def remove_stale(restrictions: Restrictions | None) -> None:
+    """Remove run directories and cgroups of kernels that are gone (any cause)."""
+    run_dir = os.environ.get("PHOENIX_RUN_DIR", "")
+    if run_dir:
+        parent = os.path.dirname(run_dir)
+        with contextlib.suppress(OSError):
+            for name in os.listdir(parent):
+                path = os.path.join(parent, name)
+                if path != run_dir and not _alive(name):
+                    cleanup.remove_tree(path)
+    if restrictions is not None and restrictions.cgroups is not None:
+        cgroups.remove_stale(restrictions.cgroups, _alive)
 
-    Only empty ones (rmdir refuses others) named after a pid that no longer
-    exists, so a spare that has just made its cgroup is never touched.
-    """
-    base = os.path.join(CGROUP_PIDS_ROOT, "phoenix")
+
+def serve(plain: socket.socket, restricted_sock: socket.socket | None) -> None:
+    """Keep one spare supervisor per socket; replace each when taken."""
     with contextlib.suppress(OSError):
-        for name in os.listdir(base):
-            if not name.isdigit() or os.path.exists(f"/proc/{name}"):
-                continue
-            with contextlib.suppress(OSError):
-                os.rmdir(os.path.join(base, name))
-
-
-def serve(sock: socket.socket) -> None:
-    """Keep one spare supervisor waiting on the kernel's socket; replace it when taken."""
-    # Nothing but the launcher's own uid with CAP_SYS_PTRACE may read this
-    # process's memory or /proc files; its environment holds no secret anyway.
-    with contextlib.suppress(OSError):
-        _prctl(PR_SET_DUMPABLE, 0)
-    restrictions = prepare_restrictions()
-    remove_stale_cgroups()
+        confine.prctl(confine.PR_SET_DUMPABLE, 0)
+    restrictions = prepare_restrictions(probe=True)
+    remove_stale(restrictions)
+    if restricted_sock is not None:
+        hello = restrictions.hello() if restrictions is not None else {"error": "unavailable"}
+        with contextlib.suppress(OSError):
+            restricted_sock.send(json.dumps({"hello": hello}).encode())
     signal.signal(signal.SIGCHLD, lambda _s, _f: _reap())
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    socks = [(plain, False)] + ([(restricted_sock, True)] if restricted_sock else [])
+    pipes: dict[int, tuple[socket.socket, bool]] = {}
     failures = 0
-    while failures < 3:
+
+    def fork_spare(sock: socket.socket, is_restricted: bool) -> None:
         taken_r, taken_w = os.pipe()
         pid = os.fork()
         if pid == 0:
             try:
                 os.close(taken_r)
-                spare(sock, taken_w, restrictions)
+                for other_r in pipes:
+                    os.close(other_r)
+                spare(sock, taken_w, restrictions, is_restricted)
             finally:
                 os._exit(1)
         os.close(taken_w)
+        pipes[taken_r] = (sock, is_restricted)
+
+    for sock, is_restricted in socks:
+        fork_spare(sock, is_restricted)
+    while pipes and failures < 6:
         try:
-            word = os.read(taken_r, 1)
-        finally:
-            os.close(taken_r)
-        if word == b"E":
-            return  # the kernel closed its end
-        failures = 0 if word == b"T" else failures + 1
+            ready, _, _ = select.select(list(pipes), [], [])
+        except InterruptedError:
+            continue
+        for fd in ready:
+            try:
+                word = os.read(fd, 1)
+            except InterruptedError:
+                continue
+            sock, is_restricted = pipes.pop(fd)
+            os.close(fd)
+            if word == b"E":
+                return  # the kernel closed its end
+            failures = 0 if word == b"T" else failures + 1
+            fork_spare(sock, is_restricted)
 
 
 def main() -> None:
-    sock = socket.socket(fileno=int(os.environ["PHOENIX_LAUNCHER_FD"]))
-    serve(sock)
+    plain = socket.socket(fileno=int(os.environ["PHOENIX_LAUNCHER_FD"]))
+    rfd = os.environ.get("PHOENIX_LAUNCHER_RFD")
+    serve(plain, socket.socket(fileno=int(rfd)) if rfd else None)
 
 
 if __name__ == "__main__":

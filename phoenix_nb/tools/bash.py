@@ -39,8 +39,14 @@ from phoenix_nb.tools.sandbox import (
     SandboxError,
     SandboxLimits,
     _read_some,
+    describe_hidden,
+    group_for,
+    hidden_paths,
+    policy,
+    run_dir,
     start_process,
 )
+from phoenix_nb.tools.sandbox_cleanup import remove_tree
 from phoenix_nb.tools.schema import invalid_input_result, validate
 
 HEAD_BYTES = 16 * 1024
@@ -63,12 +69,16 @@ DESCRIPTION = f"""Run a shell command with `bash -c` and return its combined std
 - API keys, tokens and secrets are removed from the environment.
 - Refused before running: `git add -A/./--all`, `git push --force`, and recursive `rm`
   of /, ~, $HOME, .git, * or .*.
-- In Restricted mode the command runs in a kernel sandbox (Landlock): the filesystem is
-  read-only except a private temporary directory ($TMPDIR, deleted afterwards); no
-  network; chmod, chown, touch of existing files, setsid and signals to other processes
-  fail; memory, CPU time and file size are limited. A blocked operation fails with the
-  kernel's error (Permission denied / Operation not permitted): do not try to work
-  around it; if the task needs writes, ask for write access with request_mode_upgrade."""
+- In Restricted mode the command runs in a kernel sandbox (namespaces, Landlock,
+  seccomp): the filesystem is read-only except a private temporary directory ($TMPDIR,
+  size-capped, deleted afterwards); no network (only the command's own loopback:
+  servers it starts itself work); other processes are invisible; chmod, chown, touch of
+  existing files, setsid and signals to other processes fail; memory, processes, CPU
+  time and file size are limited (the result says which limit was hit). These paths are
+  hidden (reading them fails with Permission denied): {describe_hidden()}.
+  A blocked operation fails with the kernel's error (Permission denied / Operation not
+  permitted): do not try to work around it; if the task needs writes, ask for write
+  access with request_mode_upgrade."""
 
 INPUT_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -157,7 +167,7 @@ async def kill_background_jobs(conversation_id: str) -> int:
     for job in jobs:
         with contextlib.suppress(TimeoutError, OSError):
             await asyncio.wait_for(job.process.wait(), _KILL_WAIT)
-        shutil.rmtree(job.directory, ignore_errors=True)
+        remove_tree(str(job.directory))
     return len(jobs)
 
 
@@ -193,7 +203,11 @@ class BashTool:
     input_schema: Mapping[str, Any] = INPUT_SCHEMA
 
     def __init__(self, limits: SandboxLimits | None = None) -> None:
-        self.limits = limits or SandboxLimits()
+        self._limits = limits  # None: the process-wide c.Phoenix.sandbox_* policy
+
+    @property
+    def limits(self) -> SandboxLimits:
+        return self._limits or policy().limits
 
     async def run(self, input: Mapping[str, Any], ctx: ToolContext, tool_use_id: str) -> ToolResult:
         problem = validate(input, self.input_schema)
@@ -226,21 +240,23 @@ class BashTool:
         command: str,
         ctx: ToolContext,
         restricted: bool,
-        tmp: Path | None,
         cpu: float,
         linger: bool = False,
     ) -> RunSpec:
-        private = {"TMPDIR": str(tmp)} if restricted and tmp is not None else {}
+        # A Restricted command's TMPDIR is made (a private tmpfs) and set by
+        # its supervisor; Unrestricted commands keep the user's.
+        private: dict[str, str] = {}
         env = command_environment(allow=ctx.env_allow, deny=ctx.secret_patterns, extra=private).env
         return RunSpec(
             argv=(BASH, "-c", command),
             cwd=str(ctx.cwd),
             env=env,
             restricted=restricted,
-            writable=(str(tmp),) if restricted and tmp is not None else (),
             limits=self.limits,
             cpu_seconds=int(cpu) + 5,
             linger=linger,
+            group=group_for(ctx.conversation_id or "default"),
+            hidden=tuple(hidden_paths(ctx.cwd)) if restricted else (),
         )
 
     @staticmethod
@@ -256,15 +272,12 @@ class BashTool:
     async def _foreground(
         self, command: str, ctx: ToolContext, tool_use_id: str, restricted: bool, timeout: float
     ) -> ToolResult:
-        # Only Restricted commands get a private TMPDIR (their one writable
-        # place); Unrestricted ones keep the user's, and skip the cost.
-        tmp = Path(tempfile.mkdtemp(prefix="phoenix-bash-")) if restricted else None
         proc: Process | None = None
         buffer = OutputBuffer()
         timed_out = False
         try:
             try:
-                proc = await start_process(self._spec(command, ctx, restricted, tmp, timeout))
+                proc = await start_process(self._spec(command, ctx, restricted, timeout))
             except (SandboxError, OSError) as exc:
                 return _error(tool_use_id, command, f"Could not start the command: {exc}")
             loop = asyncio.get_running_loop()
@@ -296,8 +309,6 @@ class BashTool:
             if proc is not None:
                 with contextlib.suppress(OSError):
                     os.close(proc.output_fd)
-            if tmp is not None:
-                shutil.rmtree(tmp, ignore_errors=True)
         return self._result(tool_use_id, command, buffer, result, timed_out, timeout)
 
     def _result(
@@ -321,6 +332,7 @@ class BashTool:
             lines.append(f"[killed by signal {sig} ({_signal_name(sig)})]")
         elif code:
             lines.append(f"[exit code {code}]")
+        lines.extend(self._limit_lines(result.get("limits") or ()))
         display = self._display(
             command,
             code if not sig else 128 + int(sig),
@@ -329,24 +341,38 @@ class BashTool:
         )
         return ToolResult(tool_use_id, "\n".join(lines), is_error=timed_out, display=display)
 
+    def _limit_lines(self, hit: Any) -> list[str]:
+        """Say which whole-tree limit the command ran into, and how to change it."""
+        lim = self.limits
+        texts = {
+            "memory": f"memory: this conversation's commands may use {_size(lim.memory)} "
+            "together; the kernel killed a process to stay under it (c.Phoenix.sandbox_memory)",
+            "pids": f"processes: at most {lim.max_procs} at once for this conversation; "
+            "further forks failed (c.Phoenix.sandbox_max_procs)",
+            "tmp_bytes": f"TMPDIR size: {_size(lim.tmp_bytes)} is full "
+            "(c.Phoenix.sandbox_tmp_bytes)",
+            "tmp_inodes": f"TMPDIR files: {lim.tmp_inodes} files and directories at most "
+            "(c.Phoenix.sandbox_tmp_inodes)",
+        }
+        return [f"[limit hit: {texts[name]}]" for name in hit if name in texts]
+
     async def _background(
         self, command: str, ctx: ToolContext, tool_use_id: str, restricted: bool
     ) -> ToolResult:
-        # The log lives beside, not inside, the job's writable TMPDIR: the job
-        # writes it through the fd it was given, the agent reads it (reads are
-        # allowed everywhere), and in Restricted mode the job cannot rewrite it.
-        directory = Path(tempfile.mkdtemp(prefix="phoenix-bg-"))
-        tmp = directory / "tmp"
-        tmp.mkdir()
+        # The job's output reaches the log through its supervisor, never
+        # directly: the job holds no fd of the log and cannot rewrite it. The
+        # folder is in this kernel's run dir, removed by the next kernel's
+        # launcher if this kernel dies without ending the conversation.
+        directory = Path(tempfile.mkdtemp(prefix="bg-", dir=run_dir()))
         log_path = directory / "output.log"
         log_fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o644)
         try:
             proc = await start_process(
-                self._spec(command, ctx, restricted, tmp, MAX_TIMEOUT, linger=True),
+                self._spec(command, ctx, restricted, MAX_TIMEOUT, linger=True),
                 output_fd=log_fd,
             )
         except (SandboxError, OSError) as exc:
-            shutil.rmtree(directory, ignore_errors=True)
+            remove_tree(str(directory))
             return _error(tool_use_id, command, f"Could not start the command: {exc}")
         finally:
             os.close(log_fd)
@@ -394,3 +420,10 @@ def _signal_name(sig: int) -> str:
         return signal.Signals(sig).name
     except ValueError:
         return "unknown"
+
+
+def _size(n: int) -> str:
+    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if n >= 1 << shift and n % (1 << shift) == 0:
+            return f"{n >> shift} {unit}"
+    return f"{n:,} bytes"

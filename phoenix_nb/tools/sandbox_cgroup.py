@@ -1,0 +1,228 @@
+"""Cgroups that bound a whole command tree: one budget per conversation.
+
+One job: find where this process may create cgroups (v2 unified, or the v1
+``memory`` and ``pids`` hierarchies), build ``<base>/phoenix-<owner>/<group>/
+<command>`` directories, write the limits on the group (a conversation: its
+foreground commands and background jobs share one ``memory`` and ``pids``
+budget), place processes, list members (the escape-proof kill sweep) and read
+which limit was hit. Memory counted by the memory controller includes page
+cache, tmpfs and shmem pages the tree touches (its TMPDIR, /dev/shm, memfds,
+SysV shm), which per-process ``RLIMIT_AS`` never saw.
+
+Standard library only (the launcher loads it by file path). Best effort by
+design: where no cgroup can be created (an undelegated cgroup v2 subtree, a
+read-only cgroupfs) ``CgroupSetup.version`` is 0 and ``why_not`` says why; the
+caller reports that whole-tree limits are lost and keeps per-process rlimits.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from dataclasses import dataclass
+
+_RETRIES = 5
+
+
+@dataclass(frozen=True)
+class CgroupSetup:
+    version: int = 0  # 0: none usable, 1: v1 memory+pids, 2: unified
+    bases: tuple[str, ...] = ()  # v1: (memory, pids); v2: (unified,)
+    why_not: str = ""
+
+
+def _mounts() -> list[tuple[str, str, str]]:
+    """(mount point, fstype, super options) of every cgroup mount."""
+    found = []
+    with open("/proc/self/mountinfo") as fh:
+        for line in fh:
+            pre, _, post = line.partition(" - ")
+            fields, post_fields = pre.split(), post.split()
+            if post_fields and post_fields[0] in ("cgroup", "cgroup2"):
+                found.append((fields[4], post_fields[0], post_fields[-1]))
+    return found
+
+
+def _own_paths() -> dict[str, str]:
+    paths: dict[str, str] = {}
+    with open("/proc/self/cgroup") as fh:
+        for line in fh:
+            _, controllers, path = line.rstrip("\n").split(":", 2)
+            for name in controllers.split(",") if controllers else [""]:
+                paths[name] = path
+    return paths
+
+
+def _try_dir(base: str, owner: str) -> str:
+    path = os.path.join(base, f"phoenix-{owner}")
+    os.makedirs(path, exist_ok=True)
+    return path
+
+
+def detect(owner: str) -> CgroupSetup:
+    """Where commands' cgroups go for this kernel (``owner`` names it); never raises."""
+    try:
+        mounts, own = _mounts(), _own_paths()
+    except OSError as exc:
+        return CgroupSetup(why_not=f"cannot read cgroup mounts ({exc.strerror})")
+    v1 = {}
+    for point, fstype, options in mounts:
+        if fstype == "cgroup":
+            for ctl in ("memory", "pids"):
+                if ctl in options.split(","):
+                    v1[ctl] = os.path.join(point, own.get(ctl, "/").lstrip("/"))
+    problems = []
+    if "memory" in v1 and "pids" in v1:
+        try:
+            return CgroupSetup(1, (_try_dir(v1["memory"], owner), _try_dir(v1["pids"], owner)))
+        except OSError as exc:
+            problems.append(f"cgroup v1 not writable ({exc.strerror})")
+    for point, fstype, _ in mounts:
+        if fstype != "cgroup2":
+            continue
+        base = os.path.join(point, own.get("", "/").lstrip("/"))
+        try:
+            with open(os.path.join(base, "cgroup.controllers")) as fh:
+                controllers = fh.read().split()
+            if not {"memory", "pids"} <= set(controllers):
+                problems.append("cgroup v2 without the memory and pids controllers")
+                continue
+            path = _try_dir(base, owner)
+            with open(os.path.join(base, "cgroup.subtree_control"), "w") as fh:
+                fh.write("+memory +pids")
+            with open(os.path.join(path, "cgroup.subtree_control"), "w") as fh:
+                fh.write("+memory +pids")
+            return CgroupSetup(2, (path,))
+        except OSError as exc:
+            problems.append(
+                f"cgroup v2 subtree not delegated to this process ({exc.strerror}); run "
+                "Jupyter under `systemd-run --user --scope -p Delegate=yes` to get one"
+            )
+    return CgroupSetup(why_not="; ".join(problems) or "no cgroup filesystem mounted")
+
+
+def _write(path: str, value: str) -> None:
+    with open(path, "w") as fh:
+        fh.write(value)
+
+
+def _read_counter(path: str, key: str) -> int:
+    try:
+        with open(path) as fh:
+            for line in fh:
+                name, _, value = line.partition(" ")
+                if name == key:
+                    return int(value)
+    except (OSError, ValueError):
+        pass
+    return 0
+
+
+@dataclass
+class CommandGroup:
+    """One command's cgroup (a directory per hierarchy) inside its group's budget."""
+
+    setup: CgroupSetup
+    dirs: tuple[str, ...]
+    group_dirs: tuple[str, ...]
+
+    def place(self, pid: int) -> None:
+        for d in self.dirs:
+            _write(os.path.join(d, "cgroup.procs"), str(pid))
+
+    def members(self) -> list[int]:
+        try:
+            with open(os.path.join(self.dirs[-1], "cgroup.procs"), "rb") as fh:
+                return [int(x) for x in fh.read().split()]
+        except (OSError, ValueError):
+            return []
+
+    def counters(self) -> dict[str, int]:
+        """Limit events so far on the group: {"memory": oom kills, "pids": refused forks}."""
+        if self.setup.version == 1:
+            mem, pids = self.group_dirs
+            return {
+                "memory": _read_counter(os.path.join(mem, "memory.oom_control"), "oom_kill"),
+                "pids": _read_counter(os.path.join(pids, "pids.events"), "max"),
+            }
+        (group,) = self.group_dirs
+        return {
+            "memory": _read_counter(os.path.join(group, "memory.events"), "oom_kill"),
+            "pids": _read_counter(os.path.join(group, "pids.events"), "max"),
+        }
+
+    def remove(self) -> None:
+        """Remove the command's cgroup, and its group's when that is empty now."""
+        for d in self.dirs + self.group_dirs:
+            with contextlib.suppress(OSError):
+                os.rmdir(d)
+
+
+def command_group(
+    setup: CgroupSetup, group: str, command: str, memory: int | None, pids: int | None
+) -> CommandGroup | None:
+    """Make ``<group>/<command>`` with the group's limits (re)written; None where impossible."""
+    if not setup.version:
+        return None
+    for _ in range(_RETRIES):
+        group_dirs = tuple(os.path.join(base, group) for base in setup.bases)
+        dirs = tuple(os.path.join(g, command) for g in group_dirs)
+        try:
+            for g in group_dirs:
+                os.makedirs(g, exist_ok=True)
+            _limit(setup, group_dirs, memory, pids)
+            for d in dirs:
+                os.mkdir(d)
+            return CommandGroup(setup, dirs, group_dirs)
+        except FileExistsError:
+            command += "x"
+        except FileNotFoundError:
+            time.sleep(0.001)  # a finishing command removed the empty group just now
+        except OSError:
+            return None
+    return None
+
+
+def _limit(setup: CgroupSetup, group_dirs: tuple[str, ...], memory: int | None, pids: int | None):  # type: ignore[no-untyped-def]
+    if setup.version == 1:
+        mem, pid_dir = group_dirs
+        if memory is not None:
+            _write(os.path.join(mem, "memory.limit_in_bytes"), str(memory))
+            with contextlib.suppress(OSError):  # only with swap accounting
+                _write(os.path.join(mem, "memory.memsw.limit_in_bytes"), str(memory))
+        _write(os.path.join(pid_dir, "pids.max"), str(pids) if pids is not None else "max")
+        return
+    (group,) = group_dirs
+    with contextlib.suppress(OSError):
+        _write(os.path.join(group, "cgroup.subtree_control"), "+memory +pids")
+    _write(os.path.join(group, "memory.max"), str(memory) if memory is not None else "max")
+    with contextlib.suppress(OSError):
+        _write(os.path.join(group, "memory.swap.max"), "0")
+    _write(os.path.join(group, "pids.max"), str(pids) if pids is not None else "max")
+
+
+def remove_stale(setup: CgroupSetup, alive: object) -> None:
+    """Remove empty cgroups of kernels that are gone (``alive(owner) -> bool``)."""
+    for base in setup.bases:
+        parent = os.path.dirname(base)
+        with contextlib.suppress(OSError):
+            for name in os.listdir(parent):
+                if not name.startswith("phoenix-") or alive(name[len("phoenix-") :]):  # type: ignore[operator]
+                    continue
+                _rmdir_tree(os.path.join(parent, name))
+
+
+def _rmdir_tree(path: str) -> None:
+    """rmdir a cgroup tree bottom-up, iteratively (never recursion, never raises)."""
+    stack, order = [path], []
+    while stack:
+        d = stack.pop()
+        order.append(d)
+        with contextlib.suppress(OSError):
+            for entry in os.scandir(d):
+                if entry.is_dir(follow_symlinks=False):
+                    stack.append(entry.path)
+    for d in reversed(order):
+        with contextlib.suppress(OSError):
+            os.rmdir(d)
