@@ -1,0 +1,315 @@
+"""The copy-on-write fork the kernel tools run in: isolation, confinement, kill, bounds.
+
+Real forks of this (threaded, asyncio) test process, the real sandbox
+(namespaces, Landlock, seccomp) where the host has it. The parent stands in
+for the kernel: what the child changes or attempts must never reach it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import errno
+import os
+import signal
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from phoenix_nb.notebook.interrupt import wake_loop_on_signals
+from phoenix_nb.tools.kernel_fork import ChildSink, Emit, ForkLimits, confinement, run_in_fork
+from phoenix_nb.tools.kernel_port import DictKernel
+from phoenix_nb.tools.kernel_summarize import OutOfTime, time_limit
+from phoenix_nb.tools.sandbox import detect_sandbox
+
+SANDBOX = detect_sandbox().available and confinement() is not None
+needs_sandbox = pytest.mark.skipif(not SANDBOX, reason="kernel sandbox unavailable on this host")
+
+
+async def fork(job: Any, *, confine: bool = False, timeout: float = 20.0, **kw: Any) -> Any:
+    return await run_in_fork(
+        job,
+        port=kw.pop("port", None),
+        env=kw.pop("env", {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}),
+        cwd=kw.pop("cwd", os.getcwd()),
+        confine=confine,
+        limits=ForkLimits(timeout=timeout, **kw),
+    )
+
+
+def alive(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+async def wait_until(predicate: Any, timeout: float = 5.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        await asyncio.sleep(0.002)
+    return bool(predicate())
+
+
+@pytest.fixture
+def busy_thread() -> Iterator[threading.Lock]:
+    """A second thread holding a lock at fork time, as the kernel's threads do."""
+    lock = threading.Lock()
+    lock.acquire()
+    stop = threading.Event()
+    thread = threading.Thread(target=stop.wait, daemon=True)
+    thread.start()
+    yield lock
+    stop.set()
+    lock.release()
+
+
+async def test_child_sees_state_and_its_changes_die_with_it(busy_thread: threading.Lock) -> None:
+    kernel = DictKernel(namespace={"data": [1, 2, 3], "log": []})
+
+    def job(emit: Emit, _sink: ChildSink) -> None:
+        ns = kernel.user_namespace()
+        ns["data"].append(4)  # type: ignore[attr-defined]
+        ns["log"].append("child was here")  # type: ignore[attr-defined]
+        ns["new"] = 1  # type: ignore[index]
+        emit({"sum": sum(ns["data"]), "threads": threading.active_count()})
+
+    outcome = await fork(job, port=kernel)
+    assert outcome.records == [{"sum": 10, "threads": 1}], outcome.stderr
+    assert kernel.namespace == {"data": [1, 2, 3], "log": []}
+
+
+async def test_inherited_descriptors_are_closed() -> None:
+    """The kernel's sockets and files are unreachable: only the child's own pipes remain."""
+    sock_a, sock_b = socket.socketpair()
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    handle = open(__file__)  # noqa: SIM115
+    try:
+
+        def job(emit: Emit, _sink: ChildSink) -> None:
+            links = {}
+            for fd in os.listdir("/proc/self/fd"):
+                with contextlib.suppress(OSError):
+                    links[fd] = os.readlink(f"/proc/self/fd/{fd}")
+            emit({"links": links})
+
+        outcome = await fork(job)
+        links = outcome.records[0]["links"]
+        assert not [t for t in links.values() if t.startswith("socket:")], links
+        assert __file__ not in links.values()
+        assert len(links) <= 5, links  # 0, 1, 2, the result pipe, listdir's own
+    finally:
+        sock_a.close()
+        sock_b.close()
+        listener.close()
+        handle.close()
+
+
+async def test_signal_wakeup_fd_is_reset_so_alarm_timeouts_work() -> None:
+    """NOTES.md: an inherited wakeup fd silently breaks SIGALRM timeouts in the child."""
+    loop = asyncio.get_running_loop()
+
+    def job(emit: Emit, _sink: ChildSink) -> None:
+        previous = signal.set_wakeup_fd(-1)
+        started = time.monotonic()
+        try:
+            with time_limit(0.2):
+                time.sleep(5)
+        except OutOfTime:
+            pass
+        emit({"previous": previous, "took": time.monotonic() - started})
+
+    with wake_loop_on_signals(loop):
+        installed = signal.set_wakeup_fd(-1)
+        signal.set_wakeup_fd(installed)
+        assert installed != -1  # the kernel-side state the child inherits
+        outcome = await fork(job)
+    record = outcome.records[0]
+    assert record["previous"] == -1
+    assert record["took"] < 2
+
+
+async def test_environment_is_the_given_one_and_the_initial_block_is_wiped(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("PHOENIX_TEST_SECRET_TOKEN", "tok-kernel-env-12345")
+
+    def job(emit: Emit, _sink: ChildSink) -> None:
+        raw = Path("/proc/self/environ").read_bytes()
+        emit({"env": dict(os.environ), "raw_has_secret": b"tok-kernel-env-12345" in raw})
+
+    outcome = await fork(job, env={"PATH": "/usr/bin:/bin"})
+    env = outcome.records[0]["env"]
+    assert "PHOENIX_TEST_SECRET_TOKEN" not in env
+    assert set(env) == {"PATH", "TMPDIR"}
+    assert outcome.records[0]["raw_has_secret"] is False
+
+
+async def test_output_streams_are_captured_and_bounded() -> None:
+    def job(emit: Emit, _sink: ChildSink) -> None:
+        print("start")
+        os.write(2, b"from C level\n")
+        print("x" * (5 << 20))
+        print("the end")
+        emit({"ok": True})
+
+    outcome = await fork(job, stream_head=1000, stream_tail=100)
+    assert outcome.stdout.startswith("start")
+    assert "bytes omitted" in outcome.stdout and "the end" in outcome.stdout
+    assert len(outcome.stdout) < 1300
+    assert "from C level" in outcome.stderr
+
+
+@pytest.mark.parametrize(
+    ("code", "signal_name", "exit_code"),
+    [
+        ("import ctypes; ctypes.string_at(0)", "SIGSEGV", None),
+        ("import os; os._exit(3)", None, 3),
+        ("import os, signal; os.kill(os.getpid(), signal.SIGABRT)", "SIGABRT", None),
+    ],
+)
+async def test_a_crash_is_reported_not_raised(
+    code: str, signal_name: str | None, exit_code: int | None
+) -> None:
+    def job(emit: Emit, _sink: ChildSink) -> None:
+        exec(code)
+
+    outcome = await fork(job)
+    assert outcome.crashed
+    if signal_name:
+        assert outcome.signal == getattr(signal, signal_name)
+    else:
+        assert outcome.exit_code == exit_code
+    assert outcome.failure()
+
+
+async def test_timeout_kills_the_child_and_what_it_started(tmp_path: Path) -> None:
+    pids = tmp_path / "pids"
+
+    def job(emit: Emit, _sink: ChildSink) -> None:
+        import subprocess
+
+        child = subprocess.Popen(["sleep", "60"])
+        pids.write_text(f"{os.getpid()} {child.pid}")
+        emit({"started": True})
+        while True:
+            pass
+
+    start = time.monotonic()
+    outcome = await fork(job, timeout=0.5)
+    took = time.monotonic() - start
+    assert outcome.timed_out and outcome.records == [{"started": True}]
+    assert took < 1.5
+    assert await wait_until(lambda: not any(alive(int(p)) for p in pids.read_text().split()))
+
+
+async def test_cancel_kills_at_once_and_leaves_no_process(tmp_path: Path) -> None:
+    """Cancel (kernel interrupt, Stop): SIGKILL to the group, reaped before CancelledError."""
+    pids = tmp_path / "pids"
+
+    def job(emit: Emit, _sink: ChildSink) -> None:
+        import subprocess
+
+        child = subprocess.Popen(["sleep", "60"])
+        pids.write_text(f"{os.getpid()} {child.pid}")
+        while True:
+            pass
+
+    task = asyncio.ensure_future(fork(job, timeout=60))
+    assert await wait_until(lambda: pids.exists() and pids.read_text().strip())
+    fork_pid, sleep_pid = map(int, pids.read_text().split())
+    start = time.perf_counter()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    returned = time.perf_counter() - start
+    gone = await wait_until(lambda: not alive(fork_pid) and not alive(sleep_pid))
+    elapsed = time.perf_counter() - start
+    print(f"cancel returned in {returned * 1000:.1f} ms, all gone in {elapsed * 1000:.1f} ms")
+    assert gone
+    assert not alive(fork_pid)  # reaped, not a zombie
+    with pytest.raises(ChildProcessError):
+        os.waitpid(fork_pid, os.WNOHANG)
+    assert elapsed < 1.0  # target 100 ms (bench_fork.py); CI bound
+
+
+async def test_result_too_large_is_cut_and_the_child_killed() -> None:
+    def job(emit: Emit, _sink: ChildSink) -> None:
+        while True:
+            emit({"blob": "y" * 100_000})
+
+    outcome = await fork(job, max_result_bytes=1 << 20, timeout=10)
+    assert outcome.result_truncated
+    assert not outcome.timed_out
+    assert 5 <= len(outcome.records) <= 11
+
+
+# ------------------------------------------------------------------- confinement
+
+
+@needs_sandbox
+async def test_confined_child_cannot_write_connect_or_signal_the_kernel(tmp_path: Path) -> None:
+    target = tmp_path / "written-by-fork"
+    kernel_pid = os.getpid()
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    port = listener.getsockname()[1]
+
+    def job(emit: Emit, _sink: ChildSink) -> None:
+        results: dict[str, Any] = {}
+
+        def attempt(name: str, action: Any) -> None:
+            try:
+                action()
+                results[name] = "allowed"
+            except OSError as exc:
+                results[name] = errno.errorcode.get(exc.errno or 0, str(exc))
+
+        attempt("write", lambda: target.write_text("x"))
+        attempt("tmpdir", lambda: Path(os.environ["TMPDIR"], "ok").write_text("x"))
+        attempt("tcp", lambda: socket.create_connection(("127.0.0.1", port), timeout=2))
+        attempt(
+            "udp",
+            lambda: socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b"x", ("1.1.1.1", 53)),
+        )
+        attempt("unix", lambda: socket.socket(socket.AF_UNIX).connect("/tmp/none"))
+        attempt("kill", lambda: os.kill(kernel_pid, signal.SIGTERM))
+        attempt("environ", lambda: Path(f"/proc/{kernel_pid}/environ").read_bytes())
+        attempt("chmod", lambda: os.chmod(os.environ["TMPDIR"], 0o777))
+        emit(results)
+
+    outcome = await fork(job, confine=True)
+    listener.close()
+    assert outcome.records, outcome.stderr
+    results = outcome.records[0]
+    assert results["tmpdir"] == "allowed"
+    denied = {k: v for k, v in results.items() if k != "tmpdir"}
+    assert all(v != "allowed" for v in denied.values()), results
+    assert results["write"] == "EACCES" and results["kill"] == "EPERM"
+    assert not target.exists()
+
+
+@needs_sandbox
+async def test_the_childs_tmpdir_is_removed_after_it() -> None:
+    """The TMPDIR is removed after the child: nothing the child wrote outlives it."""
+    seen: dict[str, str] = {}
+
+    def job(emit: Emit, _sink: ChildSink) -> None:
+        Path(os.environ["TMPDIR"], "a", "b").mkdir(parents=True)
+        Path(os.environ["TMPDIR"], "a", "b", "f").write_text("x")
+        emit({"tmp": os.environ["TMPDIR"]})
+
+    outcome = await fork(job, confine=True)
+    seen["tmp"] = outcome.records[0]["tmp"]
+    assert not Path(seen["tmp"]).exists()
