@@ -194,6 +194,7 @@ class RevertReport:
     not_restorable: tuple[str, ...] = ()  # over the size limit at the target: left as they are
     foreign: tuple[str, ...] = ()  # changed by someone else since the agent wrote them
     refused: bool = False
+    pruned_gap: bool = False  # checkpoints in between were pruned: authorship unknown
     pre_revert: int | None = None  # checkpoint of the tree just before the revert
     post_revert: int | None = None
 

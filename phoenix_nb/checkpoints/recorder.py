@@ -27,7 +27,7 @@ import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from filelock import FileLock
 
@@ -66,6 +66,22 @@ READ_ONLY_TOOLS = frozenset(
 STARTS = ("approval", "turn")
 
 
+class ToolCtx(Protocol):
+    """What a checkpointing tool runner reads of a tool context (`tools.base.ToolContext`)."""
+
+    @property
+    def conversation_id(self) -> str: ...
+
+    @property
+    def cwd(self) -> Path: ...
+
+    @property
+    def mode(self) -> Mode: ...
+
+
+ToolRunnerLike = Callable[[Any, str, Any, Any, str], Awaitable[ToolResult]]
+
+
 @dataclass(frozen=True)
 class CheckpointConfig:
     """`c.Phoenix.checkpoint_*` settings (runtime/settings.py fills them)."""
@@ -83,9 +99,14 @@ class RevertRefused(PhoenixError):
     def __init__(self, report: RevertReport) -> None:
         self.report = report
         files = ", ".join(report.foreign[:20]) + (" …" if len(report.foreign) > 20 else "")
+        gap = (
+            " (checkpoints in between were pruned, so some of these may be the agent's)"
+            if report.pruned_gap
+            else ""
+        )
         super().__init__(
             f"Not reverted: {len(report.foreign)} file(s) were changed by someone other than "
-            f"the agent since it last wrote them: {files}. Use `%phoenix revert "
+            f"the agent since it last wrote them{gap}: {files}. Use `%phoenix revert "
             f"{report.target} --force` to revert them too (the current state stays in "
             f"checkpoint {report.pre_revert})."
         )
@@ -211,13 +232,14 @@ class WorkTreeHistory:
             self._snapshots[pre.checkpoint.commit] = pre
             sequence = [c for n, c in sorted(found.items()) if n >= target_number]
             sequence.append(pre.checkpoint)
-            foreign = self._foreign(sequence, target, pre)
-            display = self.repo._display_path
+            foreign, gap = self._foreign(sequence, target, pre)
+            display = self.repo.display_path
             if foreign and not force:
                 report = RevertReport(
                     target=target_number,
                     foreign=tuple(display(p) for p in foreign),
                     refused=True,
+                    pruned_gap=gap,
                     pre_revert=pre.checkpoint.number,
                 )
                 raise RevertRefused(report)
@@ -242,27 +264,36 @@ class WorkTreeHistory:
 
     def _foreign(
         self, sequence: Sequence[Checkpoint], target: Snapshot, now: Snapshot
-    ) -> list[str]:
-        """Files the revert would change whose last writer was not the agent (or phoenix)."""
+    ) -> tuple[list[str], bool]:
+        """Files the revert would change whose last writer was not the agent (or phoenix).
+
+        Also says whether pruned checkpoints left a gap: a change across a gap
+        cannot be attributed and counts as someone else's (deny by default).
+        """
         to_restore = self.repo.changed_names(target, now)
         if not to_restore:
-            return []
+            return [], False
         owner: dict[str, bool] = {}  # path -> written last by the agent / a revert
         snaps = [self.snapshot(c) if c is not now.checkpoint else now for c in sequence]
+        gap = False
         for a, b in itertools.pairwise(snaps):
             ca, cb = a.checkpoint, b.checkpoint
-            agent = (
-                ca.kind == "before" and cb.kind == "after" and ca.tool_use_id == cb.tool_use_id
-            ) or cb.kind == "revert"
-            for path in self.repo.changed_names(a, b):
+            adjacent = cb.number == ca.number + 1
+            agent = adjacent and (
+                (ca.kind == "before" and cb.kind == "after" and ca.tool_use_id == cb.tool_use_id)
+                or cb.kind == "revert"
+            )
+            names = self.repo.changed_names(a, b)
+            gap = gap or (not adjacent and bool(names & to_restore))
+            for path in names:
                 owner[path] = agent
-        return sorted(p for p in to_restore if owner.get(p) is False)
+        return sorted(p for p in to_restore if owner.get(p) is False), gap
 
     def prune(self, now: float | None = None) -> PruneReport | None:
         """Drop old checkpoints by age, then by size; never what a revert may still want.
 
-        Kept always: the latest approval and the latest turn start, and every
-        checkpoint after the older of the two. What was pruned is appended to
+        Kept always: the latest approval, the latest turn start and every
+        checkpoint after the newer of the two. What was pruned is appended to
         `pruned.jsonl` and listed by `%phoenix checkpoints`, so it is never silent.
         """
         with self._locked():
@@ -270,12 +301,13 @@ class WorkTreeHistory:
             if not found:
                 return None
             now = time.time() if now is None else now
-            protected_from = found[-1].number
+            keep = set()
             for kind in STARTS:
                 of_kind = [c.number for c in found if c.kind == kind]
                 if of_kind:
-                    protected_from = min(protected_from, of_kind[-1])
-            candidates = [c for c in found if c.number < protected_from]
+                    keep.add(of_kind[-1])
+            newest_start = max(keep, default=found[-1].number)
+            candidates = [c for c in found if c.number not in keep and c.number < newest_start]
             cutoff = now - self.config.keep_days * 86400
             drop = [c for c in candidates if _epoch(c.created_at) < cutoff]
             reason = f"older than {self.config.keep_days:g} days"
@@ -427,6 +459,23 @@ class Checkpoints:
             changes = ToolChanges(before=0, after=0, error=error or "no checkpoint")
         display = {**dict(result.display or {}), "changes": changes.to_json()}
         return dataclasses.replace(result, display=display)
+
+    def runner(self, inner: ToolRunnerLike) -> ToolRunnerLike:
+        """`inner` (a tool runner: tools, name, input, ctx, id -> result) with checkpoints."""
+
+        async def run(
+            tools: Any, name: str, input: Any, ctx: ToolCtx, tool_use_id: str, /
+        ) -> ToolResult:
+            return await self.around_tool(
+                conversation_id=ctx.conversation_id,
+                cwd=str(ctx.cwd),
+                mode=ctx.mode,
+                tool=name,
+                tool_use_id=tool_use_id,
+                run=lambda: inner(tools, name, input, ctx, tool_use_id),
+            )
+
+        return run
 
     @staticmethod
     async def _after(

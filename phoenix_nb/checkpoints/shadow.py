@@ -599,7 +599,7 @@ class ShadowRepo:
                 size = big.size if big else self._blob_size(r.new_sha)
             files.append(
                 FileChange(
-                    path=self._display_path(r.path),
+                    path=self.display_path(r.path),
                     kind=kind,  # type: ignore[arg-type]
                     old_mode=old_perm,
                     new_mode=new_perm,
@@ -611,7 +611,7 @@ class ShadowRepo:
             )
         return files, omitted, truncated
 
-    def _display_path(self, path: str) -> str:
+    def display_path(self, path: str) -> str:
         """Paths are shown relative to the conversation's folder."""
         return path[len(self.prefix) :] if self.prefix and path.startswith(self.prefix) else path
 
@@ -676,7 +676,7 @@ class ShadowRepo:
             path = self.top / r.path
             in_target = r.path in target.perms or r.path in target.big
             in_current = r.path in current.perms or r.path in current.big
-            show = self._display_path(r.path)
+            show = self.display_path(r.path)
             if r.path in target.big:
                 big = target.big[r.path]
                 if r.status == "P" and in_current:
