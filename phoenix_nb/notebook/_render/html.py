@@ -16,6 +16,7 @@ from html import escape
 from typing import Any
 
 from phoenix_nb.core.tool_fields import THINK_THOUGHTS
+from phoenix_nb.notebook._render import cost as c
 from phoenix_nb.notebook._render import view as v
 from phoenix_nb.notebook._render.markdown_html import markdown_to_html
 
@@ -137,6 +138,7 @@ class _Html:
         self.w(f'<div class="phx-record phx-state-{state_cls}"><style>{CSS}</style>')
         self.header(record, conv, state)
         self.meter(v.Meter(v.mapping(record, "context")))
+        self.spending(c.Spending(v.maybe_mapping(record, "usage")))
         summary = v.text(record, "summary")
         if summary:
             self.w('<div class="phx-card phx-summary"><div class="phx-label">')
@@ -214,6 +216,22 @@ class _Html:
         if m.advice:
             self.w(f' <span class="phx-advice">{self.inline_md(m.advice)}</span>')
         self.w("</div>")
+
+    def spending(self, s: c.Spending) -> None:
+        if s.known:
+            self.w(f'<div class="phx-meter phx-cost" data-phoenix-cost>{_e(s.line)}</div>')
+
+    def footnotes(self, item: Mapping[str, Any]) -> None:
+        """Citations as numbered footnote links under the text they back."""
+        cites = c.citations(item)
+        if not cites:
+            return
+        self.w('<ol class="phx-cites" data-phoenix-citations>')
+        for n, url, title in cites:
+            label = _e(title)
+            link = f'<a href="{_e(url)}" rel="noopener noreferrer">{label}</a>' if url else label
+            self.w(f'<li value="{n}">{link}</li>')
+        self.w("</ol>")
 
     @staticmethod
     def inline_md(s: str) -> str:
@@ -298,6 +316,7 @@ class _Html:
                 self.w(f'<div class="phx-md">{body}</div></details>')
             else:
                 self.w(f'<div class="phx-md">{body}</div>')
+                self.footnotes(item)
         for group in v.items(step, "tool_groups"):
             self.tool_group(group)
         self.w("</div>")

@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from phoenix_nb.core.tool_fields import THINK_THOUGHTS
+from phoenix_nb.notebook._render import cost as c
 from phoenix_nb.notebook._render import view as v
 
 MAX_OUTPUT_LINES = 40
@@ -119,6 +120,9 @@ class _Md:
             if meter.advice:
                 line = f"**{line}: ⚠ {meter.advice}**"
             self.para(line)
+        spending = c.Spending(v.maybe_mapping(record, "usage"))
+        if spending.known:
+            self.para(plain(spending.line[0].upper() + spending.line[1:]))
         summary = v.text(record, "summary")
         if summary:
             self.para(f"**{v.SUMMARY_TITLE}:**")
@@ -171,6 +175,12 @@ class _Md:
                     self.para(_indent("_Reasoning:_\n" + text, "> "))
                 else:
                     self.para(close_fences(text))
+                    notes = [
+                        f"[{n}] " + (f"[{plain(title)}](<{url}>)" if url else plain(title))
+                        for n, url, title in c.citations(item)
+                    ]
+                    if notes:
+                        self.para("  \n".join(notes))
             for group in v.items(step, "tool_groups"):
                 self.tool_group(group)
         elif kind == "system":

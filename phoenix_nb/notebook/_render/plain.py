@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from phoenix_nb.notebook._render import cost as c
 from phoenix_nb.notebook._render import view as v
 
 MAX_OUTPUT_LINES = 8
@@ -43,6 +44,9 @@ class _Plain:
         meter = v.Meter(v.mapping(record, "context"))
         if meter.known:
             self.line(meter.line + (f" ⚠ {meter.advice}" if meter.advice else ""))
+        spending = c.Spending(v.maybe_mapping(record, "usage"))
+        if spending.known:
+            self.line(spending.line)
         summary = v.text(record, "summary")
         if summary:
             self.line(f"{v.SUMMARY_TITLE.lower()}:")
@@ -95,6 +99,8 @@ class _Plain:
             if item is not None:
                 label = "reasoning" if v.text(item, "type") == "reasoning" else "ai"
                 self.line(f"{label}: " + _indented(v.text(item, "text"), "  ").lstrip())
+                for n, url, title in c.citations(item):
+                    self.line(f"  [{n}] {title}" + (f" <{url}>" if url and url != title else ""))
             for group in v.items(step, "tool_groups"):
                 calls = v.visible_calls(group)
                 if calls:
