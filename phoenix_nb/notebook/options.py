@@ -31,6 +31,8 @@ SUBCOMMANDS = (
     "history",
     "chat",
     "export",
+    "checkpoints",
+    "revert",
     "help",
 )
 HELP_FLAGS = ("--help", "-h")
@@ -84,6 +86,16 @@ SUBCOMMAND_HELP = (
         "export [SLUG] [--format md|json|html] [--output PATH]",
         "write the conversation to a file (default SLUG.md here)",
         "%phoenix export --format html --output fix.html",
+    ),
+    HelpLine(
+        "checkpoints",
+        "snapshots of the folder taken while the agent could write",
+        "%phoenix checkpoints",
+    ),
+    HelpLine(
+        "revert [N | --to-approval] [--force]",
+        "put the folder back as it was (default: before the last turn that changed it)",
+        "%phoenix revert --to-approval",
     ),
     HelpLine("help", "this help", "%phoenix help"),
 )
@@ -195,6 +207,9 @@ class Subcommand:
     format: str = "md"
     output: str | None = None
     extra: tuple[str, ...] = field(default_factory=tuple)
+    target: int | None = None  # revert: checkpoint number
+    to_approval: bool = False  # revert --to-approval
+    force: bool = False  # revert --force
 
 
 def parse_subcommand(line: str) -> Subcommand:
@@ -221,7 +236,17 @@ def parse_subcommand(line: str) -> Subcommand:
         parser.add_argument("slug", nargs="?")
         parser.add_argument("--format", choices=EXPORT_FORMATS, default=None)
         parser.add_argument("--output", "-o", default=None)
+    elif name == "revert":
+        parser.add_argument("target", nargs="?", type=int)
+        parser.add_argument("--to-approval", action="store_true")
+        parser.add_argument("--force", action="store_true")
     ns = _parse(parser, rest)
+    if name == "revert":
+        if ns.target is not None and ns.to_approval:
+            raise OptionsError(
+                "%phoenix revert: give a checkpoint number or --to-approval, not both"
+            )
+        return Subcommand(name, target=ns.target, to_approval=ns.to_approval, force=ns.force)
     output = getattr(ns, "output", None)
     fmt = getattr(ns, "format", None)
     if fmt is None:
