@@ -12,11 +12,12 @@ calls no `__repr__` twice — a hook that re-formatted `Out[n]` would (and a
 mutating `__repr__` would then change state). Cells run before
 `%load_ext phoenix_nb` show their source only.
 
-Proposed cells are sent at the end of the `%%phoenix` cell as IPython's
-`set_next_input` payload, which JupyterLab and Notebook 7 turn into a new,
-unexecuted cell below. Both read only the first such payload of a reply
-(their bundled source: `payload.filter(...)[0]`), so several proposals of one
-turn travel as one cell whose parts are separated by `# %%` lines (the
+Proposed cells are sent at the end of the `%%phoenix` cell (a `post_run_cell`
+handler: it runs after the cell's code, before ipykernel reads the payloads
+for the execute reply) as IPython's `set_next_input` payload, which JupyterLab
+and Notebook 7 turn into a new, unexecuted cell below. Both read only the
+first such payload of a reply (their bundled source: `payload.filter(...)[0]`),
+so several proposals of one turn travel as one cell whose parts are separated by `# %%` lines (the
 percent-cell convention; JupyterLab's "Split Cell" splits them); the record
 shows each proposal on its own.
 
@@ -123,6 +124,13 @@ class IPythonKernel:
         self._session: Any = None
         self._original_send: Any = None
         self._install()
+        events = getattr(shell, "events", None)
+        if events is not None:
+            events.register("post_run_cell", self._after_cell)
+
+    def _after_cell(self, *_args: Any) -> None:
+        """The cell that ran the turn ends: its proposals go out with its execute reply."""
+        self.send_proposals()
 
     # -- recording -------------------------------------------------------------------
     def _install(self) -> None:
@@ -158,6 +166,10 @@ class IPythonKernel:
         if self._session is not None and self._original_send is not None:
             self._session.send = self._original_send
             self._session = self._original_send = None
+        events = getattr(self.shell, "events", None)
+        if events is not None:
+            with contextlib.suppress(ValueError):
+                events.unregister("post_run_cell", self._after_cell)
 
     # -- KernelPort ------------------------------------------------------------------
     def user_namespace(self) -> Mapping[str, Any]:
