@@ -109,6 +109,22 @@ def test_quickstart_executes_offline_and_shows_the_whole_conversation(
         if MIME in o.get("data", {})
     )
     assert "All 6 tests pass now" in fallbacks, "the shared notebook renders without a kernel"
+    # The whole conversation once: approve and history cells add only what is new.
+    plain = [
+        joined(o["data"]["text/plain"])
+        for c in notebook["cells"]
+        for o in c.get("outputs", [])
+        if MIME in o.get("data", {})
+    ]
+    for once in ("All 6 tests pass now", "+    if quantity >= BULK_THRESHOLD:", "$ ls -F"):
+        assert sum(p.count(once) for p in plain) == 1, once
+    assert not any(
+        o.get("data") == {"text/plain": ""} for c in notebook["cells"] for o in c.get("outputs", [])
+    )
+    assert "widgets" not in notebook["metadata"], "no widget state from a headless run"
+    # Issue 18: the executed quickstart was 248 KB (252,584 bytes); at most half now.
+    size = (workdir / "quickstart.out.ipynb").stat().st_size
+    assert size <= 252_584 // 2, size
     stdout = "".join(
         joined(o.get("text", "")) for c in notebook["cells"] for o in c.get("outputs", [])
     )

@@ -9,8 +9,11 @@ import { renderMarkdown } from '@jupyterlab/rendermime';
 import { IRenderMime } from '@jupyterlab/rendermime-interfaces';
 import { Widget } from '@lumino/widgets';
 
+import { installFocusReturn } from './focus';
 import { checkRecord, Loose, MIME_TYPE } from './record';
 import { renderRecord } from './render';
+
+installFocusReturn();
 
 const CLASS_NAME = 'jp-PhoenixConversation';
 

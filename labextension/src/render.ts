@@ -14,13 +14,58 @@ import { diffLineKind } from './diff';
 /** Renders Markdown into `host`; must sanitize, since the text comes from the model. */
 export type MarkdownRenderer = (host: HTMLElement, source: string) => Promise<void>;
 
-/** Labels of the tool groups of seed 002, as a reader would name them. */
-const GROUP_LABELS: { readonly [group: string]: string } = {
-  read: 'Read',
-  write: 'Write',
-  bash: 'Bash',
-  other: 'Other'
+/**
+ * Words for states and tool groups. The kernel puts its own words in the record
+ * (`state.label`, `group.label`, computed by the same code as the HTML, Markdown
+ * and text fallbacks); these are only for records written without them.
+ */
+const STATE_WORDS: { readonly [state: string]: string } = {
+  idle: 'idle',
+  awaiting_llm: 'thinking',
+  llm_requesting: 'thinking',
+  tool_executing: 'running a tool',
+  cancelling: 'stopping',
+  awaiting_sub_agents: 'waiting for sub-agents',
+  awaiting_mode_approval: 'waiting for your approval',
+  awaiting_continuation: 'summarising the conversation',
+  context_exhausted: 'context full — run `%phoenix continue`',
+  error: 'stopped by an error',
+  completed: 'finished',
+  failed: 'failed'
 };
+const PAUSED_WORDS = 'paused — run `%phoenix approve` or `%phoenix deny`';
+const APPROVAL_TITLE = 'The agent asks for write access (Unrestricted mode)';
+const APPROVE_HOWTO =
+  'Answer with the Approve / Deny buttons, or in a headless run with `%phoenix approve` or `%phoenix deny`.';
+
+/** Calls the approval step already tells (so they get no row of their own). */
+const HIDDEN_TOOLS = new Set(['request_mode_upgrade']);
+
+/** A bounded base64 PNG data URI: the only image source a record may carry. */
+const THUMBNAIL = /^data:image\/png;base64,[A-Za-z0-9+/]{1,200000}={0,2}$/;
+
+function stateWords(state: Loose): string {
+  const label = str(state.label);
+  if (label) {
+    return label;
+  }
+  const name = str(state.name);
+  if (name === 'awaiting_mode_approval' && state.paused === true) {
+    return PAUSED_WORDS;
+  }
+  return STATE_WORDS[name] ?? name.replace(/_/g, ' ');
+}
+
+/** Text with `code` spans as <code>, through textContent only. */
+function inlineCode(className: string, text: string): HTMLElement {
+  const node = el('span', className);
+  text.split('`').forEach((part, i) => {
+    if (part) {
+      node.appendChild(i % 2 === 1 ? el('code', '', part) : document.createTextNode(part));
+    }
+  });
+  return node;
+}
 
 /** Collects Markdown renders so the whole record can be awaited once. */
 class Drawing {
@@ -93,18 +138,28 @@ export async function renderRecord(
     root.appendChild(section);
   }
   for (const cycle of arr(record.cycles)) {
-    root.appendChild(cycleNode(drawing, obj(cycle)));
+    root.appendChild(cycleNode(drawing, obj(cycle), state));
   }
   const retry = objOrNull(record.retry);
   if (retry !== null) {
     root.appendChild(retryBanner(retry));
   }
   const approval = objOrNull(record.pending_approval);
-  if (approval !== null) {
-    const banner = el('div', 'jp-Phoenix-banner jp-Phoenix-pendingApproval');
-    banner.dataset.phoenixPendingApproval = str(approval.tool_use_id);
-    banner.textContent = `Waiting for approval of write access: ${str(approval.reason)}`;
-    root.appendChild(banner);
+  const cycles = arr(record.cycles).map(obj);
+  const stepShowsIt = cycles.some(c =>
+    arr(c.steps).some(s => str(obj(s).kind) === 'approval' && str(obj(s).decision) === 'pending')
+  );
+  if (approval !== null && !stepShowsIt) {
+    // Only an old record lacks the pending step: show the request once, here.
+    const node = el('div', 'jp-Phoenix-step jp-Phoenix-step-approval');
+    node.dataset.phoenixStep = 'approval';
+    approvalStep(drawing, node, { reason: approval.reason, decision: 'pending' }, state);
+    root.appendChild(node);
+  }
+  for (const note of arr(record.notes)) {
+    if (str(note)) {
+      root.appendChild(inlineCode('jp-Phoenix-note jp-Phoenix-recordNote', str(note)));
+    }
   }
   await Promise.all(drawing.pending);
   keepOpenGroups(host, root);
@@ -149,7 +204,7 @@ function header(conversation: Loose, state: Loose): HTMLElement {
   }
   const stateName = str(state.name);
   if (stateName) {
-    const label = el('span', 'jp-Phoenix-badge jp-Phoenix-state', stateName.replace(/_/g, ' '));
+    const label = inlineCode('jp-Phoenix-badge jp-Phoenix-state', stateWords(state));
     label.dataset.phoenixStateBadge = stateName;
     const message = str(state.message);
     if (message) {
@@ -216,11 +271,23 @@ function retryText(retry: Loose): string {
   return text;
 }
 
-function cycleNode(drawing: Drawing, cycle: Loose): HTMLElement {
+function cycleNode(drawing: Drawing, cycle: Loose, state: Loose): HTMLElement {
   const node = el('div', 'jp-Phoenix-cycle');
   node.dataset.phoenixCycle = str(cycle.index);
+  if (cycle.folded === true) {
+    // Shown in full by an earlier output of the notebook: one line here.
+    node.classList.add('jp-Phoenix-folded');
+    node.dataset.phoenixFolded = 'true';
+    node.textContent = str(cycle.line) || `Request ${(num(cycle.index) ?? 0) + 1} (shown above)`;
+    return node;
+  }
+  if (cycle.continued === true) {
+    node.dataset.phoenixContinued = 'true';
+    const n = (num(cycle.index) ?? 0) + 1;
+    node.appendChild(el('div', 'jp-Phoenix-cycleHead', `Request ${n} (continued)`));
+  }
   for (const step of arr(cycle.steps)) {
-    node.appendChild(stepNode(drawing, obj(step)));
+    node.appendChild(stepNode(drawing, obj(step), state));
   }
   const stop = objOrNull(cycle.stop);
   const reason = stop === null ? 'running' : str(stop.reason);
@@ -231,7 +298,7 @@ function cycleNode(drawing: Drawing, cycle: Loose): HTMLElement {
   return node;
 }
 
-function stepNode(drawing: Drawing, step: Loose): HTMLElement {
+function stepNode(drawing: Drawing, step: Loose, state: Loose): HTMLElement {
   const kind = str(step.kind);
   const node = el('div', `jp-Phoenix-step jp-Phoenix-step-${kind || 'unknown'}`);
   node.dataset.phoenixStep = kind || 'unknown';
@@ -247,7 +314,7 @@ function stepNode(drawing: Drawing, step: Loose): HTMLElement {
       node.appendChild(el('span', 'jp-Phoenix-text', str(step.text)));
       break;
     case 'approval':
-      approvalStep(node, step);
+      approvalStep(drawing, node, step, state);
       break;
     case 'sub_agents':
       subAgentsStep(node, step);
@@ -281,6 +348,13 @@ function userStep(node: HTMLElement, step: Loose): void {
       const chip = el('span', 'jp-Phoenix-chip', `image: ${str(item.name) || str(item.media_type)}`);
       chip.dataset.phoenixImage = str(item.media_type);
       list.appendChild(chip);
+      const thumb = str(item.thumbnail);
+      if (THUMBNAIL.test(thumb)) {
+        const img = el('img', 'jp-Phoenix-thumb');
+        img.src = thumb;
+        img.alt = str(item.name) || 'image';
+        list.appendChild(img);
+      }
     }
     node.appendChild(list);
   }
@@ -302,7 +376,10 @@ function aiStep(drawing: Drawing, node: HTMLElement, step: Loose): void {
     }
   }
   for (const group of arr(step.tool_groups)) {
-    node.appendChild(toolGroup(obj(group)));
+    const calls = arr(obj(group).calls).map(obj).filter(c => !HIDDEN_TOOLS.has(str(c.name)));
+    if (calls.length > 0) {
+      node.appendChild(toolGroup(obj(group), calls));
+    }
   }
 }
 
@@ -315,11 +392,38 @@ function callStatus(call: Loose): 'running' | 'error' | 'ok' {
   return result.is_error === true ? 'error' : 'ok';
 }
 
-/** One tool group, collapsed to a single line until the reader opens it. */
-function toolGroup(group: Loose): HTMLElement {
+/** What a group did, for records written without the kernel's `label`. */
+function groupWords(calls: Loose[]): string {
+  const byName = new Map<string, Loose[]>();
+  for (const call of calls) {
+    const name = str(call.name);
+    byName.set(name, [...(byName.get(name) ?? []), call]);
+  }
+  const phrases: string[] = [];
+  byName.forEach((group, name) => {
+    const n = group.length;
+    if (name === 'bash') {
+      phrases.push(n === 1 ? `ran \`${str(obj(group[0].input).command)}\`` : `ran ${n} commands`);
+    } else if (name === 'patch') {
+      const paths = new Set(group.map(c => str(obj(c.input).path)));
+      phrases.push(`edited ${paths.size === 1 ? [...paths][0] : `${paths.size} files`}`);
+    } else if (name === 'keyword_search') {
+      const terms = group.flatMap(c => arr(obj(c.input).search_terms).map(str));
+      phrases.push(terms.length ? `searched for ${terms.map(t => `'${t}'`).join(', ')}` : 'searched');
+    } else if (name === 'think') {
+      phrases.push('thought it over');
+    } else {
+      phrases.push(`used ${name || 'a tool'}${n > 1 ? ` ${n} times` : ''}`);
+    }
+  });
+  return phrases.join(', ');
+}
+
+/** One tool group: one line saying what it did; write groups (diffs) open from the start. */
+function toolGroup(group: Loose, calls: Loose[]): HTMLElement {
   const name = str(group.group) || 'other';
-  const calls = arr(group.calls).map(obj);
   const details = el('details', `jp-Phoenix-toolGroup jp-Phoenix-group-${name}`);
+  details.open = group.open === true || (group.open === undefined && name === 'write');
   details.dataset.phoenixGroup = name;
   // A group's identity across redraws: its first call's id, which the producer keeps stable.
   details.dataset.phoenixGroupKey = `${name}:${str(calls[0]?.id)}`;
@@ -331,16 +435,14 @@ function toolGroup(group: Loose): HTMLElement {
       : 'ok';
   details.dataset.phoenixStatus = status;
   const summary = el('summary', 'jp-Phoenix-groupSummary');
-  summary.appendChild(el('span', 'jp-Phoenix-groupLabel', GROUP_LABELS[name] ?? name));
-  summary.appendChild(
-    el('span', 'jp-Phoenix-groupCount', calls.length === 1 ? '1 call' : `${calls.length} calls`)
-  );
-  const lines = calls.map(call => str(call.summary) || str(call.name)).join(' · ');
-  summary.appendChild(el('span', 'jp-Phoenix-groupLine', lines));
-  if (status !== 'ok') {
-    summary.appendChild(
-      el('span', `jp-Phoenix-status jp-Phoenix-status-${status}`, status === 'running' ? 'running…' : 'error')
-    );
+  const label = inlineCode('jp-Phoenix-groupLabel', str(group.label) || groupWords(calls));
+  label.dataset.phoenixGroupLabel = label.textContent ?? '';
+  summary.appendChild(label);
+  const failed = statuses.filter(s => s === 'error').length;
+  if (status === 'running') {
+    summary.appendChild(el('span', 'jp-Phoenix-status jp-Phoenix-status-running', 'running…'));
+  } else if (failed > 0) {
+    summary.appendChild(el('span', 'jp-Phoenix-status jp-Phoenix-status-error', `${failed} failed`));
   }
   details.appendChild(summary);
   for (const call of calls) {
@@ -445,14 +547,29 @@ function genericCall(node: HTMLElement, call: Loose, input: Loose, result: Loose
   }
 }
 
-function approvalStep(node: HTMLElement, step: Loose): void {
+/** One block while the request waits (reason as Markdown), one line once answered. */
+function approvalStep(drawing: Drawing, node: HTMLElement, step: Loose, state: Loose): void {
   const decision = str(step.decision) || 'pending';
   node.dataset.phoenixDecision = decision;
-  node.appendChild(el('span', 'jp-Phoenix-label', 'Write access requested'));
-  node.appendChild(el('span', 'jp-Phoenix-text', str(step.reason)));
+  const reason = str(step.reason);
+  if (decision !== 'pending') {
+    node.classList.add('jp-Phoenix-approvalLine', `jp-Phoenix-decision-${decision}`);
+    const mark = decision === 'approved' ? '✓' : decision === 'denied' ? '✗' : '?';
+    const first = reason.split('\n').find(line => line.trim()) ?? '';
+    node.textContent = `${mark} write access ${decision}${first ? `: ${first.trim()}` : ''}`;
+    return;
+  }
+  node.classList.add('jp-Phoenix-approvalBlock');
+  node.dataset.phoenixPendingApproval = 'true';
+  node.appendChild(el('div', 'jp-Phoenix-label', APPROVAL_TITLE));
+  node.appendChild(drawing.markdownBlock('jp-Phoenix-approvalReason', reason));
+  const paused = state.paused === true;
   node.appendChild(
-    el('span', `jp-Phoenix-badge jp-Phoenix-decision-${decision}`, decision)
+    inlineCode('jp-Phoenix-approvalState', paused ? PAUSED_WORDS : 'waiting for your approval')
   );
+  if (!paused && str(state.name) !== 'awaiting_mode_approval') {
+    node.appendChild(inlineCode('jp-Phoenix-note', APPROVE_HOWTO));
+  }
 }
 
 function subAgentsStep(node: HTMLElement, step: Loose): void {

@@ -29,7 +29,7 @@ from IPython.display import clear_output, display
 
 from phoenix_nb.core.values import ImageData
 from phoenix_nb.llm.images import ImageError, prepare_image
-from phoenix_nb.notebook._render.view import group_open, group_title, state_words
+from phoenix_nb.notebook._render.view import group_open, group_title, state_line, state_words
 from phoenix_nb.notebook.controls import Controls
 from phoenix_nb.notebook.interrupt import wake_loop_on_signals
 from phoenix_nb.notebook.options import HELP_TEXT, OptionsError, parse_cell_options
@@ -148,7 +148,13 @@ def decorate(payload: dict[str, Any], session: Session) -> dict[str, Any]:
                 }
             steps.append(step)
         out.append({**cycle, "steps": steps})
-    return {**payload, "cycles": out}
+    decorated = {**payload, "cycles": out}
+    conv = payload.get("conversation")
+    if isinstance(conv, Mapping) and isinstance(conv.get("state"), Mapping):
+        state = {**conv["state"]}
+        state["label"] = state_line(state, decorated)
+        decorated["conversation"] = {**conv, "state": state}
+    return decorated
 
 
 class TurnView:
@@ -211,11 +217,12 @@ class TurnView:
             cycles = [_with_thumbnails(cycles[0], self.thumbnails), *cycles[1:]]
         if self.live_parts:
             cycles = _with_live_text(cycles, self.live_text(), self.live_kind)
-        payload = decorate({**payload, "cycles": cycles}, self.session)
+        payload = {**payload, "cycles": cycles}
         if self.paused_headless:
             conv = dict(payload.get("conversation", {}))
             conv["state"] = {**conv.get("state", {}), "busy": False, "paused": True}
             payload["conversation"] = conv
+        payload = decorate(payload, self.session)
         if self.notes:
             payload["notes"] = list(self.notes)
         return payload

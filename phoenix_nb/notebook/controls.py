@@ -21,7 +21,14 @@ Action = Callable[[], Awaitable[None]]
 
 
 class Controls:
-    """Cancel, Approve/Deny with the agent's reason, Restrict, mode badge, meter, retry, errors."""
+    """The buttons of a running turn: Cancel, Restrict, Approve/Deny while a request waits,
+    Continue when the context fills up, and a line for a refused click.
+
+    Everything the reader reads (mode, state, meter, retry, the request's reason) is in
+    the record right above, once; these are only what a person clicks. The box carries
+    the class `jp-Phoenix-controls`, by which the labextension keeps the keyboard in the
+    notebook after a click (labextension/src/focus.ts).
+    """
 
     def __init__(
         self,
@@ -41,12 +48,8 @@ class Controls:
         self.continue_button = w.Button(
             description="Continue in a new conversation", layout=w.Layout(width="auto")
         )
-        self.reason = w.HTML()
-        self.badge = w.HTML()
-        self.meter = w.HTML()
-        self.retry = w.HTML()
         self.notice = w.HTML()
-        self.approval_box = w.VBox([self.reason, w.HBox([self.approve_button, self.deny_button])])
+        self.approval_box = w.HBox([self.approve_button, self.deny_button])
         self.approval_box.layout.display = "none"
         self.continue_button.layout.display = "none"
         self.sandbox_available = sandbox_available
@@ -59,13 +62,19 @@ class Controls:
             self._wire(self.continue_button, on_continue)
         self.widget = w.VBox(
             [
-                w.HBox([self.badge, self.cancel_button, self.restrict_button, self.meter]),
-                self.retry,
-                self.approval_box,
-                self.continue_button,
+                w.HBox(
+                    [
+                        self.approval_box,
+                        self.cancel_button,
+                        self.restrict_button,
+                        self.continue_button,
+                    ],
+                    layout=w.Layout(flex_flow="row wrap"),
+                ),
                 self.notice,
             ]
         )
+        self.widget.add_class("jp-Phoenix-controls")
         self.refresh_mode()
 
     def _wire(self, button: w.Button, action: Action) -> None:
@@ -86,45 +95,21 @@ class Controls:
     # -- views ----------------------------------------------------------------------
     def refresh_mode(self) -> None:
         mode = self.conv.mode.value
-        label = mode if self.sandbox_available else "unrestricted · sandbox unavailable"
-        colour = "#2e7d32" if mode == "restricted" else "#c62828"
-        self.badge.value = (
-            f'<span style="border:1px solid {colour};color:{colour};border-radius:8px;'
-            f'padding:1px 8px" data-phoenix-mode="{mode}">{html.escape(label)}</span>'
-        )
         self.restrict_button.disabled = mode == "restricted" or not self.sandbox_available
 
     def show_usage(self, usage: Mapping[str, Any]) -> None:
-        used, window = int(usage.get("used", 0)), int(usage.get("window", 0)) or 1
-        pct = 100.0 * used / window
-        warn = bool(usage.get("warning"))
-        style = "color:#e65100;font-weight:bold" if warn else "opacity:0.8"
-        hint = " — near the limit: you can continue in a new conversation" if warn else ""
-        self.meter.value = (
-            f'<span style="{style}" data-phoenix-meter="{pct:.0f}">'
-            f"context {used:,} / {window:,} ({pct:.0f}%){hint}</span>"
-        )
-        self.continue_button.layout.display = "" if warn else "none"
+        """The record shows the meter; the button to act on it appears near the limit."""
+        self.continue_button.layout.display = "" if usage.get("warning") else "none"
 
     def show_retry(self, data: Mapping[str, Any]) -> None:
-        kind = str(data.get("kind") or "error").replace("_", " ")
-        self.retry.value = html.escape(
-            f"retrying {data.get('attempt')}/{data.get('max', 3)} in "
-            f"{float(data.get('delay', 0)):g} s: {kind}"
-        )
+        """The record's retry banner tells it; nothing to click."""
 
     def clear_retry(self) -> None:
-        self.retry.value = ""
+        """See `show_retry`."""
 
     def show_approval(self, reason: str | None) -> None:
-        if reason is None:
-            self.approval_box.layout.display = "none"
-            return
-        self.reason.value = (
-            "<b>The agent asks for write access (Unrestricted mode):</b> "
-            f"<i>{html.escape(reason)}</i>"
-        )
-        self.approval_box.layout.display = ""
+        """Approve / Deny while a request waits (its reason is in the record above)."""
+        self.approval_box.layout.display = "none" if reason is None else ""
 
     def show_notice(self, text: str) -> None:
         self.notice.value = f"<span>{html.escape(text)}</span>"
@@ -136,10 +121,6 @@ class Controls:
             self.deny_button,
             self.restrict_button,
             self.continue_button,
-            self.reason,
-            self.badge,
-            self.meter,
-            self.retry,
             self.notice,
             self.approval_box,
             self.widget,

@@ -19,6 +19,7 @@ from IPython.core.magic import Magics, line_magic, magics_class
 from IPython.display import display
 
 from phoenix_nb.core.states import ContextExhausted
+from phoenix_nb.notebook._render.view import folded_line
 from phoenix_nb.notebook.cell import TurnView, decorate, front_end_can_answer, say
 from phoenix_nb.notebook.export import export_html, export_json, export_markdown
 from phoenix_nb.notebook.options import HELP_TEXT, OptionsError, Subcommand, parse_subcommand
@@ -131,7 +132,8 @@ def _show_history(conv: Any, session: Session) -> None:
         out = []
         for i, cycle in enumerate(cycles):
             if i < last or (i == last and len(cycle.get("steps", [])) <= steps):
-                out.append({**cycle, "folded": True})
+                line = folded_line(cycle, i)
+                out.append({"index": cycle.get("index", i), "folded": True, "line": line})
             elif i == last:
                 out.append({**cycle, "steps": cycle.get("steps", [])[steps:], "continued": True})
             else:

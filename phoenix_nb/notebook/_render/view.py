@@ -222,6 +222,9 @@ def cycle_title(cycle: Any, i: int) -> str:
 
 def folded_line(cycle: Any, i: int) -> str:
     """One line for a request the notebook already shows in full above."""
+    given = text(cycle, "line")
+    if given:
+        return given
     asked = next((text(s, "text") for s in items(cycle, "steps") if text(s, "kind") == "user"), "")
     calls = sum(
         len(visible_calls(g))
