@@ -412,9 +412,15 @@ def test_chat_panel_drives_the_runtime_in_the_background(kern: Kernel, fake: Fak
     free = kern.ok("print('the kernel is free')")
     assert free.text() == "the kernel is free\n"
     kern.wait_until(
-        lambda: any("Chat reply from the agent." in str(v) for v in _widget_values(kern, since)),
+        lambda: any(
+            "Chat reply from the agent." in str(u.get("outputs", ""))
+            and "application/vnd.phoenix.conversation+json" in str(u.get("outputs", ""))
+            for mid, s in kern.widgets(since)
+            if s.get("_model_name") == "OutputModel"
+            for u in kern.widget_updates(mid, since)
+        ),
         20,
-        "the reply in the chat transcript",
+        "the reply in the chat transcript, as the cell's record",
     )
     assert fake.requests[-1].last_user_text.endswith("hello from the chat")
     assert cell.status == "ok"
