@@ -54,6 +54,12 @@ class PhoenixConfig(Configurable):
         config=True
     )
     show_thinking = Bool(True, help="Show the model's reasoning in the record.").tag(config=True)
+    cache_ttl = CaselessStrEnum(
+        ("1h", "5m", "off"),
+        "1h",
+        help="Prompt-cache lifetime: 1h (default: pauses between cells outlast 5 minutes), "
+        "5m (cheaper writes for fast back-to-back work) or off.",
+    ).tag(config=True)
     env_allow = List(
         Unicode(),
         help="More environment variables commands may see (names or patterns like MYAPP_*).",
@@ -158,6 +164,7 @@ class Session:
                 max_parallel_sub_agents=c.max_parallel_sub_agents,
                 env_allow=tuple(c.env_allow),
                 kernel_access=c.kernel_access,
+                cache_ttl=None if c.cache_ttl == "off" else c.cache_ttl,
             )
             self._phoenix = Phoenix(settings, kernel=self.kernel)
             c.observe(self._kernel_access_changed, names="kernel_access")

@@ -33,6 +33,9 @@ class Settings:
     thinking: Mapping[str, Any] | None = None
     retry_delay_scale: float = 1.0  # tests shrink real backoff delays
     stall_timeout: float = 60.0
+    # Prompt-cache lifetime: "1h" (default: people read and think between cells for
+    # longer than 5 minutes), "5m", or None for no caching (README "Cost and caching").
+    cache_ttl: str | None = "1h"
     sub_agent_timeout: float = 600.0  # default per child, seconds
     sub_agent_timeout_max: float = 3600.0
     max_parallel_sub_agents: int = 4
