@@ -1,0 +1,133 @@
+"""run_python("1") round trip while the kernel holds 10 MB, 1 GB and 4 GB of data.
+
+This process plays the kernel: it holds the data (resident, written once so
+every page is really there), runs an idle second thread as a kernel does, and
+calls `RunPythonTool.run` through a `DictKernel` — the same code path as in a
+notebook, minus ZMQ. Baselines measured in the same run, interleaved round by
+round so load from the shared machine falls on all alike:
+
+* a plain `subprocess` of Python (`python -c 1`): what a fresh interpreter costs,
+  without the data;
+* `exec` in-process: no isolation at all.
+
+Also: the kernel's RSS before and after the rounds (target: no growth), and
+cancel latency of `while True: pass` (target ≤ 100 ms until the fork is gone).
+Target (issue 16): ≤ 50 ms at 1 GB. Run: `python tests/benchmarks/bench_fork.py [sizes in MB]`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import gc
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+
+from phoenix_nb.core.values import Mode
+from phoenix_nb.tools.base import ToolContext
+from phoenix_nb.tools.kernel_port import DictKernel
+from phoenix_nb.tools.kernel_tools import RunPythonTool
+from phoenix_nb.tools.sandbox import detect_sandbox
+
+ROUNDS = 15
+SIZES_MB = (10, 1024, 4096)
+
+
+def rss_mb() -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def alive(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+async def cancel_latency(tool: RunPythonTool, ctx: ToolContext) -> float:
+    before = {int(p.name) for p in Path("/proc").iterdir() if p.name.isdigit()}
+    task = asyncio.ensure_future(tool.run({"code": "while True: pass"}, ctx, "c"))
+    await asyncio.sleep(0.3)
+    forks = [
+        int(p.name)
+        for p in Path("/proc").iterdir()
+        if p.name.isdigit() and int(p.name) not in before
+    ]
+    start = time.perf_counter()
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
+    while any(alive(pid) for pid in forks):
+        await asyncio.sleep(0.0005)
+    return (time.perf_counter() - start) * 1000
+
+
+async def measure(size_mb: int, stop: threading.Event) -> None:
+    data = np.ones(size_mb * (1 << 20) // 8)  # written: every page resident
+    kernel = DictKernel(namespace={"data": data})
+    ctx = ToolContext(cwd=Path.cwd(), mode=Mode.RESTRICTED, sandbox=detect_sandbox(), kernel=kernel)
+    tool = RunPythonTool()
+    await tool.run({"code": "1"}, ctx, "warm")
+    gc.collect()
+    rss_before = rss_mb()
+    times: dict[str, list[float]] = {"fork": [], "subprocess": [], "exec": []}
+    namespace: dict[str, object] = {"data": data}
+    code = compile("1", "<bench>", "eval")
+    for _ in range(ROUNDS):
+        start = time.perf_counter()
+        result = await tool.run({"code": "1"}, ctx, "b")
+        times["fork"].append((time.perf_counter() - start) * 1000)
+        assert not result.is_error and "Result:\n1" in result.content, result.content
+        start = time.perf_counter()
+        subprocess.run([sys.executable, "-c", "1"], check=True, start_new_session=True)
+        times["subprocess"].append((time.perf_counter() - start) * 1000)
+        start = time.perf_counter()
+        eval(code, namespace)
+        times["exec"].append((time.perf_counter() - start) * 1000)
+    gc.collect()
+    rss_after = rss_mb()
+    cancel = statistics.median([await cancel_latency(tool, ctx) for _ in range(3)])
+    fork, sub, inproc = (statistics.median(times[k]) for k in ("fork", "subprocess", "exec"))
+    print(f"kernel holding {size_mb:,} MB (RSS {rss_before:,.0f} MB):")
+    print(f"  run_python('1') in a confined fork: {fork:8.2f} ms (median of {ROUNDS})")
+    print(f"  plain subprocess `python -c 1`:     {sub:8.2f} ms")
+    print(f"  exec in-process:                    {inproc:8.4f} ms")
+    print(f"  ratios: fork/subprocess {fork / sub:.2f}x, fork/exec {fork / inproc:,.0f}x")
+    target = " (target <= 50 ms at 1 GB)" if size_mb == 1024 else ""
+    print(f"  fork round trip vs 50 ms target: {fork / 50:.2f}x{target}")
+    print(
+        f"  kernel RSS after {ROUNDS + 1} runs: {rss_after - rss_before:+.1f} MB "
+        f"({rss_after / rss_before:.3f}x)"
+    )
+    print(f"  cancel of `while True: pass` until the fork is gone: {cancel:.1f} ms (target 100)")
+    del data, namespace, kernel
+    gc.collect()
+
+
+async def main() -> None:
+    if not detect_sandbox().available:
+        print(f"sandbox unavailable: {detect_sandbox().reason}")
+        return
+    sizes = tuple(int(a) for a in sys.argv[1:]) or SIZES_MB
+    stop = threading.Event()
+    idle = threading.Thread(target=stop.wait, daemon=True)  # a kernel has threads
+    idle.start()
+    try:
+        for size in sizes:
+            await measure(size, stop)
+    finally:
+        stop.set()
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
