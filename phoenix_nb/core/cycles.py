@@ -235,7 +235,7 @@ class _Projector:
                 current = {"kind": "ai", "item": None, "tool_groups": []}
                 steps.append(current)
             tool_input = data.get("input")
-            call = {
+            call: dict[str, Any] = {
                 "id": str(data.get("id") or ""),
                 "name": str(data.get("name") or block.kind),
                 "input": _plain(tool_input) if isinstance(tool_input, Mapping) else {},
@@ -250,10 +250,10 @@ class _Projector:
             else:
                 groups.append({"group": "other", "calls": [call]})
         elif is_server_tool_result(block.kind):
-            call = self.calls.get(str(data.get("tool_use_id") or ""))
-            if call is not None:
+            target = self.calls.get(str(data.get("tool_use_id") or ""))
+            if target is not None:
                 text, is_error = _server_result_text(data.get("content"))
-                call["result"] = {"content": text, "is_error": is_error, "display": None}
+                target["result"] = {"content": text, "is_error": is_error, "display": None}
         return current
 
     def tool(self, record: Mapping[str, Any], content: Mapping[str, Any]) -> None:

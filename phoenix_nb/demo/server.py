@@ -129,7 +129,7 @@ def turn_events(
     model = turn.model or str(body.get("model", "claude-fake"))
     events: list[tuple[bytes, float]] = []
     add = events.append
-    message = {
+    message: dict[str, Any] = {
         "id": _next_id("msg"),
         "type": "message",
         "role": "assistant",

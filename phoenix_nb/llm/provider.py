@@ -126,10 +126,10 @@ def _merge_delta(block: dict[str, Any], delta: Mapping[str, Any]) -> None:
         if key == "type":
             continue
         old = block.get(key)
-        if (isinstance(old, str) and isinstance(value, str)) or (
-            isinstance(old, list) and isinstance(value, list)
-        ):
+        if isinstance(old, str) and isinstance(value, str):
             block[key] = old + value
+        elif isinstance(old, list) and isinstance(value, list):
+            block[key] = [*old, *value]
         else:
             block[key] = value
 
