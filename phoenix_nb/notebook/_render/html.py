@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from html import escape
 from typing import Any
 
+from phoenix_nb.checkpoints.changes import changes_of
 from phoenix_nb.core.tool_fields import THINK_THOUGHTS
 from phoenix_nb.notebook._render import cost as c
 from phoenix_nb.notebook._render import view as v
@@ -384,7 +385,26 @@ class _Html:
                 self.w("</ul>")
             else:
                 self.output(result, show_empty=False)
+        self.changes(name, display)
         self.w("</div>")
+
+    def changes(self, name: str, display: Mapping[str, Any]) -> None:
+        """What an Unrestricted call changed (phoenix_nb.checkpoints), diffs folded under it."""
+        found = changes_of(display)
+        if found is None:
+            return
+        self.w(
+            f'<details class="phx-changes" data-phoenix-changes="{found.count}">'
+            f'<summary>{_e(found.summary(name or "tool"))}</summary><ul class="phx-files">'
+        )
+        for f in found.files:
+            self.w(f'<li data-phoenix-change="{_e(f.kind)}"><code>{_e(f.describe())}</code>')
+            if f.diff and name != "patch":  # a patch shows its diff above
+                self.diff(f.diff)
+            self.w("</li>")
+        if found.omitted:
+            self.w(f"<li>… and {found.omitted} more</li>")
+        self.w("</ul></details>")
 
     def output(self, result: Mapping[str, Any] | None, *, show_empty: bool) -> None:
         if result is None:

@@ -15,6 +15,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from phoenix_nb.checkpoints.changes import changes_of
 from phoenix_nb.core.tool_fields import THINK_THOUGHTS
 from phoenix_nb.notebook._render import cost as c
 from phoenix_nb.notebook._render import view as v
@@ -288,6 +289,20 @@ class _Md:
                     self.w(f"{ind}- {code_span(f if isinstance(f, str) else v.dumps(f))}\n")
             else:
                 self.output(result, ind)
+        self.changes(name, display, ind)
+
+    def changes(self, name: str, display: Mapping[str, Any], ind: str) -> None:
+        """What an Unrestricted call changed (phoenix_nb.checkpoints), with each diff."""
+        found = changes_of(display)
+        if found is None:
+            return
+        self.w(f"{ind}- _{plain(found.summary(name))}_\n")
+        for f in found.files:
+            self.w(f"{ind}  - {code_span(f.describe())}\n")
+            if f.diff and name != "patch":  # a patch shows its diff above
+                self.fenced(f.diff, "diff", ind + "    ")
+        if found.omitted:
+            self.w(f"{ind}  - … and {found.omitted} more\n")
 
     def output(self, result: Mapping[str, Any] | None, ind: str) -> None:
         if result is None:

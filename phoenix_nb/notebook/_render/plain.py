@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from phoenix_nb.checkpoints.changes import changes_of
 from phoenix_nb.notebook._render import cost as c
 from phoenix_nb.notebook._render import view as v
 
@@ -135,6 +136,22 @@ class _Plain:
         else:
             self.line(f"? unrecognised step {kind!r}: {v.dumps(step)}")
 
+    def changes(self, name: str, display: Mapping[str, Any]) -> None:
+        """What an Unrestricted call changed (phoenix_nb.checkpoints), diffs clipped."""
+        found = changes_of(display)
+        if found is None:
+            return
+        self.line(f"    {found.summary(name)}:" if found.count else f"    {found.summary(name)}")
+        for f in found.files:
+            self.line(f"      {f.describe()}")
+            if f.diff and name != "patch":  # a patch shows its diff below
+                shown, omitted = v.clip_lines(f.diff.rstrip("\n"), MAX_DIFF_LINES, MAX_OUTPUT_CHARS)
+                self.line(_indented(shown, "        "))
+                if omitted:
+                    self.line(f"        … {omitted} more line{'s' if omitted != 1 else ''}")
+        if found.omitted:
+            self.line(f"      … and {found.omitted} more")
+
     def call(self, call: Mapping[str, Any]) -> None:
         name = v.text(call, "name") or "tool"
         result = v.maybe_mapping(call, "result")
@@ -147,6 +164,7 @@ class _Plain:
             summary = v.call_summary(call)
             state = "  [running]" if result is None else ""
             self.line(f"  {name} {summary}{state}".rstrip())
+        self.changes(name, display)
         if name == "patch" and not v.flag(result, "is_error"):
             diff = v.text(display, "diff")
             if diff:
