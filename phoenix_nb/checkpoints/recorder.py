@@ -189,9 +189,10 @@ class WorkTreeHistory:
     ) -> Checkpoint:
         """The checkpoint a revert goes back to.
 
-        `N`: that checkpoint. `--to-approval`: the latest approval. Neither: the
-        start (approval or turn) of the latest turn that changed files, looking
-        only at checkpoints after `after` (a Revert button's own turn).
+        `N`: that checkpoint. `--to-approval`: the latest approval. Neither: just
+        before the first write of the latest turn that changed files (looking
+        only at checkpoints after `after`), so that turn's changes are undone
+        and nothing older.
         """
         found = self.checkpoints()
         if not found:
@@ -215,11 +216,23 @@ class WorkTreeHistory:
         changed = [c for c in found if c.kind == "after" and c.files_changed and c.number > after]
         if not changed:
             raise NoCheckpoint("Nothing to revert: no tool call changed files since then.")
-        starts = [c for c in found if c.kind in STARTS and after < c.number < changed[-1].number]
-        if starts:
-            return starts[-1]
-        befores = [c for c in found if c.kind == "before" and c.number > after]
-        return befores[0]
+        last = changed[-1].number
+        starts = [c.number for c in found if c.kind in STARTS and after < c.number < last]
+        turn_start = starts[-1] if starts else after
+        writes = [
+            c
+            for c in found
+            if c.kind == "after" and c.files_changed and turn_start < c.number <= last
+        ]
+        first_write = writes[0]
+        befores = [
+            c
+            for c in found
+            if c.kind == "before"
+            and c.tool_use_id == first_write.tool_use_id
+            and c.number < first_write.number
+        ]
+        return befores[-1] if befores else first_write
 
     def revert(self, target_number: int, *, force: bool = False) -> RevertReport:
         """Bring the folder back to checkpoint `target_number` (bytes, modes, presence)."""

@@ -383,7 +383,15 @@ def test_resolving_targets(project: Path, checkpoints: Checkpoints) -> None:
     with pytest.raises(NoCheckpoint, match="Nothing to revert"):
         history.resolve_target(None, to_approval=False)
     agent.bash("touch a")
-    assert history.resolve_target(None, to_approval=False).kind == "turn"
+    assert history.resolve_target(None, to_approval=False).kind == "before"
+    asyncio.run(checkpoints.writes_possible(agent.cid, str(project), "turn"))
+    agent.bash("true")
+    agent.bash("touch b")
+    agent.bash("touch c")
+    target = history.resolve_target(None, to_approval=False)
+    assert target.kind == "before" and target.tool_use_id == "toolu_003", "the turn's first write"
+    asyncio.run(history.arevert(target.number))
+    assert (project / "a").exists() and not (project / "b").exists()
     with pytest.raises(NoCheckpoint, match="No checkpoint 99"):
         history.resolve_target(99, to_approval=False)
 

@@ -1,0 +1,300 @@
+"""Undo on a real kernel (issue 17 acceptance): the agent's writes are recorded and reverted.
+
+The agent's tool calls are the fake server's scripted calls, run by the real
+tools in real subprocesses; checkpoints are taken by the real executor with the
+real `git`; the user's side is cells, clicks and edits made from this process.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import stat
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from phoenix_nb.store import Store
+from phoenix_nb.testing import FakeAnthropic, Turn, text, tool_use
+from tests.notebook.kernel_harness import MIME, Kernel
+
+pytestmark = pytest.mark.timeout(240)
+
+
+@pytest.fixture(scope="module")
+def fake() -> Iterator[FakeAnthropic]:
+    with FakeAnthropic() as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def kernel(fake: FakeAnthropic, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kernel]:
+    k = Kernel(tmp_path_factory.mktemp("kernel"), fake.base_url)
+    try:
+        k.ok("%load_ext phoenix_nb")
+        yield k
+    finally:
+        k.shutdown()
+
+
+@pytest.fixture
+def kern(kernel: Kernel, fake: FakeAnthropic) -> Iterator[Kernel]:
+    fake.clear()
+    yield kernel
+    running = [e for e in kernel.executions.values() if e.reply is None]
+    if running:
+        kernel.km.interrupt_kernel()
+        for execution in running:
+            kernel.finish(execution, timeout=15)
+
+
+def tree_state(root: Path) -> dict[str, tuple[str, str]]:
+    """path -> (permission bits, sha256), every file but the .git folder."""
+    out: dict[str, tuple[str, str]] = {}
+    for dirpath, dirs, files in os.walk(root):
+        dirs[:] = [d for d in dirs if d != ".git"]
+        for name in files:
+            path = Path(dirpath) / name
+            mode = oct(stat.S_IMODE(os.lstat(path).st_mode))
+            out[path.relative_to(root).as_posix()] = (
+                mode,
+                hashlib.sha256(path.read_bytes()).hexdigest(),
+            )
+    return out
+
+
+def git_dir_state(git_dir: Path) -> dict[str, str]:
+    return {
+        p.relative_to(git_dir).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(git_dir.rglob("*"))
+        if p.is_file()
+    }
+
+
+def _user_git(repo: Path, *args: str) -> None:
+    env = {
+        "PATH": os.environ["PATH"],
+        "HOME": str(repo),
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_AUTHOR_NAME": "u",
+        "GIT_AUTHOR_EMAIL": "u@x",
+        "GIT_COMMITTER_NAME": "u",
+        "GIT_COMMITTER_EMAIL": "u@x",
+    }
+    subprocess.run(["git", *args], cwd=repo, env=env, check=True, capture_output=True)
+
+
+def make_project(root: Path) -> Path:
+    """A user's repository with a commit, a stash, a staged file and a branch."""
+    root.mkdir(parents=True)
+    _user_git(root, "init", "-q", "-b", "main")
+    (root / "app.py").write_text("def add(a, b):\n    return a - b\n")
+    (root / "README.md").write_text("# demo project\n")
+    (root / "run.sh").write_text("#!/bin/sh\necho run\n")
+    (root / "data.txt").write_text("old data\n")
+    (root / ".gitignore").write_text("*.log\n")
+    _user_git(root, "add", "-A")
+    _user_git(root, "commit", "-q", "-m", "start")
+    (root / "README.md").write_text("# demo project\nwork in progress\n")
+    _user_git(root, "stash", "-q")
+    _user_git(root, "branch", "topic")
+    (root / "notes.md").write_text("staged notes\n")
+    _user_git(root, "add", "notes.md")
+    (root / "secret.txt").write_text("mine only\n")
+    os.chmod(root / "secret.txt", 0o600)
+    (root / "debug.log").write_text("ignored\n")
+    return root
+
+
+def script_the_agent(fake: FakeAnthropic, *, last: str = "Done.") -> None:
+    fake.script(
+        Turn([text("I need to write."), tool_use("request_mode_upgrade", {"reason": "fix add"})]),
+        Turn(
+            [
+                tool_use(
+                    "patch",
+                    {
+                        "path": "app.py",
+                        "patches": [
+                            {
+                                "operation": "replace",
+                                "oldText": "return a - b",
+                                "newText": "return a + b",
+                            }
+                        ],
+                    },
+                )
+            ]
+        ),
+        Turn(
+            [
+                tool_use(
+                    "bash",
+                    {
+                        "command": "echo one > new1.txt && mkdir -p out && echo two > out/new2.txt"
+                        " && rm data.txt && chmod +x run.sh"
+                    },
+                )
+            ]
+        ),
+        Turn([tool_use("bash", {"command": "sed -i 's/demo/DEMO/' README.md"})]),
+        Turn([text(last)]),
+    )
+
+
+def calls_with_changes(record: dict[str, Any]) -> list[tuple[str, dict[str, str]]]:
+    """(tool name, {path: kind}) for every call of the record, in order."""
+    out = []
+    for cycle in record["cycles"]:
+        for step in cycle["steps"]:
+            for group in step.get("tool_groups") or ():
+                for call in group["calls"]:
+                    display = (call.get("result") or {}).get("display") or {}
+                    if "changes" in display:
+                        files = {f["path"]: f["kind"] for f in display["changes"]["files"]}
+                        out.append((call["name"], files))
+    return out
+
+
+def run_turn(kern: Kernel, name: str, cwd: Path) -> Any:
+    cell = kern.run(
+        f"%%phoenix --name {name} --cwd {cwd} --on-upgrade approve\nplease fix add()",
+        timeout=90,
+    )
+    assert cell.status == "ok", (cell.error(), cell.text())
+    return cell
+
+
+def test_revert_to_approval_restores_exactly_and_the_record_lists_each_call(
+    kern: Kernel, fake: FakeAnthropic
+) -> None:
+    project = make_project(kern.root / "rv-exact")
+    start = tree_state(project)
+    git_before = git_dir_state(project / ".git")
+    script_the_agent(fake)
+    since = time.monotonic()
+    cell = run_turn(kern, "rv-exact", project)
+
+    assert (project / "app.py").read_text().endswith("return a + b\n")
+    assert (project / "out" / "new2.txt").exists() and not (project / "data.txt").exists()
+    assert os.stat(project / "run.sh").st_mode & stat.S_IXUSR
+    assert "DEMO" in (project / "README.md").read_text()
+    record = cell.last_bundle()[MIME]
+    assert calls_with_changes(record) == [
+        ("patch", {"app.py": "modified"}),
+        (
+            "bash",
+            {
+                "new1.txt": "added",
+                "out/new2.txt": "added",
+                "data.txt": "deleted",
+                "run.sh": "mode",
+            },
+        ),
+        ("bash", {"README.md": "modified"}),
+    ]
+    bundle = cell.last_bundle()
+    for mime in ("text/html", "text/markdown", "text/plain"):
+        shown = bundle[mime]
+        assert "bash changed 4 files" in shown, mime
+        assert "patch changed 1 file" in shown, mime
+        assert "out/new2.txt" in shown and "data.txt" in shown, mime
+    assert "+    return a + b" in bundle["text/markdown"], "the diff is under the call"
+    kern.wait_for_button("Revert", since)  # a live Revert button after a turn that wrote
+
+    listing = kern.ok("%phoenix checkpoints").text()
+    assert "approval" in listing and "4 files changed" in listing, listing
+
+    out = kern.ok("%phoenix revert --to-approval").text()
+    assert "Reverted to checkpoint" in out, out
+    assert tree_state(project) == start, "bytes, modes and presence as at approval"
+    assert not (project / "out").exists()
+    assert git_dir_state(project / ".git") == git_before, "the user's .git is untouched"
+
+    # The agent is told, in a system message the record shows and the next request carries.
+    payload = kern.eval(
+        "[s['text'] for c in __import__('phoenix_nb.notebook.session', fromlist=['x'])"
+        ".get_session().phoenix.get('rv-exact').payload()['cycles'] for s in c['steps']"
+        " if s['kind'] == 'system']"
+    )
+    told = [t for t in payload if "reverted the working tree" in t]
+    assert told and "data.txt" in told[-1] and "new1.txt" in told[-1], payload
+    fake.script(Turn([text("Understood.")]))
+    kern.run("%%phoenix --name rv-exact\nwhat happened?", timeout=60)
+    sent = json.dumps(fake.requests[-1].body["messages"])
+    assert "reverted the working tree" in sent
+
+
+def test_user_edit_refuses_force_overrides_across_a_restart(
+    kern: Kernel, fake: FakeAnthropic
+) -> None:
+    project = make_project(kern.root / "rv-user")
+    start = tree_state(project)
+    git_before = git_dir_state(project / ".git")
+    script_the_agent(fake)
+    run_turn(kern, "rv-user", project)
+    (project / "app.py").write_text("# the user's own fix\n")  # someone other than the agent
+    refused = kern.ok("%phoenix revert --to-approval")
+    said = refused.text()
+    assert "Not reverted" in said and "app.py" in said, said
+    assert (project / "app.py").read_text() == "# the user's own fix\n"
+    assert (project / "new1.txt").exists(), "nothing was reverted"
+
+    kern.km.restart_kernel(now=True)
+    kern.client.wait_for_ready(timeout=60)
+    kern.ok("%load_ext phoenix_nb")
+    kern.ok("%phoenix use rv-user")
+    again = kern.ok("%phoenix revert --to-approval").text()
+    assert "Not reverted" in again and "app.py" in again, "still refused after a restart"
+    forced = kern.ok("%phoenix revert --to-approval --force").text()
+    assert "Reverted to checkpoint" in forced, forced
+    assert tree_state(project) == start
+    assert git_dir_state(project / ".git") == git_before
+    with Store(kern.home) as store:
+        conv = store.get_conversation("rv-user")
+        assert conv is not None
+        notes = [
+            m["content"]["text"]
+            for m in store.messages(conv["id"])
+            if m["message_type"] == "system"
+        ]
+    assert any("reverted the working tree" in n and "app.py" in n for n in notes)
+
+
+def test_a_200_mb_file_is_reported_not_restorable_and_nothing_crashes(
+    kern: Kernel, fake: FakeAnthropic
+) -> None:
+    project = kern.root / "rv-big"
+    project.mkdir()
+    (project / "small.txt").write_text("small\n")
+    with open(project / "big.bin", "wb") as f:
+        f.truncate(200 * 1024 * 1024)  # the user's 200 MB file (sparse)
+    fake.script(
+        Turn([tool_use("request_mode_upgrade", {"reason": "append"})]),
+        Turn([tool_use("bash", {"command": "printf x >> big.bin; echo s >> small.txt"})]),
+        Turn([text("Appended.")]),
+    )
+    cell = run_turn(kern, "rv-big", project)
+    record = cell.last_bundle()[MIME]
+    changes = [
+        (call.get("result") or {}).get("display", {}).get("changes")
+        for cycle in record["cycles"]
+        for step in cycle["steps"]
+        for group in step.get("tool_groups") or ()
+        for call in group["calls"]
+        if call["name"] == "bash"
+    ][0]
+    big = next(f for f in changes["files"] if f["path"] == "big.bin")
+    assert big["stored"] is False and big["kind"] == "modified"
+    assert "not restorable" in cell.last_bundle()["text/markdown"]
+    store_size = sum(p.stat().st_size for p in (kern.home / "checkpoints").rglob("*") if p.is_file())
+    assert store_size < 50 * 1024 * 1024, "the 200 MB file never entered the store"
+    out = kern.ok("%phoenix revert --to-approval").text()
+    assert "NOT restorable" in out and "big.bin" in out, out
+    assert (project / "small.txt").read_text() == "small\n"
+    assert (project / "big.bin").stat().st_size == 200 * 1024 * 1024 + 1, "left as it is"
