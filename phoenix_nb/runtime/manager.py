@@ -20,13 +20,13 @@ A `Conversation` is the handle users and the notebook layer hold:
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from phoenix_nb.checkpoints.recorder import CheckpointConfig, Checkpoints
 from phoenix_nb.core import events as ev
 from phoenix_nb.core.cycles import RecordHeader, project
-from phoenix_nb.core.restore import restore
 from phoenix_nb.core.states import (
     ContextExhausted,
     ConvContext,
@@ -35,30 +35,27 @@ from phoenix_nb.core.states import (
     persisted_fields,
 )
 from phoenix_nb.core.transition import Rejection, initial_state
-from phoenix_nb.core.values import ImageData, Mode
-from phoenix_nb.errors import PhoenixError, UnknownConversation
-from phoenix_nb.llm.provider import AnthropicProvider
+from phoenix_nb.core.values import ImageData, Mode, SubAgentOutcome
+from phoenix_nb.errors import PhoenixError, Rejected, UnknownConversation
 from phoenix_nb.runtime import updates as up
+from phoenix_nb.runtime.claim import claim, may_need_restore, release
 from phoenix_nb.runtime.conversation import (
     ConversationRuntime,
-    Rejected,
     Services,
     is_paused,
     is_rest,
 )
-from phoenix_nb.runtime.lease import Timeout, lease_for
 from phoenix_nb.runtime.ports import LlmProvider
 from phoenix_nb.runtime.settings import DEMO_MODEL, Settings
-from phoenix_nb.runtime.subagents import SubAgentSpawner
+from phoenix_nb.runtime.subagents import SubAgentLimits, SubAgentSpawner
 from phoenix_nb.store import Store
 from phoenix_nb.tools.kernel_port import KernelPort
-from phoenix_nb.tools.registry import tools_for
 from phoenix_nb.tools.sandbox import detect_sandbox
 
 log = logging.getLogger(__name__)
 
 
-def _context_for(record: dict[str, Any], sandbox_available: bool) -> ConvContext:
+def _context_for(record: Mapping[str, Any], sandbox_available: bool) -> ConvContext:
     return ConvContext(
         conversation_id=record["id"],
         cwd=record["cwd"],
@@ -263,7 +260,16 @@ class Phoenix:
         self._providers: dict[str, LlmProvider] = {}
         self._provider = provider
         self._runtimes: dict[str, ConversationRuntime] = {}
-        self.spawner = SubAgentSpawner(self)
+        self.spawner = SubAgentSpawner(
+            self,
+            SubAgentLimits(
+                max_parallel=self.settings.max_parallel_sub_agents,
+                timeout=self.settings.sub_agent_timeout,
+                timeout_max=self.settings.sub_agent_timeout_max,
+            ),
+            self.sandbox.available,
+        )
+        self.worktree = self._checkpoints()
         self.restored = self._restore_all()
 
     # -- services ---------------------------------------------------------------------
@@ -274,6 +280,8 @@ class Phoenix:
             return self._demo_provider()
         key = self.settings.base_url or ""
         if key not in self._providers:
+            from phoenix_nb.llm.provider import AnthropicProvider  # the SDK loads on first use
+
             self._providers[key] = AnthropicProvider(
                 api_key=self.settings.api_key,
                 base_url=self.settings.base_url,
@@ -289,13 +297,28 @@ class Phoenix:
             self._providers[DEMO_MODEL] = DemoProvider()
         return self._providers[DEMO_MODEL]
 
+    def _checkpoints(self) -> Checkpoints:
+        """Working-tree checkpoints of every conversation, in the store's folder."""
+        s = self.settings
+        config = CheckpointConfig(
+            enabled=s.checkpoints,
+            max_file_size=s.checkpoint_max_file_size,
+            keep_days=s.checkpoint_keep_days,
+            max_bytes=s.checkpoint_max_bytes,
+        )
+        return Checkpoints(Path(self.store.root) / "checkpoints", config)
+
     def _services(self, model: str) -> Services:
+        from phoenix_nb.tools import registry  # the tools load with the first conversation
+
         s = self.settings
         return Services(
             store=self.store,
             provider=self.provider_for(model),
             sandbox=self.sandbox,
-            tools_for=lambda is_sub_agent: tools_for(is_sub_agent=is_sub_agent),
+            tools_for=lambda is_sub_agent: registry.tools_for(is_sub_agent=is_sub_agent),
+            run_tool=registry.run_tool,
+            api_tool_specs=registry.api_tool_specs,
             retry_delay_scale=s.retry_delay_scale,
             helper_model=s.helper_model if model != DEMO_MODEL else None,
             secret_patterns=s.secret_patterns,
@@ -304,53 +327,46 @@ class Phoenix:
             kernel_access=s.kernel_access != "off",
             thinking=s.thinking,
             spawner=self.spawner,
+            worktree=self.worktree,
         )
 
     # -- restore (REQ-BED-007) ------------------------------------------------------------
     def _restore_all(self) -> list[str]:
         """Bring every conversation left mid-work back to rest; returns their slugs.
 
-        A conversation another live kernel holds the lease of is left alone: it
-        is not left mid-work, it is working there.
+        Only conversations the index says were working (or whose work marker is
+        still there) are read, so start-up does not grow with the store. One
+        another live kernel holds the lease of is left alone: it is not left
+        mid-work, it is working there.
         """
         restored: list[str] = []
+        root = self.store.root
         for record in self.store.list_conversations(include_sub_agents=True, include_archived=True):
-            if self._restore_needed(record) is None:
+            if not may_need_restore(root, record):
                 continue
-            lease = lease_for(self.store.root, record["id"])
-            try:
-                lease.acquire(timeout=0)
-            except Timeout:
+            claimed = claim(
+                self.store,
+                record["id"],
+                is_sub_agent=not record.get("user_initiated", True),
+                starting_up=True,
+            )
+            if claimed is None:
                 continue
             try:
-                fresh = self.store.get_conversation(record["id"]) or record
-                plan = self._restore_needed(fresh)
-                if plan is not None:
-                    new_state, repairs = plan
-                    if repairs:
-                        self.store.append_messages(
-                            record["id"], [(kind, body, None, None) for kind, body in repairs]
-                        )
-                    self.store.update_conversation(record["id"], **persisted_fields(new_state))
+                if claimed.restored:
                     restored.append(record["slug"])
             finally:
-                lease.release()
+                release(root, record["id"], claimed.lease)
         if restored:
             log.info("phoenix: restored %d conversation(s) to rest", len(restored))
         return restored
 
-    def _restore_needed(self, record: dict[str, Any]) -> tuple[ConvState, list[Any]] | None:
-        """The restored state and the messages to append, or None when nothing changes."""
-        state = from_persisted(record)
-        history = self.store.messages(record["id"])
-        is_sub_agent = not record.get("user_initiated", True)
-        new_state, repairs = restore(state, history, is_sub_agent=is_sub_agent)
-        if new_state == state and not repairs:
-            return None
-        return new_state, repairs
-
     # -- finding and creating -------------------------------------------------------------------
-    def _runtime_for(self, record: dict[str, Any], **kwargs: Any) -> ConversationRuntime:
+    def _runtime_for(
+        self,
+        record: Mapping[str, Any],
+        on_parent: Callable[[SubAgentOutcome], None] | None = None,
+    ) -> ConversationRuntime:
         runtime = self._runtimes.get(record["id"])
         if runtime is not None and not runtime.closed:
             return runtime
@@ -360,10 +376,16 @@ class Phoenix:
             state=from_persisted(record),
             history=self.store.messages(record["id"]),
             services=self._services(record["model"]),
-            **kwargs,
+            on_parent=on_parent,
         )
         self._runtimes[record["id"]] = runtime
         return runtime
+
+    def open_child(
+        self, record: Mapping[str, Any], on_parent: Callable[[SubAgentOutcome], None]
+    ) -> ConversationRuntime:
+        """A sub-agent's runtime (the sub-agent executor's `ChildHost` port)."""
+        return self._runtime_for(record, on_parent)
 
     def get(self, id_or_slug: str) -> Conversation:
         record = self.store.get_conversation(id_or_slug)
@@ -427,6 +449,7 @@ class Phoenix:
             del self._runtimes[conversation_id]
 
     def live(self) -> list[ConversationRuntime]:
+        """Runtimes not yet closed (tests check that finished sub-agents leave none)."""
         return [r for r in self._runtimes.values() if not r.closed]
 
     async def aclose(self) -> None:

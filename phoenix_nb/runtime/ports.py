@@ -10,11 +10,17 @@ executors are `phoenix_nb.llm.provider.AnthropicProvider` and
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from typing import Protocol
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from typing import Any, Literal, Protocol
 
+from phoenix_nb.core.effects import SpawnSubAgents
+from phoenix_nb.core.events import Event
+from phoenix_nb.core.states import ConvContext
+from phoenix_nb.core.values import Mode, ToolResult
 from phoenix_nb.llm.provider import LlmRequest
 from phoenix_nb.llm.stream import StreamUpdate
+from phoenix_nb.tools.base import Tool, ToolContext
 
 
 class LlmProvider(Protocol):
@@ -31,3 +37,74 @@ class LlmProvider(Protocol):
     async def aclose(self) -> None:
         """Release connections (and, for the demo, its server)."""
         ...
+
+
+class WorkTreeRecorder(Protocol):
+    """Checkpoints of a conversation's working tree (`phoenix_nb.checkpoints.Checkpoints`).
+
+    The loop calls `writes_possible` when write access begins (approval) or a
+    turn begins Unrestricted, and runs every tool call through `around_tool`,
+    which checkpoints before and after a call that can write and returns the
+    result with what the call changed in its display (`"changes"`).
+    """
+
+    async def writes_possible(
+        self, conversation_id: str, cwd: str, reason: Literal["approval", "turn"]
+    ) -> None: ...
+
+    async def around_tool(
+        self,
+        *,
+        conversation_id: str,
+        cwd: str,
+        mode: Mode,
+        tool: str,
+        tool_use_id: str,
+        run: Callable[[], Awaitable[ToolResult]],
+    ) -> ToolResult: ...
+
+
+class EventSink(Protocol):
+    """Where an executor's result goes back: the conversation's queue (`post`)."""
+
+    def __call__(self, event: Event, /) -> object: ...
+
+
+class ToolRunner(Protocol):
+    """Runs one tool call to its result; never raises for the tool's own failures."""
+
+    def __call__(
+        self,
+        tools: Iterable[Tool],
+        name: str,
+        input: Any,
+        ctx: ToolContext,
+        tool_use_id: str,
+        /,
+    ) -> Awaitable[ToolResult]: ...
+
+
+class Parent(Protocol):
+    """What a sub-agent needs of the conversation that spawned it."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def context(self) -> ConvContext: ...
+
+    @property
+    def history(self) -> list[dict[str, Any]]: ...
+
+    @property
+    def closed(self) -> bool: ...
+
+    def post(self, event: Event, *, urgent: bool = False) -> object: ...
+
+
+class SubAgents(Protocol):
+    """The sub-agent executor (REQ-BED-008): spawns children and cancels them."""
+
+    def spawn(self, parent: Parent, effect: SpawnSubAgents) -> None: ...
+
+    def cancel(self, parent: Parent, agent_ids: tuple[str, ...]) -> list[asyncio.Task[None]]: ...

@@ -16,30 +16,56 @@ import asyncio
 import contextlib
 import logging
 import math
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from phoenix_nb.core import events as ev
 from phoenix_nb.core.effects import SpawnSubAgents
-from phoenix_nb.core.states import Completed, ConvContext, Error, Failed, persisted_fields
+from phoenix_nb.core.states import Completed, ConvContext, Error, Failed, Phase, persisted_fields
 from phoenix_nb.core.transition import Rejection, initial_state
 from phoenix_nb.core.values import ErrorKind, SubAgentOutcome, SubAgentTask
-from phoenix_nb.runtime.conversation import Rejected, is_rest
-
-if TYPE_CHECKING:
-    from phoenix_nb.runtime.conversation import ConversationRuntime
-    from phoenix_nb.runtime.manager import Phoenix
+from phoenix_nb.errors import Rejected
+from phoenix_nb.runtime.conversation import ConversationRuntime, is_rest
+from phoenix_nb.runtime.ports import Parent
+from phoenix_nb.store import Store
 
 log = logging.getLogger(__name__)
 
 STOP_GRACE = 5.0  # seconds a stopped child gets to answer its open tool calls
 
 
+@dataclass(frozen=True)
+class SubAgentLimits:
+    """How many children run at once and for how long (seconds)."""
+
+    max_parallel: int = 4
+    timeout: float = 600.0  # a child's default
+    timeout_max: float = 3600.0  # the most a spawn_agents call may ask for
+
+
+class ChildHost(Protocol):
+    """Where children live: the manager, seen by the sub-agent executor.
+
+    A port instead of the manager itself, so this module and the manager do
+    not import each other.
+    """
+
+    @property
+    def store(self) -> Store: ...
+
+    def open_child(
+        self, record: Mapping[str, Any], on_parent: Callable[[SubAgentOutcome], None]
+    ) -> ConversationRuntime: ...
+
+    def forget(self, conversation_id: str) -> None: ...
+
+
 @dataclass
 class _Child:
     agent_id: str
-    parent: ConversationRuntime
+    parent: Parent
     task: asyncio.Task[None] | None = None
     runtime: ConversationRuntime | None = None
     outcome: SubAgentOutcome | None = None  # what the child itself said (NotifyParent)
@@ -48,19 +74,23 @@ class _Child:
 
 @dataclass
 class SubAgentSpawner:
-    phoenix: Phoenix
+    """The sub-agent executor: one task per child, bounded, each ending in one report."""
+
+    host: ChildHost
+    limits: SubAgentLimits
+    sandbox_available: bool
     _children: dict[str, _Child] = field(default_factory=dict)  # by agent_id
     _semaphore: asyncio.Semaphore | None = None
 
     def _limit(self) -> asyncio.Semaphore:
         if self._semaphore is None:
             self._semaphore = asyncio.Semaphore(
-                max(1, self.phoenix.settings.max_parallel_sub_agents)
+                max(1, self.limits.max_parallel)
             )
         return self._semaphore
 
     # -- effects ------------------------------------------------------------------------
-    def spawn(self, parent: ConversationRuntime, effect: SpawnSubAgents) -> None:
+    def spawn(self, parent: Parent, effect: SpawnSubAgents) -> None:
         timeout = self.timeout_for(_requested_timeout(parent.history, effect.tool_use_id))
         for task in effect.tasks:
             child = _Child(task.agent_id, parent)
@@ -72,19 +102,17 @@ class SubAgentSpawner:
     def timeout_for(self, requested: Any) -> float:
         """The call's own `timeout`, clamped to `sub_agent_timeout_max`; the default
         when it gives none (or nonsense: a bad value must not disable the limit)."""
-        settings = self.phoenix.settings
+        limits = self.limits
         if (
             isinstance(requested, int | float)
             and not isinstance(requested, bool)
             and math.isfinite(requested)
             and requested > 0
         ):
-            return min(float(requested), settings.sub_agent_timeout_max)
-        return min(settings.sub_agent_timeout, settings.sub_agent_timeout_max)
+            return min(float(requested), limits.timeout_max)
+        return min(limits.timeout, limits.timeout_max)
 
-    def cancel(
-        self, parent: ConversationRuntime, agent_ids: tuple[str, ...]
-    ) -> list[asyncio.Task[None]]:
+    def cancel(self, parent: Parent, agent_ids: tuple[str, ...]) -> list[asyncio.Task[None]]:
         """Cancel these children; returns their tasks so the parent can wait for the
         processes to be gone before its cancel returns."""
         cancelled: list[asyncio.Task[None]] = []
@@ -121,10 +149,8 @@ class SubAgentSpawner:
             cwd = Path(parent.context.cwd) / cwd
         if not cwd.is_dir():
             return f"working directory {str(cwd)!r} does not exist"
-        store = self.phoenix.store
-        probe = ConvContext(
-            "new", str(cwd), parent.context.model, True, self.phoenix.sandbox.available
-        )
+        store = self.host.store
+        probe = ConvContext("new", str(cwd), parent.context.model, True, self.sandbox_available)
         state = initial_state(probe)
         if isinstance(state, Rejection):  # pragma: no cover - sub-agents never request a mode
             return state.message
@@ -142,7 +168,7 @@ class SubAgentSpawner:
             if child.outcome is None:
                 child.outcome = _with_id(outcome, record["id"])
 
-        return self.phoenix._runtime_for(record, on_parent=keep)
+        return self.host.open_child(record, keep)
 
     async def _run(self, child: _Child, task: SubAgentTask, timeout: float) -> None:
         outcome: SubAgentOutcome
@@ -167,7 +193,7 @@ class SubAgentSpawner:
                         )
                     finally:
                         await _stop(created)
-                        self.phoenix.forget(created.id)
+                        self.host.forget(created.id)
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # never leave the parent waiting
@@ -210,7 +236,7 @@ def _with_id(outcome: SubAgentOutcome, conversation_id: str) -> SubAgentOutcome:
     return SubAgentOutcome(outcome.status, outcome.result, outcome.kind, conversation_id)
 
 
-def _outcome_of(phase: Any, conversation_id: str) -> SubAgentOutcome:
+def _outcome_of(phase: Phase, conversation_id: str) -> SubAgentOutcome:
     """What a settled child that did not report by itself tells its parent."""
     if isinstance(phase, Completed):
         status = "success" if phase.success else "failure"

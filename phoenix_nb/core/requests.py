@@ -1,0 +1,127 @@
+"""Request shaping: the stored history as the `messages` of one API request.
+
+`to_api_messages` (core/messages.py) makes any history valid to send; this
+module adapts it to what one particular request offers. Two cases need more
+than the plain chain:
+
+* calls of tools the conversation does not offer (a model may call a tool it
+  was not given, e.g. a sub-agent asking for spawn_agents): the API refuses a
+  history whose tool_use names an unknown tool, so the call and its refusal are
+  turned into text the model still sees;
+* a continuation request, which must offer no tools at all (REQ-BED-020): the
+  API refuses tool_use blocks in a request without tool definitions, so every
+  call and result becomes text, and the summary prompt is appended.
+
+Pure functions of their inputs, like the rest of the core.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Collection, Mapping, Sequence
+from typing import Any
+
+from phoenix_nb.core.messages import to_api_messages
+
+CLIP = 2000  # characters of a call's input or a result kept when shown as text
+
+__all__ = ["request_messages"]
+
+
+def request_messages(
+    history: Sequence[Mapping[str, Any]],
+    offered: Collection[str],
+    continuation: str | None = None,
+) -> list[dict[str, Any]]:
+    """The API `messages` for a request offering the tools named `offered`.
+
+    With `continuation` (the summary prompt) the request offers no tools: calls
+    and results are text and the prompt ends the last user turn.
+    """
+    messages = _foreign_tools_as_text(to_api_messages(history), set(offered))
+    if continuation is not None:
+        messages = _append_user_text(_tools_as_text(messages), continuation)
+    return messages
+
+
+def _call_text(block: Mapping[str, Any]) -> dict[str, Any]:
+    call = json.dumps(block.get("input", {}), ensure_ascii=False)[:CLIP]
+    return {"type": "text", "text": f"[called {block['name']}: {call}]"}
+
+
+def _result_text(block: Mapping[str, Any]) -> dict[str, Any]:
+    result = block.get("content")
+    if isinstance(result, list):
+        result = " ".join(str(b.get("text", "")) for b in result if isinstance(b, dict))
+    return {"type": "text", "text": f"[result: {str(result)[:CLIP]}]"}
+
+
+def _tools_as_text(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Tool calls and results as plain text, for a request that offers no tools."""
+    out = []
+    for message in messages:
+        content = message["content"]
+        if isinstance(content, str):
+            out.append(message)
+            continue
+        blocks = []
+        for block in content:
+            kind = block.get("type")
+            if kind == "tool_use":
+                blocks.append(_call_text(block))
+            elif kind == "tool_result":
+                blocks.append(_result_text(block))
+            elif kind in ("thinking", "redacted_thinking"):
+                continue
+            else:
+                blocks.append(block)
+        out.append({"role": message["role"], "content": blocks or [{"type": "text", "text": "…"}]})
+    return out
+
+
+def _foreign_tools_as_text(
+    messages: list[dict[str, Any]], offered: set[str]
+) -> list[dict[str, Any]]:
+    """Calls of tools this request does not offer, and their results, as text."""
+    foreign = {
+        block["id"]
+        for message in messages
+        if message["role"] == "assistant" and not isinstance(message["content"], str)
+        for block in message["content"]
+        if block.get("type") == "tool_use" and block.get("name") not in offered
+    }
+    if not foreign:
+        return messages
+    out = []
+    for message in messages:
+        content = message["content"]
+        if isinstance(content, str):
+            out.append(message)
+            continue
+        results: list[dict[str, Any]] = []
+        blocks: list[dict[str, Any]] = []
+        for block in content:
+            kind = block.get("type")
+            if kind == "tool_use" and block.get("id") in foreign:
+                blocks.append(_call_text(block))
+            elif kind == "tool_result" and block.get("tool_use_id") in foreign:
+                blocks.append(_result_text(block))
+            elif kind == "tool_result":
+                results.append(block)  # the API wants tool results first
+            else:
+                blocks.append(block)
+        out.append({"role": message["role"], "content": results + blocks})
+    return out
+
+
+def _append_user_text(messages: list[dict[str, Any]], text: str) -> list[dict[str, Any]]:
+    """Add a user text block at the end, merging into a trailing user message."""
+    out = list(messages)
+    block = {"type": "text", "text": text}
+    if out and out[-1]["role"] == "user":
+        content = out[-1]["content"]
+        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else list(content)
+        out[-1] = {"role": "user", "content": [*blocks, block]}
+    else:
+        out.append({"role": "user", "content": [block]})
+    return out

@@ -1,0 +1,168 @@
+"""The executors of a conversation's effects that wait on the world.
+
+An LLM request, a tool call and a retry timer each run as their own asyncio
+task and come back to the conversation as a core event through `post`, so the
+conversation's loop is always free to take the next event (a cancel jumps the
+queue and reaches the core while the work it cancels still runs). Each
+executor owns its tasks; `Work` remembers the ones cancelled but not yet
+finished, so a cancel can return only once their processes are gone.
+
+Sub-agents are the fourth executor (`subagents.py`); the loop that dispatches
+to all of them is `conversation.py`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Coroutine, Sequence
+from typing import Any
+
+from phoenix_nb.core import events as ev
+from phoenix_nb.core.values import TextBlock, ToolUseBlock
+from phoenix_nb.llm.provider import LlmRequest
+from phoenix_nb.llm.stream import LlmOutcome, TextDelta, ThinkingDelta, ToolInputDelta, ToolUseStart
+from phoenix_nb.runtime import updates as up
+from phoenix_nb.runtime.ports import EventSink, LlmProvider, ToolRunner
+from phoenix_nb.tools.base import Tool, ToolContext
+
+
+class Work:
+    """The tasks one conversation started, and those cancelled but still stopping."""
+
+    def __init__(self, slug: str) -> None:
+        self.slug = slug
+        self.stopping: set[asyncio.Task[Any]] = set()
+
+    def start(self, coro: Coroutine[Any, Any, None], name: str) -> asyncio.Task[None]:
+        return asyncio.get_running_loop().create_task(coro, name=f"{name}-{self.slug}")
+
+    def cancel(self, task: asyncio.Task[Any] | None) -> None:
+        if task is not None and not task.done():
+            task.cancel()
+            self.follow(task)
+
+    def follow(self, task: asyncio.Task[Any]) -> None:
+        """Count a task someone else cancelled (a sub-agent) as stopping work."""
+        self.stopping.add(task)
+        task.add_done_callback(self.stopping.discard)
+
+    async def stopped(self, timeout: float) -> None:
+        pending = [t for t in self.stopping if not t.done()]
+        if pending:
+            await asyncio.wait(pending, timeout=timeout)
+
+
+class LlmExecutor:
+    """One streamed request at a time; deltas go to watchers, the outcome to the core."""
+
+    def __init__(
+        self, provider: LlmProvider, hub: up.UpdateHub, post: EventSink, work: Work
+    ) -> None:
+        self.provider = provider
+        self.hub = hub
+        self.post = post
+        self.work = work
+        self.task: asyncio.Task[None] | None = None
+
+    def start(self, request: LlmRequest, attempt: int, *, continuation: bool) -> None:
+        if self.task is not None and not self.task.done():
+            self.task.cancel()
+        self.task = self.work.start(self._call(request, attempt, continuation), "phoenix-llm")
+
+    def abort(self) -> None:
+        self.work.cancel(self.task)
+
+    async def _call(self, request: LlmRequest, attempt: int, continuation: bool) -> None:
+        publish = self.hub.publish
+        async for item in self.provider.stream(request):
+            # Deltas change no state: they bypass the core (REQ-BED-011).
+            if type(item) is TextDelta:
+                publish(up.TEXT_DELTA, index=item.index, text=item.text)
+            elif type(item) is ThinkingDelta:
+                publish(up.THINKING_DELTA, index=item.index, text=item.text)
+            elif type(item) is ToolUseStart:
+                publish(
+                    up.TOOL_INPUT, index=item.index, id=item.id, name=item.name, partial_json=""
+                )
+            elif type(item) is ToolInputDelta:
+                publish(up.TOOL_INPUT, index=item.index, partial_json=item.partial_json)
+            elif isinstance(item, LlmOutcome):
+                self.post(outcome_event(item, attempt, continuation))
+
+    def live(self) -> list[asyncio.Task[Any]]:
+        return [self.task] if self.task is not None and not self.task.done() else []
+
+
+def outcome_event(outcome: LlmOutcome, attempt: int, continuation: bool) -> ev.Event:
+    """The core event a finished stream becomes."""
+    if outcome.failure is not None:
+        return ev.LlmError(outcome.failure, attempt)
+    response = outcome.response
+    assert response is not None
+    if continuation:
+        text = "".join(b.text for b in response.content if isinstance(b, TextBlock)).strip()
+        return ev.ContinuationResponse(summary=text, usage=response.usage)
+    return ev.LlmResponse(response.content, response.stop_reason, response.usage)
+
+
+class ToolExecutor:
+    """Tool calls, each in its own task; an aborted one is cancelled (its processes die)."""
+
+    def __init__(
+        self,
+        tools: Sequence[Tool],
+        runner: ToolRunner,
+        hub: up.UpdateHub,
+        post: EventSink,
+        work: Work,
+    ) -> None:
+        self.tools = tuple(tools)
+        self.runner = runner
+        self.hub = hub
+        self.post = post
+        self.work = work
+        self.tasks: dict[str, asyncio.Task[None]] = {}
+
+    def start(self, call: ToolUseBlock, context: ToolContext) -> None:
+        self.hub.publish(up.TOOL_STARTED, id=call.id, name=call.name, input=dict(call.input))
+        task = self.work.start(self._call(call, context), "phoenix-tool")
+        self.tasks[call.id] = task
+        task.add_done_callback(lambda _t, key=call.id: self.tasks.pop(key, None))
+
+    def abort(self, tool_use_id: str) -> None:
+        self.work.cancel(self.tasks.get(tool_use_id))
+
+    async def _call(self, call: ToolUseBlock, context: ToolContext) -> None:
+        result = await self.runner(self.tools, call.name, dict(call.input), context, call.id)
+        self.post(ev.ToolComplete(result))
+
+    def live(self) -> list[asyncio.Task[Any]]:
+        return [t for t in self.tasks.values() if not t.done()]
+
+
+class RetryTimers:
+    """Backoff timers (REQ-BED-006); the core already told watchers about the retry."""
+
+    def __init__(self, post: EventSink, work: Work, scale: Callable[[], float]) -> None:
+        self.post = post
+        self.work = work
+        self.scale = scale  # tests shrink real backoff delays
+        self.tasks: set[asyncio.Task[None]] = set()
+
+    def schedule(self, delay: float, attempt: int) -> None:
+        wait = max(0.0, delay * self.scale())
+
+        async def fire() -> None:
+            await asyncio.sleep(wait)
+            self.post(ev.RetryTimeout(attempt))
+
+        task = self.work.start(fire(), "phoenix-retry")
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
+
+    def abort(self) -> None:
+        for task in list(self.tasks):
+            self.work.cancel(task)
+
+    def live(self) -> list[asyncio.Task[Any]]:
+        return [t for t in self.tasks if not t.done()]
