@@ -98,9 +98,7 @@ def claim(
         if record is None:
             raise KeyError(conversation_id)
         state = from_persisted(record)
-        if known_history is not None and store.message_count(conversation_id) == len(
-            known_history
-        ):
+        if known_history is not None and store.message_count(conversation_id) == len(known_history):
             history = known_history
         else:
             history = store.messages(conversation_id)
@@ -113,9 +111,7 @@ def claim(
             claimed.history = [*history, *claimed.repairs]
             claimed.restored = True
         if resumed != state:
-            claimed.record = store.update_conversation(
-                conversation_id, **persisted_fields(resumed)
-            )
+            claimed.record = store.update_conversation(conversation_id, **persisted_fields(resumed))
             claimed.state = resumed
             claimed.restored = True
         return claimed

@@ -141,9 +141,7 @@ class ConversationRuntime:
         self._loop_task: asyncio.Task[None] | None = None
         self._work = Work(self.slug)
         self._llm = LlmExecutor(services.provider, self.hub, self.post, self._work)
-        self._tools = ToolExecutor(
-            self.tools, self._run_tool, self.hub, self.post, self._work
-        )
+        self._tools = ToolExecutor(self.tools, self._run_tool, self.hub, self.post, self._work)
         self._timers = RetryTimers(self.post, self._work, lambda: services.retry_delay_scale)
         self._lease: FileLock | None = None
         self._settled = asyncio.Event()
@@ -491,4 +489,3 @@ class ConversationRuntime:
         self._queue.clear()
         if self._lease is not None and self._lease.is_locked:
             self._lease.release(force=True)
-

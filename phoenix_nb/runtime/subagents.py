@@ -84,9 +84,7 @@ class SubAgentSpawner:
 
     def _limit(self) -> asyncio.Semaphore:
         if self._semaphore is None:
-            self._semaphore = asyncio.Semaphore(
-                max(1, self.limits.max_parallel)
-            )
+            self._semaphore = asyncio.Semaphore(max(1, self.limits.max_parallel))
         return self._semaphore
 
     # -- effects ------------------------------------------------------------------------
