@@ -281,18 +281,19 @@ def test_a_200_mb_file_is_reported_not_restorable_and_nothing_crashes(
     )
     cell = run_turn(kern, "rv-big", project)
     record = cell.last_bundle()[MIME]
-    changes = [
+    changes = next(
         (call.get("result") or {}).get("display", {}).get("changes")
         for cycle in record["cycles"]
         for step in cycle["steps"]
         for group in step.get("tool_groups") or ()
         for call in group["calls"]
         if call["name"] == "bash"
-    ][0]
+    )
     big = next(f for f in changes["files"] if f["path"] == "big.bin")
     assert big["stored"] is False and big["kind"] == "modified"
     assert "not restorable" in cell.last_bundle()["text/markdown"]
-    store_size = sum(p.stat().st_size for p in (kern.home / "checkpoints").rglob("*") if p.is_file())
+    stored = (kern.home / "checkpoints").rglob("*")
+    store_size = sum(p.stat().st_size for p in stored if p.is_file())
     assert store_size < 50 * 1024 * 1024, "the 200 MB file never entered the store"
     out = kern.ok("%phoenix revert --to-approval").text()
     assert "NOT restorable" in out and "big.bin" in out, out
