@@ -25,6 +25,7 @@ from phoenix_nb.notebook.export import export_html, export_json, export_markdown
 from phoenix_nb.notebook.options import HELP_TEXT, OptionsError, Subcommand, parse_subcommand
 from phoenix_nb.notebook.render import render_bundle
 from phoenix_nb.notebook.session import Session, get_session
+from phoenix_nb.notebook.undo import checkpoints_text, report_text, revert
 from phoenix_nb.runtime.conversation import is_paused
 from phoenix_nb.runtime.manager import PhoenixError
 from phoenix_nb.store import StoreError
@@ -32,7 +33,7 @@ from phoenix_nb.tools.environment import withheld_summary
 
 _LINE = re.compile(r"^%phoenix(?:[ \t]+(?P<args>[^\n]*))?[ \t]*$")
 LINE_ENTRY = "__import__('phoenix_nb.notebook.magics', fromlist=['run_line']).run_line"
-AWAITING = frozenset({"approve", "deny", "cancel", "restrict", "continue"})
+AWAITING = frozenset({"approve", "deny", "cancel", "restrict", "continue", "revert"})
 _BACKGROUND: set[asyncio.Task[None]] = set()  # scheduled subcommands, kept until done
 
 
@@ -105,6 +106,9 @@ def _dispatch_now(command: Subcommand, session: Session) -> None:
     elif name == "export":
         conv = session.current_conversation(command.slug)
         _export(conv, command, session)
+    elif name == "checkpoints":
+        conv = session.current_conversation()
+        print(checkpoints_text(conv, session.phoenix.worktree))
     elif name == "chat":
         from phoenix_nb.notebook.chat import ChatPanel
 
@@ -193,6 +197,16 @@ async def _dispatch_awaiting(command: Subcommand, session: Session, shell: Any) 
         conv = session.current_conversation()
         await conv.cancel()
         print(f"Cancelled; {conv.slug} is {_state_words(conv)}.")
+    elif name == "revert":
+        conv = session.current_conversation()
+        report = await revert(
+            conv,
+            session.phoenix.worktree,
+            target=command.target,
+            to_approval=command.to_approval,
+            force=command.force,
+        )
+        print(report_text(report))
     elif name == "continue":
         conv = session.current_conversation()
         exhausted = isinstance(conv.state.phase, ContextExhausted)
