@@ -36,6 +36,7 @@ from phoenix_nb.notebook.options import HELP_TEXT, OptionsError, parse_cell_opti
 from phoenix_nb.notebook.render import MIME_TYPE, render_bundle
 from phoenix_nb.notebook.session import Session, get_session
 from phoenix_nb.notebook.throttle import GrowthThrottle
+from phoenix_nb.notebook.undo import RevertButton, turn_first_write
 from phoenix_nb.runtime import updates as up
 from phoenix_nb.runtime.conversation import is_paused, is_rest
 from phoenix_nb.runtime.manager import Conversation, PhoenixError
@@ -312,6 +313,7 @@ class TurnView:
             if self.handle is not None:
                 self.show_final()
             self._close_controls()
+            self._offer_revert(loop)
 
     async def _pump(self, sub: up.Subscription) -> None:
         """Apply updates in batches: whatever queued while the loop was busy is applied at
@@ -408,6 +410,17 @@ class TurnView:
                 f"Started {new.slug}, seeded with this conversation's summary: "
                 "your next %%phoenix cell talks to it."
             )
+
+    def _offer_revert(self, loop: asyncio.AbstractEventLoop) -> None:
+        """A Revert button after a turn whose tool calls changed files (`undo.py`)."""
+        if not self.can_answer or self.handle is None:
+            return
+        cycles = self.conv.payload().get("cycles", [])[self.first_cycle or 0 :]
+        found = turn_first_write(cycles)
+        if found is not None:
+            worktree = self.session.phoenix.worktree
+            button = RevertButton(self.conv, worktree, found[0], found[1], loop)
+            display(button.widget)
 
     def _close_controls(self) -> None:
         if self.controls is None:
