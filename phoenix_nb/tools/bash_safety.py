@@ -1,239 +1,1822 @@
-"""Refuse a few catastrophic commands before anything runs (REQ-BASH-007).
+"""Refuse catastrophic commands before anything runs (REQ-BASH-007): a guard rail.
 
 Checked in both modes, with or without the kernel sandbox (REQ-BASH-009): in
 Unrestricted mode nothing else stands between the model and ``rm -rf ~``.
-The command is parsed with tree-sitter-bash, a real bash grammar, so the
-checks see every simple command wherever it sits: in pipelines, ``&&``/``||``/
-``;`` chains, subshells, ``$(...)``, behind ``sudo``/``env``/``nice``/
-``xargs``/``timeout``, and inside ``bash -c '...'`` / ``eval`` strings. Regexes
-over the raw text would either miss ``rm -r -f ~`` or refuse ``echo "rm -rf /"``.
+This is a guard rail against mistakes and against spellings that slip past a
+reader, **not** a security boundary: the kernel sandbox is the boundary in
+Restricted mode, and a determined program (a Python script, a Makefile) can
+always do what bash text does not show.
 
-This is a guard rail against mistakes, not a security boundary: the sandbox
-is the boundary in Restricted mode. Words built at run time (``$cmd``) are
-not evaluated.
+What it refuses:
+
+* recursive deletes (``rm -r``, ``find … -delete`` or ``-exec rm``, ``rsync
+  --delete`` / ``--remove-source-files``) of ``/`` or a top-level directory,
+  any home directory (``~``, ``~user``, ``$HOME`` …) or a parent of one, the
+  working directory or a parent of it, anything in ``.git``, or a glob or
+  brace that can match those;
+* ``git add`` / ``git stage`` of everything (``-A``, ``--all`` and its
+  abbreviations, ``.``, ``:/``, ``*``, the working directory by any name);
+* ``git push`` that overwrites or deletes remote history (``--force`` and
+  abbreviations, ``-f``, ``+ref``, ``:ref``, ``--delete``/``-d``,
+  ``--mirror``, ``--prune``, and the same through ``git -c`` config);
+* anything too dynamic to judge that could be one of these (``eval`` of
+  computed text, ``curl … | sh``, a command name or script that only exists
+  at run time): refused with why and how to write it plainly.
+
+How: the command is parsed with tree-sitter-bash (a real bash grammar) and
+then *interpreted* far enough to see what bash will run. Each word is
+expanded the way bash expands it — quote and escape removal, ANSI-C
+``$'…'``, brace expansion, ``~``/``~user``, ``$HOME``/``${HOME…}``,
+``$PWD``/``$(pwd)``, variables assigned earlier in the same command, word
+splitting of unquoted expansions — and each path is normalised (``..``,
+``//``, trailing ``/``) before it is judged. Commands are followed wherever
+they go: wrappers (``sudo``, ``env``, ``nice``, ``timeout``, ``command``,
+``exec`` …), aliases, functions (checked again with the arguments of each
+call), ``for`` loops, ``bash -c`` / ``sh -c`` / ``su -c`` / ``watch`` /
+``trap`` strings to any depth (with ``$1``… bound), ``eval``, here-strings,
+here-documents, pipes and process substitutions into a shell, ``xargs``
+(with what the producer writes), ``find -exec``, ``git -c alias.*`` and
+``git config alias.*``. Where a target cannot be known, the check denies.
+Regexes over the raw text would either miss ``r\\m -rf ~`` or refuse
+``echo "rm -rf /"``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import contextlib
+import fnmatch
+import os
+import posixpath
+import pwd
+import re
+import shlex
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 
 import tree_sitter_bash
 from tree_sitter import Language, Node, Parser
 
-_PARSER = Parser(Language(tree_sitter_bash.language()))
-_MAX_DEPTH = 4  # nested bash -c strings followed
+__all__ = ["check_command"]
 
-# Wrappers that run their arguments as a command: (options taking a value).
+_PARSER = Parser(Language(tree_sitter_bash.language()))
+_MAX_DEPTH = 24  # nested shells, evals, functions and aliases followed
+_MAX_WORDS = 512  # brace expansion and loop values considered per word
+_UNKNOWN = "\0"  # stands for text only known at run time
+# When the working directory is not given, it is a deep path of unknowable
+# names: its parents are then recognisable without knowing them.
+_FAKE_CWD = "/\x01cwd1/\x01cwd2/\x01cwd3/\x01cwd4/\x01cwd5/\x01cwd6/\x01cwd7/\x01cwd8"
+_GLOB_CHARS = frozenset("*?[")
+_SHELLS = frozenset({"bash", "sh", "dash", "zsh", "ksh", "mksh", "ash", "yash", "posh", "rbash"})
+
+
+class _Refused(Exception):
+    """Raised inside the interpreter with the message for the model."""
+
+
+class _TooDynamic(Exception):
+    """Raised when what would run cannot be known; carries what is unknown."""
+
+
+# ----------------------------------------------------------------------- values
+
+
+@dataclass(frozen=True)
+class Val:
+    """A word after expansion: its text, which characters are live globs, what is unknown."""
+
+    text: str
+    globs: frozenset[int] = frozenset()  # indexes of unquoted * ? [ in text
+    unknown: bool = False  # holds text only known at run time (_UNKNOWN marks where)
+    deferred: bool = False  # unknown only as a function parameter, judged at each call
+    temp: bool = False  # a fresh path from mktemp
+    found: str | None = None  # a path find/xargs produce: "safe" or why it is not
+    script: bool = False  # a <(…) path: its text is what reading the file gives
+
+    @property
+    def known(self) -> bool:
+        return not self.unknown
+
+    def shown(self, home: str, cwd: str = _FAKE_CWD) -> str:
+        """The word as the model can read it: ~ for home, . for the working directory."""
+        text = self.text.replace(_UNKNOWN, "…")
+        if text == cwd or text.startswith(cwd + "/"):
+            return "." + text[len(cwd) :]
+        if home and (text == home or text.startswith(home + "/")):
+            return "~" + text[len(home) :]
+        return text
+
+
+def _lit(text: str) -> Val:
+    return Val(text)
+
+
+_UNKNOWN_VAL = Val(_UNKNOWN, unknown=True)
+
+
+@dataclass
+class _Atom:
+    """One character of a word being expanded, or one unknown piece."""
+
+    char: str
+    quoted: bool = False  # quoted or escaped: never a glob, brace or split point
+    split: bool = False  # came from an unquoted expansion: subject to word splitting
+    unknown: bool = False
+    deferred: bool = False
+    temp: bool = False
+    found: str | None = None
+
+
+@dataclass
+class Env:
+    """What the interpreter knows at a point of the script."""
+
+    cwd: str
+    home: str
+    vars: dict[str, Val | None] = field(default_factory=dict)  # None: unknown
+    funcs: dict[str, tuple[Node, bytes]] = field(default_factory=dict)
+    aliases: dict[str, str] = field(default_factory=dict)
+    git_aliases: dict[str, str | None] = field(default_factory=dict)
+    positional: list[Val] | None = field(default_factory=list)  # None: unknown
+    deferred: bool = False
+    depth: int = 0
+    via: tuple[str, ...] = ()
+
+    def child(self, via: str, **changes: object) -> Env:
+        if self.depth + 1 > _MAX_DEPTH:
+            raise _TooDynamic(f"it nests commands more than {_MAX_DEPTH} levels deep")
+        new = replace(self, depth=self.depth + 1, via=(*self.via, via))
+        new.vars = dict(self.vars)
+        new.funcs = dict(self.funcs)
+        new.aliases = dict(self.aliases)
+        new.git_aliases = dict(self.git_aliases)
+        for key, value in changes.items():
+            setattr(new, key, value)
+        return new
+
+
+# ------------------------------------------------------------ word expansion
+
+
+def _ansi_c(body: str) -> str:
+    """The value of $'…' (bash's ANSI-C quoting)."""
+    simple = {
+        "a": "\a",
+        "b": "\b",
+        "e": "\x1b",
+        "E": "\x1b",
+        "f": "\f",
+        "n": "\n",
+        "r": "\r",
+        "t": "\t",
+        "v": "\v",
+        "\\": "\\",
+        "'": "'",
+        '"': '"',
+        "?": "?",
+    }
+    out: list[str] = []
+    i = 0
+    while i < len(body):
+        ch = body[i]
+        if ch != "\\" or i + 1 >= len(body):
+            out.append(ch)
+            i += 1
+            continue
+        nxt = body[i + 1]
+        if nxt in simple:
+            out.append(simple[nxt])
+            i += 2
+        elif nxt in "01234567":
+            digits = re.match(r"[0-7]{1,3}", body[i + 1 :])
+            assert digits is not None
+            out.append(chr(int(digits.group(), 8) & 0xFF))
+            i += 1 + len(digits.group())
+        elif nxt in "xuU":
+            limit = {"x": 2, "u": 4, "U": 8}[nxt]
+            digits = re.match(f"[0-9A-Fa-f]{{1,{limit}}}", body[i + 2 :])
+            if digits:
+                out.append(chr(min(int(digits.group(), 16), 0x10FFFF)))
+                i += 2 + len(digits.group())
+            else:
+                out.append("\\" + nxt)
+                i += 2
+        elif nxt == "c" and i + 2 < len(body):
+            out.append(chr(ord(body[i + 2]) & 0x1F))
+            i += 3
+        else:
+            out.append("\\" + nxt)
+            i += 2
+    return "".join(out)
+
+
+def _matching(text: str, start: int, open_: str, close: str) -> int:
+    """Index just past the `close` matching text[start] == open_, quote-aware."""
+    depth = 0
+    i = start
+    while i < len(text):
+        ch = text[i]
+        if ch == "\\":
+            i += 2
+            continue
+        if ch == "'" and open_ != "{":
+            end = text.find("'", i + 1)
+            i = len(text) if end < 0 else end + 1
+            continue
+        if ch == '"':
+            j = i + 1
+            while j < len(text) and text[j] != '"':
+                j += 2 if text[j] == "\\" else 1
+            i = j + 1
+            continue
+        if ch == open_:
+            depth += 1
+        elif ch == close:
+            depth -= 1
+            if depth == 0:
+                return i + 1
+        i += 1
+    return len(text)
+
+
+class _Expander:
+    """Expands one word's source text into atoms, then into words."""
+
+    def __init__(self, env: Env, checker: _Interpreter) -> None:
+        self.env = env
+        self.checker = checker
+
+    # -- parameters and substitutions ------------------------------------------------
+    def _var(self, name: str) -> Val | None:
+        env = self.env
+        if name.isdigit():
+            index = int(name)
+            if index == 0:
+                return _lit("bash")
+            if env.positional is None:
+                return None
+            return env.positional[index - 1] if index <= len(env.positional) else _lit("")
+        if name in ("@", "*"):
+            if env.positional is None:
+                return None
+            return (
+                _lit(" ".join(v.text for v in env.positional))
+                if all(v.known for v in env.positional)
+                else _join_unknown(env.positional)
+            )
+        if name == "#":
+            return None if env.positional is None else _lit(str(len(env.positional)))
+        if name in env.vars:
+            return env.vars[name]
+        if name == "HOME":
+            return _lit(env.home)
+        if name == "PWD":
+            return _lit(env.cwd)
+        return None
+
+    def _param_atoms(self, name: str, quoted: bool) -> list[_Atom]:
+        """$name; "$@" is one word per positional parameter even when quoted."""
+        positional = self.env.positional
+        if name != "@" or positional is None:
+            return _value_atoms(self._var(name), quoted)
+        atoms: list[_Atom] = []
+        for index, value in enumerate(positional):
+            if index:
+                atoms.append(_Atom(" ", split=True))  # a word boundary bash keeps
+            atoms.append(_Atom("", quoted=True))
+            atoms.extend(_value_atoms(value, quoted))
+        return atoms
+
+    def _param(self, body: str) -> Val | None:
+        """${…}: the usual operators on a known value; anything else stays unknown."""
+        if body.startswith("#") and len(body) > 1:
+            return None  # length
+        if body.startswith("!"):
+            return None  # indirection
+        name_match = re.match(r"[A-Za-z_][A-Za-z0-9_]*|[0-9]+|[@*#?$!-]", body)
+        if not name_match:
+            return None
+        name, rest = name_match.group(), body[name_match.end() :]
+        value = self._var(name)
+        if not rest:
+            return value
+        op = re.match(r":?[-=?+]", rest)
+        if op:
+            word = rest[op.end() :]
+            colon = op.group().startswith(":")
+            kind = op.group()[-1]
+            alternative = self._expand_text(word, quoted=True)  # its $(…) are checked too
+            if value is None:
+                return None
+            is_set = value.unknown or bool(value.text) or not colon
+            if kind in "-=":
+                return value if is_set else alternative
+            if kind == "?":
+                return value
+            return alternative if is_set else _lit("")
+        if value is None:
+            return None
+        if re.match(r"(%%?|##?)", rest):
+            # Trimming a suffix or prefix (${HOME%/}): the result is still
+            # rooted where the value is, so keep the value when it is a path.
+            pattern = rest.lstrip("%#")
+            if value.known and rest[0] == "%" and value.text.endswith(pattern.rstrip("*")):
+                trimmed = value.text[: len(value.text) - len(pattern.rstrip("*"))]
+                return _lit(trimmed or value.text) if pattern else value
+            return replace(value, unknown=True) if rest[0] == "#" else value
+        return replace(value, unknown=True)  # substrings, replacements, case changes
+
+    def _substitution(self, inner: str) -> Val | None:
+        """$(…) / `…`: pwd, echo, printf and mktemp are known; the rest is not."""
+        self.checker.check_script(inner, self.env.child("$(…)"))
+        words = _simple_words(inner, self.env, self.checker)
+        if words is None or not words:
+            return None
+        name = posixpath.basename(words[0].text)
+        if name == "pwd":
+            return _lit(self.env.cwd)
+        if name in ("echo", "printf"):
+            out = _echo_output(name, words[1:])
+            return None if out is None else _lit(out.rstrip("\n"))
+        if name == "mktemp":
+            return Val(_UNKNOWN, unknown=True, temp=True)
+        if name == "basename" and len(words) > 1 and words[1].known:
+            return _lit(posixpath.basename(words[1].text.rstrip("/")))
+        return None
+
+    # -- the lexer ------------------------------------------------------------------
+    def atoms(self, src: str, *, quoted: bool = False) -> list[_Atom]:
+        out: list[_Atom] = []
+        i = 0
+        n = len(src)
+        while i < n:
+            ch = src[i]
+            if ch == "\\":
+                if i + 1 < n:
+                    nxt = src[i + 1]
+                    if nxt == "\n":
+                        pass  # line continuation
+                    elif quoted and nxt not in '$`"\\':
+                        out.append(_Atom("\\", quoted=True))
+                        out.append(_Atom(nxt, quoted=True))
+                    else:
+                        out.append(_Atom(nxt, quoted=True))
+                i += 2
+                continue
+            if ch == "'" and not quoted:
+                end = src.find("'", i + 1)
+                end = n if end < 0 else end
+                out.append(_Atom("", quoted=True))  # "" is still a word
+                out.extend(_Atom(c, quoted=True) for c in src[i + 1 : end])
+                i = end + 1
+                continue
+            if ch == '"' and not quoted:
+                j = i + 1
+                while j < n and src[j] != '"':
+                    if src[j] == "\\":
+                        j += 2
+                    elif src.startswith("$(", j):
+                        j = _matching(src, j + 1, "(", ")")
+                    elif src.startswith("${", j):
+                        j = _matching(src, j + 1, "{", "}")
+                    elif src[j] == "`":
+                        end = src.find("`", j + 1)
+                        j = n if end < 0 else end + 1
+                    else:
+                        j += 1
+                out.append(_Atom("", quoted=True))
+                out.extend(self.atoms(src[i + 1 : j], quoted=True))
+                i = j + 1
+                continue
+            if ch == "$" and i + 1 < n:
+                nxt = src[i + 1]
+                if nxt == "'" and not quoted:
+                    end = i + 2
+                    while end < n and src[end] != "'":
+                        end += 2 if src[end] == "\\" else 1
+                    out.append(_Atom("", quoted=True))
+                    out.extend(_Atom(c, quoted=True) for c in _ansi_c(src[i + 2 : end]))
+                    i = end + 1
+                    continue
+                if nxt == '"' and not quoted:
+                    i += 1  # $"…" is a translated "…"
+                    continue
+                if src.startswith("$((", i):
+                    end = _matching(src, i + 1, "(", ")")
+                    out.append(_Atom(_UNKNOWN, quoted=quoted, split=not quoted, unknown=True))
+                    i = end
+                    continue
+                if nxt == "(":
+                    end = _matching(src, i + 1, "(", ")")
+                    value = self._substitution(src[i + 2 : end - 1])
+                    out.extend(_value_atoms(value, quoted))
+                    i = end
+                    continue
+                if nxt == "{":
+                    end = _matching(src, i + 1, "{", "}")
+                    body = src[i + 2 : end - 1]
+                    if body == "@":
+                        out.extend(self._param_atoms("@", quoted))
+                    else:
+                        out.extend(_value_atoms(self._param(body), quoted))
+                    i = end
+                    continue
+                name = re.match(r"[A-Za-z_][A-Za-z0-9_]*|[0-9]|[@*#?$!-]", src[i + 1 :])
+                if name:
+                    out.extend(self._param_atoms(name.group(), quoted))
+                    i += 1 + len(name.group())
+                    continue
+            if ch == "`":
+                end = src.find("`", i + 1)
+                end = n if end < 0 else end
+                inner = src[i + 1 : end].replace("\\`", "`").replace("\\\\", "\\")
+                out.extend(_value_atoms(self._substitution(inner), quoted))
+                i = end + 1
+                continue
+            out.append(_Atom(ch, quoted=quoted))
+            i += 1
+        return out
+
+    def _expand_text(self, src: str, *, quoted: bool) -> Val:
+        return _atoms_to_val(self.atoms(src, quoted=quoted))
+
+    def words(self, src: str) -> list[Val]:
+        """Every word bash makes of one source word (braces, tilde, splitting)."""
+        results: list[Val] = []
+        for atoms in _brace_expand(self.atoms(src)):
+            atoms = self._tilde(atoms)
+            for piece in _split(atoms):
+                results.append(_atoms_to_val(piece))
+                if len(results) > _MAX_WORDS:
+                    raise _TooDynamic("a brace or glob expands to too many words to check")
+        return results
+
+    def _tilde(self, atoms: list[_Atom]) -> list[_Atom]:
+        if not atoms or atoms[0].char != "~" or atoms[0].quoted or atoms[0].split:
+            return atoms
+        end = 1
+        while end < len(atoms) and atoms[end].char != "/" and not atoms[end].quoted:
+            end += 1
+        if end < len(atoms) and atoms[end].char != "/":
+            return atoms  # a quoted character in the user name: no expansion
+        user = "".join(a.char for a in atoms[1:end])
+        if not user:
+            home: str | None = self.env.home
+        elif user == "+":
+            home = self.env.cwd
+        elif user == "-":
+            return [_Atom(_UNKNOWN, unknown=True), *atoms[end:]]
+        else:
+            home = _home_of(user)
+            if home is None:
+                return atoms
+        return [_Atom(c, quoted=True) for c in home] + atoms[end:]
+
+
+def _join_unknown(values: Sequence[Val]) -> Val:
+    return Val(
+        " ".join(v.text for v in values),
+        unknown=True,
+        deferred=all(v.deferred or v.known for v in values),
+    )
+
+
+def _value_atoms(value: Val | None, quoted: bool) -> list[_Atom]:
+    if value is None:
+        return [_Atom(_UNKNOWN, quoted=quoted, split=not quoted, unknown=True)]
+    if value.unknown and not value.text.strip(_UNKNOWN):
+        return [
+            _Atom(
+                _UNKNOWN,
+                quoted=quoted,
+                split=not quoted,
+                unknown=True,
+                deferred=value.deferred,
+                temp=value.temp,
+                found=value.found,
+            )
+        ]
+    atoms = []
+    for ch in value.text:
+        atoms.append(
+            _Atom(
+                ch,
+                quoted=quoted,
+                split=not quoted,
+                unknown=ch == _UNKNOWN,
+                deferred=value.deferred,
+                temp=value.temp,
+                found=value.found,
+            )
+        )
+    return atoms
+
+
+def _atoms_to_val(atoms: list[_Atom]) -> Val:
+    text = "".join(a.char for a in atoms)
+    globs: set[int] = set()
+    offset = 0
+    for atom in atoms:  # offsets in text: empty placeholders take no room
+        if atom.char in _GLOB_CHARS and not atom.quoted and not atom.unknown:
+            globs.add(offset)
+        offset += len(atom.char)
+    unknown = any(a.unknown for a in atoms)
+    deferred = unknown and all(a.deferred for a in atoms if a.unknown)
+    found = next((a.found for a in atoms if a.found is not None), None)
+    temp = any(a.temp for a in atoms)
+    return Val(text, frozenset(globs), unknown, deferred, temp, found)
+
+
+def _split(atoms: list[_Atom]) -> list[list[_Atom]]:
+    """Word splitting: only characters from unquoted expansions split; empty words vanish."""
+    words: list[list[_Atom]] = []
+    current: list[_Atom] = []
+    for atom in atoms:
+        if atom.split and atom.char in " \t\n":
+            if current:
+                words.append(current)
+            current = []
+        else:
+            current.append(atom)
+    if current:
+        words.append(current)
+    return words
+
+
+def _brace_expand(atoms: list[_Atom]) -> list[list[_Atom]]:
+    """Bash brace expansion over unquoted braces: {a,b}, {1..3}, nested."""
+    depth = 0
+    start = -1
+    for i, atom in enumerate(atoms):
+        if atom.quoted or atom.split or atom.unknown:
+            continue
+        if atom.char == "{":
+            if depth == 0:
+                start = i
+            depth += 1
+        elif atom.char == "}" and depth:
+            depth -= 1
+            if depth == 0:
+                inner = atoms[start + 1 : i]
+                options = _brace_options(inner)
+                if options is None:
+                    continue
+                head, tail = atoms[:start], atoms[i + 1 :]
+                out: list[list[_Atom]] = []
+                for option in options:
+                    for expanded in _brace_expand(head + option + tail):
+                        out.append(expanded)
+                        if len(out) > _MAX_WORDS:
+                            raise _TooDynamic("a brace expands to too many words to check")
+                return out
+    return [atoms]
+
+
+def _brace_options(inner: list[_Atom]) -> list[list[_Atom]] | None:
+    parts: list[list[_Atom]] = [[]]
+    depth = 0
+    for atom in inner:
+        live = not (atom.quoted or atom.split or atom.unknown)
+        if live and atom.char == "{":
+            depth += 1
+        elif live and atom.char == "}":
+            depth -= 1
+        if live and atom.char == "," and depth == 0:
+            parts.append([])
+        else:
+            parts[-1].append(atom)
+    if len(parts) > 1:
+        return parts
+    text = "".join(a.char for a in inner)
+    seq = re.fullmatch(r"(-?\d+)\.\.(-?\d+)(?:\.\.(-?\d+))?|([A-Za-z])\.\.([A-Za-z])", text)
+    if not seq:
+        return None
+    if seq.group(4):
+        lo, hi = ord(seq.group(4)), ord(seq.group(5))
+        step = 1 if hi >= lo else -1
+        return [[_Atom(chr(c))] for c in range(lo, hi + step, step)][:_MAX_WORDS]
+    lo, hi = int(seq.group(1)), int(seq.group(2))
+    step = abs(int(seq.group(3) or 1)) or 1
+    step = step if hi >= lo else -step
+    values = range(lo, hi + (1 if step > 0 else -1), step)
+    if len(values) > _MAX_WORDS:
+        raise _TooDynamic("a brace sequence expands to too many words to check")
+    return [[_Atom(c) for c in str(v)] for v in values]
+
+
+def _home_of(user: str) -> str | None:
+    try:
+        return pwd.getpwnam(user).pw_dir
+    except (KeyError, ValueError):
+        return None
+
+
+def _all_homes(own: str) -> frozenset[str]:
+    homes = {own, "/root"}
+    with contextlib.suppress(OSError):  # no passwd database: the known homes only
+        homes.update(entry.pw_dir for entry in pwd.getpwall())
+    return frozenset(posixpath.normpath(h) for h in homes if h and h.startswith("/"))
+
+
+def _echo_output(name: str, args: Sequence[Val]) -> str | None:
+    """What echo / printf print, when their arguments are known."""
+    if any(a.unknown for a in args):
+        return None
+    words = [a.text for a in args]
+    if name == "echo":
+        newline, escapes = "\n", False
+        while words and re.fullmatch(r"-[neE]+", words[0]):
+            newline = "" if "n" in words[0] else newline
+            escapes = "e" in words[0] or escapes
+            words = words[1:]
+        text = " ".join(words)
+        return (_ansi_c(text) if escapes else text) + newline
+    if not words:
+        return ""
+    return _printf(words[0], words[1:])
+
+
+_PRINTF_SPEC = re.compile(r"(%[-+ #0]*\d*(?:\.\d+)?[sbdiqcxXoufeEgG%])")
+
+
+def _printf(fmt: str, args: list[str]) -> str:
+    """printf's output: the format reused until the arguments run out."""
+    pending = list(args)
+    out: list[str] = []
+    while True:
+        consumed = False
+        for piece in _PRINTF_SPEC.split(fmt):
+            if not _PRINTF_SPEC.fullmatch(piece):
+                out.append(_ansi_c(piece))
+            elif piece == "%%":
+                out.append("%")
+            else:
+                arg = pending.pop(0) if pending else ""
+                out.append(_ansi_c(arg) if piece.endswith("b") else arg)
+                consumed = True
+        if not pending or not consumed:
+            return "".join(out)
+
+
+def _simple_words(script: str, env: Env, checker: _Interpreter) -> list[Val] | None:
+    """The words of a script that is one simple command, else None."""
+    tree = _PARSER.parse(script.encode("utf-8", "surrogatepass"))
+    commands = [c for c in tree.root_node.children if c.type not in ("comment", ";", "\n")]
+    if len(commands) != 1 or commands[0].type != "command":
+        return None
+    source = script.encode("utf-8", "surrogatepass")
+    expander = _Expander(env, checker)
+    words: list[Val] = []
+    for child in commands[0].children:
+        if child.type == "variable_assignment" or child.type.endswith("redirect"):
+            continue
+        node = child.children[0] if child.type == "command_name" and child.children else child
+        words.extend(expander.words(_src(node, source)))
+    return words
+
+
+def _src(node: Node, source: bytes) -> str:
+    return source[node.start_byte : node.end_byte].decode("utf-8", "surrogatepass")
+
+
+# ------------------------------------------------------------- judging paths
+
+
+_REASONS = {
+    "root": "the whole filesystem (/)",
+    "top": "a top-level system directory",
+    "home": "a home directory",
+    "above-home": "a directory that holds home directories",
+    "cwd": "the working directory",
+    "above-cwd": "a parent of the working directory",
+    "git": "the repository's history (.git)",
+    "unknown": "a path only known when the command runs",
+}
+
+
+def _is_pure_wildcard(pattern: str) -> bool:
+    """A glob component that matches (nearly) any name: *, .*, ?*, **, [!x]* …"""
+    stripped = re.sub(r"\[[^\]]*\]", "?", pattern)
+    stripped = re.sub(r"[@!+*?]\(([^)]*)\)", "*", stripped)
+    return bool(stripped) and set(stripped) <= set("*?.") and any(c in stripped for c in "*?")
+
+
+def _glob_can_match(pattern: str, name: str) -> bool:
+    """Whether a bash glob component can match `name` (dot files only by a literal dot)."""
+    if name.startswith(".") and not (pattern.startswith(".") or pattern.startswith("[")):
+        return False
+    translated = re.sub(r"[@!+*?]\(([^)]*)\)", "*", pattern)
+    return fnmatch.fnmatchcase(name, translated) or fnmatch.fnmatchcase(
+        name, translated.replace("[!", "[^")
+    )
+
+
+class _Places:
+    """Where the protected places are, for one check."""
+
+    def __init__(self, cwd: str, home: str) -> None:
+        self.cwd = posixpath.normpath(cwd)
+        self.home = posixpath.normpath(home) if home else ""
+        self.homes = _all_homes(self.home)
+
+    def judge(self, path: str) -> str | None:
+        """Why deleting this absolute, normalised path recursively is refused."""
+        if path == "/":
+            return "root"
+        parts = [p for p in path.split("/") if p]
+        if ".git" in parts:
+            return "git"
+        if path in self.homes:
+            return "home"
+        if any(h.startswith(path + "/") for h in self.homes):
+            return "above-home"
+        if path == self.cwd:
+            return "cwd"
+        if self.cwd.startswith(path + "/"):
+            return "above-cwd"
+        if len(parts) == 1:
+            return "top"
+        return None
+
+    def absolute(self, text: str) -> str:
+        if text == "~" or text.startswith("~/"):
+            # A literal ~ (quoted, or from a variable) names a file "~" to bash;
+            # nobody means that, and a reader takes it for home: treat it as home.
+            text = self.home + text[1:]
+        joined = text if text.startswith("/") else posixpath.join(self.cwd, text)
+        normal = posixpath.normpath(joined)
+        return "/" + normal.lstrip("/")
+
+    def _below(self, directory: str) -> list[str]:
+        """Names in `directory` that lead to a protected place (cwd, a home)."""
+        prefix = directory.rstrip("/") + "/"
+        return [
+            place[len(prefix) :].split("/")[0]
+            for place in (self.cwd, *self.homes)
+            if place.startswith(prefix)
+        ]
+
+    def judge_glob(self, val: Val) -> str | None:
+        """Walk the components; a glob is judged against what its directory holds."""
+        text = val.text
+        base = "/" if text.startswith("/") else self.cwd
+        components = text.split("/")
+        offset = 0
+        for index, component in enumerate(components):
+            start = offset
+            offset += len(component) + 1
+            if not component:
+                continue
+            if not any(start + k in val.globs for k in range(len(component))):
+                base = self.absolute(posixpath.join(base, component))
+                if component == ".git":
+                    return "git"
+                continue
+            if _glob_can_match(component, ".git"):
+                return "git"
+            if base == "/":
+                return "root"
+            why = self.judge(base)
+            if why in ("home", "cwd") and _is_pure_wildcard(component):
+                return why
+            for name in self._below(base):
+                if "\x01" in name or _glob_can_match(component, name):
+                    return why or "above-cwd"
+            rest = components[index + 1 :]
+            if ".git" in rest:
+                return "git"
+            if ".." in rest:
+                return "unknown"
+            return None
+        return self.judge(base)
+
+    def target(self, val: Val) -> str | None:
+        """Why a recursive delete of this word is refused, or None."""
+        if val.found is not None:
+            return None if val.found == "safe" else val.found
+        if val.script:
+            return None
+        if val.unknown:
+            if val.deferred or val.temp:
+                return None
+            return self._unknown(val)
+        if val.globs:
+            return self.judge_glob(val)
+        if not val.text:
+            return None
+        return self.judge(self.absolute(val.text))
+
+    def _unknown(self, val: Val) -> str | None:
+        """A path with a run-time piece: allowed when a named sub-path follows it,
+        or when it is a name inside a directory that is not protected."""
+        text = val.text
+        parts = text.split("/")
+        if ".git" in parts:
+            return "git"
+        if ".." in parts:
+            return "unknown"
+        tail = [p for p in text[text.rfind(_UNKNOWN) + 1 :].split("/") if p]
+        if tail and not all(_is_pure_wildcard(p) for p in tail):
+            return None  # $DIR/build: a named path below whatever $DIR is
+        head = text[: text.find(_UNKNOWN)]
+        if "/" in head:
+            directory = self.absolute(head.rsplit("/", 1)[0] or "/")
+            return "unknown" if self.judge(directory) else None
+        if head:
+            return None  # build-$X: a name in the working directory
+        return "unknown"
+
+
+# ------------------------------------------------------------- the commands
+
+
 _WRAPPERS: dict[str, frozenset[str]] = {
-    "sudo": frozenset({"-u", "-g", "-C", "-D", "-h", "-p", "-r", "-t", "-U"}),
+    # name: options that take a value
+    "sudo": frozenset({"-u", "-g", "-C", "-D", "-h", "-p", "-r", "-t", "-U", "-R", "-T"}),
     "doas": frozenset({"-u", "-C"}),
-    "env": frozenset({"-u", "-C", "-S", "--unset", "--chdir"}),
+    "env": frozenset({"-u", "-C", "-S", "--unset", "--chdir", "--split-string"}),
     "command": frozenset(),
     "builtin": frozenset(),
     "exec": frozenset({"-a"}),
     "nice": frozenset({"-n", "--adjustment"}),
-    "ionice": frozenset({"-c", "-n", "-p"}),
+    "ionice": frozenset({"-c", "-n", "-p", "--class", "--classdata"}),
     "nohup": frozenset(),
-    "time": frozenset({"-f", "-o"}),
+    "time": frozenset({"-f", "-o", "--format", "--output"}),
     "stdbuf": frozenset({"-i", "-o", "-e"}),
-    "xargs": frozenset({"-I", "-n", "-P", "-L", "-d", "-E", "-s", "-a"}),
     "timeout": frozenset({"-s", "-k", "--signal", "--kill-after"}),
     "setsid": frozenset(),
-    "chroot": frozenset(),
+    "chroot": frozenset({"--userspec", "--groups"}),
+    "chrt": frozenset(),
+    "taskset": frozenset(),
+    "unbuffer": frozenset(),
+    "fakeroot": frozenset(),
+    "strace": frozenset({"-o", "-e", "-p", "-s", "-u"}),
+    "ltrace": frozenset({"-o", "-e", "-p", "-s", "-u"}),
+    "flock": frozenset({"-w", "-E", "--timeout", "--conflict-exit-code"}),
+    "unshare": frozenset(),
+    "nsenter": frozenset({"-t", "--target"}),
+    "firejail": frozenset(),
+    "catchsegv": frozenset(),
+    "busybox": frozenset(),
+    "then": frozenset(),
+    "do": frozenset(),
+    "!": frozenset(),
 }
-_SHELLS = frozenset({"bash", "sh", "dash", "zsh", "ksh"})
+# After their options these take one more operand before the command.
+_WRAPPER_OPERANDS = {"timeout": 1, "chroot": 1, "flock": 1, "taskset": 1, "chrt": 1}
 
-_DANGEROUS_RM_TARGETS = frozenset(
-    {
-        "/",
-        "/*",
-        "/.",
-        "~",
-        "~/",
-        "~/*",
-        "~/.",
-        "$HOME",
-        "$HOME/",
-        "$HOME/*",
-        "${HOME}",
-        "${HOME}/",
-        "${HOME}/*",
-        ".git",
-        ".git/",
-        "./.git",
-        "./.git/",
-        "*",
-        "./*",
-        ".*",
-        "./.*",
-        ".",
-        "./",
-        "..",
-        "../",
-    }
+_RM_LONG = (
+    "force",
+    "interactive",
+    "one-file-system",
+    "no-preserve-root",
+    "preserve-root",
+    "recursive",
+    "dir",
+    "verbose",
+    "help",
+    "version",
 )
 
 
-def _word_text(node: Node) -> str:
-    """The word as bash would see it before expansion, quotes removed."""
-    text = (node.text or b"").decode("utf-8", "replace")
-    if node.type == "raw_string" and len(text) >= 2:
-        return text[1:-1]
-    if node.type == "string" and len(text) >= 2:
-        return text[1:-1]
-    if node.type == "concatenation":
-        return "".join(_word_text(child) for child in node.children)
-    return text
+def _gnu_long(arg: str, options: Sequence[str]) -> str | None:
+    """GNU getopt: an exact long option, else a unique abbreviation, else None."""
+    name = arg[2:].split("=", 1)[0]
+    if name in options:
+        return name
+    candidates = [o for o in options if o.startswith(name)]
+    return candidates[0] if len(candidates) == 1 else None
 
 
-def _commands(node: Node) -> Iterator[list[str]]:
-    """Every simple command in the tree, as a list of words (name first)."""
-    stack = [node]
-    while stack:
-        current = stack.pop()
-        if current.type == "command":
-            words: list[str] = []
-            for child in current.children:
-                if child.type == "command_name":
-                    words.append(_word_text(child.children[0]) if child.children else "")
-                elif words and child.type in (
-                    "word",
-                    "string",
-                    "raw_string",
-                    "concatenation",
-                    "simple_expansion",
-                    "expansion",
-                    "number",
-                ):
-                    words.append(_word_text(child))
-            if words:
-                yield words
-        stack.extend(reversed(current.children))
+def _prefix_of(arg: str, *names: str) -> bool:
+    """A long option that abbreviates any of `names` (ambiguous ones count: deny)."""
+    name = arg[2:].split("=", 1)[0]
+    return arg.startswith("--") and bool(name) and any(n.startswith(name) for n in names)
 
 
-def _unwrap(words: list[str]) -> list[str]:
-    """Strip sudo/env/nice/xargs... so the real command is first."""
-    while words:
-        name = words[0].rsplit("/", 1)[-1]
-        takes_value = _WRAPPERS.get(name)
-        if takes_value is None:
-            return words
-        i = 1
-        while i < len(words):
-            word = words[i]
-            if word == "--":
+class _Interpreter:
+    """Walks the tree in order, tracking what it can know, and refuses on the first problem."""
+
+    def __init__(self, places: _Places, *, quiet: bool = False) -> None:
+        self.places = places
+        self.quiet = quiet  # only computing values (a producer's output): judge nothing
+
+    # -- entry points -------------------------------------------------------------------
+    def check_script(self, script: str, env: Env) -> None:
+        if self.quiet:
+            return
+        source = script.encode("utf-8", "surrogatepass")
+        tree = _PARSER.parse(source)
+        self.node(tree.root_node, source, env)
+
+    def dynamic_script(
+        self, value: Val | None, what: str, env: Env, positional: list[Val] | None = None
+    ) -> None:
+        """Check text that will run as a script (bash -c, eval, a pipe into sh …)."""
+        if value is None or value.unknown:
+            if value is not None and value.deferred:
+                return
+            raise _TooDynamic(f"{what} runs text that is only known when the command runs")
+        inner = env.child(what) if positional is None else env.child(what, positional=positional)
+        self.check_script(value.text, inner)
+
+    # -- tree walking -------------------------------------------------------------------
+    def node(self, node: Node, source: bytes, env: Env, stdin: Val | None = None) -> None:
+        kind = node.type
+        if kind == "command":
+            self.command(node, source, env, stdin)
+        elif kind == "pipeline":
+            self.pipeline(node, source, env, stdin)
+        elif kind == "redirected_statement":
+            self.redirected(node, source, env, stdin)
+        elif kind == "variable_assignment":
+            self.assign(node, source, env)
+        elif kind == "declaration_command":
+            for child in node.children:
+                if child.type == "variable_assignment":
+                    self.assign(child, source, env)
+                elif child.type == "variable_name":
+                    env.vars[_src(child, source)] = None
+        elif kind == "function_definition":
+            self.define(node, source, env)
+        elif kind == "for_statement":
+            self.for_loop(node, source, env)
+        elif kind in ("comment", "heredoc_body", "heredoc_start", "heredoc_end"):
+            return
+        else:
+            for child in node.children:
+                self.node(child, source, env, stdin if kind == "subshell" else None)
+
+    def assign(self, node: Node, source: bytes, env: Env) -> None:
+        name_node = node.child_by_field_name("name")
+        value_node = node.child_by_field_name("value")
+        if name_node is None:
+            return
+        name = _src(name_node, source)
+        if value_node is None:
+            env.vars[name] = _lit("")
+            return
+        if value_node.type == "array":
+            env.vars[name] = None
+            return
+        expander = _Expander(env, self)
+        atoms = expander._tilde(expander.atoms(_src(value_node, source)))
+        env.vars[name] = _atoms_to_val(atoms)
+
+    def define(self, node: Node, source: bytes, env: Env) -> None:
+        name_node = node.child_by_field_name("name")
+        body = node.child_by_field_name("body")
+        if name_node is None or body is None:
+            return
+        env.funcs[_src(name_node, source)] = (body, source)
+        # Judged once with unknown arguments (what it does on its own), and
+        # again at every call with the arguments it gets.
+        deferred = Val(_UNKNOWN, unknown=True, deferred=True)
+        self.node(body, source, env.child("a function", positional=[deferred] * 9))
+
+    def for_loop(self, node: Node, source: bytes, env: Env) -> None:
+        var_node = node.child_by_field_name("variable")
+        body = node.child_by_field_name("body")
+        values: list[Val] | None = []  # None: unknown
+        saw_in = False
+        expander = _Expander(env, self)
+        for child in node.children:
+            if child.type == "in":
+                saw_in = True
+            elif saw_in and child.type not in (";", "do_group", "\n") and child != body:
+                values.extend(expander.words(_src(child, source)))
+        if not saw_in:
+            values = env.positional
+        if var_node is None or body is None:
+            return
+        name = _src(var_node, source)
+        for value in values[:_MAX_WORDS] if values else [None]:
+            env.vars[name] = value
+            self.node(body, source, env)
+
+    def pipeline(self, node: Node, source: bytes, env: Env, stdin: Val | None) -> None:
+        self._chain([c for c in node.children if c.type not in ("|", "|&")], source, env, stdin)
+
+    def _chain(self, parts: list[Node], source: bytes, env: Env, stdin: Val | None) -> None:
+        """Each part of a pipe reads what the previous one writes (unknown unless computed)."""
+        previous = stdin
+        for part in parts:
+            self.node(part, source, env, previous)
+            previous = self._output(part, source, env, previous) or _UNKNOWN_VAL
+
+    def redirected(self, node: Node, source: bytes, env: Env, stdin: Val | None) -> None:
+        body = node.child_by_field_name("body")
+        feed = stdin
+        later: list[Node] = []
+        for child in node.children:
+            if child.type == "herestring_redirect":
+                feed = self._herestring(child, source, env)
+            elif child.type == "heredoc_redirect":
+                feed = self._heredoc(child, source, env)
+                later.extend(c for c in child.children if c.type in ("pipeline", "command"))
+                for inner in child.children:
+                    if inner.type == "file_redirect":
+                        self.node(inner, source, env)
+            elif child.type == "file_redirect":
+                self.node(child, source, env)
+                if any(c.type in ("<", "<&") for c in child.children):
+                    feed = None  # a file: like `bash script.sh`, its text is not judged
+        if body is not None:
+            self.node(body, source, env, feed)
+        for extra in later:
+            out = self._output(body, source, env, feed) if body is not None else None
+            parts = (
+                [c for c in extra.children if c.type not in ("|", "|&")]
+                if extra.type == "pipeline"
+                else [extra]
+            )
+            self._chain(parts, source, env, out or _UNKNOWN_VAL)
+
+    def _herestring(self, node: Node, source: bytes, env: Env) -> Val | None:
+        word = next((c for c in node.children if c.type != "<<<"), None)
+        if word is None:
+            return None
+        return _joined(_Expander(env, self).words(_src(word, source)), " ")
+
+    def _heredoc(self, node: Node, source: bytes, env: Env) -> Val | None:
+        start = next((c for c in node.children if c.type == "heredoc_start"), None)
+        body = next((c for c in node.children if c.type == "heredoc_body"), None)
+        if body is None:
+            return _lit("")
+        text = _src(body, source)
+        delimiter = _src(start, source) if start is not None else ""
+        if any(q in delimiter for q in "'\"\\"):
+            return _lit(text)
+        return _atoms_to_val(_Expander(env, self).atoms(text, quoted=True))
+
+    def _output(self, node: Node | None, source: bytes, env: Env, stdin: Val | None) -> Val | None:
+        """What a command writes to a pipe, when it is known (echo, printf, cat of stdin, find)."""
+        while node is not None and node.type == "redirected_statement":
+            node = node.child_by_field_name("body")
+        if node is None or node.type != "command":
+            return None
+        words = self.words_of(node, source, env, check=False)
+        if not words or words[0].unknown:
+            return None
+        name = posixpath.basename(words[0].text)
+        if name in ("echo", "printf"):
+            out = _echo_output(name, words[1:])
+            return None if out is None else _lit(out)
+        if name == "cat" and len(words) == 1:
+            return stdin
+        if name == "find":
+            return Val(_UNKNOWN, unknown=True, found=self._find_scope(words[1:]))
+        return None
+
+    # -- one simple command -----------------------------------------------------------
+    def words_of(self, node: Node, source: bytes, env: Env, *, check: bool = True) -> list[Val]:
+        """The command's words after expansion (substitutions inside are checked once)."""
+        expander = _Expander(env if check else env.child("output"), self)
+        if not check:
+            expander.checker = _Interpreter(self.places, quiet=True)
+        words: list[Val] = []
+        for child in node.children:
+            if child.type == "variable_assignment" or child.type.endswith("redirect"):
+                continue
+            if child.type == "process_substitution":
+                inner = _src(child, source)[2:-1]
+                if check:
+                    self.check_script(inner, env.child("<(…)"))
+                single = _single_command(inner)
+                out = (
+                    self._output(single, inner.encode("utf-8", "surrogatepass"), env, None)
+                    if single is not None
+                    else None
+                )
+                words.append(Val(out.text if out else _UNKNOWN, unknown=out is None or out.unknown,
+                                 script=True))  # fmt: skip
+            else:
+                words.extend(expander.words(_src(child, source)))
+        return words
+
+    def command(self, node: Node, source: bytes, env: Env, stdin: Val | None) -> None:
+        for child in node.children:
+            if child.type == "variable_assignment":
+                self.assign(child, source, env)
+            elif child.type == "herestring_redirect":
+                stdin = self._herestring(child, source, env)
+            elif child.type.endswith("redirect"):
+                self.node(child, source, env)  # $(…) in a redirection target
+        if not any(c.type == "command_name" for c in node.children):
+            return
+        self.run(self.words_of(node, source, env), env, stdin)
+
+    def run(self, words: list[Val], env: Env, stdin: Val | None) -> None:
+        """Judge one command given its expanded words (name first)."""
+        while words and words[0].known and not words[0].text:
+            words = words[1:]  # an empty expansion as the name: the next word runs
+        if not words:
+            return
+        head = words[0]
+        if head.unknown:
+            if not head.deferred:
+                self.unknown_name(words, env, stdin)
+            return
+        name = posixpath.basename(head.text)
+        args = words[1:]
+        if head.text in env.aliases:
+            inner = env.child(f"alias {head.text}")
+            expansion = inner.aliases.pop(head.text)
+            self.run([*(_lit(w) for w in _shell_split(expansion)), *args], inner, stdin)
+            return
+        if head.text in env.funcs:
+            body, body_source = env.funcs[head.text]
+            self.node(body, body_source, env.child(f"{head.text}()", positional=args), stdin)
+            return
+        if name in _WRAPPERS:
+            self.run(self._unwrap(name, args), env, stdin)
+        elif name in _SHELLS:
+            self.shell(name, args, env, stdin)
+        elif name == "eval":
+            self.dynamic_script(_joined(args, " "), "eval", env)
+        elif name in ("source", "."):
+            if args and args[0].script:
+                self.dynamic_script(None if args[0].unknown else args[0], name, env)
+        else:
+            handler = getattr(self, "cmd_" + re.sub(r"\W", "_", name), None)
+            if handler is not None:
+                handler(args, env, stdin)
+
+    def unknown_name(self, words: list[Val], env: Env, stdin: Val | None) -> None:
+        """A command name known only at run time: refuse if it could be a dangerous one."""
+        for candidate in ("rm", "git", "find", "rsync", "bash", "eval"):
+            try:
+                self.run([_lit(candidate), *words[1:]], env.child("a computed command"), stdin)
+            except (_Refused, _TooDynamic) as exc:
+                raise _TooDynamic(
+                    "its command name is computed when it runs, and as "
+                    f"`{candidate}` it would be refused ({_first_line(exc)})"
+                ) from exc
+
+    def _unwrap(self, name: str, args: list[Val]) -> list[Val]:
+        takes_value = _WRAPPERS[name]
+        i = 0
+        if name == "busybox":
+            return args
+        while i < len(args):
+            text = args[i].text
+            if text == "--":
                 i += 1
                 break
-            if name == "env" and "=" in word and not word.startswith("-"):
-                i += 1
-            elif word.startswith("-"):
-                i += 2 if word in takes_value else 1
+            if name == "env":
+                split = _env_split_string(args, i)
+                if split is not None:
+                    return split
+                if "=" in text and not text.startswith("-"):
+                    i += 1
+                    continue
+            if name == "command" and text in ("-v", "-V"):
+                return []  # prints what the name is, runs nothing
+            if text.startswith("-") and len(text) > 1:
+                i += 2 if text in takes_value else 1
             else:
                 break
-        if name == "timeout":
-            i += 1  # the duration
-        words = words[i:]
-    return words
+        return args[i + _WRAPPER_OPERANDS.get(name, 0) :]
 
+    # -- shells and scripts ------------------------------------------------------------
+    def shell(self, name: str, args: list[Val], env: Env, stdin: Val | None) -> None:
+        from_command = reads_stdin = False
+        i = 0
+        while i < len(args):
+            arg = args[i]
+            if arg.unknown:
+                if arg.deferred:
+                    return
+                raise _TooDynamic(f"`{name}` gets options or a script only known when it runs")
+            text = arg.text
+            if text == "--" or text == "-":
+                i += 1
+                break
+            if text in ("-o", "+o", "-O", "+O", "--rcfile", "--init-file"):
+                i += 2
+                continue
+            if text.startswith("--"):
+                i += 1
+                continue
+            if text.startswith(("-", "+")) and len(text) > 1:
+                from_command |= "c" in text[1:] and text[0] == "-"
+                reads_stdin |= "s" in text[1:] and text[0] == "-"
+                i += 1
+                continue
+            break
+        rest = args[i:]
+        if from_command:
+            if rest:
+                self.dynamic_script(rest[0], f"{name} -c", env, rest[2:])
+            return
+        if rest and not reads_stdin:
+            if rest[0].script:  # bash <(…): the script is what the substitution prints
+                self.dynamic_script(None if rest[0].unknown else rest[0], f"{name} <(…)", env)
+            return  # a script file: its contents are not judged here
+        if stdin is not None:
+            self.dynamic_script(stdin, f"{name} reading a script from its input", env, rest)
 
-def _rm_problem(args: list[str]) -> str | None:
-    recursive = force = False
-    targets: list[str] = []
-    options_done = False
-    for arg in args:
-        if not options_done and arg == "--":
-            options_done = True
-        elif not options_done and arg.startswith("--"):
-            recursive |= arg == "--recursive"
-            force |= arg == "--force"
-        elif not options_done and arg.startswith("-") and len(arg) > 1:
-            recursive |= "r" in arg or "R" in arg
-            force |= "f" in arg
-        else:
-            targets.append(arg)
-    if not recursive:
-        return None
-    for target in targets:
-        normal = target.rstrip("/") or "/"
-        if target in _DANGEROUS_RM_TARGETS or normal in _DANGEROUS_RM_TARGETS:
-            flags = "-rf" if force else "-r"
-            return (
-                f"Refused: `rm {flags} {target}` would delete "
-                + (
-                    "the repository's history"
-                    if ".git" in target
-                    else "everything under it"
-                    if target not in ("*", "./*", ".*", "./.*", ".", "./")
-                    else "every file in the working directory"
-                )
-                + ". Delete specific paths by name instead (e.g. rm -r build/), "
-                "and never .git, ~ or /."
-            )
-    return None
-
-
-def _git_problem(args: list[str]) -> str | None:
-    i = 0
-    while i < len(args) and args[i].startswith("-"):
-        i += 2 if args[i] in ("-C", "-c", "--git-dir", "--work-tree", "--namespace") else 1
-    if i >= len(args):
-        return None
-    sub, rest = args[i], args[i + 1 :]
-    if sub == "add":
-        for arg in rest:
-            if arg in ("-A", "--all", ".", "./", ":/", "*", "--no-ignore-removal") or (
-                arg.startswith("-") and not arg.startswith("--") and "A" in arg
-            ):
-                return (
-                    f"Refused: `git add {arg}` stages everything, including files that "
-                    "must not be committed. Stage files by name: git add path/to/file"
-                )
-    if sub == "push":
-        for arg in rest:
-            forced = arg == "--force" or (
-                arg.startswith("-") and not arg.startswith("--") and "f" in arg
-            )
-            if forced or (arg.startswith("+") and len(arg) > 1):
-                return (
-                    f"Refused: `git push {arg}` rewrites the remote's history and can "
-                    "destroy other people's work. Use git push --force-with-lease if a "
-                    "rewrite is really intended, or push normally."
-                )
-    return None
-
-
-def _check_words(words: list[str], depth: int) -> str | None:
-    words = _unwrap(words)
-    if not words:
-        return None
-    name, args = words[0].rsplit("/", 1)[-1], words[1:]
-    if name == "rm":
-        return _rm_problem(args)
-    if name == "git":
-        return _git_problem(args)
-    if name in _SHELLS and depth < _MAX_DEPTH:
+    def cmd_su(self, args: list[Val], env: Env, stdin: Val | None) -> None:
         for i, arg in enumerate(args):
-            if (
-                arg.startswith("-")
-                and "c" in arg
-                and not arg.startswith("--")
-                and i + 1 < len(args)
+            if arg.text in ("-c", "--command") and i + 1 < len(args):
+                self.dynamic_script(args[i + 1], "su -c", env)
+            elif arg.text.startswith("--command="):
+                self.dynamic_script(_lit(arg.text.split("=", 1)[1]), "su -c", env)
+
+    cmd_runuser = cmd_su
+
+    def cmd_watch(self, args: list[Val], env: Env, stdin: Val | None) -> None:
+        i = 0
+        while i < len(args) and args[i].text.startswith("-"):
+            i += 2 if args[i].text in ("-n", "--interval", "-d", "-q") else 1
+        if i < len(args):
+            self.dynamic_script(_joined(args[i:], " "), "watch", env)
+
+    def cmd_trap(self, args: list[Val], env: Env, stdin: Val | None) -> None:
+        if args and not args[0].text.startswith("-"):
+            self.dynamic_script(args[0], "trap", env)
+
+    def cmd_set(self, args: list[Val], env: Env, stdin: Val | None) -> None:
+        for i, arg in enumerate(args):
+            if arg.text == "--" or not arg.text.startswith(("-", "+")):
+                env.positional = args[i + 1 :] if arg.text == "--" else args[i:]
+                return
+
+    def cmd_shift(self, args: list[Val], env: Env, stdin: Val | None) -> None:
+        count = int(args[0].text) if args and args[0].text.isdigit() else 1
+        if env.positional is not None:
+            env.positional = env.positional[count:]
+
+    def cmd_read(self, args: list[Val], env: Env, stdin: Val | None) -> None:
+        names = [a.text for a in args if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", a.text)]
+        values = _shell_split(stdin.text) if stdin is not None and stdin.known else None
+        for index, name in enumerate(names):
+            if values is None or index >= len(values):
+                env.vars[name] = None if values is None else _lit("")
+            elif index == len(names) - 1:
+                env.vars[name] = _lit(" ".join(values[index:]))
+            else:
+                env.vars[name] = _lit(values[index])
+
+    def cmd_alias(self, args: list[Val], env: Env, stdin: Val | None) -> None:
+        for arg in args:
+            name, eq, value = arg.text.partition("=")
+            if eq:
+                if arg.unknown:
+                    env.aliases[name] = "\0"
+                    raise _TooDynamic(f"alias {name} is only known when it runs")
+                env.aliases[name] = value
+                self.check_script(value, env.child(f"alias {name}"))
+
+    def cmd_xargs(self, args: list[Val], env: Env, stdin: Val | None) -> None:
+        i = 0
+        replace_str: str | None = None
+        delimiter: str | None = None
+        from_file = False
+        valued = {"-n", "-L", "-P", "-s", "-E", "-e", "-l", "--max-args", "--max-procs"}
+        while i < len(args):
+            text = args[i].text
+            if text == "--":
+                i += 1
+                break
+            if not text.startswith("-") or text == "-":
+                break
+            if text in ("-I", "--replace") and i + 1 < len(args):
+                replace_str = args[i + 1].text
+                i += 2
+                continue
+            if text.startswith("-I") or text.startswith("--replace="):
+                replace_str = text[2:] if text.startswith("-I") else text.split("=", 1)[1]
+            elif text.startswith("-i"):
+                replace_str = text[2:] or "{}"
+            elif text in ("-0", "--null"):
+                delimiter = "\0"
+            elif text in ("-d", "--delimiter") and i + 1 < len(args):
+                delimiter = _ansi_c(args[i + 1].text)
+                i += 2
+                continue
+            elif text.startswith("-d") or text.startswith("--delimiter="):
+                delimiter = _ansi_c(text[2:] if text.startswith("-d") else text.split("=", 1)[1])
+            elif text in ("-a", "--arg-file") or text.startswith(("-a", "--arg-file=")):
+                from_file = True
+                if text in ("-a", "--arg-file"):
+                    i += 1
+            elif text in valued:
+                i += 1
+            i += 1
+        command = args[i:] or [_lit("echo")]
+        if from_file or stdin is None or (stdin.unknown and stdin.found is None):
+            items: list[Val] = [_UNKNOWN_VAL]
+        elif stdin.found is not None:
+            items = [stdin]
+        else:
+            if delimiter:
+                raw = stdin.text.split(delimiter)
+            elif replace_str:
+                raw = [line.strip() for line in stdin.text.split("\n")]  # -I: one item a line
+            else:
+                raw = _shell_split(stdin.text)
+            items = [_lit(item) for item in raw if item]
+            items = [_expand_literal_tilde(v, env) for v in items]
+        if replace_str:
+            for item in items:
+                substituted = [_substitute(word, replace_str, item) for word in command]
+                self.run(substituted, env.child("xargs"), None)
+        else:
+            self.run([*command, *items], env.child("xargs"), None)
+
+    def cmd_parallel(self, args: list[Val], env: Env, stdin: Val | None) -> None:
+        if any(a.text in (":::", "::::") for a in args):
+            split = next(i for i, a in enumerate(args) if a.text in (":::", "::::"))
+            command, items = args[:split], args[split + 1 :]
+            if args[split].text == "::::":
+                items = [_UNKNOWN_VAL]
+        else:
+            command, items = args, [stdin or _UNKNOWN_VAL]
+        while command and command[0].text.startswith("-"):
+            command = command[1:]
+        for item in items:
+            words = [_substitute(w, "{}", item) for w in command]
+            if not any("{}" in w.text for w in command):
+                words.append(item)
+            self.run(words, env.child("parallel"), None)
+
+    # -- deleting ------------------------------------------------------------------------
+    def _refuse_delete(self, shown: str, why: str, env: Env, example: str) -> None:
+        where = f" (reached through {' → '.join(env.via)})" if env.via else ""
+        if why == "unknown":
+            raise _TooDynamic(
+                f"`{shown}` deletes recursively a path that is only known when it runs{where}"
+            )
+        raise _Refused(
+            f"Refused: `{shown}` would delete {_REASONS[why]}{where}. "
+            f"Delete specific paths by name instead (e.g. {example}), and never .git, ~ or /."
+        )
+
+    def cmd_rm(self, args: list[Val], env: Env, stdin: Val | None) -> None:
+        recursive = force = maybe = False
+        targets: list[Val] = []
+        options_done = False
+        for arg in args:
+            text = arg.text
+            if options_done or arg.script:
+                targets.append(arg)
+            elif arg.unknown:
+                # "$FLAGS" may hold -rf; "$DIR" is a target: both are judged.
+                maybe |= not arg.deferred and text.startswith(_UNKNOWN)
+                targets.append(arg)
+            elif text == "--":
+                options_done = True
+            elif text.startswith("--"):
+                option = _gnu_long(text, _RM_LONG)
+                recursive |= option == "recursive"
+                force |= option == "force"
+            elif text.startswith("-") and len(text) > 1:
+                recursive |= "r" in text or "R" in text
+                force |= "f" in text
+            else:
+                targets.append(arg)
+        if not (recursive or maybe):
+            return
+        flags = ("-rf" if force else "-r") if recursive else "…"
+        for target in targets:
+            why = self.places.target(target)
+            if why and not recursive and (target.unknown or why == "unknown"):
+                continue  # with unknown options, only known targets are judged
+            if why:
+                shown = f"rm {flags} {target.shown(self.places.home, self.places.cwd)}"
+                if not recursive:
+                    raise _TooDynamic(
+                        f"`{shown}` gets options only known when it runs, and it names "
+                        f"{_REASONS[why]}"
+                    )
+                self._refuse_delete(shown, why, env, "rm -r build/")
+
+    def _find_scope(self, args: list[Val]) -> str:
+        """What `find ARGS` lists: "safe" (named files, or a harmless tree) or why not."""
+        starts, expression = _find_split(args)
+        narrowed = _find_narrowed(expression, acting_only=False)
+        if _find_hits_git(expression, acting_only=False):
+            return "git"
+        for start in starts or [_lit(".")]:
+            why = self.places.target(start)
+            if why == "git" or (why and not narrowed):
+                return why
+        return "safe"
+
+    def cmd_find(self, args: list[Val], env: Env, stdin: Val | None) -> None:
+        starts, expression = _find_split(args)
+        texts = [a.text for a in expression]
+        destructive = "-delete" in texts
+        found = Val(_UNKNOWN, unknown=True, found=self._find_scope(args))
+        i = 0
+        while i < len(expression):
+            if texts[i] in ("-exec", "-execdir", "-ok", "-okdir"):
+                end = i + 1
+                while end < len(expression) and texts[end] not in (";", "+"):
+                    end += 1
+                inner = expression[i + 1 : end]
+                if inner and posixpath.basename(inner[0].text) in ("rm", "unlink", "shred"):
+                    destructive |= any("{}" in w.text for w in inner)
+                self.run(
+                    [_substitute(w, "{}", found) for w in inner], env.child("find -exec"), None
+                )
+                i = end + 1
+                continue
+            i += 1
+        if not destructive:
+            return
+        narrowed = _find_narrowed(expression, acting_only=True)
+        hits_git = _find_hits_git(expression, acting_only=True)
+        for start in starts or [_lit(".")]:
+            why = self.places.target(start)
+            if hits_git or why == "git" or (why and not narrowed):
+                shown = "find " + " ".join(a.shown(self.places.home, self.places.cwd) for a in args)
+                self._refuse_delete(shown, why or "git", env, "find . -name '*.pyc' -delete")
+
+    def cmd_rsync(self, args: list[Val], env: Env, stdin: Val | None) -> None:
+        valued_short = {"-e", "-f", "-T", "-B", "-M"}
+        deleting = removing_sources = False
+        operands: list[Val] = []
+        i = 0
+        while i < len(args):
+            text = args[i].text
+            if text == "--":
+                operands.extend(args[i + 1 :])
+                break
+            if text.startswith("--"):
+                name = text[2:].split("=", 1)[0]
+                if len(name) >= 3 and ("delete".startswith(name) or name.startswith("del")):
+                    deleting = True
+                if (len(name) >= 3 and "remove-source-files".startswith(name)) or name.startswith(
+                    "remove-sen"
+                ):
+                    removing_sources = True
+                if "=" not in text and name in (
+                    "rsh", "exclude", "include", "filter", "files-from", "temp-dir",
+                    "partial-dir", "backup-dir", "suffix", "chmod", "chown", "rsync-path",
+                    "log-file", "password-file", "port", "timeout", "bwlimit", "max-size",
+                    "min-size", "max-delete", "compare-dest", "copy-dest", "link-dest",
+                    "out-format", "usermap", "groupmap", "info", "debug", "iconv",
+                    "exclude-from", "include-from", "contimeout", "modify-window",
+                ):  # fmt: skip
+                    i += 1
+            elif text.startswith("-") and len(text) > 1:
+                if text in valued_short:
+                    i += 1
+            else:
+                operands.append(args[i])
+            i += 1
+        if len(operands) < 2 and not removing_sources:
+            return
+        shown = "rsync " + " ".join(a.shown(self.places.home, self.places.cwd) for a in args)
+        if deleting and operands:
+            dest = operands[-1]
+            why = self._rsync_target(dest)
+            if why:
+                self._refuse_delete(shown, why, env, "rsync -a --delete src/ build/")
+        if removing_sources:
+            for source in operands[:-1] or operands:
+                why = self._rsync_target(source)
+                if why:
+                    self._refuse_delete(shown, why, env, "rsync -a src/ build/")
+
+    def _rsync_target(self, val: Val) -> str | None:
+        remote = re.match(r"^(?:rsync://[^/]*|[^/:]+:)(.*)$", val.text) if val.known else None
+        if remote and not val.text.startswith("/"):
+            path = remote.group(1)
+            return "home" if path.strip("/") in ("", "~", ".") else None
+        return self.places.target(val)
+
+    # -- git ------------------------------------------------------------------------------
+    def cmd_git(self, args: list[Val], env: Env, stdin: Val | None) -> None:
+        valued = {"-C", "-c", "--git-dir", "--work-tree", "--namespace", "--exec-path",
+                  "--super-prefix", "--config-env", "--list-cmds"}  # fmt: skip
+        aliases = dict(env.git_aliases)
+        config: dict[str, str | None] = {}
+        i = 0
+        while i < len(args) and args[i].text.startswith("-"):
+            text = args[i].text
+            setting: Val | None = None
+            if text == "-c" and i + 1 < len(args):
+                setting = args[i + 1]
+            elif text.startswith("-c") and len(text) > 2:
+                setting = Val(text[2:], unknown=args[i].unknown)
+            elif text.startswith("--config-env"):
+                pair = (
+                    text.split("=", 1)[1]
+                    if "=" in text
+                    else (args[i + 1].text if i + 1 < len(args) else "")
+                )
+                key = pair.split("=", 1)[0].lower()
+                config[key] = None
+                if key.startswith("alias."):
+                    aliases[key[6:]] = None
+            if setting is not None:
+                key, _, value = setting.text.partition("=")
+                key = key.lower()
+                config[key] = None if setting.unknown else value
+                if key.startswith("alias."):
+                    aliases[key[6:]] = None if setting.unknown else value
+            i += 2 if text in valued and "=" not in text else 1
+        if i >= len(args):
+            return
+        sub = args[i]
+        rest = args[i + 1 :]
+        if sub.unknown:
+            if sub.deferred:
+                return
+            raise _TooDynamic("its git subcommand is only known when it runs")
+        name = sub.text
+        if name in aliases and name not in _GIT_BUILTINS:
+            expansion = aliases[name]
+            if expansion is None:
+                raise _TooDynamic(f"git alias `{name}` is only known when it runs")
+            inner = env.child(f"git alias {name}")
+            inner.git_aliases = {k: v for k, v in aliases.items() if k != name}
+            if expansion.startswith("!"):
+                script = expansion[1:]
+                self.check_script(script, inner.child("git alias", positional=list(rest)))
+                return
+            split = [_lit(w) for w in _shell_split(expansion)]
+            self.cmd_git([*args[:i], *split, *rest], inner, stdin)
+            return
+        if name in ("add", "stage"):
+            self._git_add(name, rest, env)
+        elif name == "push":
+            self._git_push(rest, config, env)
+        elif name == "config":
+            self._git_config(rest, env)
+
+    def _git_config(self, rest: list[Val], env: Env) -> None:
+        plain = [a for a in rest if not a.text.startswith("-")]
+        if len(plain) >= 2 and plain[0].text.lower().startswith("alias."):
+            key = plain[0].text[6:]
+            env.git_aliases[key] = None if plain[1].unknown else plain[1].text
+
+    def _git_add(self, name: str, rest: list[Val], env: Env) -> None:
+        options_done = False
+        for arg in rest:
+            text = arg.text
+            everything = False
+            if not options_done and text == "--":
+                options_done = True
+                continue
+            if not options_done and text.startswith("--"):
+                everything = _prefix_of(text, "all") or (
+                    len(text) >= 7 and _prefix_of(text, "no-ignore-removal")
+                )
+            elif not options_done and text.startswith("-") and len(text) > 1:
+                everything = "A" in text[1:]
+            else:
+                everything = self._pathspec_everything(arg)
+            if everything:
+                where = f" (reached through {' → '.join(env.via)})" if env.via else ""
+                shown = arg.shown(self.places.home, self.places.cwd)
+                raise _Refused(
+                    f"Refused: `git {name} {shown}` stages everything, "
+                    f"including files that must not be committed{where}. "
+                    "Stage files by name: git add path/to/file"
+                )
+
+    def _pathspec_everything(self, arg: Val) -> bool:
+        text = arg.text
+        if arg.unknown:
+            return not arg.deferred and arg.found is None and text.strip(_UNKNOWN + "/") == ""
+        magic = re.match(r"^:(\([^)]*\)|[/!^]*)", text)
+        if magic and magic.group():
+            rest = text[magic.end() :]
+            return rest in ("", ".", "*", "/") or _is_pure_wildcard(rest)
+        if _is_pure_wildcard(text.rstrip("/")) or text.rstrip("/") in ("*", "**"):
+            return True
+        path = self.places.absolute(text)
+        why = self.places.judge(path)
+        return why in ("cwd", "above-cwd", "root", "home", "above-home")
+
+    def _git_push(self, rest: list[Val], config: dict[str, str | None], env: Env) -> None:
+        problem: str | None = None
+        shown = ""
+        operands: list[Val] = []
+        i = 0
+        options_done = False
+        while i < len(rest):
+            arg = rest[i]
+            text = arg.text
+            if not options_done and text == "--":
+                options_done = True
+            elif not options_done and text.startswith("--"):
+                name = text[2:].split("=", 1)[0]
+                if (
+                    name.startswith("force-with-lease")
+                    or name.startswith("force-if-includes")
+                    or (len(name) > 6 and "force-with-lease".startswith(name))
+                ):
+                    pass
+                elif _prefix_of(text, "force", "mirror", "delete", "prune"):
+                    problem, shown = problem or text, shown or text
+                elif name in ("repo", "receive-pack", "exec", "push-option") and "=" not in text:
+                    i += 1
+            elif not options_done and text.startswith("-") and len(text) > 1:
+                flags = text[1:]
+                for k, flag in enumerate(flags):
+                    if flag in "fd":
+                        problem, shown = problem or text, shown or text
+                    if flag == "o":
+                        if k == len(flags) - 1:
+                            i += 1
+                        break
+            else:
+                operands.append(arg)
+            i += 1
+        for ref in operands[1:]:
+            if ref.unknown and not ref.deferred:
+                raise _TooDynamic("git push gets a refspec only known when it runs")
+            if ref.text.startswith(("+", ":")) or (
+                ":" in ref.text and ref.text.split(":")[0] == ""
             ):
-                return _check(args[i + 1], depth + 1)
-    if name == "eval" and depth < _MAX_DEPTH:
-        return _check(" ".join(args), depth + 1)
-    return None
-
-
-def _check(command: str, depth: int) -> str | None:
-    tree = _PARSER.parse(command.encode("utf-8", "surrogatepass"))
-    for words in _commands(tree.root_node):
-        problem = _check_words(words, depth)
+                problem, shown = problem or ref.text, shown or ref.text
+        for key, value in config.items():
+            if re.fullmatch(r"remote\..*\.mirror", key) and (value or "true").lower() in (
+                "true", "yes", "on", "1", ""
+            ):  # fmt: skip
+                problem, shown = problem or f"-c {key}", shown or f"-c {key}={value}"
+            if re.fullmatch(r"remote\..*\.push", key) and (
+                value is None or value.startswith(("+", ":"))
+            ):
+                problem, shown = problem or f"-c {key}", shown or f"-c {key}={value}"
         if problem:
-            return problem
+            where = f" (reached through {' → '.join(env.via)})" if env.via else ""
+            raise _Refused(
+                f"Refused: `git push {shown}` rewrites the remote's history (overwriting or "
+                f"deleting what is there) and can destroy other people's work{where}. Use "
+                "git push --force-with-lease if a rewrite is really intended, or push normally."
+            )
+
+
+_GIT_BUILTINS = frozenset(
+    {"add", "stage", "push", "commit", "status", "log", "diff", "config", "fetch", "pull"}
+)
+
+
+def _find_split(args: list[Val]) -> tuple[list[Val], list[Val]]:
+    """find's start paths and its expression (after -H/-L/-P/-D/-O)."""
+    i = 0
+    while i < len(args):
+        text = args[i].text
+        if text in ("-H", "-L", "-P") or re.fullmatch(r"-O\d?", text):
+            i += 1
+        elif text == "-D":
+            i += 2
+        else:
+            break
+    starts: list[Val] = []
+    while i < len(args):
+        text = args[i].text
+        if args[i].known and (text.startswith("-") or text in ("(", "!", ",", ")")):
+            break
+        starts.append(args[i])
+        i += 1
+    return starts, args[i:]
+
+
+_NARROWING = {
+    "-name", "-iname", "-path", "-ipath", "-wholename", "-iwholename", "-regex", "-iregex",
+    "-lname", "-ilname", "-newer", "-mtime", "-mmin", "-atime", "-amin", "-ctime", "-cmin",
+    "-size", "-empty", "-user", "-group", "-perm", "-inum", "-samefile", "-links", "-uid",
+    "-gid", "-newermt", "-used",
+}  # fmt: skip
+_NAME_TESTS = {"-name", "-iname", "-path", "-ipath", "-wholename", "-iwholename"}
+_ACTIONS = {"-delete", "-exec", "-execdir", "-ok", "-okdir"}
+
+
+def _find_branches(expression: list[Val], acting_only: bool) -> list[list[Val]]:
+    """The -o alternatives (parentheses read as transparent) that act."""
+    branches: list[list[Val]] = [[]]
+    for arg in expression:
+        if arg.text in ("-o", "-or"):
+            branches.append([])
+        else:
+            branches[-1].append(arg)
+    if not acting_only:
+        return branches
+    return [b for b in branches if any(a.text in _ACTIONS for a in b)]
+
+
+def _find_narrowed(expression: list[Val], *, acting_only: bool) -> bool:
+    """Every acting branch is limited by a positive test of names, times, sizes …"""
+    for branch in _find_branches(expression, acting_only):
+        texts = [a.text for a in branch]
+        narrowed = False
+        for k, text in enumerate(texts):
+            if text not in _NARROWING or (k > 0 and texts[k - 1] in ("!", "-not")):
+                continue
+            value = branch[k + 1] if k + 1 < len(branch) else None
+            if text in _NAME_TESTS or text in ("-regex", "-iregex"):
+                if value is None or value.unknown:
+                    continue
+                last = value.text.rstrip("/").rsplit("/", 1)[-1]
+                if _is_pure_wildcard(last) or not last or re.fullmatch(r"[.*+$^]*", last):
+                    continue
+            narrowed = True
+        if not narrowed:
+            return False
+    return True
+
+
+def _find_hits_git(expression: list[Val], *, acting_only: bool) -> bool:
+    """An acting branch selects .git by name or path."""
+    for branch in _find_branches(expression, acting_only):
+        for k, arg in enumerate(branch[:-1]):
+            if arg.text in _NAME_TESTS and (k == 0 or branch[k - 1].text not in ("!", "-not")):
+                pattern = branch[k + 1].text
+                if any(_glob_can_match(p, ".git") for p in pattern.split("/") if p):
+                    return True
+    return False
+
+
+def _substitute(word: Val, token: str, value: Val) -> Val:
+    if token not in word.text:
+        return word
+    if word.text == token:
+        return value
+    text = word.text.replace(token, value.text)
+    return Val(text, frozenset(), value.unknown or word.unknown, value.deferred, value.temp,
+               value.found)  # fmt: skip
+
+
+def _joined(values: Sequence[Val], sep: str) -> Val:
+    text = sep.join(v.text for v in values)
+    unknown = any(v.unknown for v in values)
+    deferred = unknown and all(v.deferred for v in values if v.unknown)
+    return Val(text, unknown=unknown, deferred=deferred)
+
+
+def _expand_literal_tilde(value: Val, env: Env) -> Val:
+    """xargs items are not tilde-expanded by bash, but a literal ~ there is as alarming."""
+    if value.text == "~" or value.text.startswith("~/"):
+        return _lit(env.home + value.text[1:])
+    return value
+
+
+def _shell_split(text: str) -> list[str]:
+    try:
+        return shlex.split(text, posix=True)
+    except ValueError:
+        return text.split()
+
+
+def _first_line(exc: BaseException) -> str:
+    return str(exc).split(". ")[0].removeprefix("Refused: ")
+
+
+def _env_split_string(args: list[Val], i: int) -> list[Val] | None:
+    """env -S 'cmd args' / --split-string=…: the words it will run."""
+    text = args[i].text
+    if text in ("-S", "--split-string") and i + 1 < len(args):
+        return [*(_lit(w) for w in _shell_split(args[i + 1].text)), *args[i + 2 :]]
+    if text.startswith("-S") and len(text) > 2:
+        return [*(_lit(w) for w in _shell_split(text[2:])), *args[i + 1 :]]
+    if text.startswith("--split-string="):
+        return [*(_lit(w) for w in _shell_split(text.split("=", 1)[1])), *args[i + 1 :]]
     return None
 
 
-def check_command(command: str) -> str | None:
-    """Why `command` must not run, as a message for the model, or None if it may."""
-    return _check(command, 0)
+def _single_command(script: str) -> Node | None:
+    tree = _PARSER.parse(script.encode("utf-8", "surrogatepass"))
+    commands = [c for c in tree.root_node.children if c.type == "command"]
+    return commands[0] if len(commands) == 1 else None
+
+
+def _too_dynamic_message(command: str, why: str) -> str:
+    short = command if len(command) <= 80 else command[:77] + "..."
+    return (
+        f"Refused: cannot check `{short}`: {why}, so the safety check cannot see what it "
+        "would do. Write the command out plainly (literal command names and paths, no "
+        "eval, no script piped into a shell) and run it again."
+    )
+
+
+def check_command(command: str, *, cwd: str | os.PathLike[str] | None = None) -> str | None:
+    """Why `command` must not run, as a message for the model, or None if it may.
+
+    `cwd` is the directory the command runs in; without it the working
+    directory is treated as unknown (its parents are still recognised).
+    """
+    home = os.environ.get("HOME") or _home_of(_current_user()) or "/root"
+    places = _Places(str(cwd) if cwd is not None else _FAKE_CWD, home)
+    env = Env(cwd=places.cwd, home=places.home)
+    try:
+        _Interpreter(places).check_script(command, env)
+    except _Refused as refusal:
+        return str(refusal)
+    except _TooDynamic as unknown:
+        return _too_dynamic_message(command, str(unknown))
+    except RecursionError:
+        return _too_dynamic_message(command, "it nests too deeply to follow")
+    return None
+
+
+def _current_user() -> str:
+    try:
+        return pwd.getpwuid(os.geteuid()).pw_name
+    except KeyError:  # pragma: no cover
+        return "root"
