@@ -70,6 +70,18 @@ class PhoenixConfig(Configurable):
         help="Let the agent read the kernel (variables, history, a sandboxed fork); off: "
         "its kernel tools answer with an error.",
     ).tag(config=True)
+    checkpoints = Bool(
+        True, help="Checkpoint the folder while the agent can write, so %phoenix revert works."
+    ).tag(config=True)
+    checkpoint_max_file_size = Int(
+        20 * 1024 * 1024, help="Bytes; larger files are recorded by hash only (not restorable)."
+    ).tag(config=True)
+    checkpoint_keep_days = Float(
+        30.0, help="Days before old checkpoints may be pruned (never the latest turn's)."
+    ).tag(config=True)
+    checkpoint_max_bytes = Int(
+        2 * 1024 * 1024 * 1024, help="Bytes per conversation's store before the oldest go."
+    ).tag(config=True)
 
     def _model_default(self) -> str:
         return default_model()
@@ -165,6 +177,10 @@ class Session:
                 env_allow=tuple(c.env_allow),
                 kernel_access=c.kernel_access,
                 cache_ttl=None if c.cache_ttl == "off" else c.cache_ttl,
+                checkpoints=c.checkpoints,
+                checkpoint_max_file_size=c.checkpoint_max_file_size,
+                checkpoint_keep_days=c.checkpoint_keep_days,
+                checkpoint_max_bytes=c.checkpoint_max_bytes,
             )
             self._phoenix = Phoenix(settings, kernel=self.kernel)
             c.observe(self._kernel_access_changed, names="kernel_access")
