@@ -56,7 +56,7 @@ from dataclasses import dataclass, field, replace
 import tree_sitter_bash
 from tree_sitter import Language, Node, Parser
 
-__all__ = ["check_command"]
+__all__ = ["check_command", "expand_word"]
 
 _PARSER = Parser(Language(tree_sitter_bash.language()))
 _MAX_DEPTH = 24  # nested shells, evals, functions and aliases followed
@@ -1148,7 +1148,7 @@ class _Interpreter:
                 self.run([_lit(candidate), *words[1:]], env.child("a computed command"), stdin)
             except (_Refused, _TooDynamic) as exc:
                 raise _TooDynamic(
-                    "its command name is computed when it runs, and as "
+                    "its command name is only known when it runs, and as "
                     f"`{candidate}` it would be refused ({_first_line(exc)})"
                 ) from exc
 
@@ -1820,3 +1820,14 @@ def _current_user() -> str:
         return pwd.getpwuid(os.geteuid()).pw_name
     except KeyError:  # pragma: no cover
         return "root"
+
+
+def expand_word(word: str, *, cwd: str, home: str) -> list[str]:
+    """The words the checker sees for one bash word (for tests against real bash).
+
+    Globs are left unexpanded, as bash leaves a pattern that matches nothing;
+    text only known at run time shows as NUL.
+    """
+    places = _Places(cwd, home)
+    env = Env(cwd=places.cwd, home=places.home)
+    return [v.text for v in _Expander(env, _Interpreter(places, quiet=True)).words(word)]
