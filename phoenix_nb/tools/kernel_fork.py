@@ -24,12 +24,16 @@ What the child does before it runs anything of the job (order matters):
 5. replaces the environment with the same allowlisted one bash gets
    (`tools/environment.py`) and overwrites the process's initial environment
    block, which `/proc/self/environ` would still show;
-6. applies rlimits (no core dumps, CPU, file size, address space) and, for
-   Restricted work, the sandbox: private network and IPC namespaces,
-   capabilities dropped, Landlock (read-only filesystem but its private
-   TMPDIR, no TCP, signals and abstract sockets scoped to the sandbox) and
-   seccomp — the same pieces the bash launcher applies (`_sandbox_child.py`);
-   if any of it fails the job does not run.
+6. for Restricted work, confines itself with the sandbox's documented entry
+   point, `sandbox.confine_forked_child` (issue 12): the conversation's
+   cgroup budget, fresh user/network/IPC/mount/PID namespaces (it forks once
+   more: the process the kernel forked becomes a silent intermediate and the
+   job runs as PID 1 of the new namespace), a capped tmpfs TMPDIR, credential
+   paths hidden, rlimits, no capabilities, Landlock and seccomp — what a
+   Restricted bash command gets. If any of it fails the job does not run.
+   The address-space rlimit is the kernel's own size plus the sandbox's
+   allowance: a fork already maps everything the kernel maps. Unconfined
+   forks (summaries where no sandbox exists) get rlimits only.
 
 Fork copies one thread. Locks other kernel threads held at the instant of the
 fork stay held in the child; the child therefore only runs its job and writes
@@ -48,7 +52,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ctypes
-import functools
 import gc
 import io
 import json
@@ -65,7 +68,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from phoenix_nb.tools import sandbox
 from phoenix_nb.tools.kernel_port import KernelPort
+from phoenix_nb.tools.sandbox_cleanup import remove_tree
 
 log = logging.getLogger(__name__)
 
@@ -103,6 +108,7 @@ class ForkOutcome:
     signal: int | None = None
     timed_out: bool = False
     result_truncated: bool = False
+    limits_hit: list[str] = field(default_factory=list)  # cgroup budgets the fork ran into
     elapsed: float = 0.0
 
     @property
@@ -126,7 +132,12 @@ class ForkOutcome:
                 "SIGXCPU": "its CPU time limit",
                 "SIGXFSZ": "its file size limit",
             }.get(name, name)
-            return f"the forked process died of {why} ({name})"
+            hit = (
+                f"; it reached the sandbox's {' and '.join(self.limits_hit)} limit"
+                if (self.limits_hit)
+                else ""
+            )
+            return f"the forked process died of {why} ({name}){hit}"
         if self.exit_code == _EXIT_CONFINE_FAILED:
             return "the sandbox could not be applied to the forked process, so nothing ran"
         if self.exit_code not in (0, None):
@@ -165,61 +176,51 @@ class _Bounded:
 # ------------------------------------------------------------------------ confinement
 
 
-@dataclass(frozen=True)
-class Confinement:
-    """What Restricted work needs, prepared once in the kernel (no user code involved)."""
-
-    restrictions: Any  # _sandbox_child.Restrictions
-    devices: tuple[str, ...] = ("/dev/null", "/dev/zero", "/dev/full")
+def sandbox_ready() -> bool:
+    """Whether forks can be confined here (Restricted mode's pieces exist)."""
+    return sandbox.detect_sandbox().available
 
 
-@functools.cache
-def confinement() -> Confinement | None:
-    """The sandbox pieces for forked children, built once; None where Landlock/seccomp fail.
+@dataclass
+class _Confined:
+    """What the kernel prepares before a confined fork, and cleans up after it."""
 
-    The seccomp program is compiled here, in the kernel, once: a child then
-    pays one prctl. Nothing is applied to the kernel itself.
-    """
+    policy: Any  # sandbox.ChildPolicy
+    cgroup: Any  # sandbox.ChildCgroup | None
+    counters: dict[str, int]
+
+    def limits_hit(self) -> list[str]:
+        return self.cgroup.limits_hit(self.counters) if self.cgroup is not None else []
+
+    def release(self) -> None:
+        if self.cgroup is not None:
+            self.cgroup.kill_members()
+            with contextlib.suppress(OSError):
+                self.cgroup.remove()
+
+
+def _prepare(
+    conversation_id: str, cwd: str, env: Mapping[str, str], tmpdir: str, limits: ForkLimits
+) -> _Confined:
+    """The sandbox policy for one fork, built in the kernel (no user code involved)."""
+    own = int(Path("/proc/self/statm").read_text().split()[0]) * resource.getpagesize()
+    base = sandbox.policy().limits
+    adjusted = sandbox.with_limits(base, address_space=own + base.address_space)
+    cgroup = sandbox.child_cgroup(conversation_id, adjusted)
     try:
-        from phoenix_nb.tools import _sandbox_child as pieces
-
-        with contextlib.redirect_stderr(io.StringIO()):
-            restrictions = pieces.prepare_restrictions()
-    except Exception:
-        log.exception("phoenix: cannot prepare the sandbox for forked children")
-        return None
-    if restrictions is None:
-        return None
-    return Confinement(restrictions)
-
-
-def _unshare_namespaces() -> str:
-    """Private network and IPC namespaces: no route anywhere, no SysV objects shared.
-
-    As root this is one unshare; unprivileged, a user namespace comes first
-    (the child is single-threaded, so the kernel allows it). Returns what holds.
-    """
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.unshare(_CLONE_NEWNET | _CLONE_NEWIPC) == 0:
-        return "net+ipc"
-    uid, gid = os.getuid(), os.getgid()
-    if libc.unshare(_CLONE_NEWUSER | _CLONE_NEWNET | _CLONE_NEWIPC) == 0:
-        with contextlib.suppress(OSError):
-            Path("/proc/self/setgroups").write_text("deny")
-            Path("/proc/self/uid_map").write_text(f"{uid} {uid} 1")
-            Path("/proc/self/gid_map").write_text(f"{gid} {gid} 1")
-        return "user+net+ipc"
-    err = ctypes.get_errno()
-    raise OSError(err, f"unshare: {os.strerror(err)}")
-
-
-def _confine(conf: Confinement, tmpdir: str) -> None:
-    from phoenix_nb.tools import _sandbox_child as pieces
-
-    _unshare_namespaces()
-    pieces.drop_capabilities(conf.restrictions.last_cap)
-    pieces.apply_landlock(conf.restrictions.landlock, [tmpdir], list(conf.devices))
-    conf.restrictions.seccomp.load()
+        policy = sandbox.child_policy(
+            cwd=cwd,
+            env=env,
+            tmpdir=tmpdir,
+            cgroup=cgroup,
+            limits=adjusted,
+            cpu_seconds=math.ceil(limits.timeout) + 2,
+        )
+    except BaseException:
+        if cgroup is not None:
+            cgroup.remove()
+        raise
+    return _Confined(policy, cgroup, cgroup.counters() if cgroup is not None else {})
 
 
 # ------------------------------------------------------------------------------ child
@@ -261,6 +262,19 @@ def _wipe_initial_environment() -> None:
         ctypes.memset(start, 0, end - start)
 
 
+def _own_rlimits(limits: ForkLimits) -> None:
+    """Rlimits of an unconfined fork: no core dumps, CPU, file size, address space."""
+    vsize = int(Path("/proc/self/statm").read_text().split()[0]) * resource.getpagesize()
+    for which, value in (
+        (resource.RLIMIT_CORE, 0),
+        (resource.RLIMIT_CPU, math.ceil(limits.timeout) + 2),
+        (resource.RLIMIT_FSIZE, limits.file_size),
+        (resource.RLIMIT_AS, vsize + limits.extra_address_space),
+    ):
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(which, (value, value))
+
+
 def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
@@ -275,7 +289,7 @@ def _child(
     env: Mapping[str, str],
     cwd: str,
     tmpdir: str,
-    conf: Confinement | None,
+    confined: _Confined | None,
     limits: ForkLimits,
 ) -> None:
     """Runs in the forked child; never returns."""
@@ -315,25 +329,17 @@ def _child(
         setattr(sys, "__stderr__", err)  # noqa: B010
         asyncio._set_running_loop(None)
         gc.freeze()  # leave the kernel's objects untouched: no collection walks them
-        os.environ.clear()
-        os.environ.update(env)
         tempfile.tempdir = tmpdir
-        _wipe_initial_environment()
-        os.chdir(cwd)
-        vsize = int(Path("/proc/self/statm").read_text().split()[0]) * resource.getpagesize()
-        cpu = math.ceil(limits.timeout) + 2
-        for which, value in (
-            (resource.RLIMIT_CORE, 0),
-            (resource.RLIMIT_CPU, cpu),
-            (resource.RLIMIT_FSIZE, limits.file_size),
-            (resource.RLIMIT_AS, vsize + limits.extra_address_space),
-        ):
-            with contextlib.suppress(ValueError, OSError):
-                resource.setrlimit(which, (value, value))
-        if conf is not None:
+        if confined is not None:
             code = _EXIT_CONFINE_FAILED
-            _confine(conf, tmpdir)
+            sandbox.confine_forked_child(confined.policy)  # forks: PID 1 of the new namespaces
             code = _EXIT_JOB_FAILED
+        else:
+            os.environ.clear()
+            os.environ.update(env)
+            _own_rlimits(limits)
+        os.chdir(cwd)
+        _wipe_initial_environment()
 
         def emit(record: Mapping[str, Any]) -> None:
             line = json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n"
@@ -363,6 +369,31 @@ def _dead(pid: int) -> tuple[int | None, int | None] | None:
     if os.WIFSIGNALED(status):
         return (None, os.WTERMSIG(status))
     return (os.waitstatus_to_exitcode(status), None)
+
+
+# The sandbox's intermediate process relays its child's death by a signal as
+# exit status (256 - signal) & 0xFF; these are the deaths worth naming.
+_FATAL = frozenset(
+    int(s)
+    for s in (
+        signal.SIGSEGV,
+        signal.SIGBUS,
+        signal.SIGABRT,
+        signal.SIGKILL,
+        signal.SIGXCPU,
+        signal.SIGXFSZ,
+        signal.SIGFPE,
+        signal.SIGILL,
+        signal.SIGSYS,
+        signal.SIGTERM,
+    )
+)
+
+
+def _relayed(code: int | None, sig: int | None) -> tuple[int | None, int | None]:
+    if sig is None and code is not None and code > 128 and (256 - code) in _FATAL:
+        return None, 256 - code
+    return code, sig
 
 
 def _kill(pid: int, pidfd: int) -> None:
@@ -396,20 +427,29 @@ async def run_in_fork(
     cwd: str | Path,
     confine: bool,
     limits: ForkLimits | None = None,
+    conversation_id: str = "",
 ) -> ForkOutcome:
     """Fork the kernel, run `job(emit, sink)` in the child, collect what it emitted.
 
-    `confine=True` requires the sandbox (`confinement()` not None); the caller
-    checks. Cancelling the awaiting task kills the child's process group and
-    reaps it before CancelledError propagates.
+    `confine=True` requires the sandbox (`sandbox_ready()`; raises
+    `sandbox.SandboxError` otherwise); the fork then counts against the
+    conversation's cgroup budget. Cancelling the awaiting task kills the
+    child's process group and reaps it before CancelledError propagates.
     """
     limits = limits or ForkLimits()
-    conf = confinement() if confine else None
-    if confine and conf is None:
-        raise RuntimeError("the kernel sandbox is unavailable")
     loop = asyncio.get_running_loop()
-    tmpdir = tempfile.mkdtemp(prefix="phoenix-py-")
-    env = {**env, "TMPDIR": tmpdir}
+    confined: _Confined | None = None
+    if confine:
+        tmpdir = tempfile.mkdtemp(prefix="py-", dir=sandbox.run_dir())
+        try:
+            confined = _prepare(conversation_id, str(cwd), env, tmpdir, limits)
+        except BaseException:
+            remove_tree(tmpdir)
+            raise
+        env = confined.policy.env
+    else:
+        tmpdir = tempfile.mkdtemp(prefix="phoenix-py-")
+        env = {**env, "TMPDIR": tmpdir}
     result_r, result_w = os.pipe2(os.O_CLOEXEC)
     out_r, out_w = os.pipe2(os.O_CLOEXEC)
     err_r, err_w = os.pipe2(os.O_CLOEXEC)
@@ -419,9 +459,12 @@ async def run_in_fork(
     except BaseException:
         for fd in (result_r, result_w, out_r, out_w, err_r, err_w):
             os.close(fd)
+        if confined is not None:
+            confined.release()
+        remove_tree(tmpdir)
         raise
     if pid == 0:  # pragma: no cover - the child never returns
-        _child(job, port, (result_w, out_w, err_w), env, str(cwd), tmpdir, conf, limits)
+        _child(job, port, (result_w, out_w, err_w), env, str(cwd), tmpdir, confined, limits)
     for fd in (result_w, out_w, err_w):
         os.close(fd)
     pidfd = os.pidfd_open(pid)
@@ -482,6 +525,8 @@ async def run_in_fork(
             status = (None, None)
         reaped = True
         outcome.exit_code, outcome.signal = status
+        if confined is not None:
+            outcome.exit_code, outcome.signal = _relayed(*status)
     except BaseException:
         # Cancelled: kill now, and give the exit a moment so the child is reaped here.
         _kill(pid, pidfd)
@@ -503,7 +548,10 @@ async def run_in_fork(
             os.close(pidfd)
         else:
             _reap_later(loop, pid, pidfd)
-        _remove_tree(tmpdir)
+        if confined is not None:
+            outcome.limits_hit = confined.limits_hit()
+            confined.release()
+        remove_tree(tmpdir)
         outcome.elapsed = time.monotonic() - started
     # Read what is left in the pipes (the child is gone, so this cannot block for long).
     outcome.stdout = streams[out_r].text()
@@ -524,40 +572,3 @@ def _parse_records(data: bytes) -> list[dict[str, Any]]:
         if isinstance(value, dict):
             records.append(value)
     return records
-
-
-def _remove_tree(path: str) -> None:
-    """Remove the child's TMPDIR: usually empty (one rmdir); else an iterative walk.
-
-    Iterative because a 2000-deep tree made by the child would overflow
-    `shutil.rmtree`'s recursion in Python 3.11 (NOTES.md).
-    """
-    try:
-        os.rmdir(path)
-        return
-    except FileNotFoundError:
-        return
-    except OSError:
-        pass
-    stack = [path]
-    finished: set[str] = set()  # tried once: a directory that cannot go is not retried
-    while stack:
-        top = stack[-1]
-        try:
-            entries = list(os.scandir(top))
-        except OSError:
-            entries = []
-        pushed = False
-        for entry in entries:
-            if entry.is_dir(follow_symlinks=False):
-                if entry.path not in finished:
-                    stack.append(entry.path)
-                    pushed = True
-            else:
-                with contextlib.suppress(OSError):
-                    os.unlink(entry.path)
-        if not pushed:
-            with contextlib.suppress(OSError):
-                os.rmdir(top)
-            finished.add(top)
-            stack.pop()

@@ -178,6 +178,7 @@ async def _fork(
         cwd=ctx.cwd,
         confine=confine,
         limits=ForkLimits(timeout=timeout),
+        conversation_id=ctx.conversation_id,
     )
 
 

@@ -22,12 +22,12 @@ from typing import Any
 import pytest
 
 from phoenix_nb.notebook.interrupt import wake_loop_on_signals
-from phoenix_nb.tools.kernel_fork import ChildSink, Emit, ForkLimits, confinement, run_in_fork
+from phoenix_nb.tools.kernel_fork import ChildSink, Emit, ForkLimits, run_in_fork, sandbox_ready
 from phoenix_nb.tools.kernel_port import DictKernel
 from phoenix_nb.tools.kernel_summarize import OutOfTime, time_limit
 from phoenix_nb.tools.sandbox import detect_sandbox
 
-SANDBOX = detect_sandbox().available and confinement() is not None
+SANDBOX = detect_sandbox().available and sandbox_ready()
 needs_sandbox = pytest.mark.skipif(not SANDBOX, reason="kernel sandbox unavailable on this host")
 
 
@@ -193,53 +193,73 @@ async def test_a_crash_is_reported_not_raised(
     assert outcome.failure()
 
 
-async def test_timeout_kills_the_child_and_what_it_started(tmp_path: Path) -> None:
-    pids = tmp_path / "pids"
+def descendants(root: int) -> set[int]:
+    """Live (non-zombie) descendants of `root`, from /proc: PID namespaces do not hide them."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        fields = stat.rsplit(")", 1)[1].split()
+        if fields[0] != "Z":
+            children.setdefault(int(fields[1]), []).append(int(entry.name))
+    found: set[int] = set()
+    todo = [root]
+    while todo:
+        for child in children.get(todo.pop(), ()):
+            found.add(child)
+            todo.append(child)
+    return found
 
-    def job(emit: Emit, _sink: ChildSink) -> None:
-        import subprocess
 
-        child = subprocess.Popen(["sleep", "60"])
-        pids.write_text(f"{os.getpid()} {child.pid}")
-        emit({"started": True})
-        while True:
-            pass
+def spin_with_a_child(emit: Emit, _sink: ChildSink) -> None:
+    import subprocess
 
+    subprocess.Popen(["sleep", "60"])
+    emit({"started": True})
+    while True:
+        pass
+
+
+CONFINE = [False, pytest.param(True, marks=needs_sandbox)]
+
+
+@pytest.mark.parametrize("confine", CONFINE)
+async def test_timeout_kills_the_child_and_what_it_started(confine: bool) -> None:
+    before = descendants(os.getpid())
     start = time.monotonic()
-    outcome = await fork(job, timeout=0.5)
+    outcome = await fork(spin_with_a_child, timeout=0.5, confine=confine)
     took = time.monotonic() - start
-    assert outcome.timed_out and outcome.records == [{"started": True}]
+    assert outcome.timed_out and outcome.records == [{"started": True}], outcome.stderr
     assert took < 1.5
-    assert await wait_until(lambda: not any(alive(int(p)) for p in pids.read_text().split()))
+    assert await wait_until(lambda: descendants(os.getpid()) <= before)
 
 
-async def test_cancel_kills_at_once_and_leaves_no_process(tmp_path: Path) -> None:
+@pytest.mark.parametrize("confine", CONFINE)
+async def test_cancel_kills_at_once_and_leaves_no_process(confine: bool) -> None:
     """Cancel (kernel interrupt, Stop): SIGKILL to the group, reaped before CancelledError."""
-    pids = tmp_path / "pids"
-
-    def job(emit: Emit, _sink: ChildSink) -> None:
-        import subprocess
-
-        child = subprocess.Popen(["sleep", "60"])
-        pids.write_text(f"{os.getpid()} {child.pid}")
-        while True:
-            pass
-
-    task = asyncio.ensure_future(fork(job, timeout=60))
-    assert await wait_until(lambda: pids.exists() and pids.read_text().strip())
-    fork_pid, sleep_pid = map(int, pids.read_text().split())
+    before = descendants(os.getpid())
+    task = asyncio.ensure_future(fork(spin_with_a_child, timeout=60, confine=confine))
+    # fork + sleep, plus the sandbox's intermediate when confined.
+    expected = 3 if confine else 2
+    assert await wait_until(lambda: len(descendants(os.getpid()) - before) >= expected)
+    ours = descendants(os.getpid()) - before
     start = time.perf_counter()
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
     returned = time.perf_counter() - start
-    gone = await wait_until(lambda: not alive(fork_pid) and not alive(sleep_pid))
+    gone = await wait_until(lambda: not (descendants(os.getpid()) & ours))
     elapsed = time.perf_counter() - start
-    print(f"cancel returned in {returned * 1000:.1f} ms, all gone in {elapsed * 1000:.1f} ms")
+    print(
+        f"confine={confine}: cancel returned in {returned * 1000:.1f} ms, "
+        f"all gone in {elapsed * 1000:.1f} ms"
+    )
     assert gone
-    assert not alive(fork_pid)  # reaped, not a zombie
-    with pytest.raises(ChildProcessError):
-        os.waitpid(fork_pid, os.WNOHANG)
+    assert not any(alive(pid) for pid in ours)  # reaped or gone, never zombies of ours
     assert elapsed < 1.0  # target 100 ms (bench_fork.py); CI bound
 
 
@@ -296,7 +316,9 @@ async def test_confined_child_cannot_write_connect_or_signal_the_kernel(tmp_path
     assert results["tmpdir"] == "allowed"
     denied = {k: v for k, v in results.items() if k != "tmpdir"}
     assert all(v != "allowed" for v in denied.values()), results
-    assert results["write"] == "EACCES" and results["kill"] == "EPERM"
+    assert results["write"] == "EACCES"
+    # Landlock's signal scope says EPERM; inside a PID namespace the kernel does not exist.
+    assert results["kill"] in ("EPERM", "ESRCH")
     assert not target.exists()
 
 
