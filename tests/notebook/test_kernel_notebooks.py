@@ -141,7 +141,11 @@ def test_nbconvert_html_shows_the_whole_conversation(executed: Path) -> None:
     assert len(records) == 3, "every record falls back to its text/html"
     for div in records:
         assert div.find("script") is None, "the fallback needs no JavaScript"
-        assert div.find("details") is not None, "tool calls fold into <details>"
+    first, paused, resumed = records
+    assert first.find("details") is not None, "tool calls fold into <details>"
+    assert paused.find("details") is None, "the upgrade request is the approval block, once"
+    assert len(paused.select(".phx-pending")) == 1
+    assert resumed.find("details") is not None
     assert '"format": "phoenix.conversation/1"' not in page_text, "no raw JSON shown"
 
 
