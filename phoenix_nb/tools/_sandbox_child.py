@@ -62,6 +62,7 @@ import signal
 import socket
 import sys
 import tempfile
+from collections.abc import Mapping
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
@@ -405,33 +406,40 @@ def _namespace_init(chan: socket.socket, restrictions: Restrictions, tmpdir: str
 # ------------------------------------------------------------------ supervisor
 
 
-def _wait_command(pid: int, status_fd: int, abandon: Any, pump: Any = None) -> None:
+def _wait_command(
+    pid: int, status_fd: int, abandon: Any, pump: Any = None, report_fd: int | None = None
+) -> str:
     """Wait until `pid` exits, or kill the tree if the caller goes away.
 
     The caller closing its end of the status pipe shows as POLLERR; the
     command must not outlive the one caller that could stop it. ``pump``
     (fd, log fd): a background job's output pipe, copied to its log here.
+    ``report_fd``: PID 1's channel; its report means the command is over.
+    Returns "abandoned", "exited" or "report".
     """
     try:
         pidfd = os.pidfd_open(pid)
     except OSError:
-        return
+        return "exited"
     poller = select.poll()
     poller.register(pidfd, select.POLLIN)
     poller.register(status_fd, 0)
     if pump is not None:
         poller.register(pump[0], select.POLLIN)
+    if report_fd is not None:
+        poller.register(report_fd, select.POLLIN)
     try:
         while True:
             ready = dict(poller.poll())
             if ready.get(status_fd):
                 abandon()
-                return
-            if pump is not None and ready.get(pump[0]):
-                if not _copy(pump):
-                    poller.unregister(pump[0])
+                return "abandoned"
+            if pump is not None and ready.get(pump[0]) and not _copy(pump):
+                poller.unregister(pump[0])
+            if report_fd is not None and ready.get(report_fd, 0) & select.POLLIN:
+                return "report"
             if ready.get(pidfd):
-                return
+                return "exited"
     finally:
         os.close(pidfd)
 
@@ -476,10 +484,27 @@ def _group_name(req: dict[str, Any]) -> str:
     return "".join(c for c in name if c.isalnum() or c in "-_")[:64] or "unrestricted"
 
 
+def _budget(req: Mapping[str, Any]) -> tuple[str, int | None, int | None]:
+    """The cgroup a request's command goes in: (group, memory, pids); no limits Unrestricted."""
+    if not req.get("restricted"):
+        return "unrestricted", None, None
+    return _group_name(req), req.get("memory"), req.get("max_procs")
+
+
 def spare(
-    sock: socket.socket, taken_w: int, restrictions: Restrictions | None, restricted: bool
+    sock: socket.socket,
+    taken_w: int,
+    restrictions: Restrictions | None,
+    restricted: bool,
+    expect: tuple[str, int | None, int | None] | None = None,
 ) -> None:
-    """A supervisor forked ahead of its request, with its command side prepared."""
+    """A supervisor forked ahead of its request, with its command side prepared.
+
+    ``expect``: the cgroup budget the previous request on this socket used.
+    The command side is placed in it now, because moving a process between
+    cgroups waits for an RCU grace period (~10 ms here): a request for the
+    same conversation then pays nothing; another one is moved on request.
+    """
     me = os.getpid()
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGCHLD])
@@ -521,6 +546,19 @@ def spare(
     else:
         with contextlib.suppress(OSError):
             os.setpgid(pid, pid)
+    group = None
+    setup = restrictions.cgroups if restrictions is not None else None
+    if setup is not None and setup.version and not setup_error:
+        if expect is None and not restricted:
+            expect = ("unrestricted", None, None)
+        if expect is not None:
+            group = cgroups.command_group(setup, *expect[:1], str(me), *expect[1:])
+            if group is not None:
+                try:
+                    group.place(target)
+                except OSError:
+                    group.remove()
+                    group = None
     while True:
         try:
             data, fds, _flags, _addr = socket.recv_fds(sock, 1 << 20, 4)
@@ -528,35 +566,56 @@ def spare(
         except InterruptedError:
             continue
     if not data:
-        _discard(target, tmpdir)  # the kernel is gone
-    os.write(taken_w, b"T" if data else b"E")
-    os.close(taken_w)
-    sock.close()
+        _discard(target, tmpdir, group)  # the kernel is gone
+        os.write(taken_w, b"E")
+        os._exit(0)
     try:
         req = json.loads(data)
         out_fd, status_fd = fds
     except (ValueError, TypeError):
         for fd in fds:
             os.close(fd)
-        _discard(target, tmpdir)
+        os.write(taken_w, b"F")
+        _discard(target, tmpdir, group)
         os._exit(0)
+    os.write(taken_w, b"T" + json.dumps(_budget(req)).encode())
+    os.close(taken_w)
+    sock.close()
     if restricted and (restrictions is None or setup_error):
         why = setup_error or "Landlock or seccomp is unavailable"
         os.write(out_fd, f"phoenix sandbox: {why}\n".encode())
         os.write(status_fd, b'{"pid": 0}\n{"exit": 126, "signal": null, "killed": false}\n')
-        _discard(target, tmpdir)
+        _discard(target, tmpdir, group)
         os._exit(0)
-    supervise(req, target, ours, out_fd, status_fd, me, restrictions, namespaced, tmpdir)
+    if group is not None and setup is not None:
+        wanted = _budget(req)
+        if os.path.basename(group.group_dirs[0]) != wanted[0]:
+            # Another conversation: move the command side to its budget.
+            old, group = group, cgroups.command_group(setup, wanted[0], str(me), *wanted[1:])
+            if group is not None:
+                group.place(target)
+            old.remove()
+        else:
+            with contextlib.suppress(OSError):
+                cgroups.set_limits(setup, group.group_dirs, *wanted[1:])
+    elif setup is not None and setup.version:
+        wanted = _budget(req)
+        group = cgroups.command_group(setup, wanted[0], str(me), *wanted[1:])
+        if group is not None:
+            group.place(target)
+    supervise(req, target, ours, out_fd, status_fd, me, namespaced, tmpdir, group)
 
 
-def _discard(pid: int, tmpdir: str) -> None:
-    """Stop an unused prepared command side and remove its TMPDIR."""
+def _discard(pid: int, tmpdir: str, group: Any = None) -> None:
+    """Stop an unused prepared command side and remove its TMPDIR and cgroup."""
     with contextlib.suppress(OSError):
         os.kill(pid, signal.SIGKILL)
     with contextlib.suppress(ChildProcessError):
         os.waitpid(pid, 0)
     if tmpdir:
         cleanup.remove_tree(tmpdir)
+    if group is not None:
+        group.remove()
 
 
 def supervise(
@@ -566,23 +625,12 @@ def supervise(
     out_fd: int,
     status_fd: int,
     me: int,
-    restrictions: Restrictions | None,
     namespaced: bool,
     tmpdir: str,
+    group: Any,
 ) -> None:
     """Runs in the supervisor: start the command, wait, kill what is left, report."""
     state: dict[str, Any] = {"killed": False}
-    group = None
-    setup = restrictions.cgroups if restrictions is not None else None
-    if setup is not None and setup.version:
-        restricted = bool(req.get("restricted"))
-        group = cgroups.command_group(
-            setup,
-            _group_name(req) if restricted else "unrestricted",
-            str(me),
-            req.get("memory") if restricted else None,
-            req.get("max_procs") if restricted else None,
-        )
     before = group.counters() if group is not None else None
 
     def on_term(_signum: int, _frame: object) -> None:
@@ -591,14 +639,10 @@ def supervise(
 
     signal.signal(signal.SIGTERM, on_term)
     try:
-        if group is not None:
-            group.place(target)
         first = {"pid": me, "pgid": target, "tmpdir": tmpdir if req.get("restricted") else ""}
         os.write(status_fd, (json.dumps(first) + "\n").encode())
     except OSError:
-        _discard(target, tmpdir)
-        if group is not None:
-            group.remove()
+        _discard(target, tmpdir, group)
         os._exit(0)
     pump: tuple[int, int] | None = None
     command_out = out_fd
@@ -613,50 +657,70 @@ def supervise(
         os.close(command_out)
     else:
         os.close(out_fd)
-    _wait_command(target, status_fd, lambda: on_term(0, None), pump)
+    ended = _wait_command(
+        target, status_fd, lambda: on_term(0, None), pump, chan.fileno() if namespaced else None
+    )
     code: int | None = None
     sig: int | None = None
-    while True:
-        try:
-            done, status = os.waitpid(target, 0)
-        except ChildProcessError:
-            break
-        if done == target:
-            if os.WIFEXITED(status):
-                code = os.WEXITSTATUS(status)
-            elif os.WIFSIGNALED(status):
-                sig = os.WTERMSIG(status)
-            break
     limits: list[str] = []
-    if namespaced:
-        # PID 1's own report says how the command itself ended.
-        code, sig = None, sig if sig else None
-        chan.setblocking(False)
-        with contextlib.suppress(OSError, ValueError):
-            report = json.loads(chan.recv(65536))
-            code, sig = report.get("exit"), report.get("signal")
-            limits += report.get("limits", [])
-            if report.get("error"):
-                code = 126
-    elif req.get("linger"):
+    early = False
+    if ended == "report":
+        # PID 1 reaped every process of the namespace and is exiting: the tree
+        # is gone, so the caller hears now, not after the namespaces' teardown.
+        early = True
+        code, sig, more = _namespace_report(chan)
+        limits += more
+    else:
         while True:
             try:
-                os.waitpid(-1, 0)
+                done, status = os.waitpid(target, 0)
             except ChildProcessError:
                 break
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    kill_tree(me, target, group)
+            if done == target:
+                if os.WIFEXITED(status):
+                    code = os.WEXITSTATUS(status)
+                elif os.WIFSIGNALED(status):
+                    sig = os.WTERMSIG(status)
+                break
+        if namespaced:
+            chan.setblocking(False)
+            reported = _namespace_report(chan)
+            code, sig = reported[0], reported[1] or sig
+            limits += reported[2]
+        elif req.get("linger"):
+            while True:
+                try:
+                    os.waitpid(-1, 0)
+                except ChildProcessError:
+                    break
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        kill_tree(me, target, group)
     _drain(pump)
     if pump is not None:
         os.close(out_fd)
     limits += _limit_report(group, before)
-    if group is not None:
-        group.remove()
     if tmpdir:
         cleanup.remove_tree(tmpdir)
     report = {"exit": code, "signal": sig, "killed": state["killed"], "limits": limits}
     os.write(status_fd, (json.dumps(report) + "\n").encode())
+    # After the report: nothing of the command is left to wait for.
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    if early:
+        kill_tree(me, target, group)
+    if group is not None:
+        group.remove()
     os._exit(0)
+
+
+def _namespace_report(chan: socket.socket) -> tuple[int | None, int | None, list[str]]:
+    """PID 1's own report: how the command ended and which TMPDIR cap it hit."""
+    try:
+        report = json.loads(chan.recv(65536))
+    except (OSError, ValueError):
+        return None, signal.SIGKILL, []
+    if report.get("error"):
+        return 126, None, []
+    return report.get("exit"), report.get("signal"), list(report.get("limits", []))
 
 
 # -------------------------------------------------------------------- launcher
@@ -703,7 +767,9 @@ def serve(plain: socket.socket, restricted_sock: socket.socket | None) -> None:
     pipes: dict[int, tuple[socket.socket, bool]] = {}
     failures = 0
 
-    def fork_spare(sock: socket.socket, is_restricted: bool) -> None:
+    def fork_spare(
+        sock: socket.socket, is_restricted: bool, expect: tuple[str, int | None, int | None] | None
+    ) -> None:
         taken_r, taken_w = os.pipe()
         pid = os.fork()
         if pid == 0:
@@ -711,14 +777,14 @@ def serve(plain: socket.socket, restricted_sock: socket.socket | None) -> None:
                 os.close(taken_r)
                 for other_r in pipes:
                     os.close(other_r)
-                spare(sock, taken_w, restrictions, is_restricted)
+                spare(sock, taken_w, restrictions, is_restricted, expect)
             finally:
                 os._exit(1)
         os.close(taken_w)
         pipes[taken_r] = (sock, is_restricted)
 
     for sock, is_restricted in socks:
-        fork_spare(sock, is_restricted)
+        fork_spare(sock, is_restricted, None)
     while pipes and failures < 6:
         try:
             ready, _, _ = select.select(list(pipes), [], [])
@@ -726,15 +792,21 @@ def serve(plain: socket.socket, restricted_sock: socket.socket | None) -> None:
             continue
         for fd in ready:
             try:
-                word = os.read(fd, 1)
+                word = os.read(fd, 4096)
             except InterruptedError:
                 continue
             sock, is_restricted = pipes.pop(fd)
             os.close(fd)
             if word == b"E":
                 return  # the kernel closed its end
-            failures = 0 if word == b"T" else failures + 1
-            fork_spare(sock, is_restricted)
+            expect = None
+            if word.startswith(b"T"):
+                failures = 0
+                with contextlib.suppress(ValueError, TypeError):
+                    expect = tuple(json.loads(word[1:]))
+            else:
+                failures += 1
+            fork_spare(sock, is_restricted, expect)  # type: ignore[arg-type]
 
 
 def main() -> None:

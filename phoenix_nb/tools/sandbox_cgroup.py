@@ -140,21 +140,37 @@ class CommandGroup:
 
     def counters(self) -> dict[str, int]:
         """Limit events so far on the group: {"memory": oom kills, "pids": refused forks}."""
+        # Read at both levels: which one counts an OOM kill differs between
+        # cgroup versions and kernels (the limit is on the group, the victim
+        # in the command's cgroup); only an increase matters.
         if self.setup.version == 1:
             mem, pids = self.group_dirs
+            own_mem = self.dirs[0]
             return {
-                "memory": _read_counter(os.path.join(mem, "memory.oom_control"), "oom_kill"),
+                "memory": sum(
+                    _read_counter(os.path.join(d, "memory.oom_control"), "oom_kill")
+                    for d in (mem, own_mem)
+                ),
                 "pids": _read_counter(os.path.join(pids, "pids.events"), "max"),
             }
         (group,) = self.group_dirs
         return {
-            "memory": _read_counter(os.path.join(group, "memory.events"), "oom_kill"),
+            "memory": sum(
+                _read_counter(os.path.join(d, "memory.events"), "oom_kill")
+                for d in (group, self.dirs[0])
+            ),
             "pids": _read_counter(os.path.join(group, "pids.events"), "max"),
         }
 
     def remove(self) -> None:
         """Remove the command's cgroup, and its group's when that is empty now."""
         for d in self.dirs + self.group_dirs:
+            with contextlib.suppress(OSError):
+                os.rmdir(d)
+
+    def remove_command(self) -> None:
+        """Remove only the command's own cgroup (its processes must be gone or moved)."""
+        for d in self.dirs:
             with contextlib.suppress(OSError):
                 os.rmdir(d)
 
@@ -171,7 +187,7 @@ def command_group(
         try:
             for g in group_dirs:
                 os.makedirs(g, exist_ok=True)
-            _limit(setup, group_dirs, memory, pids)
+            set_limits(setup, group_dirs, memory, pids)
             for d in dirs:
                 os.mkdir(d)
             return CommandGroup(setup, dirs, group_dirs)
@@ -184,7 +200,9 @@ def command_group(
     return None
 
 
-def _limit(setup: CgroupSetup, group_dirs: tuple[str, ...], memory: int | None, pids: int | None):  # type: ignore[no-untyped-def]
+def set_limits(
+    setup: CgroupSetup, group_dirs: tuple[str, ...], memory: int | None, pids: int | None
+) -> None:
     if setup.version == 1:
         mem, pid_dir = group_dirs
         if memory is not None:

@@ -338,24 +338,109 @@ def drop_capabilities(last: int, keep: int | None = CAP_DAC_READ_SEARCH) -> None
 # Syscalls no Restricted command needs: metadata changes Landlock does not
 # cover, leaving the process tree, reaching other processes, changing the
 # machine. EPERM, so the command prints the kernel's own error.
-_DENIED_SYSCALLS = (
-    "chmod fchmod fchmodat fchmodat2 chown fchown lchown fchownat utime utimes utimensat "
-    "futimesat setxattr lsetxattr fsetxattr removexattr lremovexattr fremovexattr setxattrat "
-    "removexattrat setsid setpgid ptrace process_vm_readv process_vm_writev pidfd_getfd "
-    "process_madvise kcmp mount umount2 pivot_root move_mount open_tree open_tree_attr fsopen "
-    "fsmount fsconfig fspick mount_setattr chroot unshare setns init_module finit_module "
-    "delete_module kexec_load kexec_file_load reboot swapon swapoff settimeofday clock_settime "
-    "clock_adjtime adjtimex sethostname setdomainname acct quotactl quotactl_fd bpf "
-    "perf_event_open userfaultfd keyctl add_key request_key iopl ioperm open_by_handle_at "
-    "fanotify_init io_uring_setup io_uring_enter io_uring_register syslog vhangup mknod mknodat "
-    "lookup_dcookie nfsservctl uselib"
-).split()
+_DENIED_SYSCALLS = [
+    "chmod",
+    "fchmod",
+    "fchmodat",
+    "fchmodat2",
+    "chown",
+    "fchown",
+    "lchown",
+    "fchownat",
+    "utime",
+    "utimes",
+    "utimensat",
+    "futimesat",
+    "setxattr",
+    "lsetxattr",
+    "fsetxattr",
+    "removexattr",
+    "lremovexattr",
+    "fremovexattr",
+    "setxattrat",
+    "removexattrat",
+    "setsid",
+    "setpgid",
+    "ptrace",
+    "process_vm_readv",
+    "process_vm_writev",
+    "pidfd_getfd",
+    "process_madvise",
+    "kcmp",
+    "mount",
+    "umount2",
+    "pivot_root",
+    "move_mount",
+    "open_tree",
+    "open_tree_attr",
+    "fsopen",
+    "fsmount",
+    "fsconfig",
+    "fspick",
+    "mount_setattr",
+    "chroot",
+    "unshare",
+    "setns",
+    "init_module",
+    "finit_module",
+    "delete_module",
+    "kexec_load",
+    "kexec_file_load",
+    "reboot",
+    "swapon",
+    "swapoff",
+    "settimeofday",
+    "clock_settime",
+    "clock_adjtime",
+    "adjtimex",
+    "sethostname",
+    "setdomainname",
+    "acct",
+    "quotactl",
+    "quotactl_fd",
+    "bpf",
+    "perf_event_open",
+    "userfaultfd",
+    "keyctl",
+    "add_key",
+    "request_key",
+    "iopl",
+    "ioperm",
+    "open_by_handle_at",
+    "fanotify_init",
+    "io_uring_setup",
+    "io_uring_enter",
+    "io_uring_register",
+    "syslog",
+    "vhangup",
+    "mknod",
+    "mknodat",
+    "lookup_dcookie",
+    "nfsservctl",
+    "uselib",
+]
 
 # Without an IPC namespace, SysV objects and message queues are host-wide.
-_SYSV_SYSCALLS = (
-    "shmget shmat shmctl shmdt msgget msgsnd msgrcv msgctl semget semop semtimedop semctl "
-    "mq_open mq_unlink mq_timedsend mq_timedreceive mq_notify mq_getsetattr"
-).split()
+_SYSV_SYSCALLS = [
+    "shmget",
+    "shmat",
+    "shmctl",
+    "shmdt",
+    "msgget",
+    "msgsnd",
+    "msgrcv",
+    "msgctl",
+    "semget",
+    "semop",
+    "semtimedop",
+    "semctl",
+    "mq_open",
+    "mq_unlink",
+    "mq_timedsend",
+    "mq_timedreceive",
+    "mq_notify",
+    "mq_getsetattr",
+]
 
 AF_UNIX = 1
 AF_INET = 2
@@ -398,9 +483,7 @@ def _int_not_in(sc: Any, index: int, allowed: Sequence[int]) -> list[list[Any]]:
     """
     top = max(allowed, default=0)
     bits = max(top.bit_length(), 1)
-    conditions = [
-        [sc.Arg(index, sc.MASKED_EQ, 1 << bit, 1 << bit)] for bit in range(bits, 32)
-    ]
+    conditions = [[sc.Arg(index, sc.MASKED_EQ, 1 << bit, 1 << bit)] for bit in range(bits, 32)]
     conditions += [
         [sc.Arg(index, sc.MASKED_EQ, _LOW32, value)]
         for value in range(1 << bits)

