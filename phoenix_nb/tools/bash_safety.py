@@ -66,6 +66,9 @@ _UNKNOWN = "\0"  # stands for text only known at run time
 # names: its parents are then recognisable without knowing them.
 _FAKE_CWD = "/\x01cwd1/\x01cwd2/\x01cwd3/\x01cwd4/\x01cwd5/\x01cwd6/\x01cwd7/\x01cwd8"
 _GLOB_CHARS = frozenset("*?[")
+_STDIN_PATHS = frozenset({"/dev/stdin", "/dev/fd/0", "/proc/self/fd/0", "-"})
+# Names a same-named function must not hide: the plain command is judged too.
+_DANGEROUS_NAMES = frozenset({"rm", "git", "find", "rsync", "xargs", "eval", "bash", "sh"})
 _SHELLS = frozenset({"bash", "sh", "dash", "zsh", "ksh", "mksh", "ash", "yash", "posh", "rbash"})
 
 
@@ -124,6 +127,7 @@ class _Atom:
     deferred: bool = False
     temp: bool = False
     found: str | None = None
+    brk: bool = False  # a word boundary "$@" keeps between parameters
 
 
 @dataclass
@@ -137,6 +141,7 @@ class Env:
     aliases: dict[str, str] = field(default_factory=dict)
     git_aliases: dict[str, str | None] = field(default_factory=dict)
     positional: list[Val] | None = field(default_factory=list)  # None: unknown
+    files: dict[str, Val | None] = field(default_factory=dict)  # written by this command
     deferred: bool = False
     depth: int = 0
     via: tuple[str, ...] = ()
@@ -149,6 +154,7 @@ class Env:
         new.funcs = dict(self.funcs)
         new.aliases = dict(self.aliases)
         new.git_aliases = dict(self.git_aliases)
+        new.files = self.files  # one filesystem
         for key, value in changes.items():
             setattr(new, key, value)
         return new
@@ -281,7 +287,7 @@ class _Expander:
         atoms: list[_Atom] = []
         for index, value in enumerate(positional):
             if index:
-                atoms.append(_Atom(" ", split=True))  # a word boundary bash keeps
+                atoms.append(_Atom("", brk=True))  # a word boundary bash keeps
             atoms.append(_Atom("", quoted=True))
             atoms.extend(_value_atoms(value, quoted))
         return atoms
@@ -442,9 +448,13 @@ class _Expander:
     def words(self, src: str) -> list[Val]:
         """Every word bash makes of one source word (braces, tilde, splitting)."""
         results: list[Val] = []
+        ifs = self.env.vars.get("IFS", _lit(" \t\n"))
+        separators = " \t\n" if ifs is None or ifs.unknown else ifs.text
         for atoms in _brace_expand(self.atoms(src)):
             atoms = self._tilde(atoms)
-            for piece in _split(atoms):
+            if (ifs is None or ifs.unknown) and any(a.split and not a.brk for a in atoms):
+                atoms = [_Atom(_UNKNOWN, unknown=True)]  # IFS only known at run time
+            for piece in _split(atoms, separators):
                 results.append(_atoms_to_val(piece))
                 if len(results) > _MAX_WORDS:
                     raise _TooDynamic("a brace or glob expands to too many words to check")
@@ -460,7 +470,10 @@ class _Expander:
             return atoms  # a quoted character in the user name: no expansion
         user = "".join(a.char for a in atoms[1:end])
         if not user:
-            home: str | None = self.env.home
+            assigned = self.env.vars.get("HOME", _lit(self.env.home))
+            if assigned is None or assigned.unknown:
+                return [_Atom(_UNKNOWN, unknown=True), *atoms[end:]]
+            home: str | None = assigned.text
         elif user == "+":
             home = self.env.cwd
         elif user == "-":
@@ -526,12 +539,12 @@ def _atoms_to_val(atoms: list[_Atom]) -> Val:
     return Val(text, frozenset(globs), unknown, deferred, temp, found)
 
 
-def _split(atoms: list[_Atom]) -> list[list[_Atom]]:
-    """Word splitting: only characters from unquoted expansions split; empty words vanish."""
+def _split(atoms: list[_Atom], separators: str = " \t\n") -> list[list[_Atom]]:
+    """Word splitting on $IFS: only characters from unquoted expansions split."""
     words: list[list[_Atom]] = []
     current: list[_Atom] = []
     for atom in atoms:
-        if atom.split and atom.char in " \t\n":
+        if atom.brk or (atom.split and atom.char and atom.char in separators):
             if current:
                 words.append(current)
             current = []
@@ -715,8 +728,10 @@ class _Places:
 
     def __init__(self, cwd: str, home: str) -> None:
         self.cwd = posixpath.normpath(cwd)
+        self.here = self.cwd  # where relative paths start (moves with `cd`)
         self.home = posixpath.normpath(home) if home else ""
         self.homes = _all_homes(self.home)
+        self.unknown_dirs: set[str] = set()  # where a `cd $X` went
 
     def judge(self, path: str) -> str | None:
         """Why deleting this absolute, normalised path recursively is refused."""
@@ -733,6 +748,8 @@ class _Places:
             return "cwd"
         if self.cwd.startswith(path + "/"):
             return "above-cwd"
+        if any(d == path or d.startswith(path + "/") for d in self.unknown_dirs):
+            return "unknown"
         if len(parts) == 1:
             return "top"
         return None
@@ -742,7 +759,7 @@ class _Places:
             # A literal ~ (quoted, or from a variable) names a file "~" to bash;
             # nobody means that, and a reader takes it for home: treat it as home.
             text = self.home + text[1:]
-        joined = text if text.startswith("/") else posixpath.join(self.cwd, text)
+        joined = text if text.startswith("/") else posixpath.join(self.here, text)
         normal = posixpath.normpath(joined)
         return "/" + normal.lstrip("/")
 
@@ -758,7 +775,7 @@ class _Places:
     def judge_glob(self, val: Val) -> str | None:
         """Walk the components; a glob is judged against what its directory holds."""
         text = val.text
-        base = "/" if text.startswith("/") else self.cwd
+        base = "/" if text.startswith("/") else self.here
         components = text.split("/")
         offset = 0
         for index, component in enumerate(components):
@@ -776,7 +793,7 @@ class _Places:
             if base == "/":
                 return "root"
             why = self.judge(base)
-            if why in ("home", "cwd") and _is_pure_wildcard(component):
+            if why in ("home", "cwd", "unknown") and _is_pure_wildcard(component):
                 return why
             for name in self._below(base):
                 if "\x01" in name or _glob_can_match(component, name):
@@ -900,6 +917,10 @@ class _Interpreter:
         self.places = places
         self.quiet = quiet  # only computing values (a producer's output): judge nothing
 
+    def _target(self, val: Val, env: Env) -> str | None:
+        self.places.here = env.cwd
+        return self.places.target(val)
+
     # -- entry points -------------------------------------------------------------------
     def check_script(self, script: str, env: Env) -> None:
         if self.quiet:
@@ -1019,9 +1040,10 @@ class _Interpreter:
             elif child.type == "file_redirect":
                 self.node(child, source, env)
                 if any(c.type in ("<", "<&") for c in child.children):
-                    feed = None  # a file: like `bash script.sh`, its text is not judged
+                    feed = self._file_feed(child, source, env)
         if body is not None:
             self.node(body, source, env, feed)
+            self._remember_writes(node, body, source, env, feed)
         for extra in later:
             out = self._output(body, source, env, feed) if body is not None else None
             parts = (
@@ -1030,6 +1052,41 @@ class _Interpreter:
                 else [extra]
             )
             self._chain(parts, source, env, out or _UNKNOWN_VAL)
+
+    def _file_feed(self, redirect: Node, source: bytes, env: Env) -> Val | None:
+        """`< file`: a file this command wrote is known; any other file is not read."""
+        target = redirect.child_by_field_name("destination") or redirect.children[-1]
+        words = _Expander(env, self).words(_src(target, source))
+        if len(words) == 1 and words[0].known:
+            return env.files.get(self._path_key(words[0].text, env))
+        return None
+
+    def _remember_writes(
+        self, node: Node, body: Node, source: bytes, env: Env, feed: Val | None
+    ) -> None:
+        """`echo … > f` / `cat > f <<EOF`: remember what f holds, for `bash f` later."""
+        for child in node.children:
+            if child.type == "heredoc_redirect":
+                child_redirects = [c for c in child.children if c.type == "file_redirect"]
+            elif child.type == "file_redirect":
+                child_redirects = [child]
+            else:
+                continue
+            for redirect in child_redirects:
+                ops = [c.type for c in redirect.children]
+                if not any(op in (">", ">>", ">|", "&>", "&>>") for op in ops):
+                    continue
+                target = redirect.child_by_field_name("destination") or redirect.children[-1]
+                words = _Expander(env, self).words(_src(target, source))
+                if len(words) != 1 or words[0].unknown:
+                    continue
+                key = self._path_key(words[0].text, env)
+                out = self._output(body, source, env, feed)
+                before = env.files.get(key) if ">>" in ops or "&>>" in ops else _lit("")
+                if out is None or before is None:
+                    env.files[key] = None
+                else:
+                    env.files[key] = _lit(before.text + out.text)
 
     def _herestring(self, node: Node, source: bytes, env: Env) -> Val | None:
         word = next((c for c in node.children if c.type != "<<<"), None)
@@ -1061,10 +1118,10 @@ class _Interpreter:
         if name in ("echo", "printf"):
             out = _echo_output(name, words[1:])
             return None if out is None else _lit(out)
-        if name == "cat" and len(words) == 1:
+        if (name == "cat" and len(words) == 1) or name == "tee":
             return stdin
         if name == "find":
-            return Val(_UNKNOWN, unknown=True, found=self._find_scope(words[1:]))
+            return Val(_UNKNOWN, unknown=True, found=self._find_scope(words[1:], env))
         return None
 
     # -- one simple command -----------------------------------------------------------
@@ -1094,9 +1151,10 @@ class _Interpreter:
         return words
 
     def command(self, node: Node, source: bytes, env: Env, stdin: Val | None) -> None:
+        prefix = env.child("an assignment")  # FOO=1 cmd: for cmd only, after expansion
         for child in node.children:
             if child.type == "variable_assignment":
-                self.assign(child, source, env)
+                self.assign(child, source, prefix)
             elif child.type == "herestring_redirect":
                 stdin = self._herestring(child, source, env)
             elif child.type.endswith("redirect"):
@@ -1105,8 +1163,12 @@ class _Interpreter:
             return
         self.run(self.words_of(node, source, env), env, stdin)
 
-    def run(self, words: list[Val], env: Env, stdin: Val | None) -> None:
-        """Judge one command given its expanded words (name first)."""
+    def run(self, words: list[Val], env: Env, stdin: Val | None, *, plain: bool = False) -> None:
+        """Judge one command given its expanded words (name first).
+
+        `plain`: reached through a wrapper (command, sudo, env …), which runs
+        the program itself, never a shell function or alias of that name.
+        """
         while words and words[0].known and not words[0].text:
             words = words[1:]  # an empty expansion as the name: the next word runs
         if not words:
@@ -1118,28 +1180,49 @@ class _Interpreter:
             return
         name = posixpath.basename(head.text)
         args = words[1:]
-        if head.text in env.aliases:
+        if not plain and head.text in env.aliases:
+            # `bash -c` expands aliases only after `shopt -s expand_aliases`:
+            # judge the alias and, below, the command itself.
             inner = env.child(f"alias {head.text}")
             expansion = inner.aliases.pop(head.text)
             self.run([*(_lit(w) for w in _shell_split(expansion)), *args], inner, stdin)
-            return
-        if head.text in env.funcs:
+        if not plain and head.text in env.funcs:
             body, body_source = env.funcs[head.text]
             self.node(body, body_source, env.child(f"{head.text}()", positional=args), stdin)
-            return
+            if name not in _DANGEROUS_NAMES:
+                return  # a function of its own name: what it runs was judged
+        written = env.files.get(self._path_key(head.text, env)) if "/" in head.text else None
+        if written is not None:
+            self.dynamic_script(written, head.text, env, args)
         if name in _WRAPPERS:
-            self.run(self._unwrap(name, args), env, stdin)
+            self.run(self._unwrap(name, args), env, stdin, plain=True)
         elif name in _SHELLS:
             self.shell(name, args, env, stdin)
         elif name == "eval":
             self.dynamic_script(_joined(args, " "), "eval", env)
         elif name in ("source", "."):
-            if args and args[0].script:
-                self.dynamic_script(None if args[0].unknown else args[0], name, env)
+            self._script_file(name, args[0] if args else None, args[1:], env, stdin)
         else:
             handler = getattr(self, "cmd_" + re.sub(r"\W", "_", name), None)
             if handler is not None:
                 handler(args, env, stdin)
+
+    def _path_key(self, text: str, env: Env) -> str:
+        self.places.here = env.cwd
+        return self.places.absolute(text)
+
+    def _script_file(
+        self, via: str, script: Val | None, args: list[Val], env: Env, stdin: Val | None
+    ) -> None:
+        """A script named by path: <(…), /dev/stdin, or a file written earlier in this command."""
+        if script is None:
+            return
+        if script.script:
+            self.dynamic_script(None if script.unknown else script, f"{via} <(…)", env, args)
+        elif script.known and script.text in _STDIN_PATHS:
+            self.dynamic_script(stdin, f"{via} reading a script from its input", env, args)
+        elif script.known and self._path_key(script.text, env) in env.files:
+            self.dynamic_script(env.files[self._path_key(script.text, env)], via, env, args)
 
     def unknown_name(self, words: list[Val], env: Env, stdin: Val | None) -> None:
         """A command name known only at run time: refuse if it could be a dangerous one."""
@@ -1209,9 +1292,9 @@ class _Interpreter:
                 self.dynamic_script(rest[0], f"{name} -c", env, rest[2:])
             return
         if rest and not reads_stdin:
-            if rest[0].script:  # bash <(…): the script is what the substitution prints
-                self.dynamic_script(None if rest[0].unknown else rest[0], f"{name} <(…)", env)
-            return  # a script file: its contents are not judged here
+            # bash <(…), bash /dev/stdin, bash file-written-above; other files are not read
+            self._script_file(name, rest[0], rest[1:], env, stdin)
+            return
         if stdin is not None:
             self.dynamic_script(stdin, f"{name} reading a script from its input", env, rest)
 
@@ -1224,6 +1307,16 @@ class _Interpreter:
 
     cmd_runuser = cmd_su
 
+    def cmd_ssh(self, args: list[Val], env: Env, stdin: Val | None) -> None:
+        valued = set("bcDEeFIiJLlmOopQRSWw")
+        i = 0
+        while i < len(args) and args[i].text.startswith("-"):
+            flags = args[i].text[1:]
+            i += 2 if flags and flags[-1] in valued and len(flags) == 1 else 1
+        remote = args[i + 1 :]
+        if remote:
+            self.dynamic_script(_joined(remote, " "), "ssh", env.child("ssh", home="~"))
+
     def cmd_watch(self, args: list[Val], env: Env, stdin: Val | None) -> None:
         i = 0
         while i < len(args) and args[i].text.startswith("-"):
@@ -1234,6 +1327,19 @@ class _Interpreter:
     def cmd_trap(self, args: list[Val], env: Env, stdin: Val | None) -> None:
         if args and not args[0].text.startswith("-"):
             self.dynamic_script(args[0], "trap", env)
+
+    def cmd_cd(self, args: list[Val], env: Env, stdin: Val | None) -> None:
+        operands = [a for a in args if not (a.known and a.text.startswith("-") and a.text != "-")]
+        if not operands:
+            env.cwd = env.home
+        elif operands[0].unknown or operands[0].text == "-":
+            unknown = f"/\x02dir{len(self.places.unknown_dirs)}"
+            self.places.unknown_dirs.add(unknown)
+            env.cwd = unknown
+        else:
+            env.cwd = self._path_key(operands[0].text, env)
+
+    cmd_pushd = cmd_cd
 
     def cmd_set(self, args: list[Val], env: Env, stdin: Val | None) -> None:
         for i, arg in enumerate(args):
@@ -1379,7 +1485,7 @@ class _Interpreter:
             return
         flags = ("-rf" if force else "-r") if recursive else "…"
         for target in targets:
-            why = self.places.target(target)
+            why = self._target(target, env)
             if why and not recursive and (target.unknown or why == "unknown"):
                 continue  # with unknown options, only known targets are judged
             if why:
@@ -1391,14 +1497,14 @@ class _Interpreter:
                     )
                 self._refuse_delete(shown, why, env, "rm -r build/")
 
-    def _find_scope(self, args: list[Val]) -> str:
+    def _find_scope(self, args: list[Val], env: Env) -> str:
         """What `find ARGS` lists: "safe" (named files, or a harmless tree) or why not."""
         starts, expression = _find_split(args)
         narrowed = _find_narrowed(expression, acting_only=False)
         if _find_hits_git(expression, acting_only=False):
             return "git"
         for start in starts or [_lit(".")]:
-            why = self.places.target(start)
+            why = self._target(start, env)
             if why == "git" or (why and not narrowed):
                 return why
         return "safe"
@@ -1407,7 +1513,7 @@ class _Interpreter:
         starts, expression = _find_split(args)
         texts = [a.text for a in expression]
         destructive = "-delete" in texts
-        found = Val(_UNKNOWN, unknown=True, found=self._find_scope(args))
+        found = Val(_UNKNOWN, unknown=True, found=self._find_scope(args, env))
         i = 0
         while i < len(expression):
             if texts[i] in ("-exec", "-execdir", "-ok", "-okdir"):
@@ -1428,7 +1534,7 @@ class _Interpreter:
         narrowed = _find_narrowed(expression, acting_only=True)
         hits_git = _find_hits_git(expression, acting_only=True)
         for start in starts or [_lit(".")]:
-            why = self.places.target(start)
+            why = self._target(start, env)
             if hits_git or why == "git" or (why and not narrowed):
                 shown = "find " + " ".join(a.shown(self.places.home, self.places.cwd) for a in args)
                 self._refuse_delete(shown, why or "git", env, "find . -name '*.pyc' -delete")
@@ -1471,21 +1577,21 @@ class _Interpreter:
         shown = "rsync " + " ".join(a.shown(self.places.home, self.places.cwd) for a in args)
         if deleting and operands:
             dest = operands[-1]
-            why = self._rsync_target(dest)
+            why = self._rsync_target(dest, env)
             if why:
                 self._refuse_delete(shown, why, env, "rsync -a --delete src/ build/")
         if removing_sources:
             for source in operands[:-1] or operands:
-                why = self._rsync_target(source)
+                why = self._rsync_target(source, env)
                 if why:
                     self._refuse_delete(shown, why, env, "rsync -a src/ build/")
 
-    def _rsync_target(self, val: Val) -> str | None:
+    def _rsync_target(self, val: Val, env: Env) -> str | None:
         remote = re.match(r"^(?:rsync://[^/]*|[^/:]+:)(.*)$", val.text) if val.known else None
         if remote and not val.text.startswith("/"):
             path = remote.group(1)
             return "home" if path.strip("/") in ("", "~", ".") else None
-        return self.places.target(val)
+        return self._target(val, env)
 
     # -- git ------------------------------------------------------------------------------
     def cmd_git(self, args: list[Val], env: Env, stdin: Val | None) -> None:
@@ -1568,7 +1674,7 @@ class _Interpreter:
             elif not options_done and text.startswith("-") and len(text) > 1:
                 everything = "A" in text[1:]
             else:
-                everything = self._pathspec_everything(arg)
+                everything = self._pathspec_everything(arg, env)
             if everything:
                 where = f" (reached through {' → '.join(env.via)})" if env.via else ""
                 shown = arg.shown(self.places.home, self.places.cwd)
@@ -1578,7 +1684,7 @@ class _Interpreter:
                     "Stage files by name: git add path/to/file"
                 )
 
-    def _pathspec_everything(self, arg: Val) -> bool:
+    def _pathspec_everything(self, arg: Val, env: Env) -> bool:
         text = arg.text
         if arg.unknown:
             return not arg.deferred and arg.found is None and text.strip(_UNKNOWN + "/") == ""
@@ -1588,6 +1694,7 @@ class _Interpreter:
             return rest in ("", ".", "*", "/") or _is_pure_wildcard(rest)
         if _is_pure_wildcard(text.rstrip("/")) or text.rstrip("/") in ("*", "**"):
             return True
+        self.places.here = env.cwd
         path = self.places.absolute(text)
         why = self.places.judge(path)
         return why in ("cwd", "above-cwd", "root", "home", "above-home")
@@ -1630,6 +1737,8 @@ class _Interpreter:
         for ref in operands[1:]:
             if ref.unknown and not ref.deferred:
                 raise _TooDynamic("git push gets a refspec only known when it runs")
+            if ref.text == ":":
+                continue  # push matching branches
             if ref.text.startswith(("+", ":")) or (
                 ":" in ref.text and ref.text.split(":")[0] == ""
             ):
@@ -1678,11 +1787,11 @@ def _find_split(args: list[Val]) -> tuple[list[Val], list[Val]]:
     return starts, args[i:]
 
 
+# Tests that pick files by name (or a single file): times, sizes and owners do
+# not narrow a delete of the working directory enough (.git is old and big).
 _NARROWING = {
     "-name", "-iname", "-path", "-ipath", "-wholename", "-iwholename", "-regex", "-iregex",
-    "-lname", "-ilname", "-newer", "-mtime", "-mmin", "-atime", "-amin", "-ctime", "-cmin",
-    "-size", "-empty", "-user", "-group", "-perm", "-inum", "-samefile", "-links", "-uid",
-    "-gid", "-newermt", "-used",
+    "-lname", "-ilname", "-empty", "-inum", "-samefile",
 }  # fmt: skip
 _NAME_TESTS = {"-name", "-iname", "-path", "-ipath", "-wholename", "-iwholename"}
 _ACTIONS = {"-delete", "-exec", "-execdir", "-ok", "-okdir"}
@@ -1705,6 +1814,8 @@ def _find_narrowed(expression: list[Val], *, acting_only: bool) -> bool:
     """Every acting branch is limited by a positive test of names, times, sizes …"""
     for branch in _find_branches(expression, acting_only):
         texts = [a.text for a in branch]
+        acts_at = next((k for k, t in enumerate(texts) if t in _ACTIONS), len(texts))
+        texts = texts[:acts_at]  # find evaluates left to right: a later test limits nothing
         narrowed = False
         for k, text in enumerate(texts):
             if text not in _NARROWING or (k > 0 and texts[k - 1] in ("!", "-not")):
