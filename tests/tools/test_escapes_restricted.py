@@ -20,6 +20,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -702,3 +703,121 @@ def test_item2_kernel_takeover_from_a_phoenix_cell_fails(
             assert not marker.exists()
         finally:
             kern.shutdown()
+
+
+# ---------------------------------------------------------------------------------------
+# Issue 13, credential files: canaries under a fake HOME.
+
+CANARY_PATHS = (
+    ".ssh/id_ed25519",
+    ".gnupg/private-keys-v1.d/key.key",
+    ".aws/credentials",
+    ".azure/accessTokens.json",
+    ".config/gcloud/credentials.db",
+    ".kube/config",
+    ".docker/config.json",
+    ".netrc",
+    ".git-credentials",
+    ".pypirc",
+    ".npmrc",
+    ".config/gh/hosts.yml",
+    ".password-store/bank.gpg",
+    ".env.home",
+    "project/.env",
+    "project/.env.local",
+    "jupyter-runtime/kernel-123.json",
+    "phoenix-store/phoenix.json",
+)
+
+
+@pytest.fixture
+def fake_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    home = tmp_path / "home"
+    for i, rel in enumerate(CANARY_PATHS):
+        path = home / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(f"CANARY-{i}-secret\n")
+    (home / "project" / "main.py").write_text("print('ok')\n")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(home / "jupyter-runtime"))
+    monkeypatch.setenv("PHOENIX_HOME", str(home / "phoenix-store"))
+    return home
+
+
+def _cat_all(home: Path) -> str:
+    return "; ".join(f"cat {home / rel}" for rel in CANARY_PATHS) + "; cat main.py; exit 0"
+
+
+async def test_credential_files_unreadable_in_restricted_mode(fake_home: Path) -> None:
+    out = await _run(_cat_all(fake_home), fake_home / "project")
+    assert "CANARY" not in out, out
+    assert out.count("Permission denied") == len(CANARY_PATHS), out
+    assert "ok" in out  # ordinary files still read
+
+
+async def test_credential_files_readable_in_unrestricted_mode(fake_home: Path) -> None:
+    ctx = ToolContext(cwd=fake_home / "project", mode=Mode.UNRESTRICTED, sandbox=detect_sandbox())
+    result = await BashTool().run({"command": _cat_all(fake_home)}, ctx, "t")
+    for i in range(len(CANARY_PATHS)):
+        assert f"CANARY-{i}-secret" in result.content
+
+
+async def test_deny_read_is_configurable(fake_home: Path) -> None:
+    """c.Phoenix.deny_read extends (a new path hidden) or trims (.netrc readable) the list."""
+    from phoenix_nb.tools import sandbox
+
+    (fake_home / "project" / "private.txt").write_text("CANARY-extra\n")
+    old = sandbox.policy()
+    trimmed = [p for p in sandbox.DEFAULT_DENY_READ if p != "~/.netrc"]
+    sandbox.configure(deny_read=[*trimmed, "private.txt"], limits=old.limits)
+    try:
+        out = await _run("cat private.txt; cat ~/.netrc; exit 0", fake_home / "project")
+    finally:
+        sandbox.configure(deny_read=old.deny_read, limits=old.limits, extra_hidden=old.extra_hidden)
+    assert "CANARY-extra" not in out and "Permission denied" in out
+    assert f"CANARY-{CANARY_PATHS.index('.netrc')}-secret" in out
+
+
+async def test_credential_files_unreadable_from_a_sub_agent(
+    fake_home: Path, tmp_path: Path
+) -> None:
+    """A sub-agent (always Restricted) runs the same bash: the canaries stay unread."""
+    from phoenix_nb.runtime.manager import Phoenix
+    from phoenix_nb.runtime.prompts import PARENT_PROMPT
+    from phoenix_nb.runtime.settings import Settings
+    from phoenix_nb.testing import FakeAnthropic, Turn, text, tool_use
+
+    mark = PARENT_PROMPT.split("\n")[0][:40]
+
+    def is_parent(req: Any) -> bool:
+        return str(req.body.get("system", "")).startswith(mark)
+
+    def turns(req: Any) -> int:
+        return sum(1 for m in req.body.get("messages", []) if m.get("role") == "assistant")
+
+    spawn = Turn([tool_use("spawn_agents", {"tasks": [{"task": "Read the keys"}]})])
+    read = Turn([tool_use("bash", {"command": _cat_all(fake_home)})])
+    submit = Turn([tool_use("submit_result", {"result": "read", "success": True})])
+    async with FakeAnthropic() as fake:
+        fake.add_rule(is_parent, lambda r: spawn if turns(r) == 0 else Turn([text("done")]))
+        fake.add_rule(lambda r: not is_parent(r), lambda r: read if turns(r) == 0 else submit)
+        phoenix = Phoenix(
+            Settings(
+                home=tmp_path / "store",
+                base_url=fake.base_url,
+                api_key="k",
+                model="claude-sonnet-4-5",
+                retry_delay_scale=0.01,
+            )
+        )
+        try:
+            conv = phoenix.create(cwd=fake_home / "project")
+            await conv.run("Delegate.")
+        finally:
+            await phoenix.aclose()
+        child_results = [
+            json.dumps(r.tool_results) for r in fake.requests if not is_parent(r) and r.tool_results
+        ]
+    assert child_results, "the sub-agent never ran bash"
+    assert "Permission denied" in child_results[0]
+    assert not any("CANARY" in r for r in child_results)

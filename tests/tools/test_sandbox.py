@@ -121,3 +121,124 @@ async def test_restricted_tmpdir_is_private_writable_and_removed(tmp_path: Path)
     scratch, tmpdir = result.content.splitlines()
     assert scratch == "scratch"
     assert not Path(tmpdir).exists()
+
+
+# ---------------------------------------------------------------- degraded hosts (issue 12)
+
+HOST_SCRIPT = textwrap.dedent(
+    """
+    import asyncio, json, sys
+    from pathlib import Path
+    from phoenix_nb.core.values import Mode
+    from phoenix_nb.tools.base import ToolContext
+    from phoenix_nb.tools.bash import BashTool
+    from phoenix_nb.tools.sandbox import detect_sandbox, guarantees
+
+    async def main():
+        info = detect_sandbox()
+        ctx = ToolContext(cwd=Path(sys.argv[1]), mode=Mode.RESTRICTED, sandbox=info)
+        out = {"available": info.available, "reason": info.reason,
+               "guarantees": [[g.name, g.holds, g.mechanism] for g in guarantees()]}
+        for command in sys.argv[2:]:
+            r = await BashTool().run({"command": command, "timeout": 30}, ctx, "t")
+            out[command] = r.content
+        print(json.dumps(out))
+
+    asyncio.run(main())
+    """
+)
+
+NET_ATTEMPT = (
+    "python3 -c 'import socket; s = socket.socket(); "
+    's.sendto(b"x", socket.MSG_FASTOPEN, ("127.0.0.1", {port}))\''
+)
+
+
+def _host(tmp_path: Path, env: dict[str, str], *commands: str) -> dict[str, object]:
+    proc = subprocess.run(
+        [sys.executable, "-c", HOST_SCRIPT, str(tmp_path), *commands],
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    return json.loads(proc.stdout)
+
+
+@needs_landlock
+@pytest.mark.parametrize("abi", ["1", "2", "3"])
+def test_older_landlock_abi_keeps_files_read_only_and_network_off(tmp_path: Path, abi: str) -> None:
+    """Landlock asked for ABI 1-3 rights only (Linux 5.13-6.6): the network guarantee
+    now comes from the network namespace, truncate(2) from seccomp (ABI < 3)."""
+    import socket
+
+    (tmp_path / "f.txt").write_text("keep\n")
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    listener.setblocking(False)
+    port = listener.getsockname()[1]
+    try:
+        out = _host(
+            tmp_path,
+            {"PHOENIX_LANDLOCK_ABI": abi},
+            "echo x > f.txt; truncate -s 0 f.txt; mv f.txt g.txt; exit 0",
+            NET_ATTEMPT.format(port=port),
+        )
+        with pytest.raises(BlockingIOError):
+            listener.accept()
+    finally:
+        listener.close()
+    assert out["available"], out
+    assert f"Landlock ABI {abi}" in str(out["reason"])
+    assert (tmp_path / "f.txt").read_text() == "keep\n"
+    holds = {name: (ok, how) for name, ok, how in out["guarantees"]}  # type: ignore[union-attr]
+    assert holds["no network"] == (True, "private network namespace (own loopback only)")
+
+
+@needs_landlock
+def test_without_namespaces_what_holds_is_kept_and_what_is_lost_is_named(tmp_path: Path) -> None:
+    """A host that refuses namespaces: seccomp denies every socket and SysV IPC, and the
+    report names each lost guarantee (credential hiding, /proc, TMPDIR caps)."""
+    out = _host(
+        tmp_path,
+        {"PHOENIX_SANDBOX_NAMESPACES": "off"},
+        NET_ATTEMPT.format(port=9),
+        "ipcmk -M 4096; echo x > f.txt; echo ok > $TMPDIR/x && cat $TMPDIR/x",
+    )
+    assert out["available"], out
+    attempt = str(out[NET_ATTEMPT.format(port=9)])
+    assert "PermissionError" in attempt, attempt
+    second = str(out["ipcmk -M 4096; echo x > f.txt; echo ok > $TMPDIR/x && cat $TMPDIR/x"])
+    assert "Operation not permitted" in second and "Permission denied" in second
+    assert second.rstrip().endswith("ok")
+    lost = {name for name, ok, _ in out["guarantees"] if not ok}  # type: ignore[union-attr]
+    assert lost == {
+        "other processes invisible in /proc",
+        "credential files unreadable",
+        "TMPDIR size and inode caps",
+        "no capability outside the sandbox",
+    }, out["guarantees"]
+    assert "LOST here" in str(out["reason"])
+    assert not (tmp_path / "f.txt").exists()
+
+
+@needs_landlock
+def test_leftovers_of_a_dead_kernel_are_removed_at_next_start_up(tmp_path: Path) -> None:
+    """A kernel that died without ending its conversation left a background-job folder
+    (deep, with an unreadable directory): the next kernel's launcher removes it."""
+    from phoenix_nb.tools.sandbox import run_dir
+
+    dead = run_dir().parent / "999999999-12345"
+    deep = dead / "bg-x"
+    deep.mkdir(parents=True)
+    (deep / "output.log").write_text("old log\n")
+    inner = deep
+    for _ in range(300):
+        inner = inner / "d"
+    inner.mkdir(parents=True)
+    (deep / "d").chmod(0)
+    _host(tmp_path, {}, "true")
+    assert not dead.exists()
+    assert run_dir().exists()  # this live kernel's own folder is left alone
