@@ -27,6 +27,14 @@ def load(shell: Any) -> None:
             "phoenix: the kernel sandbox (Landlock) is unavailable here — conversations run "
             f"Unrestricted only. {sandbox.reason}"
         )
+    else:
+        from phoenix_nb.tools.sandbox import lost_guarantees
+
+        lost = lost_guarantees()
+        if lost:
+            print("phoenix: Restricted mode is partial on this host; not guaranteed here:")
+            for line in lost:
+                print(f"  - {line}")
 
 
 def unload(shell: Any) -> None:
