@@ -257,6 +257,7 @@ class Phoenix:
         self.kernel = kernel  # the Jupyter kernel this runs in (the notebook layer's adapter)
         self.store = store or Store(self.settings.store_root())
         self.sandbox = detect_sandbox()
+        _configure_sandbox(self.settings, self.store.root)
         self._providers: dict[str, LlmProvider] = {}
         self._provider = provider
         self._runtimes: dict[str, ConversationRuntime] = {}
