@@ -878,3 +878,26 @@ def confine_forked_child(policy: ChildPolicy) -> None:
 
 def with_limits(limits: SandboxLimits, **changes: Any) -> SandboxLimits:
     return replace(limits, **changes)
+
+
+def configure_from_settings(settings: Any, store_root: str | os.PathLike[str] | None) -> None:
+    """Set the policy from the runtime's Settings (duck-typed: tools never import runtime).
+
+    Reads ``sandbox_memory``, ``sandbox_max_procs``, ``sandbox_tmp_bytes``,
+    ``sandbox_tmp_inodes`` and ``deny_read`` (None: the defaults); the store's
+    folder is always hidden.
+    """
+    base = SandboxLimits()
+    limits = replace(
+        base,
+        memory=int(getattr(settings, "sandbox_memory", base.memory)),
+        max_procs=int(getattr(settings, "sandbox_max_procs", base.max_procs)),
+        tmp_bytes=int(getattr(settings, "sandbox_tmp_bytes", base.tmp_bytes)),
+        tmp_inodes=int(getattr(settings, "sandbox_tmp_inodes", base.tmp_inodes)),
+    )
+    deny = getattr(settings, "deny_read", None)
+    configure(
+        limits=limits,
+        deny_read=tuple(deny) if deny is not None else None,
+        extra_hidden=(str(store_root),) if store_root is not None else (),
+    )
