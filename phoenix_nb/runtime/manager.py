@@ -50,6 +50,7 @@ from phoenix_nb.runtime.settings import DEMO_MODEL, Settings
 from phoenix_nb.runtime.subagents import SubAgentLimits, SubAgentSpawner
 from phoenix_nb.store import Store
 from phoenix_nb.tools.kernel_port import KernelPort
+from phoenix_nb.tools.sandbox import configure_from_settings as _configure_sandbox
 from phoenix_nb.tools.sandbox import detect_sandbox
 
 log = logging.getLogger(__name__)
