@@ -25,6 +25,7 @@ from phoenix_nb.notebook.kernel_port import IPythonKernel
 from phoenix_nb.notebook.options import CellOptions
 from phoenix_nb.runtime.manager import Conversation, Phoenix, PhoenixError, check_unchanged
 from phoenix_nb.runtime.settings import Settings, default_model
+from phoenix_nb.tools.sandbox import DEFAULT_DENY_READ
 
 
 class PhoenixConfig(Configurable):
