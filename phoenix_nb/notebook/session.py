@@ -55,6 +55,22 @@ class PhoenixConfig(Configurable):
         config=True
     )
     show_thinking = Bool(True, help="Show the model's reasoning in the record.").tag(config=True)
+    # Restricted-mode budgets and hidden paths (README "Security model").
+    sandbox_memory = Int(
+        4 << 30, help="Bytes one conversation's Restricted commands may use together."
+    ).tag(config=True)
+    sandbox_max_procs = Int(1024, help="Processes one conversation may run at once.").tag(
+        config=True
+    )
+    sandbox_tmp_bytes = Int(1 << 30, help="Size cap of a Restricted command's TMPDIR.").tag(
+        config=True
+    )
+    sandbox_tmp_inodes = Int(65536, help="File-count cap of that TMPDIR.").tag(config=True)
+    deny_read = List(
+        Unicode(),
+        default_value=list(DEFAULT_DENY_READ),
+        help="Paths Restricted commands cannot read (append to extend, assign to trim).",
+    ).tag(config=True)
     cache_ttl = CaselessStrEnum(
         ("1h", "5m", "off"),
         "1h",
