@@ -257,6 +257,13 @@ def _status(conv: Any, session: Session) -> str:
         f"({100 * usage['fraction']:.0f}%)" + ("  — near the limit" if usage["warning"] else ""),
         _reattach_line(session, conv),
     ]
+    if sandbox.available:
+        from phoenix_nb.tools.sandbox import guarantees
+
+        lines.append("sandbox       Restricted mode here (what holds, and by which mechanism):")
+        lines += [
+            f"  {'holds' if g.holds else 'LOST '}  {g.name}: {g.mechanism}" for g in guarantees()
+        ]
     return "\n".join(lines)
 
 
