@@ -33,7 +33,7 @@ class CodecError(ValueError):
 
 
 @functools.cache
-def _registry() -> dict[str, type]:
+def _registry() -> dict[str, type[Any]]:
     """Class name -> class, for every dataclass or enum defined in the core modules.
 
     Imported lazily so that the modules themselves may import this codec.
@@ -51,12 +51,18 @@ def _registry() -> dict[str, type]:
     return found
 
 
-@functools.cache
-def _raw_fields(cls: type) -> frozenset[str]:
+_RAW_FIELDS: dict[type[Any], frozenset[str]] = {}
+
+
+def _raw_fields(cls: type[Any]) -> frozenset[str]:
     """Fields declared as mappings: plain JSON data, never decoded as tagged values."""
-    return frozenset(
+    known = _RAW_FIELDS.get(cls)
+    if known is not None:
+        return known
+    _RAW_FIELDS[cls] = found = frozenset(
         f.name for f in dataclasses.fields(cls) if "Mapping" in str(f.type) or "dict" in str(f.type)
     )
+    return found
 
 
 def _plain(data: Any) -> Any:

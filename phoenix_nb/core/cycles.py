@@ -150,7 +150,8 @@ class _Projector:
         if not self.cycles:
             self.cycles.append({"index": 0, "steps": [], "stop": None})
             self.active = True
-        return self.cycles[-1]["steps"]
+        steps: list[dict[str, Any]] = self.cycles[-1]["steps"]
+        return steps
 
     def _close_open_run(self) -> None:
         self._close("completed" if self.ends_completed else "interrupted")
@@ -268,7 +269,7 @@ class _Projector:
             return
         call["result"] = result
         if call["name"] == "request_mode_upgrade":
-            text = result["content"]
+            text = str(result["content"])
             decision = _DECISIONS.get(text)
             if decision is not None:
                 reason = str(call["input"].get("reason", ""))

@@ -47,18 +47,23 @@ def _content(record: Mapping[str, Any]) -> Mapping[str, Any]:
 
 def agent_blocks(record: Mapping[str, Any]) -> tuple[ContentBlock, ...]:
     """The content blocks of an agent message."""
-    blocks = from_json(list(_content(record).get("blocks") or []))
-    for block in blocks:
+    decoded = from_json(list(_content(record).get("blocks") or []))
+    blocks: list[ContentBlock] = []
+    for block in decoded:
         if not isinstance(block, TextBlock | ThinkingBlock | ToolUseBlock | RawBlock):
             raise CodecError(f"agent block is a {type(block).__name__}")
-    return blocks
+        blocks.append(block)
+    return tuple(blocks)
 
 
 def _image(data: Any) -> ImageData:
     if isinstance(data, ImageData):
         return data
     if isinstance(data, Mapping) and data.get("type") == "ImageData":
-        return from_json(data)
+        image = from_json(data)
+        if not isinstance(image, ImageData):
+            raise CodecError(f"not an image: {type(image).__name__}")
+        return image
     if isinstance(data, Mapping):
         return ImageData(
             str(data["media_type"]), str(data["data"]), str(data.get("source_name", ""))
@@ -82,7 +87,8 @@ def _api_block(block: ContentBlock) -> dict[str, Any] | None:
     the API sent them: it requires that of redacted_thinking and paused server
     tool calls."""
     if isinstance(block, RawBlock):
-        return _plain_copy(block.data)
+        raw: dict[str, Any] = _plain_copy(block.data)
+        return raw
     if isinstance(block, CitedTextBlock) and block.citations:
         cites = [_plain_copy(c.data) for c in block.citations]
         return {"type": "text", "text": block.text, "citations": cites}
@@ -187,9 +193,9 @@ def to_api_messages(history: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]
         ]
         rest = [b for rank, b in sorted(ranked, key=lambda rb: rb[0]) if rank > 0]
         open_calls = []
-        content = paired + rest
-        if content:
-            messages.append({"role": "user", "content": content})
+        turn = paired + rest
+        if turn:
+            messages.append({"role": "user", "content": turn})
     if open_calls:
         results = [_synthetic_result(i, "missing from the history") for i in open_calls]
         messages.append({"role": "user", "content": results})

@@ -295,7 +295,7 @@ def _run_tools(
                     text = "request_mode_upgrade needs 'reason': a non-empty string."
                     done = (*done, _answer(call, text, effects))
                 else:
-                    phase = AwaitingModeApproval(reason, call.id, rest, done)
+                    phase: Phase = AwaitingModeApproval(reason, call.id, rest, done)
                     data = {"reason": reason, "tool_use_id": call.id}
                     return _done(_at(state, phase), [*effects, Notify("upgrade_requested", data)])
         elif call.name == SPAWN_TOOL:

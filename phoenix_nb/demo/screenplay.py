@@ -459,7 +459,8 @@ def _clip(value: str, limit: int = 800) -> str:
 
 def describe_image(block: Mapping[str, Any]) -> str:
     """One line about an image block, decoded for real (the demo cannot 'see' it)."""
-    source = block.get("source") if isinstance(block.get("source"), Mapping) else {}
+    given = block.get("source")
+    source: Mapping[str, Any] = given if isinstance(given, Mapping) else {}
     media_type = str(source.get("media_type", "image"))
     try:
         raw = base64.b64decode(str(source.get("data", "")), validate=True)

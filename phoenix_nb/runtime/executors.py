@@ -127,7 +127,11 @@ class ToolExecutor:
         self.hub.publish(up.TOOL_STARTED, id=call.id, name=call.name, input=dict(call.input))
         task = self.work.start(self._call(call, context), "phoenix-tool")
         self.tasks[call.id] = task
-        task.add_done_callback(lambda _t, key=call.id: self.tasks.pop(key, None))
+
+        def forget(_: asyncio.Task[None], key: str = call.id) -> None:
+            self.tasks.pop(key, None)
+
+        task.add_done_callback(forget)
 
     def abort(self, tool_use_id: str) -> None:
         self.work.cancel(self.tasks.get(tool_use_id))

@@ -19,6 +19,7 @@ A `Conversation` is the handle users and the notebook layer hold:
 
 from __future__ import annotations
 
+import builtins
 import logging
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from pathlib import Path
@@ -52,6 +53,14 @@ from phoenix_nb.store import Store
 from phoenix_nb.tools.kernel_port import KernelPort
 from phoenix_nb.tools.sandbox import configure_from_settings as _configure_sandbox
 from phoenix_nb.tools.sandbox import detect_sandbox
+
+__all__ = [
+    "Conversation",
+    "Phoenix",
+    "PhoenixError",  # re-exported: callers of the manager catch it
+    "UnknownConversation",
+    "check_unchanged",
+]
 
 log = logging.getLogger(__name__)
 
@@ -214,7 +223,7 @@ class Conversation:
             return text
         source = self._phoenix.store.get_conversation(source_id)
         phase = from_persisted(source).phase if source else None
-        if not isinstance(phase, ContextExhausted):
+        if source is None or not isinstance(phase, ContextExhausted):
             return text
         return (
             f"This conversation continues {source['slug']}, summarised so the work can go on "
@@ -450,7 +459,7 @@ class Phoenix:
         if runtime is not None and runtime.closed:
             del self._runtimes[conversation_id]
 
-    def live(self) -> list[ConversationRuntime]:
+    def live(self) -> builtins.list[ConversationRuntime]:
         """Runtimes not yet closed (tests check that finished sub-agents leave none)."""
         return [r for r in self._runtimes.values() if not r.closed]
 

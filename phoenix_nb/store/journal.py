@@ -462,7 +462,7 @@ class JournalTable(Table):
 class JournalDB(TinyDB):
     """TinyDB over a :class:`JournalStorage` with journalling tables."""
 
-    table_class = JournalTable
+    table_class = JournalTable  # type: ignore[assignment]  # TinyDB types it as exactly Table
 
     @property
     def journal(self) -> JournalStorage:

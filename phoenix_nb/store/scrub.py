@@ -15,7 +15,7 @@ import os
 from collections.abc import Iterable
 from typing import Any
 
-from phoenix_nb.tools.base import DEFAULT_SECRET_PATTERNS
+from phoenix_nb.core.secrets import DEFAULT_SECRET_PATTERNS
 
 REDACTED = "[REDACTED]"
 _MIN_KEY_LEN = 8  # shorter "keys" would redact ordinary words

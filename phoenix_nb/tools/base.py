@@ -14,22 +14,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
+from phoenix_nb.core.secrets import DEFAULT_SECRET_PATTERNS as SECRET_NAME_PATTERNS
 from phoenix_nb.core.values import Mode, ToolResult
 from phoenix_nb.tools.kernel_port import KernelPort
 
 # Environment variables whose names match any of these (case-insensitive
 # substrings) never reach a tool's process: the model must not read them.
-DEFAULT_SECRET_PATTERNS: tuple[str, ...] = (
-    "API_KEY",
-    "APIKEY",
-    "TOKEN",
-    "SECRET",
-    "PASSWORD",
-    "PASSWD",
-    "CREDENTIAL",
-    "PRIVATE_KEY",
-    "AUTH",
-)
+# Stated in the core, which the store reads too.
+DEFAULT_SECRET_PATTERNS = SECRET_NAME_PATTERNS
 
 
 @dataclass(frozen=True)
