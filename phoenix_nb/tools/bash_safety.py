@@ -726,8 +726,9 @@ def _glob_can_match(pattern: str, name: str) -> bool:
 class _Places:
     """Where the protected places are, for one check."""
 
-    def __init__(self, cwd: str, home: str) -> None:
+    def __init__(self, cwd: str, home: str, also: Sequence[str] = ()) -> None:
         self.cwd = posixpath.normpath(cwd)
+        self.also = tuple(posixpath.normpath(a) for a in also)  # more working directories
         self.here = self.cwd  # where relative paths start (moves with `cd`)
         self.home = posixpath.normpath(home) if home else ""
         self.homes = _all_homes(self.home)
@@ -747,6 +748,10 @@ class _Places:
         if path == self.cwd:
             return "cwd"
         if self.cwd.startswith(path + "/"):
+            return "above-cwd"
+        if path in self.also:
+            return "cwd"
+        if any(a.startswith(path + "/") for a in self.also):
             return "above-cwd"
         if any(d == path or d.startswith(path + "/") for d in self.unknown_dirs):
             return "unknown"
@@ -1909,11 +1914,15 @@ def _too_dynamic_message(command: str, why: str) -> str:
 def check_command(command: str, *, cwd: str | os.PathLike[str] | None = None) -> str | None:
     """Why `command` must not run, as a message for the model, or None if it may.
 
-    `cwd` is the directory the command runs in; without it the working
-    directory is treated as unknown (its parents are still recognised).
+    `cwd` is the directory the command runs in. Without it, relative paths
+    start in an unknown directory (whose parents are still recognised) and
+    the process's own working directory is protected by its absolute name.
     """
     home = os.environ.get("HOME") or _home_of(_current_user()) or "/root"
-    places = _Places(str(cwd) if cwd is not None else _FAKE_CWD, home)
+    if cwd is not None:
+        places = _Places(str(cwd), home)
+    else:
+        places = _Places(_FAKE_CWD, home, also=_process_cwd())
     env = Env(cwd=places.cwd, home=places.home)
     try:
         _Interpreter(places).check_script(command, env)
@@ -1924,6 +1933,13 @@ def check_command(command: str, *, cwd: str | os.PathLike[str] | None = None) ->
     except RecursionError:
         return _too_dynamic_message(command, "it nests too deeply to follow")
     return None
+
+
+def _process_cwd() -> tuple[str, ...]:
+    try:
+        return (os.getcwd(),)
+    except OSError:  # deleted under us
+        return ()
 
 
 def _current_user() -> str:

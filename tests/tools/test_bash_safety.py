@@ -571,6 +571,15 @@ def test_the_working_directory_by_its_absolute_name(tmp_path: Path) -> None:
     assert check_command("rm -rf ../other-project", cwd=project) is None
 
 
+def test_without_a_cwd_the_process_directory_is_protected_by_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert check_command(f"rm -rf {tmp_path}") is not None
+    assert check_command(f"rm -rf {tmp_path.parent}/") is not None
+    assert check_command(f"rm -rf {tmp_path}/build") is None
+
+
 @pytest.mark.parametrize(
     "word",
     [
