@@ -242,3 +242,33 @@ def test_leftovers_of_a_dead_kernel_are_removed_at_next_start_up(tmp_path: Path)
     _host(tmp_path, {}, "true")
     assert not dead.exists()
     assert run_dir().exists()  # this live kernel's own folder is left alone
+
+
+@needs_landlock
+@pytest.mark.timeout(120)
+def test_status_and_load_ext_say_which_guarantees_hold_and_which_are_lost(
+    tmp_path: Path,
+) -> None:
+    """In a real kernel: `%phoenix status` names each guarantee's mechanism; on a host
+    without namespaces `%load_ext` warns and lists exactly what is lost."""
+    from phoenix_nb.testing import FakeAnthropic
+    from tests.notebook.kernel_harness import Kernel
+
+    with FakeAnthropic() as fake:
+        for env, expect_lost in (({}, False), ({"PHOENIX_SANDBOX_NAMESPACES": "off"}, True)):
+            kern = Kernel(tmp_path / str(expect_lost), fake.base_url, extra_env=env)
+            try:
+                loaded = kern.ok("%load_ext phoenix_nb").text("stdout")
+                kern.ok("%phoenix new")
+                status = kern.ok("%phoenix status").text("stdout")
+            finally:
+                kern.shutdown()
+            if expect_lost:
+                assert "Restricted mode is partial" in loaded
+                assert "credential files unreadable: LOST" in loaded, loaded
+                assert "LOST   credential files unreadable" in status, status
+                assert "holds  no network: seccomp denies every inet socket" in status
+            else:
+                assert "partial" not in loaded, loaded
+                assert "holds  no network: private network namespace" in status, status
+                assert "LOST" not in status, status
