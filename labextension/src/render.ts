@@ -129,6 +129,12 @@ export async function renderRecord(
   if (context !== null) {
     root.appendChild(meter(context));
   }
+  const spent = spendingLine(objOrNull(record.usage));
+  if (spent) {
+    const cost = el('div', 'jp-Phoenix-cost', spent);
+    cost.dataset.phoenixCost = '';
+    root.appendChild(cost);
+  }
   const summary = str(record.summary);
   if (summary) {
     const section = el('section', 'jp-Phoenix-summary');
@@ -217,6 +223,83 @@ function header(conversation: Loose, state: Loose): HTMLElement {
     node.appendChild(el('span', 'jp-Phoenix-facts', facts));
   }
   return node;
+}
+
+function usd(value: number): string {
+  return value > 0 && value < 0.01 ? `$${value.toFixed(4)}` : `$${value.toFixed(2)}`;
+}
+
+function shortTokens(n: number): string {
+  if (n >= 1_000_000) {
+    return `${(n / 1_000_000).toFixed(1)}M`;
+  }
+  return n >= 1_000 ? `${(n / 1_000).toFixed(1)}k` : `${Math.round(n)}`;
+}
+
+/** One part of the cost line: dollars when the model is priced, else tokens only. */
+function spendPart(part: Loose, priced: boolean): string {
+  const cost = num(part.cost_usd);
+  if (priced && cost !== null) {
+    return usd(cost);
+  }
+  const prompt =
+    (num(part.input_tokens) ?? 0) +
+    (num(part.cache_write_tokens) ?? 0) +
+    (num(part.cache_read_tokens) ?? 0);
+  return `${shortTokens(prompt)} in / ${shortTokens(num(part.output_tokens) ?? 0)} out tokens`;
+}
+
+/** The record's `usage` as the Python renderers word it (notebook/_render/cost.py). */
+function spendingLine(usage: Loose | null): string {
+  if (usage === null) {
+    return '';
+  }
+  const priced = usage.priced === true;
+  const turn = obj(usage.turn);
+  const total = obj(usage.total);
+  if (!num(total.responses)) {
+    return '';
+  }
+  const parts: string[] = [];
+  if (num(turn.responses)) {
+    parts.push(`this turn ${spendPart(turn, priced)}`);
+  }
+  parts.push(`conversation ${spendPart(total, priced)}`);
+  const share = num(total.cache_hit_share);
+  if (share !== null) {
+    parts.push(`${Math.round(share * 100)}% cache hits`);
+  }
+  if (!priced) {
+    parts.push('no price known for this model');
+  }
+  return parts.join(' · ');
+}
+
+/** Citations as numbered footnote links; only http(s) targets become links. */
+function citationList(item: Loose): HTMLElement | null {
+  const cites = arr(item.citations).map(obj);
+  if (cites.length === 0) {
+    return null;
+  }
+  const list = el('ol', 'jp-Phoenix-citations');
+  list.dataset.phoenixCitations = '';
+  cites.forEach((cite, i) => {
+    const entry = el('li', '');
+    entry.value = i + 1;
+    const url = str(cite.url);
+    const title = str(cite.title) || url || str(cite.cited_text).slice(0, 60) || `source ${i + 1}`;
+    if (/^https?:\/\//i.test(url)) {
+      const link = el('a', '', title);
+      link.href = url;
+      link.target = '_blank';
+      link.rel = 'noopener noreferrer';
+      entry.appendChild(link);
+    } else {
+      entry.textContent = title;
+    }
+    list.appendChild(entry);
+  });
+  return list;
 }
 
 /** The context meter (REQ-BED-023: warning style from 80 % of the window). */
@@ -373,6 +456,10 @@ function aiStep(drawing: Drawing, node: HTMLElement, step: Loose): void {
       node.appendChild(wrap);
     } else {
       node.appendChild(block);
+      const notes = citationList(item);
+      if (notes !== null) {
+        node.appendChild(notes);
+      }
     }
   }
   for (const group of arr(step.tool_groups)) {
