@@ -144,7 +144,9 @@ async def test_demo_asking_twice_finds_nothing_left_to_fix(phoenix: Phoenix, pro
     assert "tests pass: there is nothing to fix" in agent_texts(conv)[-1]
     await settle(conv.run("What did you change?"))
     assert "`>` became `>=`" in agent_texts(conv)[-1]
-    assert agent_texts(conv)[-1].startswith(LABEL) and INTRO not in agent_texts(conv)[-1]
+    assert LABEL not in agent_texts(conv)[-1], "the disclaimer is said once per conversation"
+    said = "\n".join(agent_texts(conv))
+    assert said.count(LABEL) == 1 and said.count(INTRO) == 1
 
 
 async def test_demo_outside_the_sample_project_answers_truthfully(
@@ -224,3 +226,21 @@ def test_pace_setting_rejects_junk() -> None:
     assert pace_from_env({"PHOENIX_DEMO_PACE": "fast"}) == pace_from_env({})
     assert pace_from_env({"PHOENIX_DEMO_PACE": "99"}) == 0.5
     assert pace_from_env({"PHOENIX_DEMO_PACE": "0"}) == 0.0
+
+
+async def test_demo_answers_a_follow_up_from_the_real_history(
+    phoenix: Phoenix, project: Path
+) -> None:
+    """'What did you change?' is answered from the patch the conversation really made,
+    without running the fix again or asking for write access."""
+    conv = phoenix.create(cwd=project, mode=Mode.UNRESTRICTED)
+    await settle(conv.run("The tests fail. Fix them."))
+    calls_before = len(tool_calls(conv))
+    await settle(conv.run("What did you change, in one sentence?"))
+    answer = agent_texts(conv)[-1]
+    assert answer.startswith("In `shop/pricing.py` I changed one line: `>` became `>=`"), answer
+    assert len(tool_calls(conv)) == calls_before, "no tool call for a follow-up"
+    fresh = phoenix.create(cwd=project)
+    await settle(fresh.run("What did you change?"))
+    assert "I have not changed any file in this conversation." in agent_texts(fresh)[-1]
+    assert agent_texts(fresh)[-1].startswith(INTRO), "a new conversation gets it once"

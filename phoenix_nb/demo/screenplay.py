@@ -17,6 +17,7 @@ truthful answers anywhere else.
 from __future__ import annotations
 
 import base64
+import difflib
 import io
 import itertools
 import json
@@ -100,6 +101,7 @@ class RequestView:
     outcomes: list[ToolOutcome] = field(default_factory=list)
     unknown_results: int = 0
     tool_names_used: list[str] = field(default_factory=list)
+    patches: list[tuple[str, str, str]] = field(default_factory=list)  # applied: path, old, new
     transcript: str = ""  # the whole request's messages as JSON, for "was it fixed already?"
 
     @property
@@ -119,8 +121,14 @@ class RequestView:
         tool_names = {str(t.get("name")) for t in body.get("tools") or [] if isinstance(t, Mapping)}
         unrestricted = False
         used: list[str] = []
+        patch_inputs: dict[str, Mapping[str, Any]] = {}
+        applied: list[str] = []
         for message in messages:
             for block in _blocks(message):
+                if block.get("type") == "tool_use" and block.get("name") == "patch":
+                    patch_inputs[str(block.get("id"))] = block.get("input") or {}
+                if block.get("type") == "tool_result" and not block.get("is_error"):
+                    applied.append(str(block.get("tool_use_id")))
                 if message.get("role") == "user" and block.get("type") == "text":
                     said = str(block.get("text", ""))
                     if MODE_UNRESTRICTED_MARK in said:
@@ -141,6 +149,19 @@ class RequestView:
             tool_names_used=used,
             transcript=json.dumps(messages, ensure_ascii=False),
         )
+        for call_id in applied:
+            patch = patch_inputs.get(call_id)
+            if not isinstance(patch, Mapping):
+                continue
+            for edit in patch.get("patches") or []:
+                if isinstance(edit, Mapping):
+                    view.patches.append(
+                        (
+                            str(patch.get("path", "")),
+                            str(edit.get("oldText", "")),
+                            str(edit.get("newText", "")),
+                        )
+                    )
         for block in last:
             if block.get("type") != "tool_result":
                 continue
@@ -198,7 +219,12 @@ class DemoScript:
         return self._answer_user(view)
 
     def _opening(self, view: RequestView) -> str:
-        return INTRO if view.first_reply else LABEL
+        """The disclaimer, once per conversation: in its first reply only."""
+        return INTRO if view.first_reply else ""
+
+    def _lead(self, view: RequestView, sep: str = " ") -> str:
+        opening = self._opening(view)
+        return opening + sep if opening else ""
 
     # -- a new user message -----------------------------------------------------------
     def _answer_user(self, view: RequestView) -> Turn:
@@ -206,11 +232,11 @@ class DemoScript:
         if view.images:
             return self._describe_images(view)
         if "change" in said:
-            return self._turn(self._say(f"{self._opening(view)} {self._what_changed(view)}"))
+            return self._turn(self._say(f"{self._lead(view)}{self._what_changed(view)}"))
         if any(word in said for word in ("sub-agent", "subagent", "sub agent", "parallel")):
             return self._turn(
                 self._say(
-                    f"{self._opening(view)} I'll split this into two independent read-only "
+                    f"{self._lead(view)}I'll split this into two independent read-only "
                     "investigations and run them as sub-agents in parallel."
                 ),
                 self._call(
@@ -225,13 +251,14 @@ class DemoScript:
             )
             return self._turn(
                 self._say(
-                    f"{self._opening(view)}\n\nI'll start by looking around the project. {stance}"
+                    f"{self._lead(view, chr(10) * 2)}I'll start by looking around the project. "
+                    + stance
                 ),
                 self._bash("explore", EXPLORE_COMMAND),
             )
         return self._turn(
             self._say(
-                f"{self._opening(view)} I'm a scripted stand-in for Claude and can only play a "
+                f"{self._lead(view)}I'm a scripted stand-in for Claude and can only play a "
                 "few scenes: ask me to *fix the failing tests* (in the sample project), attach "
                 "an image with `--image`, ask me to *use sub-agents*, or ask what I changed. "
                 "Set ANTHROPIC_API_KEY and start a new conversation to talk to the real model."
@@ -240,6 +267,15 @@ class DemoScript:
 
     @staticmethod
     def _what_changed(view: RequestView) -> str:
+        """From the conversation's real history: the patches that applied, in one sentence."""
+        if view.patches:
+            parts = [_describe_patch(path, old, new) for path, old, new in view.patches]
+            effect = (
+                ", so the 5% bulk discount now starts at 10 items, as the docstring promises"
+                if any(new.rstrip() == FIXED_LINE.rstrip() for _, _, new in view.patches)
+                else ""
+            )
+            return f"{'; '.join(parts)}{effect}."
         if not view.fixed_before:
             return "I have not changed any file in this conversation."
         return (
@@ -252,7 +288,7 @@ class DemoScript:
         shown = "\n".join(f"- {line}" for line in lines)
         return self._turn(
             self._say(
-                f"{self._opening(view)} I received {len(lines)} image(s):\n\n{shown}\n\n"
+                f"{self._lead(view)}I received {len(lines)} image(s):\n\n{shown}\n\n"
                 "The demo model cannot look at pictures; Claude would describe the figure "
                 "here. What you saw is real, though: phoenix rendered the figure to PNG, "
                 "downsized it if needed and sent it in the request."
@@ -450,6 +486,19 @@ class DemoScript:
                 )
             )
         )
+
+
+def _describe_patch(path: str, old: str, new: str) -> str:
+    """'In `a.py` I changed one line: `>` became `>=`' — the words that differ."""
+    before, after = old.split(), new.split()
+    change = ""
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(a=before, b=after).get_opcodes():
+        if tag != "equal":
+            change = f"`{' '.join(before[i1:i2]) or '∅'}` became `{' '.join(after[j1:j2]) or '∅'}`"
+            break
+    lines = max(old.count("\n"), new.count("\n")) + 1
+    what = "one line" if lines == 1 else f"{lines} lines"
+    return f"In `{path}` I changed {what}" + (f": {change}" if change else "")
 
 
 def _clip(value: str, limit: int = 800) -> str:
