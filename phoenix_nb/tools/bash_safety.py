@@ -473,15 +473,16 @@ class _Expander:
             assigned = self.env.vars.get("HOME", _lit(self.env.home))
             if assigned is None or assigned.unknown:
                 return [_Atom(_UNKNOWN, unknown=True), *atoms[end:]]
-            home: str | None = assigned.text
+            home = assigned.text
         elif user == "+":
             home = self.env.cwd
         elif user == "-":
             return [_Atom(_UNKNOWN, unknown=True), *atoms[end:]]
         else:
-            home = _home_of(user)
-            if home is None:
+            found = _home_of(user)
+            if found is None:
                 return atoms
+            home = found
         return [_Atom(c, quoted=True) for c in home] + atoms[end:]
 
 
@@ -1002,16 +1003,15 @@ class _Interpreter:
     def for_loop(self, node: Node, source: bytes, env: Env) -> None:
         var_node = node.child_by_field_name("variable")
         body = node.child_by_field_name("body")
-        values: list[Val] | None = []  # None: unknown
+        listed: list[Val] = []
         saw_in = False
         expander = _Expander(env, self)
         for child in node.children:
             if child.type == "in":
                 saw_in = True
             elif saw_in and child.type not in (";", "do_group", "\n") and child != body:
-                values.extend(expander.words(_src(child, source)))
-        if not saw_in:
-            values = env.positional
+                listed.extend(expander.words(_src(child, source)))
+        values = listed if saw_in else env.positional  # None: unknown
         if var_node is None or body is None:
             return
         name = _src(var_node, source)
