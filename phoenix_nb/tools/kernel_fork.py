@@ -52,6 +52,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ctypes
+import dataclasses
 import gc
 import io
 import json
@@ -81,6 +82,7 @@ _PR_SET_PDEATHSIG = 1
 _EXIT_JOB_FAILED = 70
 _EXIT_CONFINE_FAILED = 71
 
+DONE = b'{"__phoenix_fork_done__":true}\n'
 Emit = Callable[[Mapping[str, Any]], None]
 Job = Callable[[Emit, "ChildSink"], None]
 
@@ -108,6 +110,7 @@ class ForkOutcome:
     signal: int | None = None
     timed_out: bool = False
     result_truncated: bool = False
+    completed: bool = False  # the job returned (its DONE line arrived)
     limits_hit: list[str] = field(default_factory=list)  # cgroup budgets the fork ran into
     elapsed: float = 0.0
 
@@ -206,20 +209,14 @@ def _prepare(
     own = int(Path("/proc/self/statm").read_text().split()[0]) * resource.getpagesize()
     base = sandbox.policy().limits
     adjusted = sandbox.with_limits(base, address_space=own + base.address_space)
+    # The policy first: it starts the sandbox launcher on first use, whose start-up sweep
+    # of stale cgroups would otherwise remove a cgroup made a moment before.
+    policy = sandbox.child_policy(
+        cwd=cwd, env=env, tmpdir=tmpdir, limits=adjusted, cpu_seconds=math.ceil(limits.timeout) + 2
+    )
     cgroup = sandbox.child_cgroup(conversation_id, adjusted)
-    try:
-        policy = sandbox.child_policy(
-            cwd=cwd,
-            env=env,
-            tmpdir=tmpdir,
-            cgroup=cgroup,
-            limits=adjusted,
-            cpu_seconds=math.ceil(limits.timeout) + 2,
-        )
-    except BaseException:
-        if cgroup is not None:
-            cgroup.remove()
-        raise
+    if cgroup is not None:
+        policy = dataclasses.replace(policy, cgroup_procs=cgroup.procs_files)
     return _Confined(policy, cgroup, cgroup.counters() if cgroup is not None else {})
 
 
@@ -346,6 +343,9 @@ def _child(
             _write_all(result_w, line.encode("utf-8", "backslashreplace"))
 
         job(emit, sink)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        _write_all(result_w, DONE)  # after every output byte: the parent may stop reading here
         code = 0
     except BaseException as exc:
         with contextlib.suppress(BaseException):
@@ -403,13 +403,16 @@ def _kill(pid: int, pidfd: int) -> None:
         signal.pidfd_send_signal(pidfd, signal.SIGKILL)  # in case setsid had not run yet
 
 
-def _reap_later(loop: asyncio.AbstractEventLoop, pid: int, pidfd: int) -> None:
-    """Reap a killed child whenever it exits, without anyone awaiting it."""
+def _reap_later(
+    loop: asyncio.AbstractEventLoop, pid: int, pidfd: int, then: Callable[[], None]
+) -> None:
+    """Reap a killed child whenever it exits, then clean up; nobody awaits this."""
 
     def reap() -> None:
         if _dead(pid) is not None:
             loop.remove_reader(pidfd)
             os.close(pidfd)
+            then()
 
     try:
         loop.add_reader(pidfd, reap)
@@ -417,6 +420,7 @@ def _reap_later(loop: asyncio.AbstractEventLoop, pid: int, pidfd: int) -> None:
         with contextlib.suppress(ChildProcessError):
             os.waitpid(pid, 0)
         os.close(pidfd)
+        then()
 
 
 async def run_in_fork(
@@ -435,6 +439,11 @@ async def run_in_fork(
     `sandbox.SandboxError` otherwise); the fork then counts against the
     conversation's cgroup budget. Cancelling the awaiting task kills the
     child's process group and reaps it before CancelledError propagates.
+
+    A job that finishes writes a last line (`DONE`) after all its output: the
+    caller gets its answer then, without waiting for the namespaces to be torn
+    down; the fork is killed, reaped and cleaned up (cgroup, TMPDIR) in the
+    background.
     """
     limits = limits or ForkLimits()
     loop = asyncio.get_running_loop()
@@ -450,6 +459,12 @@ async def run_in_fork(
     else:
         tmpdir = tempfile.mkdtemp(prefix="phoenix-py-")
         env = {**env, "TMPDIR": tmpdir}
+
+    def clean_up() -> None:
+        if confined is not None:
+            confined.release()
+        remove_tree(tmpdir)
+
     result_r, result_w = os.pipe2(os.O_CLOEXEC)
     out_r, out_w = os.pipe2(os.O_CLOEXEC)
     err_r, err_w = os.pipe2(os.O_CLOEXEC)
@@ -459,9 +474,7 @@ async def run_in_fork(
     except BaseException:
         for fd in (result_r, result_w, out_r, out_w, err_r, err_w):
             os.close(fd)
-        if confined is not None:
-            confined.release()
-        remove_tree(tmpdir)
+        clean_up()
         raise
     if pid == 0:  # pragma: no cover - the child never returns
         _child(job, port, (result_w, out_w, err_w), env, str(cwd), tmpdir, confined, limits)
@@ -476,84 +489,93 @@ async def run_in_fork(
         result_r: result,
     }
     open_fds = set(streams)
-    drained = loop.create_future()
+    finished = loop.create_future()  # DONE seen, or every pipe closed
+
+    def finish() -> None:
+        if not finished.done():
+            finished.set_result(None)
+
+    def drain(fd: int) -> bool:
+        """Read what is there; False at end of file."""
+        while True:
+            try:
+                chunk = os.read(fd, 1 << 16)
+            except BlockingIOError:
+                return True
+            except OSError:
+                chunk = b""
+            if not chunk:
+                return False
+            streams[fd].feed(chunk)
+            if fd == result_r:
+                if result.total > limits.max_result_bytes:
+                    outcome.result_truncated = True
+                    _kill(pid, pidfd)
+                elif result.head.endswith(DONE):
+                    outcome.completed = True
+                    finish()
 
     def on_readable(fd: int) -> None:
-        try:
-            chunk = os.read(fd, 1 << 16)
-        except BlockingIOError:
-            return
-        except OSError:
-            chunk = b""
-        if chunk:
-            streams[fd].feed(chunk)
-            if fd == result_r and result.total > limits.max_result_bytes:
-                outcome.result_truncated = True
-                _kill(pid, pidfd)
-            return
-        loop.remove_reader(fd)
-        open_fds.discard(fd)
-        if not open_fds and not drained.done():
-            drained.set_result(None)
-
-    exited = loop.create_future()
-
-    def on_exit() -> None:
-        if not exited.done():
-            exited.set_result(None)
+        if not drain(fd):
+            loop.remove_reader(fd)
+            open_fds.discard(fd)
+            if not open_fds:
+                finish()
 
     for fd in streams:
         os.set_blocking(fd, False)
         loop.add_reader(fd, on_readable, fd)
-    loop.add_reader(pidfd, on_exit)
     reaped = False
     try:
         try:
             async with asyncio.timeout(limits.timeout):
-                await asyncio.gather(asyncio.shield(drained), asyncio.shield(exited))
+                await asyncio.shield(finished)
         except TimeoutError:
             outcome.timed_out = True
-            _kill(pid, pidfd)
-        if not exited.done():
-            # Killed (timeout or too much output): the exit follows at once.
-            async with asyncio.timeout(5):
-                await asyncio.shield(exited)
-        status = _dead(pid)
-        if status is None:  # pidfd said it exited; waitpid must agree
-            with contextlib.suppress(ChildProcessError):
-                os.waitpid(pid, 0)
-            status = (None, None)
-        reaped = True
-        outcome.exit_code, outcome.signal = status
-        if confined is not None:
-            outcome.exit_code, outcome.signal = _relayed(*status)
-    except BaseException:
-        # Cancelled: kill now, and give the exit a moment so the child is reaped here.
+        if outcome.completed:
+            for fd in list(open_fds):
+                drain(fd)  # output written before DONE is in the pipes already
+            outcome.exit_code = 0
         _kill(pid, pidfd)
-        with contextlib.suppress(BaseException):
-            async with asyncio.timeout(1):
-                await asyncio.shield(exited)
+        if not outcome.completed:
+            # Crashed, exited early, timed out or too much output: wait for its status.
+            exited = loop.create_future()
+
+            def on_exit() -> None:
+                if not exited.done():
+                    exited.set_result(None)
+
+            loop.add_reader(pidfd, on_exit)
+            try:
+                async with asyncio.timeout(5):
+                    await asyncio.shield(exited)
+            finally:
+                loop.remove_reader(pidfd)
+            for fd in list(open_fds):
+                drain(fd)
+            status = _dead(pid)
+            reaped = status is not None
+            if status is not None:
+                code, sig = _relayed(*status) if confined is not None else status
+                outcome.exit_code, outcome.signal = code, sig
+                if outcome.timed_out and sig == signal.SIGKILL:
+                    outcome.signal = None  # our own kill, reported as the timeout
+    except BaseException:
+        _kill(pid, pidfd)  # cancelled: the group dies now
         raise
     finally:
         for fd in list(open_fds):
             loop.remove_reader(fd)
-        if exited.done() and not reaped:
-            status = _dead(pid)
-            reaped = status is not None
-        with contextlib.suppress(ValueError, OSError):
-            loop.remove_reader(pidfd)
         for fd in streams:
             os.close(fd)
         if reaped:
             os.close(pidfd)
+            if confined is not None:
+                outcome.limits_hit = confined.limits_hit()
+            clean_up()
         else:
-            _reap_later(loop, pid, pidfd)
-        if confined is not None:
-            outcome.limits_hit = confined.limits_hit()
-            confined.release()
-        remove_tree(tmpdir)
+            _reap_later(loop, pid, pidfd, clean_up)
         outcome.elapsed = time.monotonic() - started
-    # Read what is left in the pipes (the child is gone, so this cannot block for long).
     outcome.stdout = streams[out_r].text()
     outcome.stderr = streams[err_r].text()
     outcome.records = _parse_records(bytes(result.head))
@@ -561,7 +583,7 @@ async def run_in_fork(
 
 
 def _parse_records(data: bytes) -> list[dict[str, Any]]:
-    records = []
+    records: list[dict[str, Any]] = []
     for line in data.split(b"\n"):
         if not line:
             continue
@@ -569,6 +591,6 @@ def _parse_records(data: bytes) -> list[dict[str, Any]]:
             value = json.loads(line)
         except ValueError:
             continue  # a line cut by a kill
-        if isinstance(value, dict):
+        if isinstance(value, dict) and "__phoenix_fork_done__" not in value:
             records.append(value)
     return records

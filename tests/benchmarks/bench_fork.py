@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
+import os
 import statistics
 import subprocess
 import sys
@@ -46,28 +47,38 @@ def rss_mb() -> float:
     return 0.0
 
 
-def alive(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+def descendants(root: int) -> set[int]:
+    """Live (non-zombie) descendants of `root`, from /proc."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if fields[0] != "Z":
+            children.setdefault(int(fields[1]), []).append(int(entry.name))
+    found: set[int] = set()
+    todo = [root]
+    while todo:
+        for child in children.get(todo.pop(), ()):
+            found.add(child)
+            todo.append(child)
+    return found
 
 
 async def cancel_latency(tool: RunPythonTool, ctx: ToolContext) -> float:
-    before = {int(p.name) for p in Path("/proc").iterdir() if p.name.isdigit()}
+    """From task.cancel() until the fork (intermediate and PID 1) is gone from /proc."""
+    before = descendants(os.getpid())
     task = asyncio.ensure_future(tool.run({"code": "while True: pass"}, ctx, "c"))
     await asyncio.sleep(0.3)
-    forks = [
-        int(p.name)
-        for p in Path("/proc").iterdir()
-        if p.name.isdigit() and int(p.name) not in before
-    ]
+    forks = descendants(os.getpid()) - before
     start = time.perf_counter()
     task.cancel()
     with contextlib.suppress(asyncio.CancelledError):
         await task
-    while any(alive(pid) for pid in forks):
+    while descendants(os.getpid()) & forks:
         await asyncio.sleep(0.0005)
     return (time.perf_counter() - start) * 1000
 

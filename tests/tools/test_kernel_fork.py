@@ -229,6 +229,7 @@ CONFINE = [False, pytest.param(True, marks=needs_sandbox)]
 
 @pytest.mark.parametrize("confine", CONFINE)
 async def test_timeout_kills_the_child_and_what_it_started(confine: bool) -> None:
+    await fork(lambda emit, _sink: emit({}), confine=confine)  # the sandbox launcher is up
     before = descendants(os.getpid())
     start = time.monotonic()
     outcome = await fork(spin_with_a_child, timeout=0.5, confine=confine)
@@ -240,7 +241,8 @@ async def test_timeout_kills_the_child_and_what_it_started(confine: bool) -> Non
 
 @pytest.mark.parametrize("confine", CONFINE)
 async def test_cancel_kills_at_once_and_leaves_no_process(confine: bool) -> None:
-    """Cancel (kernel interrupt, Stop): SIGKILL to the group, reaped before CancelledError."""
+    """Cancel (kernel interrupt, Stop): SIGKILL to the group, the fork reaped at once."""
+    await fork(lambda emit, _sink: emit({}), confine=confine)  # the sandbox launcher is up
     before = descendants(os.getpid())
     task = asyncio.ensure_future(fork(spin_with_a_child, timeout=60, confine=confine))
     # fork + sleep, plus the sandbox's intermediate when confined.
@@ -334,4 +336,5 @@ async def test_the_childs_tmpdir_is_removed_after_it() -> None:
 
     outcome = await fork(job, confine=True)
     seen["tmp"] = outcome.records[0]["tmp"]
-    assert not Path(seen["tmp"]).exists()
+    # Cleanup follows the reaping, which the answer does not wait for.
+    assert await wait_until(lambda: not Path(seen["tmp"]).exists())
