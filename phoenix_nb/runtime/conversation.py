@@ -106,7 +106,7 @@ class Services:
     secret_patterns: tuple[str, ...] | None = None
     env_allow: tuple[str, ...] = ()
     kernel: KernelPort | None = None  # the Jupyter kernel (notebook layer), for the kernel tools
-    kernel_access: bool = True
+    kernel_access: Callable[[], bool] = lambda: True  # read per call: %config may change it
     thinking: Mapping[str, Any] | None = None
     spawner: SubAgents | None = None  # set by the manager
     worktree: WorkTreeRecorder | None = None  # checkpoints (phoenix_nb.checkpoints), if on
@@ -373,7 +373,7 @@ class ConversationRuntime:
             extra=self.services.extra_tool_env,
             env_allow=self.services.env_allow,
             kernel=self.services.kernel,
-            kernel_access=self.services.kernel_access,
+            kernel_access=self.services.kernel_access(),
             **kwargs,
         )
 

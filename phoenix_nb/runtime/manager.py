@@ -335,7 +335,7 @@ class Phoenix:
             secret_patterns=s.secret_patterns,
             env_allow=s.env_allow,
             kernel=self.kernel,
-            kernel_access=s.kernel_access != "off",
+            kernel_access=lambda: self.settings.kernel_access != "off",
             thinking=s.thinking,
             spawner=self.spawner,
             worktree=self.worktree,
