@@ -191,7 +191,20 @@ SAFE_NAMES: frozenset[str] = frozenset(
         "GIT_PAGER",
     }
 )
-SAFE_PATTERNS: tuple[str, ...] = ("LC_*",)
+# Families of the same kind; a name among them that looks like a secret
+# (CARGO_REGISTRY_TOKEN, CONDA_…_PASSWORD) is still withheld.
+SAFE_PATTERNS: tuple[str, ...] = (
+    "LC_*",
+    "XDG_*",
+    "CONDA_*",
+    "MAMBA_*",
+    "PYENV_*",
+    "VIRTUAL_ENV*",
+    "PIPX_*",
+    "NVM_*",
+    "RUSTUP_*",
+    "CARGO_*",
+)
 
 # Never passed, whatever the user allows: the key phoenix itself talks with.
 ALWAYS_WITHHELD: frozenset[str] = frozenset({"ANTHROPIC_API_KEY"})
@@ -296,9 +309,13 @@ def _admitted(name: str, exact: frozenset[str], patterns: tuple[str, ...]) -> st
         return None
     if name in exact:
         return "exact"
-    if name in SAFE_NAMES or any(fnmatch.fnmatchcase(name, p) for p in SAFE_PATTERNS):
+    if name in SAFE_NAMES:
         return "safe"
-    if any(fnmatch.fnmatchcase(name, p) for p in patterns) and not _name_looks_secret(name):
+    if _name_looks_secret(name):
+        return None  # a pattern never admits a secret-looking name
+    if any(fnmatch.fnmatchcase(name, p) for p in SAFE_PATTERNS):
+        return "safe"
+    if any(fnmatch.fnmatchcase(name, p) for p in patterns):
         return "pattern"
     return None
 

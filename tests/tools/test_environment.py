@@ -51,6 +51,8 @@ SECRET_NAMES = [
     "COOKIE",
     "STRIPE_SK",
     "ANTHROPIC_API_KEY",
+    "CARGO_REGISTRY_TOKEN",
+    "CONDA_CHANNEL_PASSWORD",
 ]
 # Credentials inside values.
 SECRET_VALUES = {
@@ -74,6 +76,10 @@ ALLOWED = {
     "SHELL": "/bin/bash",
     "VIRTUAL_ENV": "/opt/venvs/proj",
     "CONDA_PREFIX": "/opt/conda/envs/proj",
+    "CONDA_PREFIX_1": "/opt/conda",
+    "CONDA_PROMPT_MODIFIER": "(proj) ",
+    "PYENV_VIRTUAL_ENV": "/opt/pyenv/versions/proj",
+    "XDG_DATA_HOME": "/home/alice/.local/share",
     "PYENV_ROOT": "/opt/pyenv",
     "GOPATH": "/opt/go",
     "CARGO_HOME": "/opt/cargo",
