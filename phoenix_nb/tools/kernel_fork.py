@@ -435,6 +435,28 @@ async def run_in_fork(
 ) -> ForkOutcome:
     """Fork the kernel, run `job(emit, sink)` in the child, collect what it emitted.
 
+    A fork whose confinement failed ran nothing, so it is tried once more:
+    the one failure seen here is a cgroup removed between its creation and
+    the child joining it (another kernel's launcher sweeping "stale" groups).
+    """
+    outcome = await _run_once(job, port, env, cwd, confine, limits, conversation_id)
+    if confine and outcome.exit_code == _EXIT_CONFINE_FAILED and not outcome.records:
+        log.warning("phoenix: confining a fork failed, retrying once: %s", outcome.stderr.strip())
+        outcome = await _run_once(job, port, env, cwd, confine, limits, conversation_id)
+    return outcome
+
+
+async def _run_once(
+    job: Job,
+    port: KernelPort | None,
+    env: Mapping[str, str],
+    cwd: str | Path,
+    confine: bool,
+    limits: ForkLimits | None,
+    conversation_id: str,
+) -> ForkOutcome:
+    """One fork (see `run_in_fork`).
+
     `confine=True` requires the sandbox (`sandbox_ready()`; raises
     `sandbox.SandboxError` otherwise); the fork then counts against the
     conversation's cgroup budget. Cancelling the awaiting task kills the

@@ -264,15 +264,21 @@ def test_proposed_cells_arrive_as_the_set_next_input_payload(
 
 
 def test_kernel_access_off_keeps_the_tools_declared(kern: Kernel, fake: FakeAnthropic) -> None:
+    """Off: the same tools array, an error answer; the switch applies to a running conversation."""
+    allowed = tool_use("inspect_variables", {"names": ["df"]})
+    fake.script(Turn([allowed]), Turn([text("Looked.")]))
+    assert kern.run("%%phoenix --name access\nLook at df.", timeout=60).status == "ok"
+    assert not result_of(fake, allowed.id)["is_error"]
+    tools_on = fake.requests[0].body["tools"]
     kern.ok('%config Phoenix.kernel_access = "off"')
     try:
-        call = tool_use("inspect_variables", {"names": ["df"]})
-        fake.script(Turn([call]), Turn([text("Cannot look.")]))
-        cell = kern.run("%%phoenix --name no-access\nLook at df.", timeout=60)
+        refused = tool_use("inspect_variables", {"names": ["df"]})
+        fake.script(Turn([refused]), Turn([text("Cannot look.")]))
+        cell = kern.run("%%phoenix --name access\nLook again.", timeout=60)
         assert cell.status == "ok", cell.error()
-        block = result_of(fake, call.id)
+        block = result_of(fake, refused.id)
         assert block["is_error"] and "Kernel access is off" in text_of(block)
-        tools = [t["name"] for t in fake.requests[0].body["tools"]]
-        assert {"inspect_variables", "kernel_history", "run_python", "propose_cell"} <= set(tools)
+        assert fake.requests[-1].body["tools"] == tools_on  # REQ-BED-017: byte-identical
+        assert fake.requests[-1].body["system"] == fake.requests[0].body["system"]
     finally:
         kern.ok('%config Phoenix.kernel_access = "on"')
