@@ -18,6 +18,8 @@ import importlib
 from collections.abc import Mapping
 from typing import Any
 
+from phoenix_nb.errors import PhoenixError
+
 # Modules whose dataclasses and enums form the encodable vocabulary.
 _MODULES = (
     "phoenix_nb.core.values",
@@ -28,7 +30,7 @@ _MODULES = (
 )
 
 
-class CodecError(ValueError):
+class CodecError(PhoenixError, ValueError):
     """Data that is not an encoding this codec produced."""
 
 

@@ -11,11 +11,13 @@ import base64
 import binascii
 from typing import Any
 
+from phoenix_nb.errors import PhoenixError
+
 IMAGE_TYPES = frozenset({"image/jpeg", "image/png", "image/gif", "image/webp"})
 MAX_IMAGE_BYTES = 5 * 1024 * 1024
 
 
-class RequestInvalid(Exception):
+class RequestInvalid(PhoenixError):
     """A request the API would reject; the message is the API-style explanation."""
 
 

@@ -17,6 +17,7 @@ from typing import Any
 from PIL import Image, ImageOps, UnidentifiedImageError
 
 from phoenix_nb.core.values import ImageData
+from phoenix_nb.errors import PhoenixError
 
 API_FORMATS = {"PNG": "image/png", "JPEG": "image/jpeg", "GIF": "image/gif", "WEBP": "image/webp"}
 DEFAULT_MAX_EDGE = 1568
@@ -24,7 +25,7 @@ DEFAULT_MAX_BYTES = 5 * 1024 * 1024
 _ORIENTATION_TAG = 0x0112
 
 
-class ImageError(ValueError):
+class ImageError(PhoenixError, ValueError):
     """An image that cannot be sent; the message says what was wrong and what to do."""
 
 

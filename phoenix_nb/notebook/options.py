@@ -15,6 +15,8 @@ import shlex
 from dataclasses import dataclass, field
 from typing import NoReturn
 
+from phoenix_nb.errors import PhoenixError
+
 ON_UPGRADE_CHOICES = ("ask", "approve", "deny")
 MODE_CHOICES = ("restricted", "unrestricted")
 EXPORT_FORMATS = ("md", "json", "html")
@@ -121,7 +123,7 @@ HELP_TEXT = "\n".join(
 )
 
 
-class OptionsError(ValueError):
+class OptionsError(PhoenixError, ValueError):
     """A user mistake in a magic line; its text is shown as one line."""
 
 

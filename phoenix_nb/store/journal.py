@@ -44,10 +44,12 @@ from tinydb import TinyDB
 from tinydb.storages import Storage
 from tinydb.table import Document, Table
 
+from phoenix_nb.errors import PhoenixError
+
 Op = list[Any]  # ["put", table, doc_id, doc] | ["del", table, doc_id] | ["clear", table]
 
 
-class JournalCorrupt(Exception):
+class JournalCorrupt(PhoenixError):
     """A journal holds a damaged line that is not its last: refuse to guess."""
 
 

@@ -50,6 +50,7 @@ from typing import Any, ClassVar
 from tinydb import Query
 from tinydb.table import Document
 
+from phoenix_nb.errors import PhoenixError
 from phoenix_nb.store import slugs
 from phoenix_nb.store.journal import JournalDB, JournalStorage, _json_copy, open_journal_db
 from phoenix_nb.store.scrub import scrub
@@ -73,7 +74,7 @@ MessageSpec = tuple[str, Any, Any, Any]  # (message_type, content, display_data,
 Migration = Callable[["Store"], None]
 
 
-class StoreError(Exception):
+class StoreError(PhoenixError):
     """A store operation refused with a message for the user; nothing was written."""
 
 

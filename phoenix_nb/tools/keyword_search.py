@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from phoenix_nb.core.values import ToolResult
+from phoenix_nb.errors import PhoenixError
 from phoenix_nb.tools.base import ToolContext
 from phoenix_nb.tools.environment import command_environment
 from phoenix_nb.tools.schema import invalid_input_result, validate
@@ -101,7 +102,7 @@ class FileHits:
     terms: set[str] = field(default_factory=set)
 
 
-class SearchError(Exception):
+class SearchError(PhoenixError):
     """rg could not run or failed; the message is for the model."""
 
 

