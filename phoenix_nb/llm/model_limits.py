@@ -18,7 +18,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from phoenix_nb.core.models import ModelInfo, model_info, with_api_limits
 
@@ -26,6 +26,7 @@ CACHE_FILE = "model_limits.json"
 MAX_AGE = 7 * 24 * 3600.0  # limits change with model releases, not by the hour
 
 
+@runtime_checkable
 class LimitsSource(Protocol):
     """Who can ask the Models API (AnthropicProvider)."""
 
@@ -94,11 +95,13 @@ class ModelLimits:
         fetched = entry.get("fetched_at")
         return isinstance(fetched, int | float) and self.clock() - fetched < self.max_age
 
-    async def resolve(self, model: str) -> ModelInfo:
-        """The best limits: asks the Models API when nothing fresh is cached."""
-        if self.source is None or self._fresh(model) or model in self._asked:
+    async def resolve(self, model: str, source: LimitsSource | None = None) -> ModelInfo:
+        """The best limits: asks the Models API (`source`, else the one given at
+        construction) when nothing fresh is cached."""
+        source = source or self.source
+        if source is None or self._fresh(model) or model in self._asked:
             return self.cached(model)
-        answer = await self.source.model_limits(model)
+        answer = await source.model_limits(model)
         if answer is None:
             self._asked.add(model)
             return self.cached(model)

@@ -20,7 +20,15 @@ from typing import Any
 from phoenix_nb.core import events as ev
 from phoenix_nb.core.values import TextBlock, ToolUseBlock
 from phoenix_nb.llm.provider import LlmRequest
-from phoenix_nb.llm.stream import LlmOutcome, TextDelta, ThinkingDelta, ToolInputDelta, ToolUseStart
+from phoenix_nb.llm.stream import (
+    LlmOutcome,
+    ServerToolInputDelta,
+    ServerToolUseStart,
+    TextDelta,
+    ThinkingDelta,
+    ToolInputDelta,
+    ToolUseStart,
+)
 from phoenix_nb.runtime import updates as up
 from phoenix_nb.runtime.ports import EventSink, LlmProvider, ToolRunner
 from phoenix_nb.tools.base import Tool, ToolContext
@@ -86,6 +94,17 @@ class LlmExecutor:
                 )
             elif type(item) is ToolInputDelta:
                 publish(up.TOOL_INPUT, index=item.index, partial_json=item.partial_json)
+            elif type(item) is ServerToolUseStart:
+                publish(
+                    up.SERVER_TOOL,
+                    index=item.index,
+                    id=item.id,
+                    name=item.name,
+                    kind=item.kind,
+                    partial_json="",
+                )
+            elif type(item) is ServerToolInputDelta:
+                publish(up.SERVER_TOOL, index=item.index, partial_json=item.partial_json)
             elif isinstance(item, LlmOutcome):
                 self.post(outcome_event(item, attempt, continuation))
 

@@ -22,12 +22,14 @@ from __future__ import annotations
 import builtins
 import logging
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from phoenix_nb.checkpoints.recorder import CheckpointConfig, Checkpoints
 from phoenix_nb.core import events as ev
 from phoenix_nb.core.cycles import RecordHeader, project
+from phoenix_nb.core.models import ModelInfo
 from phoenix_nb.core.states import (
     ContextExhausted,
     ConvContext,
@@ -38,6 +40,7 @@ from phoenix_nb.core.states import (
 from phoenix_nb.core.transition import Rejection, initial_state
 from phoenix_nb.core.values import ImageData, Mode, SubAgentOutcome
 from phoenix_nb.errors import PhoenixError, Rejected, UnknownConversation
+from phoenix_nb.llm.model_limits import LimitsSource, ModelLimits
 from phoenix_nb.runtime import updates as up
 from phoenix_nb.runtime.claim import claim, may_need_restore, release
 from phoenix_nb.runtime.conversation import (
@@ -65,13 +68,16 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 
-def _context_for(record: Mapping[str, Any], sandbox_available: bool) -> ConvContext:
+def _context_for(
+    record: Mapping[str, Any], sandbox_available: bool, info: ModelInfo | None = None
+) -> ConvContext:
     return ConvContext(
         conversation_id=record["id"],
         cwd=record["cwd"],
         model=record["model"],
         is_sub_agent=not record.get("user_initiated", True),
         sandbox_available=sandbox_available,
+        model_info=info,
     )
 
 
@@ -139,6 +145,7 @@ class Conversation:
 
     async def post_message(self, text: str, images: Sequence[ImageData] = ()) -> None:
         """Send a user message; raises PhoenixError when the core rejects it (busy …)."""
+        await self._phoenix.refresh_limits(self.runtime)
         await self._submit(ev.UserMessage(self.seeded_message(text), tuple(images)))
 
     async def send(self, text: str, images: Sequence[ImageData] = ()) -> AsyncIterator[up.Update]:
@@ -266,6 +273,7 @@ class Phoenix:
         self.settings = settings or Settings()
         self.kernel = kernel  # the Jupyter kernel this runs in (the notebook layer's adapter)
         self.store = store or Store(self.settings.store_root())
+        self.limits = ModelLimits(self.store.root, None)  # the Models API's figures, cached
         self.sandbox = detect_sandbox()
         _configure_sandbox(self.settings, self.store.root)
         self._providers: dict[str, LlmProvider] = {}
@@ -297,8 +305,19 @@ class Phoenix:
                 api_key=self.settings.api_key,
                 base_url=self.settings.base_url,
                 stall_timeout=self.settings.stall_timeout,
+                cache_ttl=self.settings.cache_ttl,
             )
         return self._providers[key]
+
+    async def refresh_limits(self, runtime: ConversationRuntime) -> None:
+        """The model's real limits from the Models API (asked at most once a week per
+        store, cached in it); a conversation at rest takes them for its next request."""
+        model = runtime.context.model
+        provider = self.provider_for(model)
+        source = provider if isinstance(provider, LimitsSource) else None
+        info = await self.limits.resolve(model, source)
+        if info != runtime.context.model_info and not runtime.state.busy:
+            runtime.context = replace(runtime.context, model_info=info)
 
     def _demo_provider(self) -> LlmProvider:
         """The offline demo model, started on first use (it serves on loopback)."""
@@ -383,7 +402,9 @@ class Phoenix:
             return runtime
         runtime = ConversationRuntime(
             record=record,
-            context=_context_for(record, self.sandbox.available),
+            context=_context_for(
+                record, self.sandbox.available, self.limits.cached(record["model"])
+            ),
             state=from_persisted(record),
             history=self.store.messages(record["id"]),
             services=self._services(record["model"]),

@@ -20,6 +20,8 @@ TEXT_DELTA = "text_delta"  # data: {"index", "text"}
 THINKING_DELTA = "thinking_delta"  # data: {"index", "text"}
 TOOL_STARTED = "tool_started"  # data: {"id", "name", "input"}
 TOOL_INPUT = "tool_input"  # data: {"index", "id", "name", "partial_json"}
+# A call the API runs itself (web search, code execution, MCP): shown, never executed here.
+SERVER_TOOL = "server_tool"  # data: {"index", "partial_json"} (+ "id", "name", "kind" at start)
 MESSAGE = "message"  # data: {"record": <persisted message record>}
 USAGE = "usage"  # data: {"used", "window", "fraction", "warning"}
 RETRY = "retry"  # data: {"attempt", "max", "delay", "kind", "message"}

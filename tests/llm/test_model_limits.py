@@ -9,7 +9,8 @@ from pathlib import Path
 from phoenix_nb.core.models import SMALLEST_KNOWN, model_info
 from phoenix_nb.llm.model_limits import CACHE_FILE, MAX_AGE, ModelLimits
 from phoenix_nb.llm.provider import AnthropicProvider
-from phoenix_nb.testing import FakeAnthropic
+from phoenix_nb.testing import FakeAnthropic, Turn, text
+from tests.runtime.harness import MODEL, phoenix_for, project_dir
 
 
 class Clock:
@@ -104,3 +105,24 @@ async def test_a_corrupt_or_unwritable_cache_loses_nothing(
     info = await ModelLimits(blocked / "store", provider).resolve("claude-sonnet-5-5")
     assert info.context_window == 1_000_000
     await provider.aclose()
+
+
+async def test_a_conversation_uses_the_api_limits_and_falls_back_without_them(
+    fake_anthropic: FakeAnthropic, tmp_path: Path
+) -> None:
+    """Through the runtime: the window the record shows, the thresholds and max_tokens."""
+    fake_anthropic.script(Turn([text("a")]), Turn([text("b")]))
+    async with phoenix_for(fake_anthropic, tmp_path / "offline") as phoenix:
+        conv = phoenix.create(cwd=project_dir(tmp_path))
+        await conv.run("hi")  # the API does not know the model: the registry's figures
+        registry = model_info(MODEL)
+        assert conv.payload()["context"]["window"] == registry.context_window
+        assert fake_anthropic.requests[-1].body["max_tokens"] == registry.max_output
+
+    fake_anthropic.add_model(MODEL, max_input_tokens=50_000, max_tokens=9_000)
+    async with phoenix_for(fake_anthropic, tmp_path / "online") as phoenix:
+        conv = phoenix.create(cwd=project_dir(tmp_path))
+        await conv.run("hi")
+        assert conv.payload()["context"]["window"] == 50_000
+        assert fake_anthropic.requests[-1].body["max_tokens"] == 9_000
+        assert (tmp_path / "online" / "store" / CACHE_FILE).exists()
