@@ -66,6 +66,16 @@ _UNKNOWN = "\0"  # stands for text only known at run time
 # names: its parents are then recognisable without knowing them.
 _FAKE_CWD = "/\x01cwd1/\x01cwd2/\x01cwd3/\x01cwd4/\x01cwd5/\x01cwd6/\x01cwd7/\x01cwd8"
 _GLOB_CHARS = frozenset("*?[")
+_INTERPRETER = re.compile(r"python[\d.]*|pypy[\d.]*|perl|ruby|node(js)?|php[\d.]*|deno|bun")
+_STRING_LITERAL = re.compile(r"'((?:\\.|[^'\\\n])*)'|\"((?:\\.|[^\"\\\n])*)\"")
+_SHELL_API = re.compile(
+    r"os\.system|os\.popen|subprocess|\bsystem\s*\(|\bexec[a-z]*\s*\(|child_process|"
+    r"execSync|spawnSync|shell_exec|passthru|popen|`"
+)
+_TREE_DELETE = re.compile(r"rmtree|rm_rf|\brm_r\b|rimraf|\brmSync\b|\bfs\.rm\b|remove_tree|rm\(")
+_HOME_EXPR = re.compile(
+    r"expanduser|Path\.home|homedir|ENV\[.HOME.\]|environ\[.HOME.\]|getenv\(.HOME."
+)
 _STDIN_PATHS = frozenset({"/dev/stdin", "/dev/fd/0", "/proc/self/fd/0", "-"})
 # Names a same-named function must not hide: the plain command is judged too.
 _DANGEROUS_NAMES = frozenset({"rm", "git", "find", "rsync", "xargs", "eval", "bash", "sh"})
@@ -141,15 +151,17 @@ class Env:
     aliases: dict[str, str] = field(default_factory=dict)
     git_aliases: dict[str, str | None] = field(default_factory=dict)
     positional: list[Val] | None = field(default_factory=list)  # None: unknown
+    arg0: Val = field(default_factory=lambda: Val("bash"))
     files: dict[str, Val | None] = field(default_factory=dict)  # written by this command
     deferred: bool = False
     depth: int = 0
     via: tuple[str, ...] = ()
 
     def child(self, via: str, **changes: object) -> Env:
+        """A copy for a nested scope; `via` names it in messages ("" names nothing)."""
         if self.depth + 1 > _MAX_DEPTH:
             raise _TooDynamic(f"it nests commands more than {_MAX_DEPTH} levels deep")
-        new = replace(self, depth=self.depth + 1, via=(*self.via, via))
+        new = replace(self, depth=self.depth + 1, via=(*self.via, via) if via else self.via)
         new.vars = dict(self.vars)
         new.funcs = dict(self.funcs)
         new.aliases = dict(self.aliases)
@@ -257,7 +269,7 @@ class _Expander:
         if name.isdigit():
             index = int(name)
             if index == 0:
-                return _lit("bash")
+                return env.arg0
             if env.positional is None:
                 return None
             return env.positional[index - 1] if index <= len(env.positional) else _lit("")
@@ -958,9 +970,17 @@ class _Interpreter:
         elif kind == "variable_assignment":
             self.assign(node, source, env)
         elif kind == "declaration_command":
+            # declare -n makes a name refer to another variable: not followed
+            nameref = any(
+                c.type == "word" and re.fullmatch(r"[-+][a-zA-Z]*n[a-zA-Z]*", _src(c, source))
+                for c in node.children
+            )
             for child in node.children:
                 if child.type == "variable_assignment":
                     self.assign(child, source, env)
+                    name = child.child_by_field_name("name")
+                    if nameref and name is not None:
+                        env.vars[_src(name, source)] = None
                 elif child.type == "variable_name":
                     env.vars[_src(child, source)] = None
         elif kind == "function_definition":
@@ -1156,9 +1176,11 @@ class _Interpreter:
         return words
 
     def command(self, node: Node, source: bytes, env: Env, stdin: Val | None) -> None:
-        prefix = env.child("an assignment")  # FOO=1 cmd: for cmd only, after expansion
+        # FOO=1 cmd: FOO is for cmd's run only, set after its words are expanded.
+        prefix = env
         for child in node.children:
             if child.type == "variable_assignment":
+                prefix = prefix.child("") if prefix is env else prefix
                 self.assign(child, source, prefix)
             elif child.type == "herestring_redirect":
                 stdin = self._herestring(child, source, env)
@@ -1166,7 +1188,7 @@ class _Interpreter:
                 self.node(child, source, env)  # $(…) in a redirection target
         if not any(c.type == "command_name" for c in node.children):
             return
-        self.run(self.words_of(node, source, env), env, stdin)
+        self.run(self.words_of(node, source, env), prefix, stdin)
 
     def run(self, words: list[Val], env: Env, stdin: Val | None, *, plain: bool = False) -> None:
         """Judge one command given its expanded words (name first).
@@ -1200,11 +1222,21 @@ class _Interpreter:
         if written is not None:
             self.dynamic_script(written, head.text, env, args)
         if name in _WRAPPERS:
-            self.run(self._unwrap(name, args), env, stdin, plain=True)
+            inner = env
+            if name == "env":
+                for arg in args:
+                    key, eq, value = arg.text.partition("=")
+                    if not eq or key.startswith("-"):
+                        break
+                    inner = inner.child("") if inner is env else inner
+                    inner.vars[key] = None if arg.unknown else _lit(value)
+            self.run(self._unwrap(name, args), inner, stdin, plain=True)
         elif name in _SHELLS:
             self.shell(name, args, env, stdin)
         elif name == "eval":
             self.dynamic_script(_joined(args, " "), "eval", env)
+        elif _INTERPRETER.fullmatch(name):
+            self.interpreter(name, args, env, stdin)
         elif name in ("source", "."):
             self._script_file(name, args[0] if args else None, args[1:], env, stdin)
         else:
@@ -1294,7 +1326,8 @@ class _Interpreter:
         rest = args[i:]
         if from_command:
             if rest:
-                self.dynamic_script(rest[0], f"{name} -c", env, rest[2:])
+                inner = env.child("", arg0=rest[1]) if len(rest) > 1 else env
+                self.dynamic_script(rest[0], f"{name} -c", inner, rest[2:])
             return
         if rest and not reads_stdin:
             # bash <(…), bash /dev/stdin, bash file-written-above; other files are not read
@@ -1303,12 +1336,66 @@ class _Interpreter:
         if stdin is not None:
             self.dynamic_script(stdin, f"{name} reading a script from its input", env, rest)
 
-    def cmd_su(self, args: list[Val], env: Env, stdin: Val | None) -> None:
+    def _command_option(self, via: str, args: list[Val], env: Env) -> None:
+        """-c CMD / -qcCMD / --command[=]CMD: CMD runs in a shell."""
         for i, arg in enumerate(args):
-            if arg.text in ("-c", "--command") and i + 1 < len(args):
-                self.dynamic_script(args[i + 1], "su -c", env)
-            elif arg.text.startswith("--command="):
-                self.dynamic_script(_lit(arg.text.split("=", 1)[1]), "su -c", env)
+            text = arg.text
+            if text.startswith("--command"):
+                if "=" in text:
+                    self.dynamic_script(replace(arg, text=text.split("=", 1)[1]), via, env)
+                elif i + 1 < len(args):
+                    self.dynamic_script(args[i + 1], via, env)
+            elif re.fullmatch(r"-[A-Za-z]*c.*", text) and not text.startswith("--"):
+                rest = text[text.index("c") + 1 :]
+                if rest:
+                    self.dynamic_script(replace(arg, text=rest), via, env)
+                elif i + 1 < len(args):
+                    self.dynamic_script(args[i + 1], via, env)
+
+    def interpreter(self, name: str, args: list[Val], env: Env, stdin: Val | None) -> None:
+        """python -c / perl -e / node -e …: shell commands and tree deletes in the code.
+
+        A heuristic (the code is not bash): string literals handed to a
+        shell-running API are judged as scripts, and a recursive delete of a
+        home, / or the working directory is refused.
+        """
+        code: Val | None = None
+        for i, arg in enumerate(args):
+            if arg.text in ("-c", "-e", "-E", "-r", "-p", "--eval", "--print") and i + 1 < len(
+                args
+            ):
+                code = args[i + 1]
+                break
+            if not arg.text.startswith("-") or arg.text == "-":
+                if arg.text == "-" or arg.text in _STDIN_PATHS:
+                    code = stdin
+                break
+        else:
+            code = stdin if stdin is not None and not args else None
+        if code is None or code.unknown:
+            return
+        text = code.text
+        via = f"{name} code"
+        literals = [a or b for a, b in _STRING_LITERAL.findall(text)]
+        if _SHELL_API.search(text):
+            scripts = list(literals)
+            for group in re.findall(r"\[([^\[\]]*)\]", text):  # ["rm", "-rf", "/"]
+                words = [a or b for a, b in _STRING_LITERAL.findall(group)]
+                if words:
+                    scripts.append(" ".join(shlex.quote(w) for w in words))
+            for script in scripts:
+                self.dynamic_script(_lit(script), via, env)
+        if _TREE_DELETE.search(text):
+            homeish = _HOME_EXPR.search(text)
+            for literal in [*literals, *(["~"] if homeish else [])]:
+                if not literal or "\n" in literal:
+                    continue
+                why = self._target(_lit(literal), env)
+                if why in ("root", "home", "above-home", "cwd", "above-cwd", "git"):
+                    self._refuse_delete(f"{name} … {literal}", why, env.child(via), "rm -r build/")
+
+    def cmd_su(self, args: list[Val], env: Env, stdin: Val | None) -> None:
+        self._command_option("su -c", args, env)
 
     cmd_runuser = cmd_su
 
@@ -1321,6 +1408,9 @@ class _Interpreter:
         remote = args[i + 1 :]
         if remote:
             self.dynamic_script(_joined(remote, " "), "ssh", env.child("ssh", home="~"))
+
+    def cmd_script(self, args: list[Val], env: Env, stdin: Val | None) -> None:
+        self._command_option("script -c", args, env)
 
     def cmd_watch(self, args: list[Val], env: Env, stdin: Val | None) -> None:
         i = 0
@@ -1604,6 +1694,16 @@ class _Interpreter:
                   "--super-prefix", "--config-env", "--list-cmds"}  # fmt: skip
         aliases = dict(env.git_aliases)
         config: dict[str, str | None] = {}
+        for var, held in env.vars.items():  # GIT_CONFIG_KEY_n=alias.p GIT_CONFIG_VALUE_n=…
+            number = re.fullmatch(r"GIT_CONFIG_KEY_(\d+)", var)
+            if number is None:
+                continue
+            if held is None or held.unknown:
+                raise _TooDynamic("git gets configuration only known when it runs")
+            setting = env.vars.get(f"GIT_CONFIG_VALUE_{number.group(1)}")
+            config[held.text.lower()] = None if setting is None or setting.unknown else setting.text
+            if held.text.lower().startswith("alias."):
+                aliases[held.text.lower()[6:]] = config[held.text.lower()]
         i = 0
         while i < len(args) and args[i].text.startswith("-"):
             text = args[i].text

@@ -413,6 +413,20 @@ FAMILY_SPELLINGS = [
     "rm() { echo; }; command rm -rf ~",
     'echo "rm -rf ~" | tee log | bash',
     'ssh host "rm -rf ~"',
+    "bash -c '$0 -rf ~' rm",
+    "find . -exec bash -c 'rm -rf \"$0\"' {} \\;",
+    "declare -n ref=HOME; rm -rf $ref",
+    'GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=alias.p GIT_CONFIG_VALUE_0="push -f" git p',
+    'env GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=alias.p GIT_CONFIG_VALUE_0="push -f" git p',
+    'script -qc "rm -rf ~" /dev/null',
+    'su - root -c "rm -rf ~"',
+    # another language handed the same command (a heuristic: the code is not bash)
+    "python -c \"import os; os.system('rm -rf ~')\"",
+    'python3 -c \'import subprocess; subprocess.run(["rm", "-rf", "/"])\'',
+    "python -c \"import shutil, os; shutil.rmtree(os.path.expanduser('~'))\"",
+    "perl -e 'system(\"rm -rf ~\")'",
+    "node -e \"require('child_process').execSync('git push --force')\"",
+    "python - <<EOF\nimport shutil\nshutil.rmtree('/')\nEOF",
     # find evaluates left to right; times and owners do not narrow a delete
     'find ~ -delete -name "*.pyc"',
     "find . -mtime +7 -delete",
@@ -504,6 +518,11 @@ ORDINARY = [
     "git push origin :",
     "echo x > f.txt; cat f.txt",
     'echo "echo hi" > x.sh; bash x.sh',
+    "FOO=1 make",
+    "python -c \"import shutil; shutil.rmtree('build')\"",
+    "python -c \"print('rm -rf ~')\"",
+    "python -c \"import subprocess; subprocess.run(['git', 'status'])\"",
+    "script -q log.txt",
 ]
 
 
