@@ -10,6 +10,8 @@ from phoenix_nb.llm.errors import LlmCallError, classify
 from phoenix_nb.llm.stream import (
     LlmOutcome,
     LlmResponse,
+    ServerToolInputDelta,
+    ServerToolUseStart,
     StreamUpdate,
     TextDelta,
     ThinkingDelta,
@@ -45,6 +47,8 @@ __all__ = [
     "LlmOutcome",
     "LlmRequest",
     "LlmResponse",
+    "ServerToolInputDelta",
+    "ServerToolUseStart",
     "StreamUpdate",
     "TextDelta",
     "ThinkingDelta",
