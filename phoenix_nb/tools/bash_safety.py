@@ -1700,8 +1700,8 @@ class _Interpreter:
                 continue
             if held is None or held.unknown:
                 raise _TooDynamic("git gets configuration only known when it runs")
-            setting = env.vars.get(f"GIT_CONFIG_VALUE_{number.group(1)}")
-            config[held.text.lower()] = None if setting is None or setting.unknown else setting.text
+            given = env.vars.get(f"GIT_CONFIG_VALUE_{number.group(1)}")
+            config[held.text.lower()] = None if given is None or given.unknown else given.text
             if held.text.lower().startswith("alias."):
                 aliases[held.text.lower()[6:]] = config[held.text.lower()]
         i = 0
