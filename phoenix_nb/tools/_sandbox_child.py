@@ -479,7 +479,7 @@ def _limit_report(group: Any, before: dict[str, int] | None) -> list[str]:
     return [name for name in ("memory", "pids") if after.get(name, 0) > before.get(name, 0)]
 
 
-def _group_name(req: dict[str, Any]) -> str:
+def _group_name(req: Mapping[str, Any]) -> str:
     name = str(req.get("group") or "unrestricted")
     return "".join(c for c in name if c.isalnum() or c in "-_")[:64] or "unrestricted"
 
@@ -532,7 +532,7 @@ def spare(
         try:
             if ours.recv(16) != b"U":
                 raise OSError("namespace set-up failed")
-            if ns.user:
+            if ns is not None and ns.user:
                 confine.write_id_maps(pid, full=os.geteuid() == 0)
             ours.send(b"M")
             answer = ours.recv(256)
@@ -806,7 +806,7 @@ def serve(plain: socket.socket, restricted_sock: socket.socket | None) -> None:
                     expect = tuple(json.loads(word[1:]))
             else:
                 failures += 1
-            fork_spare(sock, is_restricted, expect)  # type: ignore[arg-type]
+            fork_spare(sock, is_restricted, expect)
 
 
 def main() -> None:

@@ -153,7 +153,7 @@ class BackgroundJob:
     log_path: Path
     directory: Path
     command: str
-    watcher: asyncio.Task[None] | None = field(default=None, repr=False)
+    watcher: asyncio.Future[dict[str, Any]] | None = field(default=None, repr=False)
 
 
 _JOBS: dict[str, list[BackgroundJob]] = {}
@@ -378,7 +378,7 @@ class BashTool:
             os.close(log_fd)
         job = BackgroundJob(ctx.conversation_id, proc, log_path, directory, command)
         _JOBS.setdefault(ctx.conversation_id, []).append(job)
-        job.watcher = asyncio.ensure_future(proc.wait())  # type: ignore[assignment]
+        job.watcher = asyncio.ensure_future(proc.wait())
         text = (
             f"Started in the background: process group {proc.pgid}.\n"
             f"Output goes to {log_path}\n"

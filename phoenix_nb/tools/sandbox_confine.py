@@ -170,12 +170,12 @@ def probe_namespaces(disabled: bool = False) -> NamespacePlan:
     reasons = [line.split(":", 1)[1] for line in lines if not line.startswith("ok:")]
     for line in lines:
         if line.startswith("ok:"):
-            _, code, proc = line.split(":")
+            _, which, proc = line.split(":")
             return NamespacePlan(
-                user=code == "1",
+                user=which == "1",
                 flags=SANDBOX_NAMESPACES,
                 proc=proc == "1",
-                why_not="" if code == "1" else f"user namespaces unavailable ({reasons[0]})",
+                why_not="" if which == "1" else f"user namespaces unavailable ({reasons[0]})",
             )
     return NamespacePlan(
         why_not="namespaces unavailable: " + "; ".join(reasons or ["unknown"]),
@@ -644,12 +644,12 @@ def apply_landlock(plan: LandlockPlan, writable: Iterable[str], devices: Iterabl
         handled_net=ll.AccessNet(plan.handled_net),
         scoped=ll.Scope(plan.scoped),
     ) as rs:
-        rs.allow_path("/", plan.read_exec)
+        rs.allow_path("/", ll.AccessFS(plan.read_exec))
         for path in writable:
-            rs.allow_path(path, plan.handled_fs)
+            rs.allow_path(path, ll.AccessFS(plan.handled_fs))
         for dev in devices:
             if os.path.exists(dev):
-                rs.allow_path(dev, plan.device)
+                rs.allow_path(dev, ll.AccessFS(plan.device))
         rs.restrict()
 
 
