@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from traitlets import Bool, CaselessStrEnum, Float, Int, List, Unicode
+from traitlets import Bool, CaselessStrEnum, Dict, Float, Int, List, Unicode
 from traitlets.config import Configurable
 
 from phoenix_nb.notebook.binding import NotebookBindings, notebook_key
@@ -98,6 +98,20 @@ class PhoenixConfig(Configurable):
     ).tag(config=True)
     checkpoint_max_bytes = Int(
         2 * 1024 * 1024 * 1024, help="Bytes per conversation's store before the oldest go."
+    ).tag(config=True)
+
+    stall_timeout = Float(
+        60.0, help="Seconds without data before a response counts as stalled."
+    ).tag(config=True)
+    sub_agent_timeout_max = Float(
+        3600.0, help="The longest timeout a spawn_agents call may ask for, seconds."
+    ).tag(config=True)
+    thinking = Dict(
+        help='Extended thinking for requests, e.g. {"type": "enabled", "budget_tokens": 2000}.'
+    ).tag(config=True)
+    secret_patterns = List(
+        Unicode(),
+        help="Name patterns kept out of commands' environments and the store (empty: defaults).",
     ).tag(config=True)
 
     def _model_default(self) -> str:
@@ -183,27 +197,7 @@ class Session:
     def phoenix(self) -> Phoenix:
         if self._phoenix is None:
             c = self.config
-            settings = Settings(
-                home=Path(c.home).expanduser() if c.home else None,
-                model=c.model or default_model(),
-                base_url=c.base_url or os.environ.get("ANTHROPIC_BASE_URL") or None,
-                helper_model=c.helper_model or None,
-                retry_delay_scale=c.retry_delay_scale,
-                sub_agent_timeout=c.sub_agent_timeout,
-                max_parallel_sub_agents=c.max_parallel_sub_agents,
-                env_allow=tuple(c.env_allow),
-                sandbox_memory=c.sandbox_memory,
-                sandbox_max_procs=c.sandbox_max_procs,
-                sandbox_tmp_bytes=c.sandbox_tmp_bytes,
-                sandbox_tmp_inodes=c.sandbox_tmp_inodes,
-                deny_read=tuple(c.deny_read),
-                kernel_access=c.kernel_access,
-                cache_ttl=None if c.cache_ttl == "off" else c.cache_ttl,
-                checkpoints=c.checkpoints,
-                checkpoint_max_file_size=c.checkpoint_max_file_size,
-                checkpoint_keep_days=c.checkpoint_keep_days,
-                checkpoint_max_bytes=c.checkpoint_max_bytes,
-            )
+            settings = Settings.from_config({n: getattr(c, n) for n in c.trait_names(config=True)})
             self._phoenix = Phoenix(settings, kernel=self.kernel)
             c.observe(self._kernel_access_changed, names="kernel_access")
         return self._phoenix

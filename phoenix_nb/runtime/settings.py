@@ -1,14 +1,17 @@
-"""Settings of a phoenix_nb session, from explicit values or the environment.
+"""Settings of a phoenix_nb session, from explicit values, traitlets or the environment.
 
-The notebook layer fills these from traitlets config (`c.Phoenix.…`); power
-users build them directly. Environment variables are read once, here.
+Power users build `Settings` directly; the notebook builds them with
+`Settings.from_config` from its traitlets (`c.Phoenix.…`), the one place where
+config values become settings, so none is dropped on the way (a test holds
+every field to a trait). Environment variables are read here and nowhere else
+in the runtime.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -55,8 +58,51 @@ class Settings:
     checkpoint_keep_days: float = 30.0  # older checkpoints may be pruned …
     checkpoint_max_bytes: int = 2 * 1024 * 1024 * 1024  # … and the oldest while a store is larger
 
+    @classmethod
+    def from_config(cls, values: Mapping[str, Any]) -> Settings:
+        """Settings from config values (`c.Phoenix.<field>`); absent names keep defaults.
+
+        Config speaks in traitlets' types, so: an empty string means "not set"
+        (the environment or the default decides), lists become tuples, an empty
+        list or mapping means the default, and `cache_ttl = "off"` turns caching
+        off. Names that are not settings are the caller's own (display options)
+        and are ignored here; `api_key` is never read from config (see
+        NOT_FROM_CONFIG).
+        """
+        kwargs: dict[str, Any] = {}
+        for f in fields(cls):
+            if f.name not in values or f.name in NOT_FROM_CONFIG:
+                continue
+            value = values[f.name]
+            if isinstance(value, str) and value == "" and f.name != "cache_ttl":
+                continue  # unset: the environment or the default decides
+            if isinstance(value, list | tuple):
+                if not value and f.name in _EMPTY_IS_DEFAULT:
+                    continue
+                value = tuple(str(v) for v in value)
+            elif isinstance(value, Mapping):
+                value = dict(value) or None
+            if f.name == "home":
+                value = Path(str(value)).expanduser()
+            elif f.name == "cache_ttl" and value in ("off", ""):
+                value = None
+            kwargs[f.name] = value
+        if "base_url" not in kwargs and os.environ.get("ANTHROPIC_BASE_URL"):
+            # read here, not left to the SDK: it also decides whether "demo" is served locally
+            kwargs["base_url"] = os.environ["ANTHROPIC_BASE_URL"]
+        return cls(**kwargs)
+
     def store_root(self) -> Path | None:
         if self.home is not None:
             return Path(self.home)
         env = os.environ.get("PHOENIX_HOME")
         return Path(env) if env else None
+
+
+# Settings a notebook cannot set, and why (a test holds every other field to a trait).
+NOT_FROM_CONFIG = {
+    "api_key": "read from ANTHROPIC_API_KEY only: a key in a config file or a notebook "
+    "would travel with it",
+}
+# Tuple settings whose empty value in config means "the default", not "nothing".
+_EMPTY_IS_DEFAULT = frozenset({"secret_patterns"})
