@@ -61,6 +61,7 @@ __all__ = ["check_command", "expand_word"]
 _PARSER = Parser(Language(tree_sitter_bash.language()))
 _MAX_DEPTH = 24  # nested shells, evals, functions and aliases followed
 _MAX_WORDS = 512  # brace expansion and loop values considered per word
+_MAX_STEPS = 50_000  # tree nodes and commands visited per check (about 0.5 s at worst)
 _UNKNOWN = "\0"  # stands for text only known at run time
 # When the working directory is not given, it is a deep path of unknowable
 # names: its parents are then recognisable without knowing them.
@@ -88,6 +89,10 @@ class _Refused(Exception):
 
 class _TooDynamic(Exception):
     """Raised when what would run cannot be known; carries what is unknown."""
+
+
+class _TooMany(_TooDynamic):
+    """A brace expansion too large to follow word by word."""
 
 
 # ----------------------------------------------------------------------- values
@@ -462,14 +467,19 @@ class _Expander:
         results: list[Val] = []
         ifs = self.env.vars.get("IFS", _lit(" \t\n"))
         separators = " \t\n" if ifs is None or ifs.unknown else ifs.text
-        for atoms in _brace_expand(self.atoms(src)):
+        atoms_of_word = self.atoms(src)  # substitutions inside are checked here
+        try:
+            expanded = _brace_expand(atoms_of_word)
+        except _TooMany:
+            return [_UNKNOWN_VAL]  # {1..100000}: judged as a word only known at run time
+        for atoms in expanded:
             atoms = self._tilde(atoms)
             if (ifs is None or ifs.unknown) and any(a.split and not a.brk for a in atoms):
                 atoms = [_Atom(_UNKNOWN, unknown=True)]  # IFS only known at run time
             for piece in _split(atoms, separators):
                 results.append(_atoms_to_val(piece))
                 if len(results) > _MAX_WORDS:
-                    raise _TooDynamic("a brace or glob expands to too many words to check")
+                    return [_UNKNOWN_VAL]
         return results
 
     def _tilde(self, atoms: list[_Atom]) -> list[_Atom]:
@@ -592,7 +602,7 @@ def _brace_expand(atoms: list[_Atom]) -> list[list[_Atom]]:
                     for expanded in _brace_expand(head + option + tail):
                         out.append(expanded)
                         if len(out) > _MAX_WORDS:
-                            raise _TooDynamic("a brace expands to too many words to check")
+                            raise _TooMany("a brace expands to too many words to check")
                 return out
     return [atoms]
 
@@ -625,7 +635,7 @@ def _brace_options(inner: list[_Atom]) -> list[list[_Atom]] | None:
     step = step if hi >= lo else -step
     values = range(lo, hi + (1 if step > 0 else -1), step)
     if len(values) > _MAX_WORDS:
-        raise _TooDynamic("a brace sequence expands to too many words to check")
+        raise _TooMany("a brace sequence expands to too many words to check")
     return [[_Atom(c) for c in str(v)] for v in values]
 
 
@@ -934,6 +944,12 @@ class _Interpreter:
     def __init__(self, places: _Places, *, quiet: bool = False) -> None:
         self.places = places
         self.quiet = quiet  # only computing values (a producer's output): judge nothing
+        self.steps = 0  # bounded: loops, calls and nesting cannot make a check run long
+
+    def _step(self) -> None:
+        self.steps += 1
+        if self.steps > _MAX_STEPS:
+            raise _TooDynamic("it is too large to follow step by step (loops, calls, nesting)")
 
     def _target(self, val: Val, env: Env) -> str | None:
         self.places.here = env.cwd
@@ -960,6 +976,7 @@ class _Interpreter:
 
     # -- tree walking -------------------------------------------------------------------
     def node(self, node: Node, source: bytes, env: Env, stdin: Val | None = None) -> None:
+        self._step()
         kind = node.type
         if kind == "command":
             self.command(node, source, env, stdin)
@@ -1035,7 +1052,7 @@ class _Interpreter:
         if var_node is None or body is None:
             return
         name = _src(var_node, source)
-        for value in values[:_MAX_WORDS] if values else [None]:
+        for value in _loop_values(values) if values else [None]:
             env.vars[name] = value
             self.node(body, source, env)
 
@@ -1196,6 +1213,7 @@ class _Interpreter:
         `plain`: reached through a wrapper (command, sudo, env …), which runs
         the program itself, never a shell function or alias of that name.
         """
+        self._step()
         while words and words[0].known and not words[0].text:
             words = words[1:]  # an empty expansion as the name: the next word runs
         if not words:
@@ -1978,6 +1996,39 @@ def _shell_split(text: str) -> list[str]:
         return shlex.split(text, posix=True)
     except ValueError:
         return text.split()
+
+
+# Words that change what a command does when a variable holds them.
+_MEANINGFUL_WORDS = frozenset(
+    {"rm", "git", "find", "rsync", "xargs", "eval", "source", "exec", "command", "env",
+     "sudo", "doas", "parallel", "trap", "watch", "su", "script", "ssh", "alias",
+     "add", "stage", "push", "config", "cd", "set", "read", "declare"}
+    | _SHELLS
+    | _WRAPPERS.keys()
+)  # fmt: skip
+_PLAIN_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_+,=:@%-]*")
+
+
+def _loop_values(values: list[Val]) -> list[Val | None]:
+    """The loop values worth a pass each: plain names all behave alike for these checks
+    (a name in the working directory, not .git), so one stands for all of them."""
+    kept: list[Val | None] = []
+    plain_seen = False
+    for value in values[:_MAX_WORDS]:
+        plain = (
+            value.known
+            and not value.globs
+            and bool(_PLAIN_NAME.fullmatch(value.text))
+            and value.text not in _MEANINGFUL_WORDS
+            and not _INTERPRETER.fullmatch(value.text)
+        )
+        if plain and plain_seen:
+            continue
+        plain_seen |= plain
+        kept.append(value)
+    if len(values) > _MAX_WORDS:
+        kept.append(None)
+    return kept
 
 
 def _first_line(exc: BaseException) -> str:

@@ -420,6 +420,10 @@ FAMILY_SPELLINGS = [
     'env GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=alias.p GIT_CONFIG_VALUE_0="push -f" git p',
     'script -qc "rm -rf ~" /dev/null',
     'su - root -c "rm -rf ~"',
+    "for x in echo rm; do $x -rf ~; done",
+    "for s in status push; do git $s -f; done",
+    "for d in a b c d e f g h ~; do rm -rf $d; done",
+    "rm -rf ~/{1..1000}",
     # another language handed the same command (a heuristic: the code is not bash)
     "python -c \"import os; os.system('rm -rf ~')\"",
     'python3 -c \'import subprocess; subprocess.run(["rm", "-rf", "/"])\'',
@@ -523,6 +527,10 @@ ORDINARY = [
     "python -c \"print('rm -rf ~')\"",
     "python -c \"import subprocess; subprocess.run(['git', 'status'])\"",
     "script -q log.txt",
+    "for i in {1..1000}; do echo $i; done",
+    "touch file{1..600}.txt",
+    "for i in a b c d e f g h i j; do for j in a b c d e f g h i j; do for k in a b c d e f g h "
+    "i j; do echo $i$j$k; done; done; done",
 ]
 
 
@@ -579,6 +587,17 @@ def test_too_dynamic_commands_are_refused_saying_why_and_how(command: str) -> No
     assert message is not None
     assert message.startswith("Refused: cannot check `")
     assert "only known when" in message and "Write the command out plainly" in message
+
+
+def test_checking_is_bounded_for_any_input() -> None:
+    """A command built to make the checker work forever is refused, quickly."""
+    import time
+
+    for command in ["f(){ f|f; }; f", "; ".join(["g(){ f; f; f; }", "f(){ e; e; e; }"] * 50)]:
+        start = time.perf_counter()
+        message = check_command(command + "; f")
+        assert message is None or message.startswith("Refused: ")
+        assert time.perf_counter() - start < 30  # a bound on a hang, not a speed target
 
 
 def test_the_working_directory_by_its_absolute_name(tmp_path: Path) -> None:
