@@ -589,15 +589,13 @@ def test_too_dynamic_commands_are_refused_saying_why_and_how(command: str) -> No
     assert "only known when" in message and "Write the command out plainly" in message
 
 
+@pytest.mark.timeout(60)  # catches a hang; speed is not asserted
 def test_checking_is_bounded_for_any_input() -> None:
-    """A command built to make the checker work forever is refused, quickly."""
-    import time
-
-    for command in ["f(){ f|f; }; f", "; ".join(["g(){ f; f; f; }", "f(){ e; e; e; }"] * 50)]:
-        start = time.perf_counter()
-        message = check_command(command + "; f")
-        assert message is None or message.startswith("Refused: ")
-        assert time.perf_counter() - start < 30  # a bound on a hang, not a speed target
+    """A command built to make the checker work forever gets an answer."""
+    exponential = "; ".join(f"f{i}(){{ f{i + 1}; f{i + 1}; f{i + 1}; }}" for i in range(20))
+    for command in ["f(){ f|f; }; f", exponential + "; f0"]:
+        message = check_command(command)
+        assert message is not None and message.startswith("Refused: cannot check"), message
 
 
 def test_the_working_directory_by_its_absolute_name(tmp_path: Path) -> None:
