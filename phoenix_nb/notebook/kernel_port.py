@@ -173,7 +173,8 @@ class IPythonKernel:
 
     # -- KernelPort ------------------------------------------------------------------
     def user_namespace(self) -> Mapping[str, Any]:
-        return self.shell.user_ns  # type: ignore[no-any-return]
+        namespace: Mapping[str, Any] = self.shell.user_ns
+        return namespace
 
     def hidden_names(self) -> Collection[str]:
         hidden = getattr(self.shell, "user_ns_hidden", {}) or {}

@@ -57,6 +57,7 @@ SECRET_PARTS = frozenset(
         "PASSPHRASE",
     }
 )
+SAMPLE_ROWS = 1_000_000  # rows a DataFrame's null counts and describe() read at most
 _PARTS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
 WITHHELD = "[withheld: the name looks like a secret]"
 
@@ -273,10 +274,13 @@ def _frame_summary(df: Any, budget: int) -> str:
     size = int(df.memory_usage(index=True, deep=False).sum())
     shown = min(cols, 40)
     head_cols = df.columns[:shown]
-    nulls = df.iloc[:, :shown].isna().sum()  # by position: column names may repeat
+    # A huge frame is measured on its first rows, within the time budget, and says so.
+    part = df.iloc[:SAMPLE_ROWS] if rows > SAMPLE_ROWS else df
+    sampled = f" (counted in the first {SAMPLE_ROWS:,} rows)" if part is not df else ""
+    nulls = part.iloc[:, :shown].isna().sum()  # by position: column names may repeat
     lines = [f"pandas.DataFrame: {rows:,} rows × {cols:,} columns, ~{human_bytes(size)}"]
     lines.append(f"index: {type(df.index).__name__}, {short_repr(df.index.name, 60)}")
-    lines.append(f"columns (first {shown} of {cols:,}): name, dtype, nulls")
+    lines.append(f"columns (first {shown} of {cols:,}): name, dtype, nulls{sampled}")
     for i, column in enumerate(head_cols):
         name = cut(str(column), 60)
         null = int(nulls.iloc[i])
@@ -288,11 +292,11 @@ def _frame_summary(df: Any, budget: int) -> str:
     with pd.option_context("display.width", 160, "display.max_colwidth", 30):
         head = df.iloc[:5, :12].to_string(max_cols=12, max_colwidth=30)
         lines.append(f"head(5), first {min(cols, 12)} columns:\n{cut(head, 2500)}")
-        numeric = df.select_dtypes("number")
+        numeric = part.select_dtypes("number")
         if numeric.shape[1]:
             described = numeric.iloc[:, :8].describe().to_string(max_cols=8)
             lines.append(
-                f"describe(), first {min(numeric.shape[1], 8)} numeric columns:\n"
+                f"describe(), first {min(numeric.shape[1], 8)} numeric columns{sampled}:\n"
                 f"{cut(described, 2500)}"
             )
     return cut("\n".join(lines), budget)

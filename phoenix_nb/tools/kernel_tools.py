@@ -456,6 +456,11 @@ def execute(port: KernelPort, code: str, sink: ChildSink) -> dict[str, Any]:
         text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
         if isinstance(exc, NameError) and getattr(exc, "name", None) in hidden:
             text += f"({exc.name} is withheld from run_python: its name looks like a secret.)\n"
+        if "cuda" in text.lower():
+            text += (
+                "(run_python runs in a fork of the kernel, which keeps one thread and no GPU "
+                "context: CUDA cannot be used there. Move data to the CPU in a proposed cell.)\n"
+            )
         record["error"] = _without_our_frames(text)
         value = None
     sys.stdout.flush()

@@ -56,6 +56,7 @@ sleepy = Sleepy()
 fig, ax = plt.subplots()
 ax.plot([1, 2, 3], [2, 4, 3])
 ax.set_title("revenue by quarter")
+print("setup done")
 """
 
 FAILING = """
@@ -175,6 +176,7 @@ def test_the_model_sees_the_kernel_and_the_kernel_stays_as_it_was(
 
     past = text_of(result_of(fake, history.id))
     assert "ratio(10, 0)" in past and "In [" in past
+    assert "[stdout] setup done" in past  # recorded as the kernel sent it
     assert "[error] ZeroDivisionError: float division by zero" in past
     assert "Last exception" in past and "ZeroDivisionError: float division by zero" in past
     assert "in ratio" in past and "return share / count" in past
