@@ -152,14 +152,14 @@ class WorkTreeHistory:
         extra: Mapping[str, Any] | None = None,
     ) -> tuple[Snapshot, ToolChanges | None]:
         with self._locked():
-            snap, _raw = self.repo.take(
+            snap, raw = self.repo.take(
                 kind, tool_use_id=tool_use_id, tool=tool, compare_to=compare_to, extra=extra
             )
             self._snapshots[snap.checkpoint.commit] = snap
             self._last = snap
             changes = None
             if compare_to is not None:
-                files, omitted, cut = self.repo.file_changes(compare_to, snap)
+                files, omitted, cut = self.repo.file_changes(compare_to, snap, raw)
                 changes = ToolChanges(
                     before=compare_to.checkpoint.number,
                     after=snap.checkpoint.number,

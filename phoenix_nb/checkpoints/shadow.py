@@ -148,6 +148,7 @@ class ShadowRepo:
         cwd: Path,
         *,
         max_file_size: int,
+        max_files: int = 250_000,
         exclude: Sequence[Path] = (),
     ) -> None:
         self.root = root
@@ -161,6 +162,10 @@ class ShadowRepo:
         rel = self.cwd.relative_to(self.top).as_posix()
         self.prefix = "" if rel == "." else rel + "/"
         self.exclude = [Path(p).resolve() for p in exclude]
+        self.max_files = max_files
+        self._last: Snapshot | None = None
+        self._last_marker = ""
+        self._last_perms_sha = ""
         self._big_cache_file = root / "bigfiles.json"
         self._env = self._environment()
         self._perms_cache: dict[str, dict[str, str]] = {}
@@ -319,20 +324,38 @@ class ShadowRepo:
     ) -> tuple[Snapshot, list[RawChange]]:
         """Record the working tree now as the next checkpoint.
 
+        Incremental: `git diff-files` (stat data against the shadow index) names
+        what changed since the last checkpoint, `ls-files -o` what is new; only
+        those paths are added, stat'ed for their permission bits and hashed.
         With `compare_to`, also returns what changed since that snapshot (and
         stores the count in the checkpoint, for listings).
         """
         self.ensure()
-        previous = self.checkpoints()
-        number = previous[-1].number + 1 if previous else 1
-        head = self._head()
-        changed, deleted = self._changed_paths()
-        big = self._big_files(changed, deleted, head)
-        bulk = head is None or len(changed) > BULK_THRESHOLD
-        self._stage([*changed, *deleted], big, bulk=bulk)
+        last = self._latest()
+        number = last.checkpoint.number + 1 if last is not None else 1
+        first = last is None or not self.index.exists()
+        dirty = [] if first else self._lines("diff-files", "--name-only", "-z", "--", *self.scope())
+        untracked = self._lines("ls-files", "-o", "--exclude-standard", "-z", "--", *self.scope())
+        if first and len(untracked) > self.max_files:
+            raise CheckpointError(
+                f"{len(untracked):,} files under {self.cwd}: more than the "
+                f"{self.max_files:,} checkpoints cover; work in a smaller folder"
+            )
+        changed = sorted({*dirty, *untracked})
+        previous_big = dict(last.big) if last is not None and not first else {}
+        big = self._big_files(changed, previous_big)
+        bulk = first or len(changed) > BULK_THRESHOLD
+        self._stage(changed, big, bulk=bulk)
         tree = self._write_tree_packed() if bulk else self.git("write-tree").decode().strip()
-        perms = self._perms(big)
-        perms_sha = self._store_perms(perms)
+        if first:
+            perms = self._perms_all(big)
+        else:
+            assert last is not None
+            perms = self._perms_update(last.perms, changed, big, previous_big)
+        if last is not None and perms == last.perms:
+            perms_sha = self._last_perms_sha
+        else:
+            perms_sha = self._store_perms(perms)
         created = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
         meta: dict[str, Any] = {
             "v": 1,
@@ -353,57 +376,44 @@ class ShadowRepo:
             provisional = Snapshot(_checkpoint("", meta), tree, perms, big)
             raw = self.raw_changes(compare_to, provisional)
             meta["files_changed"] = len(raw)
-        commit = (
-            self.git(
-                "commit-tree",
-                tree,
-                input=json.dumps(meta, sort_keys=True).encode(),
-            )
-            .decode()
-            .strip()
-        )
+        body = json.dumps(meta, sort_keys=True).encode()
+        commit = self.git("commit-tree", tree, input=body).decode().strip()
         self.git(
-            "update-ref",
-            "--stdin",
-            input=f"create {REF_PREFIX}{number:08d} {commit}\nupdate HEAD {commit}\n".encode(),
+            "update-ref", "--stdin", input=f"create {REF_PREFIX}{number:08d} {commit}\n".encode()
         )
-        return Snapshot(_checkpoint(commit, meta), tree, perms, big), raw
+        snapshot = Snapshot(_checkpoint(commit, meta), tree, perms, big)
+        self._remember(snapshot, perms_sha)
+        return snapshot, raw
 
-    def _head(self) -> str | None:
-        out = self.git("rev-parse", "--verify", "-q", "HEAD", check=False).decode().strip()
-        return out or None
+    def _lines(self, *args: str) -> list[str]:
+        return [os.fsdecode(p) for p in self.git(*args).split(b"\0") if p]
 
-    def _changed_paths(self) -> tuple[list[str], list[str]]:
-        """Paths (relative to the top) that differ from the last checkpoint's index."""
-        out = self.git(
-            "status",
-            "--porcelain=v1",
-            "-z",
-            "--untracked-files=all",
-            "--no-renames",
-            "--ignore-submodules=all",
-            "--",
-            *self.scope(),
-        )
-        changed, deleted = [], []
-        for entry in out.split(b"\0"):
-            if len(entry) < 4:
-                continue
-            xy, path = entry[:2].decode(), os.fsdecode(entry[3:])
-            if "D" in xy and xy != "??":
-                deleted.append(path)
-            else:
-                changed.append(path)
-        return changed, deleted
+    def _latest(self) -> Snapshot | None:
+        """The last checkpoint, from memory unless another process took one since."""
+        try:
+            marker = (self.root / "last").read_text()
+        except OSError:
+            marker = ""
+        if self._last is not None and marker == self._last_marker:
+            return self._last
+        found = self.checkpoints()
+        self._last = self.snapshot_of(found[-1]) if found else None
+        self._last_marker = marker
+        self._last_perms_sha = str(self.meta(found[-1].commit).get("perms") or "") if found else ""
+        return self._last
+
+    def _remember(self, snapshot: Snapshot, perms_sha: str) -> None:
+        marker = f"{snapshot.checkpoint.number} {snapshot.checkpoint.commit}\n"
+        tmp = self.root / "last.tmp"
+        tmp.write_text(marker)
+        os.replace(tmp, self.root / "last")
+        self._last, self._last_marker, self._last_perms_sha = snapshot, marker, perms_sha
 
     def _big_files(
-        self, changed: Sequence[str], deleted: Sequence[str], head: str | None
+        self, changed: Sequence[str], previous: Mapping[str, BigFile]
     ) -> dict[str, BigFile]:
         """Files over the size limit among the changed ones, and the big ones still there."""
-        candidates = set(changed)
-        if head is not None:
-            prev = self.meta(head).get("big") or {}
-            candidates |= set(prev) - set(deleted)
+        candidates = set(changed) | set(previous)
         cache = self._load_big_cache()
         big: dict[str, BigFile] = {}
         for path in sorted(candidates):
@@ -419,7 +429,8 @@ class ShadowRepo:
                 cached = (key, _sha256(self.top / path))
                 cache[path] = cached
             big[path] = BigFile(st.st_size, cached[1], _perm_of(st))
-        self._save_big_cache({p: v for p, v in cache.items() if p in big})
+        if big or cache:
+            self._save_big_cache({p: v for p, v in cache.items() if p in big})
         return big
 
     def _load_big_cache(self) -> dict[str, tuple[str, str]]:
@@ -497,10 +508,9 @@ class ShadowRepo:
         self.git("write-tree")
         return tree
 
-    def _perms(self, big: Mapping[str, BigFile]) -> dict[str, str]:
+    def _perms_all(self, big: Mapping[str, BigFile]) -> dict[str, str]:
         """Permission bits of every file in the index (and of the big files)."""
-        listing = self.git("ls-files", "-z", "--", *self.scope())
-        paths = [os.fsdecode(p) for p in listing.split(b"\0") if p]
+        paths = self._lines("ls-files", "-z", "--", *self.scope())
         top = self.top
 
         def lstat_perm(chunk: Sequence[str]) -> list[tuple[str, str]]:
@@ -518,6 +528,36 @@ class ShadowRepo:
                     perms.update(part)
         else:
             perms.update(lstat_perm(paths))
+        for p, b in big.items():
+            perms[p] = b.perm
+        return perms
+
+    def _perms_update(
+        self,
+        previous: Mapping[str, str],
+        changed: Sequence[str],
+        big: Mapping[str, BigFile],
+        previous_big: Mapping[str, BigFile],
+    ) -> dict[str, str]:
+        """The last checkpoint's permission bits, updated for the paths that changed.
+
+        A chmod changes a file's ctime, so `diff-files` lists it even when the
+        content is the same: every path whose bits may differ is in `changed`.
+        """
+        perms = dict(previous)
+        for p in changed:
+            try:
+                st = os.lstat(self.top / p)
+            except OSError:
+                perms.pop(p, None)
+                continue
+            if stat.S_ISDIR(st.st_mode):
+                perms.pop(p, None)  # an embedded repository, not a file
+            else:
+                perms[p] = _perm_of(st)
+        for p in previous_big:
+            if p not in changed:  # a big file still there is untracked, so listed: it is gone
+                perms.pop(p, None)
         for p, b in big.items():
             perms[p] = b.perm
         return perms
@@ -570,9 +610,11 @@ class ShadowRepo:
                 found[path] = RawChange(path, "P", a.perms[path], b.perms[path], None, None)
         return [found[p] for p in sorted(found)]
 
-    def file_changes(self, a: Snapshot, b: Snapshot) -> tuple[list[FileChange], int, bool]:
+    def file_changes(
+        self, a: Snapshot, b: Snapshot, raw: Sequence[RawChange] | None = None
+    ) -> tuple[list[FileChange], int, bool]:
         """The changes between two snapshots as the record shows them; (files, omitted, cut)."""
-        raw = self.raw_changes(a, b)
+        raw = list(self.raw_changes(a, b) if raw is None else raw)
         omitted = max(0, len(raw) - FILES_LIMIT)
         raw = raw[:FILES_LIMIT]
         diffs = self._diffs(a, b, [r.path for r in raw if r.status in "AMDT"])
@@ -596,7 +638,7 @@ class ShadowRepo:
             size = None
             if in_b:
                 big = b.big.get(r.path)
-                size = big.size if big else self._blob_size(r.new_sha)
+                size = big.size if big else self._blob_size(r.path, r.new_sha)
             files.append(
                 FileChange(
                     path=self.display_path(r.path),
@@ -615,12 +657,13 @@ class ShadowRepo:
         """Paths are shown relative to the conversation's folder."""
         return path[len(self.prefix) :] if self.prefix and path.startswith(self.prefix) else path
 
-    def _blob_size(self, sha: str | None) -> int | None:
+    def _blob_size(self, path: str, sha: str | None) -> int | None:
+        """The size of the version just checkpointed: the file on disk (a link: its target)."""
         if not sha:
             return None
         try:
-            return int(self.git("cat-file", "-s", sha).strip())
-        except (CheckpointError, ValueError):
+            return os.lstat(self.top / path).st_size
+        except OSError:
             return None
 
     def _diffs(self, a: Snapshot, b: Snapshot, paths: Sequence[str]) -> dict[str, tuple[str, bool]]:
