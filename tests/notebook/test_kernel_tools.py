@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -214,10 +215,12 @@ def test_run_python_on_the_live_dataframe_in_both_modes(
     )
     loop = tool_use("run_python", {"code": "while True: pass", "timeout": 1})
     crash = tool_use("run_python", {"code": "import ctypes; ctypes.string_at(0)"})
-    fake.script(
-        *(Turn([call]) for call in (compute, write, connect, signal, loop, crash)),
-        Turn([text("Done.")]),
+    exits = tool_use("run_python", {"code": "import os; os._exit(7)"})
+    plot = tool_use(
+        "run_python", {"code": "plt.figure()\nplt.plot(arr[::100])\nplt.title('arr')\nplt.show()"}
     )
+    calls = (compute, write, connect, signal, loop, crash, exits, plot)
+    fake.script(*(Turn([call]) for call in calls), Turn([text("Done.")]))
     cell = kern.run(f"%%phoenix --new --mode {mode}\nTry things on df.", timeout=90)
     assert cell.status == "ok", cell.error()
 
@@ -231,6 +234,10 @@ def test_run_python_on_the_live_dataframe_in_both_modes(
     assert "PermissionError" in signalled or "ProcessLookupError" in signalled, signalled
     assert "Timed out after 1 s" in text_of(result_of(fake, loop.id))
     assert "segmentation fault (SIGSEGV)" in text_of(result_of(fake, crash.id))
+    assert "exited with status 7" in text_of(result_of(fake, exits.id))
+    plotted = result_of(fake, plot.id)
+    assert not plotted["is_error"], text_of(plotted)
+    assert len(images_of(plotted)) == 1  # shown by the inline backend, captured in the fork
     assert kern.eval(STATE) == before
     assert kern.eval("'new_var' in globals()") is False
 
@@ -284,3 +291,54 @@ def test_kernel_access_off_keeps_the_tools_declared(kern: Kernel, fake: FakeAnth
         assert fake.requests[-1].body["system"] == fake.requests[0].body["system"]
     finally:
         kern.ok('%config Phoenix.kernel_access = "on"')
+
+
+def descendants(root: int) -> set[int]:
+    """Live (non-zombie) descendants of `root`, from /proc."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if fields[0] != "Z":
+            children.setdefault(int(fields[1]), []).append(int(entry.name))
+    found: set[int] = set()
+    todo = [root]
+    while todo:
+        for child in children.get(todo.pop(), ()):
+            found.add(child)
+            todo.append(child)
+    return found
+
+
+@pytest.mark.skipif(not detect_sandbox().available, reason="run_python needs the sandbox")
+def test_interrupt_kills_a_spinning_run_python_at_once(kern: Kernel, fake: FakeAnthropic) -> None:
+    """Kernel interrupt = cancel: the fork and all it started are gone at once, cell stops."""
+    kernel_pid = kern.eval("__import__('os').getpid()")
+    warm = tool_use("run_python", {"code": "1"})
+    fake.script(Turn([warm]), Turn([text("warm")]))
+    assert kern.run("%%phoenix --name spin\nwarm up", timeout=60).status == "ok"
+    before = descendants(kernel_pid)
+    spin = tool_use(
+        "run_python",
+        {"code": "import subprocess\nsubprocess.Popen(['sleep', '60'])\nwhile True: pass"},
+    )
+    fake.script(Turn([spin]), Turn([text("never")]))
+    cell = kern.submit("%%phoenix --name spin\nSpin.")
+    kern.wait_until(
+        lambda: len(descendants(kernel_pid) - before) >= 3, 30, "the fork and its sleep"
+    )
+    forked = descendants(kernel_pid) - before
+    start = time.monotonic()
+    kern.km.interrupt_kernel()
+    kern.wait_until(lambda: not (descendants(kernel_pid) & forked), 5, "the fork to be gone")
+    gone = time.monotonic() - start
+    kern.finish(cell, timeout=15)
+    print(f"interrupt -> fork and its children gone: {gone * 1000:.0f} ms")
+    assert cell.status == "error" and "Interrupt" in cell.error()["ename"]
+    assert gone < 1.0  # target 100 ms (bench_fork.py); CI bound
+    later = kern.run("1 + 1", timeout=10)
+    assert later.status == "ok"
