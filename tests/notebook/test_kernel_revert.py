@@ -299,3 +299,50 @@ def test_a_200_mb_file_is_reported_not_restorable_and_nothing_crashes(
     assert "NOT restorable" in out and "big.bin" in out, out
     assert (project / "small.txt").read_text() == "small\n"
     assert (project / "big.bin").stat().st_size == 200 * 1024 * 1024 + 1, "left as it is"
+
+
+def _html_values(kernel: Kernel, since: float) -> list[str]:
+    values: list[str] = []
+    for model_id, state in kernel.widgets(since):
+        if state.get("_model_name") == "HTMLModel":
+            values.append(str(state.get("value", "")))
+            values += [
+                str(u["value"]) for u in kernel.widget_updates(model_id, since) if "value" in u
+            ]
+    return values
+
+
+def test_revert_button_undoes_the_turn_and_offers_revert_anyway(
+    kern: Kernel, fake: FakeAnthropic
+) -> None:
+    project = kern.root / "rv-button"
+    project.mkdir()
+    (project / "keep.txt").write_text("before the turn\n")
+    fake.script(
+        Turn([tool_use("bash", {"command": "echo agent > keep.txt; echo new > made.txt"})]),
+        Turn([text("Wrote them.")]),
+    )
+    since = time.monotonic()
+    cell = kern.run(
+        f"%%phoenix --name rv-button --cwd {project} --mode unrestricted\nwrite", timeout=60
+    )
+    assert cell.status == "ok", cell.error()
+    revert = kern.wait_for_button("Revert", since)
+    (project / "keep.txt").write_text("the user typed this\n")  # someone else, after the turn
+    kern.click(revert)
+    kern.wait_until(
+        lambda: any("data-phoenix-revert='refused'" in v for v in _html_values(kern, since)),
+        20,
+        "the refusal next to the button",
+    )
+    assert any("keep.txt" in v for v in _html_values(kern, since) if "refused" in v)
+    assert (project / "made.txt").exists(), "refused: nothing reverted"
+    anyway = kern.button("Revert anyway", since)
+    kern.click(anyway)
+    kern.wait_until(
+        lambda: any("data-phoenix-revert='done'" in v for v in _html_values(kern, since)),
+        20,
+        "the revert to finish",
+    )
+    assert (project / "keep.txt").read_text() == "before the turn\n"
+    assert not (project / "made.txt").exists()
