@@ -726,6 +726,7 @@ _REASONS = {
     "above-cwd": "a parent of the working directory",
     "git": "the repository's history (.git)",
     "unknown": "a path only known when the command runs",
+    "maybe-cwd": "what may be the working directory (its name is not known to the check)",
 }
 
 
@@ -778,6 +779,13 @@ class _Places:
             return "above-cwd"
         if any(d == path or d.startswith(path + "/") for d in self.unknown_dirs):
             return "unknown"
+        parent = posixpath.dirname(path)
+        if (
+            "\x01" in self.cwd
+            and "\x01" not in posixpath.basename(path)
+            and self.cwd.startswith(parent + "/")
+        ):
+            return "maybe-cwd"  # ../name, or cd .. && rm -r name: name may be the cwd
         if len(parts) == 1:
             return "top"
         return None
@@ -1560,15 +1568,18 @@ class _Interpreter:
             self.run(words, env.child("parallel"), None)
 
     # -- deleting ------------------------------------------------------------------------
-    def _refuse_delete(self, shown: str, why: str, env: Env, example: str) -> None:
+    def _refuse_delete(
+        self, shown: str, why: str, env: Env, example: str, verb: str = "delete"
+    ) -> None:
         where = f" (reached through {' → '.join(env.via)})" if env.via else ""
         if why == "unknown":
             raise _TooDynamic(
                 f"`{shown}` deletes recursively a path that is only known when it runs{where}"
             )
         raise _Refused(
-            f"Refused: `{shown}` would delete {_REASONS[why]}{where}. "
-            f"Delete specific paths by name instead (e.g. {example}), and never .git, ~ or /."
+            f"Refused: `{shown}` would {verb} {_REASONS[why]}{where}. "
+            f"{verb.capitalize()} specific paths by name instead (e.g. {example}), "
+            "and never .git, ~ or /."
         )
 
     def cmd_rm(self, args: list[Val], env: Env, stdin: Val | None) -> None:
@@ -1609,6 +1620,18 @@ class _Interpreter:
                         f"{_REASONS[why]}"
                     )
                 self._refuse_delete(shown, why, env, "rm -r build/")
+
+    def cmd_mv(self, args: list[Val], env: Env, stdin: Val | None) -> None:
+        """Moving ~, /, .git or the working directory away is deleting it from where it was."""
+        operands = [a for a in args if not (a.known and a.text.startswith("-"))]
+        target_dir = any(a.text in ("-t", "--target-directory") or
+                         a.text.startswith("--target-directory=") for a in args)  # fmt: skip
+        sources = operands if target_dir else operands[:-1]
+        for source in sources:
+            why = self._target(source, env)
+            if why and why not in ("unknown", "top", "maybe-cwd"):
+                shown = "mv " + " ".join(a.shown(self.places.home, self.places.cwd) for a in args)
+                self._refuse_delete(shown, why, env, "mv build/ /tmp/old-build/", "move away")
 
     def _find_scope(self, args: list[Val], env: Env) -> str:
         """What `find ARGS` lists: "safe" (named files, or a harmless tree) or why not."""
@@ -1813,14 +1836,17 @@ class _Interpreter:
             return not arg.deferred and arg.found is None and text.strip(_UNKNOWN + "/") == ""
         magic = re.match(r"^:(\([^)]*\)|[/!^]*)", text)
         if magic and magic.group():
+            # :/ (top), :(top), :!x / :^x (everything but x), :(glob)** …
             rest = text[magic.end() :]
-            return rest in ("", ".", "*", "/") or _is_pure_wildcard(rest)
-        if _is_pure_wildcard(text.rstrip("/")) or text.rstrip("/") in ("*", "**"):
-            return True
+            return rest in ("", ".", "*", "/") or _is_pure_wildcard(rest) or "!" in magic.group()
+        directory, _, last = text.rstrip("/").rpartition("/")
         self.places.here = env.cwd
-        path = self.places.absolute(text)
-        why = self.places.judge(path)
-        return why in ("cwd", "above-cwd", "root", "home", "above-home")
+        if _is_pure_wildcard(last) or last == "**":
+            # git matches the pattern itself: * stages everything under the directory
+            where = self.places.judge(self.places.absolute(directory or "."))
+            return where in ("cwd", "above-cwd", "root", "home", "above-home")
+        why = self.places.judge(self.places.absolute(text))
+        return why in ("cwd", "above-cwd", "root", "home", "above-home", "maybe-cwd")
 
     def _git_push(self, rest: list[Val], config: dict[str, str | None], env: Env) -> None:
         problem: str | None = None

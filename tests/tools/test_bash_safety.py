@@ -424,6 +424,14 @@ FAMILY_SPELLINGS = [
     "for s in status push; do git $s -f; done",
     "for d in a b c d e f g h ~; do rm -rf $d; done",
     "rm -rf ~/{1..1000}",
+    "cd .. && rm -rf proj",
+    "rm -rf ../proj",
+    'git add "./*"',
+    'git add "$PWD/*"',
+    'git add ":!secret.txt"',
+    "mv ~ /tmp/trash",
+    "mv .git /tmp/",
+    "mv * /tmp/x/",
     # another language handed the same command (a heuristic: the code is not bash)
     "python -c \"import os; os.system('rm -rf ~')\"",
     'python3 -c \'import subprocess; subprocess.run(["rm", "-rf", "/"])\'',
@@ -529,6 +537,10 @@ ORDINARY = [
     "script -q log.txt",
     "for i in {1..1000}; do echo $i; done",
     "touch file{1..600}.txt",
+    'git add "src/*"',
+    "mv a.txt b.txt",
+    'mv "$f" done/',
+    "cd /tmp && rm -rf x",
     "for i in a b c d e f g h i j; do for j in a b c d e f g h i j; do for k in a b c d e f g h "
     "i j; do echo $i$j$k; done; done; done",
 ]
