@@ -1846,7 +1846,7 @@ class _Interpreter:
             where = self.places.judge(self.places.absolute(directory or "."))
             return where in ("cwd", "above-cwd", "root", "home", "above-home")
         why = self.places.judge(self.places.absolute(text))
-        return why in ("cwd", "above-cwd", "root", "home", "above-home", "maybe-cwd")
+        return why in ("cwd", "above-cwd", "root", "home", "above-home")
 
     def _git_push(self, rest: list[Val], config: dict[str, str | None], env: Env) -> None:
         problem: str | None = None

@@ -478,6 +478,8 @@ ORDINARY = [
     'clean() { rm -rf "$1"; }; clean build',
     "mkdir -p ~/x && rm -rf ~/x",
     "cd /tmp && rm -rf x",
+    "git add ../README.md",
+    "ln -sf ../shared/config.yml config.yml",
     "git push -u origin feature",
     "git push origin HEAD",
     "git push --force-with-lease origin main",
