@@ -741,3 +741,20 @@ async def test_refused_in_a_real_run_and_nothing_is_deleted(
     result = await BashTool().run({"command": "rm -rf build/ && echo gone"}, ctx, "t")
     assert not result.is_error and "gone" in result.content
     assert not (work / "build").exists()
+
+
+@pytest.mark.parametrize(
+    "flags", ["--rec --force", "--re", "--r", "--recursive", "-R", "-rf", "-fr"]
+)
+def test_what_real_rm_deletes_recursively_the_checker_calls_recursive(
+    tmp_path: Path, flags: str
+) -> None:
+    """GNU rm's option abbreviations, run for real on a scratch tree only."""
+    import subprocess
+
+    scratch = tmp_path / "scratch"
+    (scratch / "deep").mkdir(parents=True)
+    (scratch / "deep" / "file").write_text("x")
+    subprocess.run(["bash", "-c", f"rm {flags} scratch"], cwd=tmp_path, check=True)
+    assert not scratch.exists()
+    assert check_command(f"rm {flags} ~") is not None
