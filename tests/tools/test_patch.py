@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 from pathlib import Path
@@ -426,3 +427,21 @@ async def test_diff_of_a_change_deep_in_a_file_has_the_files_line_numbers(tmp_pa
     diff = result.display["diff"]
     assert "@@ -497,7 +497,7 @@" in diff
     assert "-line 500\n+five hundred\n" in diff and " line 497\n" in diff and "line 496" not in diff
+
+
+async def test_a_cancel_leaves_the_file_whole_and_no_temp_files(tmp_path: Path) -> None:
+    """Cancelled at any await: the file is the old or the new text, never part of either."""
+    import asyncio
+
+    f = tmp_path / "big.txt"
+    old = "".join(f"line {i}\n" for i in range(200_000))
+    for steps in range(6):
+        f.write_text(old)
+        task = asyncio.ensure_future(patch(tmp_path, "big.txt", replace("line 199999\n", "last\n")))
+        for _ in range(steps):
+            await asyncio.sleep(0)
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        assert f.read_text() in (old, old.replace("line 199999\n", "last\n"))
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["big.txt"]
