@@ -22,6 +22,7 @@ import re
 import reprlib
 import signal
 import sys
+import time
 import types
 from collections.abc import Iterator, Mapping, Sequence, Set
 from typing import Any
@@ -217,10 +218,20 @@ def shape_and_size(value: Any) -> tuple[str, str, int | None]:
 
 
 def list_variables(
-    namespace: Mapping[str, Any], hidden: Set[str], *, limit: int = 100, budget: float = 0.5
+    namespace: Mapping[str, Any],
+    hidden: Set[str],
+    *,
+    limit: int = 100,
+    budget: float = 0.5,
+    total_budget: float = 8.0,
 ) -> tuple[list[dict[str, Any]], int]:
-    """The user's variables, largest first: [{name, type, shape, dtype, bytes, secret}], total."""
+    """The user's variables, largest first: [{name, type, shape, dtype, bytes, secret}], total.
+
+    Each size costs at most `budget` seconds (a `__len__` may hang) and all of
+    them `total_budget`; past it, variables are listed by name and type only.
+    """
     rows: list[dict[str, Any]] = []
+    deadline = time.monotonic() + total_budget
     for name in list(namespace):
         if not isinstance(name, str):
             continue
@@ -230,11 +241,13 @@ def list_variables(
         row: dict[str, Any] = {"name": name, "type": type_name(value)}
         if looks_secret(name):
             row["secret"] = True
+        elif time.monotonic() > deadline:
+            row["note"] = "size not measured (listing time used up)"
         else:
             try:
                 with time_limit(budget):
                     row["shape"], row["dtype"], row["bytes"] = shape_and_size(value)
-            except Exception as exc:
+            except (Exception, OutOfTime) as exc:
                 row["note"] = f"size unknown ({type(exc).__name__})"
         rows.append(row)
     rows.sort(key=lambda r: (-(r.get("bytes") or 0), r["name"]))
@@ -490,6 +503,8 @@ def summarize_exception(exc: LastException, *, budget: int = 8000) -> str:
     try:
         with time_limit(1.0):
             message = cut(str(exc.value), 500)
+    except OutOfTime:
+        message = "<str() took longer than 1 s>"
     except Exception as error:
         message = f"<str() failed: {type(error).__name__}>"
     where = f" (cell [{exc.execution_count}])" if exc.execution_count else ""

@@ -29,7 +29,7 @@ from phoenix_nb.tools.kernel_port import (
     HistoryEntry,
     LastException,
 )
-from phoenix_nb.tools.kernel_summarize import looks_secret
+from phoenix_nb.tools.kernel_summarize import list_variables, looks_secret
 from phoenix_nb.tools.kernel_tools import (
     MAX_OUTPUT,
     InspectVariablesTool,
@@ -388,3 +388,38 @@ def test_descriptions_do_not_depend_on_mode() -> None:
     for tool in TOOLS:
         assert "{" not in tool.description
     assert sys.modules["phoenix_nb.tools.kernel_tools"].INSPECT_DESCRIPTION
+
+
+class SlowLen(list[int]):
+    def __len__(self) -> int:
+        time.sleep(1)
+        return 0
+
+
+def test_listing_bounds_the_time_a_hanging_len_can_take() -> None:
+    """Runs in this process on purpose (the tools run it in a fork): the budgets themselves."""
+    namespace = {f"slow{i}": SlowLen() for i in range(10)}
+    start = time.monotonic()
+    rows, total = list_variables(namespace, set(), budget=0.05, total_budget=0.2)
+    assert time.monotonic() - start < 1.0
+    assert total == 10
+    notes = [row.get("note", "") for row in rows]
+    assert any("size unknown (OutOfTime)" in n for n in notes)
+    assert any("size not measured" in n for n in notes)
+
+
+class SlowMessage(Exception):
+    def __str__(self) -> str:
+        time.sleep(30)
+        return "never"
+
+
+async def test_an_exception_whose_str_hangs_is_still_reported(kernel: DictKernel) -> None:
+    try:
+        raise SlowMessage()
+    except SlowMessage as exc:
+        kernel.exception = LastException(type(exc), exc, exc.__traceback__, 9)
+    start = time.monotonic()
+    result = await KernelHistoryTool().run({}, ctx_for(kernel), "t")
+    assert time.monotonic() - start < 10
+    assert "Last exception (cell [9]): SlowMessage: <str() took longer than 1 s>" in result.content
