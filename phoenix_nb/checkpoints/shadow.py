@@ -334,6 +334,11 @@ class ShadowRepo:
         last = self._latest()
         number = last.checkpoint.number + 1 if last is not None else 1
         first = last is None or not self.index.exists()
+        # Permission bits of the known files, read while git works: a chmod within the
+        # second of the last stat is invisible to git's stat data (ctime in seconds).
+        scan = None
+        if not first and last is not None:
+            scan = _POOL.submit(_scan_perms, self.top, list(last.perms))
         dirty = [] if first else self._lines("diff-files", "--name-only", "-z", "--", *self.scope())
         untracked = self._lines("ls-files", "-o", "--exclude-standard", "-z", "--", *self.scope())
         if first and len(untracked) > self.max_files:
@@ -351,7 +356,8 @@ class ShadowRepo:
             perms = self._perms_all(big)
         else:
             assert last is not None
-            perms = self._perms_update(last.perms, changed, big, previous_big)
+            scanned = scan.result() if scan is not None else {}
+            perms = self._perms_update(scanned, changed, big, previous_big)
         if last is not None and perms == last.perms:
             perms_sha = self._last_perms_sha
         else:
@@ -539,11 +545,8 @@ class ShadowRepo:
         big: Mapping[str, BigFile],
         previous_big: Mapping[str, BigFile],
     ) -> dict[str, str]:
-        """The last checkpoint's permission bits, updated for the paths that changed.
-
-        A chmod changes a file's ctime, so `diff-files` lists it even when the
-        content is the same: every path whose bits may differ is in `changed`.
-        """
+        """Permission bits now: the known files' (`previous`, scanned afresh) plus the
+        paths git reports changed or new."""
         perms = dict(previous)
         for p in changed:
             try:
@@ -763,6 +766,20 @@ class ShadowRepo:
                 if perm and perm != "link":
                     _chmod(self.top / p, perm)
         return done
+
+
+_POOL = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="phoenix-perms")
+
+
+def _scan_perms(top: Path, paths: Sequence[str]) -> dict[str, str]:
+    """Permission bits of the files that still exist (lstat; os.lstat releases the GIL)."""
+    out: dict[str, str] = {}
+    for p in paths:
+        with contextlib.suppress(OSError):
+            st = os.lstat(top / p)
+            if not stat.S_ISDIR(st.st_mode):
+                out[p] = _perm_of(st)
+    return out
 
 
 def _checkpoint(commit: str, meta: Mapping[str, Any]) -> Checkpoint:
