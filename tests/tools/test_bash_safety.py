@@ -758,3 +758,57 @@ def test_what_real_rm_deletes_recursively_the_checker_calls_recursive(
     subprocess.run(["bash", "-c", f"rm {flags} scratch"], cwd=tmp_path, check=True)
     assert not scratch.exists()
     assert check_command(f"rm {flags} ~") is not None
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    command=st.text(max_size=60)
+    | st.lists(
+        st.sampled_from(
+            [
+                "rm",
+                "-rf",
+                "~",
+                "$HOME",
+                "'",
+                '"',
+                "$(",
+                ")",
+                "`",
+                "{",
+                "}",
+                ",",
+                "..",
+                "*",
+                "|",
+                "bash",
+                "-c",
+                "<<<",
+                "eval",
+                "xargs",
+                "find",
+                "-delete",
+                "{}",
+                ";",
+                "git",
+                "push",
+                "$'\\x72'",
+                "${",
+                "f()",
+                "for",
+                "in",
+                "do",
+                "done",
+                "&&",
+                "<(",
+                '"$@"',
+                "\n",
+            ]
+        ),
+        max_size=14,
+    ).map(" ".join)
+)
+def test_the_checker_never_raises(command: str) -> None:
+    """Any text gets an answer: a message or None, never an exception."""
+    result = check_command(command)
+    assert result is None or result.startswith("Refused: ")
