@@ -10,10 +10,10 @@ always do what bash text does not show.
 What it refuses:
 
 * recursive deletes (``rm -r``, ``find … -delete`` or ``-exec rm``, ``rsync
-  --delete`` / ``--remove-source-files``) of ``/`` or a top-level directory,
-  any home directory (``~``, ``~user``, ``$HOME`` …) or a parent of one, the
-  working directory or a parent of it, anything in ``.git``, or a glob or
-  brace that can match those;
+  --delete`` / ``--remove-source-files``, ``mv`` away) of ``/`` or a
+  top-level directory, any home directory (``~``, ``~user``, ``$HOME`` …) or
+  a parent of one, the working directory or a parent of it, anything in
+  ``.git``, or a glob or brace that can match those;
 * ``git add`` / ``git stage`` of everything (``-A``, ``--all`` and its
   abbreviations, ``.``, ``:/``, ``*``, the working directory by any name);
 * ``git push`` that overwrites or deletes remote history (``--force`` and
@@ -33,10 +33,16 @@ splitting of unquoted expansions — and each path is normalised (``..``,
 they go: wrappers (``sudo``, ``env``, ``nice``, ``timeout``, ``command``,
 ``exec`` …), aliases, functions (checked again with the arguments of each
 call), ``for`` loops, ``bash -c`` / ``sh -c`` / ``su -c`` / ``watch`` /
-``trap`` strings to any depth (with ``$1``… bound), ``eval``, here-strings,
-here-documents, pipes and process substitutions into a shell, ``xargs``
-(with what the producer writes), ``find -exec``, ``git -c alias.*`` and
-``git config alias.*``. Where a target cannot be known, the check denies.
+``trap`` / ``script -c`` / ``ssh`` strings to any depth (with ``$0``,
+``$1``… bound), ``eval``, here-strings, here-documents, pipes (through
+``tee``/``cat``) and process substitutions into a shell, ``/dev/stdin``,
+scripts written earlier in the same command, ``xargs`` (with what the
+producer writes), ``find -exec``, ``cd``, ``git -c alias.*``, ``git config
+alias.*`` and ``GIT_CONFIG_KEY_n``; code given to python/perl/ruby/node that
+hands a string to a shell or deletes a tree is checked by a heuristic.
+Where a target cannot be known, the check denies; the work per check is
+bounded (a loop of plain names takes one pass, a huge brace is one unknown
+word, a step budget ends the rest).
 Regexes over the raw text would either miss ``r\\m -rf ~`` or refuse
 ``echo "rm -rf /"``.
 """
