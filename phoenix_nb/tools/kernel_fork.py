@@ -23,7 +23,8 @@ What the child does before it runs anything of the job (order matters):
    front end from a child;
 5. replaces the environment with the same allowlisted one bash gets
    (`tools/environment.py`) and overwrites the process's initial environment
-   block, which `/proc/self/environ` would still show;
+   block, which `/proc/self/environ` would still show, and makes every writable
+   shared mapping read-only (copy-on-write does not cover MAP_SHARED memory);
 6. for Restricted work, confines itself with the sandbox's documented entry
    point, `sandbox.confine_forked_child` (issue 12): the conversation's
    cgroup budget, fresh user/network/IPC/mount/PID namespaces (it forks once
@@ -272,6 +273,39 @@ def _own_rlimits(limits: ForkLimits) -> None:
             resource.setrlimit(which, (value, value))
 
 
+_PROT_READ, _PROT_EXEC = 0x1, 0x4
+
+
+def _freeze_shared_mappings() -> None:
+    """Make every writable *shared* mapping read-only in the child.
+
+    Copy-on-write covers private memory only. A mapping the kernel holds with
+    MAP_SHARED — a `numpy.memmap(mode="r+")`, an `mmap` of a file,
+    `multiprocessing.shared_memory`, an anonymous shared `mmap` — is the same
+    memory in the fork, and Landlock does not look at mappings made before it:
+    a write there would reach the kernel (and the file). Read-only, such a write
+    kills the fork with SIGSEGV instead, which the tool reports.
+    """
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.mprotect.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
+    try:
+        maps = Path("/proc/self/maps").read_text().splitlines()
+    except OSError as exc:
+        raise OSError(exc.errno, "cannot read /proc/self/maps to protect shared memory") from exc
+    for line in maps:
+        fields = line.split(maxsplit=5)
+        if len(fields) < 2:
+            continue
+        perms = fields[1]
+        if perms[1] != "w" or perms[3] != "s":
+            continue
+        start, end = (int(x, 16) for x in fields[0].split("-"))
+        prot = _PROT_READ | (_PROT_EXEC if perms[2] == "x" else 0)
+        if libc.mprotect(start, end - start, prot) != 0:
+            err = ctypes.get_errno()
+            raise OSError(err, f"mprotect of a shared mapping failed: {os.strerror(err)}")
+
+
 def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
@@ -337,6 +371,7 @@ def _child(
             _own_rlimits(limits)
         os.chdir(cwd)
         _wipe_initial_environment()
+        _freeze_shared_mappings()
 
         def emit(record: Mapping[str, Any]) -> None:
             line = json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n"

@@ -30,6 +30,7 @@ import asyncio
 import base64
 import os
 import re
+import signal
 import sys
 import traceback
 from collections.abc import Mapping, Sequence
@@ -548,6 +549,11 @@ def _run_result(
         is_error = True
         failure = outcome.failure() or "the forked process ended without a result"
         parts.append(f"run_python failed: {failure}. The kernel is unaffected.")
+        if outcome.signal == signal.SIGSEGV:
+            parts.append(
+                "(Writing to memory the kernel shares with files or other processes — an "
+                "mmap, a numpy.memmap, shared_memory — ends the fork this way: it is read-only.)"
+            )
     elif not parts:
         parts.append("(no output)")
     content = redact("\n\n".join(parts), secrets)

@@ -338,3 +338,35 @@ async def test_the_childs_tmpdir_is_removed_after_it() -> None:
     seen["tmp"] = outcome.records[0]["tmp"]
     # Cleanup follows the reaping, which the answer does not wait for.
     assert await wait_until(lambda: not Path(seen["tmp"]).exists())
+
+
+@pytest.mark.parametrize("confine", CONFINE)
+@pytest.mark.parametrize("kind", ["anonymous", "file"])
+async def test_shared_memory_of_the_kernel_is_read_only_in_the_fork(
+    tmp_path: Path, confine: bool, kind: str
+) -> None:
+    """Copy-on-write covers private memory only: a MAP_SHARED write would reach the kernel."""
+    import mmap
+
+    if kind == "anonymous":
+        shared = mmap.mmap(-1, 4096)  # MAP_SHARED by default
+    else:
+        path = tmp_path / "data.bin"
+        path.write_bytes(bytes(4096))
+        handle = open(path, "r+b")  # noqa: SIM115
+        shared = mmap.mmap(handle.fileno(), 4096)
+        handle.close()
+    kernel = DictKernel(namespace={"shared": shared})
+
+    def job(emit: Emit, _sink: ChildSink) -> None:
+        emit({"read": kernel.user_namespace()["shared"][0]})
+        kernel.user_namespace()["shared"][0] = 7  # type: ignore[index]
+        emit({"wrote": True})
+
+    outcome = await fork(job, port=kernel, confine=confine)
+    assert outcome.records == [{"read": 0}], outcome
+    assert outcome.signal == signal.SIGSEGV
+    assert shared[0] == 0
+    if kind == "file":
+        assert (tmp_path / "data.bin").read_bytes()[0] == 0
+    shared.close()
