@@ -642,8 +642,10 @@ function approvalStep(drawing: Drawing, node: HTMLElement, step: Loose, state: L
   if (decision !== 'pending') {
     node.classList.add('jp-Phoenix-approvalLine', `jp-Phoenix-decision-${decision}`);
     const mark = decision === 'approved' ? '✓' : decision === 'denied' ? '✗' : '?';
-    const first = reason.split('\n').find(line => line.trim()) ?? '';
-    node.textContent = `${mark} write access ${decision}${first ? `: ${first.trim()}` : ''}`;
+    const first = (reason.split('\n').find(line => line.trim()) ?? '').trim().replace(/\*\*|__/g, '');
+    node.appendChild(
+      inlineCode('jp-Phoenix-approvalText', `${mark} write access ${decision}${first ? `: ${first}` : ''}`)
+    );
     return;
   }
   node.classList.add('jp-Phoenix-approvalBlock');

@@ -41,12 +41,12 @@ class ChatPanel:
         self.session = session
         self.loop = loop
         self.conv: Conversation = session.current_conversation_or_new()
-        self.input = w.Textarea(placeholder="Ask phoenix…", layout=w.Layout(width="100%"))
+        self.input = w.Textarea(placeholder="Ask phoenix…", layout=w.Layout(width="auto"))
         self.send_button = w.Button(description="Send", button_style="primary")
         self.cancel_button = w.Button(description="Cancel", button_style="warning")
         self.approve_button = w.Button(description="Approve", button_style="success")
         self.deny_button = w.Button(description="Deny", button_style="danger")
-        self.transcript = w.Output(layout=w.Layout(width="100%"))
+        self.transcript = w.Output(layout=w.Layout(width="auto"))
         self.status = w.HTML()
         self.status.add_class("jp-Phoenix-chatStatus")
         self.throttle = GrowthThrottle()
@@ -62,7 +62,7 @@ class ChatPanel:
         buttons.add_class("jp-Phoenix-controls")
         self.widget = w.VBox(
             [self.transcript, self.status, self.input, buttons],
-            layout=w.Layout(width="100%", max_width="100%"),
+            layout=w.Layout(width="auto"),
         )
         self.widget.add_class("jp-Phoenix-chat")
         self.refresh(force=True)

@@ -154,11 +154,13 @@ def _assert_conversation(record: Locator) -> None:
 
 
 def _open_groups(lab: LabPage) -> None:
-    """Opens the Write and Bash groups, as a reader would, so the diff and outputs show."""
+    """Opens the Bash groups, as a reader would, so the outputs show (Write groups, with
+    their diffs, are open from the start)."""
     record = _record(lab)
-    for group in ("write", "bash"):
-        for summary in record.locator(f"details[data-phoenix-group={group}] > summary").all():
-            summary.click()
+    expect(record.locator("details[data-phoenix-group=write]")).to_have_attribute("open", "")
+    closed = record.locator("details[data-phoenix-group=bash]:not([open]) > summary")
+    for _ in range(closed.count()):
+        closed.first.click()  # the locator shrinks as groups open
     diff = record.locator("[data-phoenix-diff='calc.py'] [data-phoenix-diff-line=add]")
     expect(diff.filter(has_text="return a + b")).to_be_visible()
 
@@ -199,7 +201,7 @@ def test_phoenix_cell_explores_asks_patches_and_survives_reload(
     expect(record.locator("[data-phoenix-step=approval]")).to_have_attribute(
         "data-phoenix-decision", "pending"
     )
-    lab.wait_for_text(REASON)  # the reason next to the Approve button, too
+    lab.wait_for_text(REASON)  # the reason, once, above the Approve button
     prompt = lab.page.locator(".jp-NotebookPanel .jp-Cell").nth(1).locator(".jp-InputPrompt")
     expect(prompt).to_have_text("[*]:")  # the same cell is still running, waiting for the human
     assert (project / "calc.py").read_text(encoding="utf-8") == BUGGY, "nothing written yet"

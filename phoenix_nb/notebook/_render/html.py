@@ -440,7 +440,7 @@ class _Html:
         dcls = decision if decision in v.DECISION_LABELS else "unknown"
         if decision != "pending":
             self.w(f'<div class="phx-step phx-approval-line phx-dec-{dcls}">')
-            self.w(f"{_e(v.approval_line(step))}</div>")
+            self.w(f"{self.inline_md(v.approval_line(step))}</div>")
             return
         self.w('<div class="phx-card phx-approval phx-pending">')
         self.w(f'<div class="phx-label">{_e(v.APPROVAL_TITLE)}</div>')

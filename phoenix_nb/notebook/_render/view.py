@@ -193,7 +193,7 @@ def approval_line(step: Mapping[str, Any]) -> str:
     decision = text(step, "decision")
     mark = {"approved": "✓", "denied": "✗"}.get(decision, "?")
     label = DECISION_LABELS.get(decision, decision or "unknown")
-    reason = one_line(text(step, "reason"), 100)
+    reason = one_line(text(step, "reason"), 100).replace("**", "").replace("__", "")
     return f"{mark} write access {label}" + (f": {reason}" if reason else "")
 
 
