@@ -1,14 +1,71 @@
-"""Registration with IPython: the magics and the input transformers."""
+"""Registration with IPython: the magics, the input transformers and `c.Phoenix.*`.
+
+`%load_ext phoenix_nb` must be quick (≤ 0.3 s): it runs when a notebook
+starts, before anyone has asked phoenix anything. So it loads only what
+registration needs — the cell transformer, a stand-in for the `%phoenix`
+magic and the `Phoenix` configurable that `%config Phoenix.…` talks to — and
+the rest (the magics proper, the runtime, the SDK) is imported on a background
+thread right away, so it is usually ready by the first `%%phoenix` cell. If it
+is not, the first use imports it (the import lock makes the two wait for each
+other, never import twice).
+"""
 
 from __future__ import annotations
 
+import importlib
+import threading
 from typing import Any
 
-from phoenix_nb.notebook.magics import PhoenixMagics, transform_phoenix_lines
+from IPython.core.magic import Magics, line_magic, magics_class
+
 from phoenix_nb.notebook.session import get_session, reset_session
 from phoenix_nb.notebook.transformer import transform_phoenix_cell
 
+# Imported off the main thread after `%load_ext`: everything a first turn needs.
+WARM_MODULES = (
+    "phoenix_nb.notebook.magics",
+    "phoenix_nb.runtime.manager",
+    "phoenix_nb.tools.registry",
+    "phoenix_nb.llm.provider",
+    "anthropic",
+)
+
+
+def _magics() -> Any:
+    return importlib.import_module("phoenix_nb.notebook.magics")
+
+
+def transform_phoenix_lines(lines: list[str]) -> list[str]:
+    """`%phoenix …` lines become awaited calls (notebook/magics.py); other cells pass."""
+    if not any(line.startswith("%phoenix") for line in lines):
+        return lines
+    result: list[str] = _magics().transform_phoenix_lines(lines)
+    return result
+
+
 _TRANSFORMERS = (transform_phoenix_cell, transform_phoenix_lines)
+
+
+@magics_class
+class LazyPhoenixMagics(Magics):
+    """`%phoenix`, served by notebook/magics.py's PhoenixMagics once it is imported."""
+
+    _real: Any = None
+
+    @line_magic("phoenix")
+    def phoenix(self, line: str) -> None:
+        """%phoenix help|status|list|new|use|approve|deny|restrict|cancel|continue|history|…"""
+        if self._real is None:
+            self._real = _magics().PhoenixMagics(self.shell)
+        self._real.phoenix(line)
+
+
+def _warm() -> None:
+    for name in WARM_MODULES:
+        try:
+            importlib.import_module(name)
+        except Exception:  # warming is best effort: the first use reports the error
+            return
 
 
 def load(shell: Any) -> None:
@@ -16,25 +73,20 @@ def load(shell: Any) -> None:
     for transformer in _TRANSFORMERS:
         if transformer not in cleanup:
             cleanup.append(transformer)
-    shell.register_magics(PhoenixMagics)
+    shell.register_magics(LazyPhoenixMagics)
     session = get_session(shell)
     configurables = getattr(shell, "configurables", None)
     if configurables is not None and session.config not in configurables:
         configurables.append(session.config)  # so `%config Phoenix.…` reaches it
-    sandbox = session.phoenix.sandbox
+    from phoenix_nb.tools.sandbox import detect_sandbox  # probed once per process
+
+    sandbox = detect_sandbox()
     if not sandbox.available:
         print(
             "phoenix: the kernel sandbox (Landlock) is unavailable here — conversations run "
             f"Unrestricted only. {sandbox.reason}"
         )
-    else:
-        from phoenix_nb.tools.sandbox import lost_guarantees
-
-        lost = lost_guarantees()
-        if lost:
-            print("phoenix: Restricted mode is partial on this host; not guaranteed here:")
-            for line in lost:
-                print(f"  - {line}")
+    threading.Thread(target=_warm, name="phoenix-warm-imports", daemon=True).start()
 
 
 def unload(shell: Any) -> None:

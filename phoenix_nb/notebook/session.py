@@ -15,17 +15,20 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from traitlets import Bool, CaselessStrEnum, Dict, Float, Int, List, Unicode
 from traitlets.config import Configurable
 
+from phoenix_nb.errors import PhoenixError
 from phoenix_nb.notebook.binding import NotebookBindings, notebook_key
 from phoenix_nb.notebook.kernel_port import IPythonKernel
 from phoenix_nb.notebook.options import CellOptions
-from phoenix_nb.runtime.manager import Conversation, Phoenix, PhoenixError, check_unchanged
 from phoenix_nb.runtime.settings import Settings, default_model
 from phoenix_nb.tools.sandbox import DEFAULT_DENY_READ
+
+if TYPE_CHECKING:  # the runtime is imported on first use, not at %load_ext
+    from phoenix_nb.runtime.manager import Conversation, Phoenix
 
 
 class PhoenixConfig(Configurable):
@@ -198,6 +201,8 @@ class Session:
         if self._phoenix is None:
             c = self.config
             settings = Settings.from_config({n: getattr(c, n) for n in c.trait_names(config=True)})
+            from phoenix_nb.runtime.manager import Phoenix  # loads the runtime: first use only
+
             self._phoenix = Phoenix(settings, kernel=self.kernel)
             c.observe(self._kernel_access_changed, names="kernel_access")
         return self._phoenix
@@ -209,6 +214,8 @@ class Session:
 
     def conversation_for(self, opts: CellOptions) -> Conversation:
         """The conversation a cell talks to, honouring --new / --name and creation options."""
+        from phoenix_nb.runtime.manager import check_unchanged
+
         phoenix = self.phoenix
         if opts.new:
             conv = phoenix.create(cwd=opts.cwd or self.cwd, model=opts.model, mode=opts.mode)

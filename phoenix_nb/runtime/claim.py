@@ -8,14 +8,16 @@ One path, used at start-up and when a conversation is first used (REQ-BED-007):
    its history lacks and persist the resumed state.
 
 A *work marker* makes start-up cost flat in the number of stored
-conversations. The runtime commits a transition's state before its messages
-(two journals), so a kill in between can leave even a resting state (Idle
-after a cancel, a finished sub-agent) with a call its history never answers.
-Only a conversation that was working can be in that window: the marker is a
-file created (and its directory fsynced) when the lease is taken and removed
-when the conversation rests again with every message committed. Start-up reads
-the history only of conversations whose stored state is busy or whose marker
-is still there, instead of every history in the store.
+conversations. Only a conversation that was working can be left mid-work, and
+the runtime commits a transition's state before its messages (two journals),
+so a kill in between can leave even a resting state (Idle after a cancel, a
+finished sub-agent) with a call its history never answers. The marker is a
+file created (and its directory fsynced) when the lease is taken, before any
+state it covers is committed, and removed when the conversation rests again
+with every message committed. Start-up lists the markers and looks only at
+those conversations, instead of reading every history in the store. (A
+conversation left busy without a marker — written by hand, or by a version
+without markers — is restored when it is first used.)
 """
 
 from __future__ import annotations
@@ -31,14 +33,18 @@ from filelock import FileLock
 
 from phoenix_nb.core.restore import restore
 from phoenix_nb.core.states import ConvState, from_persisted, persisted_fields
+from phoenix_nb.errors import UnknownConversation
 from phoenix_nb.runtime.lease import Timeout, lease_for
 from phoenix_nb.store import Store
 
-__all__ = ["Claimed", "claim", "may_need_restore", "release"]
+__all__ = ["Claimed", "claim", "discard_marker", "left_working", "release"]
+
+
+MARKER_SUFFIX = ".working"
 
 
 def _marker(store_root: Path, conversation_id: str) -> Path:
-    return Path(store_root) / "locks" / f"{conversation_id}.working"
+    return Path(store_root) / "locks" / f"{conversation_id}{MARKER_SUFFIX}"
 
 
 def _mark_working(store_root: Path, conversation_id: str) -> None:
@@ -54,9 +60,16 @@ def _mark_working(store_root: Path, conversation_id: str) -> None:
         os.close(dir_fd)
 
 
-def may_need_restore(store_root: Path, record: Mapping[str, Any]) -> bool:
-    """Cheap test from the index record alone: was this conversation left mid-work?"""
-    return from_persisted(record).busy or _marker(store_root, str(record["id"])).exists()
+def left_working(store_root: Path) -> list[str]:
+    """Ids of conversations whose work marker is still there: left mid-work, or working now.
+
+    One directory listing, however many conversations the store holds.
+    """
+    try:
+        names = os.listdir(Path(store_root) / "locks")
+    except FileNotFoundError:
+        return []
+    return sorted(n[: -len(MARKER_SUFFIX)] for n in names if n.endswith(MARKER_SUFFIX))
 
 
 @dataclass
@@ -96,7 +109,7 @@ def claim(
         _mark_working(store.root, conversation_id)
         record = store.get_conversation(conversation_id)
         if record is None:
-            raise KeyError(conversation_id)
+            raise UnknownConversation(conversation_id)
         state = from_persisted(record)
         if known_history is not None and store.message_count(conversation_id) == len(known_history):
             history = known_history
@@ -130,9 +143,13 @@ def _restore_plan(
     return state, repairs  # at rest and about to work: only missing answers are added
 
 
-def release(store_root: Path, conversation_id: str, lease: FileLock) -> None:
-    """The conversation rests with every message committed: drop the marker, then the lease."""
+def discard_marker(store_root: Path, conversation_id: str) -> None:
     with contextlib.suppress(FileNotFoundError):
         _marker(store_root, conversation_id).unlink()
+
+
+def release(store_root: Path, conversation_id: str, lease: FileLock) -> None:
+    """The conversation rests with every message committed: drop the marker, then the lease."""
+    discard_marker(store_root, conversation_id)
     if lease.is_locked:
         lease.release(force=True)

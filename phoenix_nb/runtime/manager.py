@@ -42,7 +42,7 @@ from phoenix_nb.core.values import ImageData, Mode, SubAgentOutcome
 from phoenix_nb.errors import PhoenixError, Rejected, UnknownConversation
 from phoenix_nb.llm.model_limits import LimitsSource, ModelLimits
 from phoenix_nb.runtime import updates as up
-from phoenix_nb.runtime.claim import claim, may_need_restore, release
+from phoenix_nb.runtime.claim import claim, discard_marker, left_working, release
 from phoenix_nb.runtime.conversation import (
     ConversationRuntime,
     Services,
@@ -53,6 +53,7 @@ from phoenix_nb.runtime.ports import LlmProvider
 from phoenix_nb.runtime.settings import DEMO_MODEL, Settings
 from phoenix_nb.runtime.subagents import SubAgentLimits, SubAgentSpawner
 from phoenix_nb.store import Store
+from phoenix_nb.store.store import default_root
 from phoenix_nb.tools.kernel_port import KernelPort
 from phoenix_nb.tools.sandbox import configure_from_settings as _configure_sandbox
 from phoenix_nb.tools.sandbox import detect_sandbox
@@ -272,10 +273,18 @@ class Phoenix:
     ) -> None:
         self.settings = settings or Settings()
         self.kernel = kernel  # the Jupyter kernel this runs in (the notebook layer's adapter)
-        self.store = store or Store(self.settings.store_root())
-        self.limits = ModelLimits(self.store.root, None)  # the Models API's figures, cached
+        # The store is opened on first use: start-up touches it only when a
+        # conversation was left mid-work, so it costs the same for 10 or 10,000.
+        self._store = store
+        given = self.settings.store_root()
+        self.store_root = (
+            store.root
+            if store is not None
+            else (Path(given).expanduser() if given is not None else default_root())
+        )
+        self.limits = ModelLimits(self.store_root, None)  # the Models API's figures, cached
         self.sandbox = detect_sandbox()
-        _configure_sandbox(self.settings, self.store.root)
+        _configure_sandbox(self.settings, self.store_root)
         self._providers: dict[str, LlmProvider] = {}
         self._provider = provider
         self._runtimes: dict[str, ConversationRuntime] = {}
@@ -290,6 +299,12 @@ class Phoenix:
         )
         self.worktree = self._checkpoints()
         self.restored = self._restore_all()
+
+    @property
+    def store(self) -> Store:
+        if self._store is None:
+            self._store = Store(self.store_root)
+        return self._store
 
     # -- services ---------------------------------------------------------------------
     def provider_for(self, model: str) -> LlmProvider:
@@ -336,7 +351,7 @@ class Phoenix:
             keep_days=s.checkpoint_keep_days,
             max_bytes=s.checkpoint_max_bytes,
         )
-        return Checkpoints(Path(self.store.root) / "checkpoints", config)
+        return Checkpoints(Path(self.store_root) / "checkpoints", config)
 
     def _services(self, model: str) -> Services:
         from phoenix_nb.tools import registry  # the tools load with the first conversation
@@ -364,19 +379,21 @@ class Phoenix:
     def _restore_all(self) -> list[str]:
         """Bring every conversation left mid-work back to rest; returns their slugs.
 
-        Only conversations the index says were working (or whose work marker is
-        still there) are read, so start-up does not grow with the store. One
-        another live kernel holds the lease of is left alone: it is not left
-        mid-work, it is working there.
+        Only conversations whose work marker is still there are looked at
+        (claim.py), so start-up does not grow with the store. One another live
+        kernel holds the lease of is left alone: it is not left mid-work, it is
+        working there.
         """
         restored: list[str] = []
-        root = self.store.root
-        for record in self.store.list_conversations(include_sub_agents=True, include_archived=True):
-            if not may_need_restore(root, record):
+        root = self.store_root
+        for conversation_id in left_working(root):
+            record = self.store.get_conversation(conversation_id)
+            if record is None:  # a marker outliving its store entry: nothing to restore
+                discard_marker(root, conversation_id)
                 continue
             claimed = claim(
                 self.store,
-                record["id"],
+                conversation_id,
                 is_sub_agent=not record.get("user_initiated", True),
                 starting_up=True,
             )
@@ -386,7 +403,7 @@ class Phoenix:
                 if claimed.restored:
                     restored.append(record["slug"])
             finally:
-                release(root, record["id"], claimed.lease)
+                release(root, conversation_id, claimed.lease)
         if restored:
             log.info("phoenix: restored %d conversation(s) to rest", len(restored))
         return restored
@@ -490,7 +507,8 @@ class Phoenix:
             await runtime.close()
         for provider in self._providers.values():
             await provider.aclose()
-        self.store.close()
+        if self._store is not None:
+            self._store.close()
 
 
 def check_unchanged(conv: Conversation, *, cwd: str | Path | None, model: str | None) -> None:

@@ -1,6 +1,12 @@
-"""Time to restore 1,000 conversations after a restart.
+"""Time to restore 1,000 conversations after a restart, and start-up flat in the store size.
 
 Run: ``/work/venv/bin/python tests/benchmarks/bench_restore.py``
+
+First, start-up cost against the number of stored conversations: `Phoenix()`
+on a store of 10 and on one of 1,000 conversations (20 messages each, one of
+them left mid-work in each store), median of several start-ups each. Start-up
+reads only the histories of conversations left mid-work (runtime/claim.py), so
+the ratio should stay near 1 (target ≤ 2).
 
 A store holds 1,000 conversations of 20 messages each. "Restore" is what the
 runtime's manager does on start: open the store, list every conversation
@@ -20,6 +26,7 @@ import asyncio
 import json
 import shutil
 import sqlite3
+import statistics
 import tempfile
 import time
 from pathlib import Path
@@ -35,6 +42,7 @@ from phoenix_nb.core.states import (
     persisted_fields,
 )
 from phoenix_nb.core.values import ToolUseBlock
+from phoenix_nb.runtime.claim import claim
 from phoenix_nb.runtime.manager import Phoenix
 from phoenix_nb.runtime.settings import Settings
 from phoenix_nb.store import Store
@@ -79,6 +87,14 @@ def build(root: Path) -> None:
     store.close()
 
 
+def die_working(store: Store, conversation_id: str) -> None:
+    """A kernel claims the conversation (its work marker is made) and then dies: the OS
+    drops its lease; the marker stays."""
+    claimed = claim(store, conversation_id, is_sub_agent=False)
+    assert claimed is not None
+    claimed.lease.release(force=True)
+
+
 def leave_mid_work(root: Path) -> int:
     """Copy the store and leave every tenth conversation mid-work; returns how many."""
     shutil.copytree(root / "phoenix", root / "midwork")
@@ -94,6 +110,7 @@ def leave_mid_work(root: Path) -> int:
             phase: object = AwaitingModeApproval("edit", call.id)
         else:
             phase = ToolExecuting(call)
+        die_working(store, c["id"])  # claimed first, as the runtime does, then killed mid-work
         store.append_message(
             c["id"],
             "agent",
@@ -154,7 +171,52 @@ def restore_tinydb(root: Path) -> tuple[float, int]:
     return time.perf_counter() - t0, n
 
 
+def flat_store(root: Path, conversations: int) -> Path:
+    """A store of `conversations` at rest, one of them left running a tool."""
+    store = Store(root / f"flat{conversations}")
+    for n in range(conversations):
+        c = store.create_conversation(cwd="/w", model="m", mode="restricted")
+        store.append_messages(c["id"], [("user", _content(i), None, None) for i in range(MESSAGES)])
+        if n == 0:
+            call = ToolUseBlock("toolu_0", "bash", {"command": "make"})
+            die_working(store, c["id"])  # claimed first, as the runtime does, then killed
+            store.append_message(
+                c["id"], "agent", {"blocks": [to_json(call)], "stop_reason": "tool_use"}
+            )
+            store.update_conversation(c["id"], **persisted_fields(ConvState(ToolExecuting(call))))
+    store.close()
+    return root / f"flat{conversations}"
+
+
+def start_up(home: Path) -> float:
+    t0 = time.perf_counter()
+    phoenix = Phoenix(Settings(home=home, model="claude-sonnet-5-5", base_url="x"))
+    elapsed = time.perf_counter() - t0
+    asyncio.run(phoenix.aclose())
+    return elapsed
+
+
+def startup_against_store_size(root: Path, runs: int = 7) -> None:
+    small, large = flat_store(root, 10), flat_store(root, CONVERSATIONS)
+    # The first start-up restores the conversation left mid-work (it opens the
+    # store, whose index is read whole); later ones find nothing to restore.
+    first = {home: start_up(home) for home in (small, large)}
+    times: dict[Path, list[float]] = {small: [], large: []}
+    for _ in range(runs):
+        for home in (small, large):
+            times[home].append(start_up(home))
+    a, b = statistics.median(times[small]), statistics.median(times[large])
+    print(f"Phoenix() start-up, 10 conversations     {a * 1e3:8.2f} ms (median of {runs})")
+    print(f"Phoenix() start-up, 1,000 conversations  {b * 1e3:8.2f} ms")
+    print(f"  ratio 1,000 / 10                        {b / a:6.2f}  (target <= 2)")
+    print(f"restoring one left mid-work, 10 conv.    {first[small] * 1e3:8.2f} ms (one run)")
+    print(f"restoring one left mid-work, 1,000 conv. {first[large] * 1e3:8.2f} ms")
+    print(f"  ratio 1,000 / 10                        {first[large] / first[small]:6.2f}")
+
+
 def main() -> None:
+    with tempfile.TemporaryDirectory(dir=Path.home()) as tmp:
+        startup_against_store_size(Path(tmp))
     with tempfile.TemporaryDirectory(dir=Path.home()) as tmp:
         root = Path(tmp)
         t = time.perf_counter()
