@@ -73,6 +73,7 @@ _UNKNOWN = "\0"  # stands for text only known at run time
 # names: its parents are then recognisable without knowing them.
 _FAKE_CWD = "/\x01cwd1/\x01cwd2/\x01cwd3/\x01cwd4/\x01cwd5/\x01cwd6/\x01cwd7/\x01cwd8"
 _GLOB_CHARS = frozenset("*?[")
+_EXTGLOB = re.compile(r"([@!+*?])\(([^()]*)\)")
 _INTERPRETER = re.compile(r"python[\d.]*|pypy[\d.]*|perl|ruby|node(js)?|php[\d.]*|deno|bun")
 _STRING_LITERAL = re.compile(r"'((?:\\.|[^'\\\n])*)'|\"((?:\\.|[^\"\\\n])*)\"")
 _SHELL_API = re.compile(
@@ -858,6 +859,15 @@ class _Places:
             if val.deferred or val.temp:
                 return None
             return self._unknown(val)
+        group = _EXTGLOB.search(val.text)
+        if group is not None:  # @(a|b), !(x) … (shopt -s extglob): judge each alternative
+            choices = ["*"] if group.group(1) == "!" else group.group(2).split("|")
+            for choice in choices:
+                text = val.text[: group.start()] + choice + val.text[group.end() :]
+                live = frozenset(i for i, ch in enumerate(text) if ch in _GLOB_CHARS)
+                why = self.target(Val(text, live))
+                if why:
+                    return why
         if val.globs:
             return self.judge_glob(val)
         if not val.text:
