@@ -39,6 +39,7 @@ import json
 import os
 import shutil
 import stat
+import struct
 import subprocess
 import time
 from collections.abc import Iterable, Mapping, Sequence
@@ -349,13 +350,12 @@ class ShadowRepo:
         changed = sorted({*dirty, *untracked})
         previous_big = dict(last.big) if last is not None and not first else {}
         big = self._big_files(changed, previous_big)
-        bulk = first or len(changed) > BULK_THRESHOLD
-        self._stage(changed, big, bulk=bulk)
-        tree = self._write_tree_packed() if bulk else self.git("write-tree").decode().strip()
         if first:
-            perms = self._perms_all(big)
+            tree, perms = self._first(untracked, big)
         else:
-            assert last is not None
+            bulk = len(changed) > BULK_THRESHOLD
+            self._stage(changed, big, bulk=bulk)
+            tree = self._write_tree_packed() if bulk else self.git("write-tree").decode().strip()
             scanned = scan.result() if scan is not None else {}
             perms = self._perms_update(scanned, changed, big, previous_big)
         if last is not None and perms == last.perms:
@@ -478,6 +478,96 @@ class ShadowRepo:
             input=b"".join(os.fsencode(s) + b"\0" for s in specs),
             config=config,
         )
+
+    def _first(
+        self, paths: Sequence[str], big: Mapping[str, BigFile]
+    ) -> tuple[str, dict[str, str]]:
+        """The first snapshot: every file into one pack by `git fast-import`, the index
+        written here with each file's stat data (so the next snapshot is incremental).
+
+        One pass over the files, hashed and packed by one git process while this one
+        reads the next file: creating thousands of loose objects, or an index by
+        re-hashing every file, costs seconds on some filesystems.
+        """
+        marks_file = self.root / "first.marks"
+        proc = subprocess.Popen(
+            [
+                "git",
+                "-c",
+                "safe.directory=*",
+                "-c",
+                "pack.compression=0",
+                "fast-import",
+                "--quiet",
+                "--done",
+                "--date-format=raw",
+                f"--export-marks={marks_file}",
+            ],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=self._env,
+            cwd=str(self.top),
+        )
+        assert proc.stdin is not None and proc.stdout is not None
+        entries: list[tuple[bytes, os.stat_result, int, int]] = []
+        perms: dict[str, str] = {}
+        try:
+            write = proc.stdin.write
+            for path in paths:
+                if path.endswith("/") or path in big:
+                    continue  # an embedded repository; a file kept by hash only
+                full = self.top / path
+                try:
+                    st = os.lstat(full)
+                    if stat.S_ISLNK(st.st_mode):
+                        data, mode = os.fsencode(os.readlink(full)), 0o120000
+                    elif stat.S_ISREG(st.st_mode):
+                        with open(full, "rb") as f:
+                            data = f.read()
+                        mode = 0o100755 if st.st_mode & stat.S_IXUSR else 0o100644
+                    else:
+                        continue
+                except OSError:
+                    continue  # vanished or unreadable: not in this checkpoint
+                mark = len(entries) + 1
+                write(b"blob\nmark :%d\ndata %d\n" % (mark, len(data)))
+                write(data)
+                write(b"\n")
+                entries.append((os.fsencode(path), st, mode, mark))
+                perms[path] = _perm_of(st)
+            commit_mark = len(entries) + 1
+            write(
+                b"commit refs/phoenix/tmp-trees\nmark :%d\n"
+                b"committer phoenix <phoenix@localhost> 0 +0000\ndata 0\n" % commit_mark
+            )
+            for name, _st, mode, mark in entries:
+                write(b"M %o :%d %s\n" % (mode, mark, _fi_path(name)))
+            write(b'\nls :%d ""\ndone\n' % commit_mark)
+            proc.stdin.close()
+            out = proc.stdout.read()
+            err = proc.stderr.read() if proc.stderr else b""
+        finally:
+            if proc.poll() is None:
+                proc.wait(timeout=GIT_TIMEOUT)
+        if proc.returncode != 0:
+            last_line = err.decode("utf-8", "replace").strip().splitlines()[-1:] or ["?"]
+            raise CheckpointError(f"git fast-import failed: {last_line[0]}")
+        self.git("update-ref", "-d", "refs/phoenix/tmp-trees", check=False)
+        shas: dict[int, str] = {}
+        for line in marks_file.read_text().splitlines():
+            mark_text, sha = line.split()
+            shas[int(mark_text[1:])] = sha
+        marks_file.unlink(missing_ok=True)
+        _write_index(self.index, [(n, st, mode, shas[m]) for n, st, mode, m in entries])
+        if out.startswith(b"040000 tree "):
+            tree = out.split(b" ")[2].split(b"\t")[0].decode()
+        else:  # nothing to record: the empty tree
+            tree = self.git("write-tree").decode().strip()
+        self.git("write-tree")  # fills the index's cache-tree (the trees exist: no writes)
+        for p, b in big.items():
+            perms[p] = b.perm
+        return tree, perms
 
     def _write_tree_packed(self) -> str:
         """Write the index's trees into one pack with fast-import (no loose object files)."""
@@ -769,6 +859,38 @@ class ShadowRepo:
 
 
 _POOL = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="phoenix-perms")
+_U32 = 0xFFFFFFFF
+
+
+def _write_index(path: Path, entries: Sequence[tuple[bytes, os.stat_result, int, str]]) -> None:
+    """A git index (version 2) holding these entries with their stat data.
+
+    The format is git's documented on-disk index (Documentation/gitformat-index):
+    a header, one entry per path sorted by name, and a SHA-1 of it all. Entries
+    whose mtime is not older than the index are "racily clean" to git, which
+    then compares content: correctness never rests on the stat data alone.
+    """
+    body = bytearray(b"DIRC" + struct.pack(">II", 2, len(entries)))
+    for name, st, mode, sha in sorted(entries, key=lambda e: e[0]):
+        body += struct.pack(
+            ">10I",
+            (st.st_ctime_ns // 1_000_000_000) & _U32,
+            st.st_ctime_ns % 1_000_000_000,
+            (st.st_mtime_ns // 1_000_000_000) & _U32,
+            st.st_mtime_ns % 1_000_000_000,
+            st.st_dev & _U32,
+            st.st_ino & _U32,
+            mode,
+            st.st_uid & _U32,
+            st.st_gid & _U32,
+            st.st_size & _U32,
+        )
+        body += bytes.fromhex(sha) + struct.pack(">H", min(len(name), 0xFFF)) + name
+        body += b"\0" * (8 - (62 + len(name)) % 8)
+    body += hashlib.sha1(body).digest()
+    tmp = path.with_name(path.name + ".phoenix-tmp")
+    tmp.write_bytes(bytes(body))
+    os.replace(tmp, path)
 
 
 def _scan_perms(top: Path, paths: Sequence[str]) -> dict[str, str]:

@@ -418,3 +418,22 @@ def test_pruning_keeps_what_a_revert_may_want_and_says_what_it_removed(
     assert refused.value.report.foreign == ("one.txt",)
     asyncio.run(history.arevert(1, force=True))
     assert not (project / "one.txt").exists() and not (project / "two.txt").exists()
+
+
+def test_the_first_snapshot_matches_what_git_itself_records(
+    project: Path, checkpoints: Checkpoints
+) -> None:
+    """The first checkpoint writes its own index: the same tree as `git add -A`, and stat
+    data git accepts (nothing reported changed), so the next checkpoint is incremental."""
+    agent = Agent(checkpoints, project)
+    agent.approve()
+    repo = agent.history().repo
+    env = {**repo._env, "GIT_INDEX_FILE": str(project.parent / "plain-index")}
+    subprocess.run(["git", "add", "-A"], cwd=project, env=env, check=True)
+    plain = subprocess.run(
+        ["git", "write-tree"], cwd=project, env=env, check=True, capture_output=True
+    ).stdout.decode()
+    first = agent.history().checkpoints()[0]
+    assert agent.history().snapshot(first).tree == plain.strip()
+    assert repo.git("diff-files", "--name-only") == b""
+    assert b"error" not in repo.git("fsck", "--no-dangling", check=False)
