@@ -102,9 +102,10 @@ class ModelLimits:
         if source is None or self._fresh(model) or model in self._asked:
             return self.cached(model)
         answer = await source.model_limits(model)
-        if answer is None:
+        if answer is None:  # could not ask: try again in the next session, not this one
             self._asked.add(model)
             return self.cached(model)
+        # An answer, "unknown to the API" (None, None) included, is kept for MAX_AGE.
         window, output = answer
         data = self._load()
         data[model] = {"max_input_tokens": window, "max_tokens": output, "fetched_at": self.clock()}

@@ -352,17 +352,17 @@ class AnthropicProvider:
         return bool(self._secret)
 
     async def model_limits(self, model: str) -> tuple[int | None, int | None] | None:
-        """(max_input_tokens, max_tokens) from the Models API, or None when it cannot say.
-
-        An unknown model (404), a network fault or no key all give None: the
-        registry is the fallback, and a lookup never fails a conversation.
+        """(max_input_tokens, max_tokens) from the Models API; (None, None) when the API
+        does not know the model (404); None when it could not be asked (no key, a
+        network or server fault). The registry is the fallback, and a lookup never
+        fails a conversation.
         """
         if not self._secret:
             return None
         try:
             info = await self._client.models.retrieve(model)
-        except Exception:
-            return None
+        except Exception as exc:  # any fault: the registry answers instead
+            return (None, None) if getattr(exc, "status_code", None) == 404 else None
         return info.max_input_tokens, info.max_tokens
 
     async def complete(self, request: LlmRequest) -> LlmResponse:

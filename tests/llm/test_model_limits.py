@@ -56,7 +56,18 @@ async def test_the_registry_is_the_fallback(fake_anthropic: FakeAnthropic, tmp_p
     assert info == model_info("claude-opus-4-1")
     assert info.source == "registry"
     await limits.resolve("claude-opus-4-1")
+    # "Unknown to the API" is an answer: kept, so the next kernel does not ask again.
+    await ModelLimits(tmp_path, provider).resolve("claude-opus-4-1")
     assert fake_anthropic.model_requests == ["claude-opus-4-1"]
+    await provider.aclose()
+
+
+async def test_a_fault_is_not_an_answer(tmp_path: Path) -> None:
+    """Nothing listening: the registry now, and no cache entry, so the next kernel asks."""
+    provider = AnthropicProvider(api_key="k", base_url="http://127.0.0.1:9", connect_timeout=2)
+    info = await ModelLimits(tmp_path, provider).resolve("claude-sonnet-5-5")
+    assert info == model_info("claude-sonnet-5-5")
+    assert not (tmp_path / CACHE_FILE).exists()
     await provider.aclose()
 
 
