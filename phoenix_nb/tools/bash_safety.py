@@ -1229,7 +1229,19 @@ class _Interpreter:
                 self.node(child, source, env)  # $(…) in a redirection target
         if not any(c.type == "command_name" for c in node.children):
             return
-        self.run(self.words_of(node, source, env), prefix, stdin)
+        words = self.words_of(node, source, env)
+        glued = node.next_sibling
+        if (
+            glued is not None
+            and glued.type == "subshell"
+            and glued.start_byte == node.end_byte
+            and words
+            and words[-1].text[-1:] in ("@", "!", "+", "*", "?")
+        ):
+            # extglob: `@(.git)` reads as a word and a subshell to the grammar
+            group = _Expander(env, self).words(words[-1].text + _src(glued, source))
+            words = [*words[:-1], *group]
+        self.run(words, prefix, stdin)
 
     def run(self, words: list[Val], env: Env, stdin: Val | None, *, plain: bool = False) -> None:
         """Judge one command given its expanded words (name first).
