@@ -500,6 +500,7 @@ class ShadowRepo:
                 "fast-import",
                 "--quiet",
                 "--done",
+                "--depth=0",  # no delta search between unrelated files: it dominates the time
                 "--date-format=raw",
                 f"--export-marks={marks_file}",
             ],
