@@ -52,7 +52,7 @@ class LazyPhoenixMagics(Magics):
 
     _real: Any = None
 
-    @line_magic("phoenix")
+    @line_magic("phoenix")  # type: ignore[arg-type]  # IPython types the method as Never
     def phoenix(self, line: str) -> None:
         """%phoenix help|status|list|new|use|approve|deny|restrict|cancel|continue|history|…"""
         if self._real is None:

@@ -269,7 +269,7 @@ def _status(conv: Any, session: Session) -> str:
 
 @magics_class
 class PhoenixMagics(Magics):
-    @line_magic("phoenix")
+    @line_magic("phoenix")  # type: ignore[arg-type]  # IPython types the method as Never
     def phoenix(self, line: str) -> None:
         """%phoenix help|status|list|new|use|approve|deny|restrict|cancel|continue|history|…"""
         try:
