@@ -335,6 +335,8 @@ class ShadowRepo:
         last = self._latest()
         number = last.checkpoint.number + 1 if last is not None else 1
         first = last is None or not self.index.exists()
+        if first:
+            self.index.unlink(missing_ok=True)  # a crashed first attempt's, if any
         # Permission bits of the known files, read while git works: a chmod within the
         # second of the last stat is invisible to git's stat data (ctime in seconds).
         scan = None
@@ -490,6 +492,9 @@ class ShadowRepo:
         re-hashing every file, costs seconds on some filesystems.
         """
         marks_file = self.root / "first.marks"
+        if not any(not p.endswith("/") and p not in big for p in paths):
+            _write_index(self.index, [])
+            return self.git("write-tree").decode().strip(), {p: b.perm for p, b in big.items()}
         proc = subprocess.Popen(
             [
                 "git",

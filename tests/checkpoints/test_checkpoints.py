@@ -437,3 +437,24 @@ def test_the_first_snapshot_matches_what_git_itself_records(
     assert agent.history().snapshot(first).tree == plain.strip()
     assert repo.git("diff-files", "--name-only") == b""
     assert b"error" not in repo.git("fsck", "--no-dangling", check=False)
+
+
+def test_an_empty_folder_and_a_crashed_first_attempt(tmp_path: Path) -> None:
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    checkpoints = Checkpoints(tmp_path / "cp")
+    agent = Agent(checkpoints, empty)
+    agent.approve()
+    changes = agent.bash("echo x > made.txt")
+    assert changes is not None and [f.path for f in changes.files] == ["made.txt"]
+    history = agent.history()
+    asyncio.run(history.arevert(1))
+    assert list(empty.iterdir()) == []
+    # A first attempt that died after writing its index: the next one starts afresh.
+    other = Agent(Checkpoints(tmp_path / "cp2"), empty, cid="c2")
+    repo = other.history().repo
+    repo.ensure()
+    (empty / "a.txt").write_text("a")
+    repo.git("add", "-A")  # an index without any checkpoint
+    snap, _ = repo.take("approval")
+    assert "a.txt" in snap.perms
