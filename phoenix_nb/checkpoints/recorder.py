@@ -390,6 +390,16 @@ class WorkTreeHistory:
                 self.take, kind, tool_use_id=tool_use_id, tool=tool, compare_to=compare_to
             )
 
+    async def astart(self, reason: CheckpointKind) -> Snapshot:
+        """Write access begins: prune once per process, then checkpoint, both under the
+        lock taken at once, so no tool call of this turn can checkpoint (or write) first."""
+        async with self._alock():
+            if not self.pruned_once:
+                self.pruned_once = True
+                await asyncio.to_thread(self.prune)
+            snapshot, _ = await asyncio.to_thread(self.take, reason)
+            return snapshot
+
     async def arevert(self, target_number: int, *, force: bool = False) -> RevertReport:
         async with self._alock():
             return await asyncio.to_thread(self.revert, target_number, force=force)
@@ -431,10 +441,7 @@ class Checkpoints:
             return
         history = self.history(conversation_id, cwd)
         try:
-            if not history.pruned_once:
-                history.pruned_once = True
-                await asyncio.to_thread(history.prune)
-            await history.atake(reason)
+            await history.astart(reason)
         except (CheckpointError, OSError) as exc:
             log.warning("phoenix: checkpoint at %s failed: %s", reason, exc)
 
