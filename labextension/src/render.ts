@@ -173,24 +173,24 @@ export async function renderRecord(
 }
 
 /**
- * Re-opens the tool groups the reader had opened before this redraw.
+ * Keeps each tool group as the reader left it (opened or closed) across redraws.
  *
  * The kernel updates the record in place while the agent works; without this
- * every streamed update would snap an expanded group shut under the reader.
+ * every streamed update would snap an expanded group shut (or a closed diff
+ * open again) under the reader.
  */
 function keepOpenGroups(previous: HTMLElement, next: HTMLElement): void {
-  const open = new Set<string>();
+  const state = new Map<string, boolean>();
   previous.querySelectorAll<HTMLDetailsElement>('details[data-phoenix-group-key]').forEach(node => {
-    if (node.open) {
-      open.add(node.dataset.phoenixGroupKey ?? '');
-    }
+    state.set(node.dataset.phoenixGroupKey ?? '', node.open);
   });
-  if (open.size === 0) {
+  if (state.size === 0) {
     return;
   }
   next.querySelectorAll<HTMLDetailsElement>('details[data-phoenix-group-key]').forEach(node => {
-    if (open.has(node.dataset.phoenixGroupKey ?? '')) {
-      node.open = true;
+    const open = state.get(node.dataset.phoenixGroupKey ?? '');
+    if (open !== undefined) {
+      node.open = open;
     }
   });
 }

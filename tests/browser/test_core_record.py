@@ -53,7 +53,13 @@ def _core_record() -> dict[str, object]:
 def test_record_from_core_projection_renders_every_step(lab: LabPage) -> None:
     record = _core_record()
     steps = [step for cycle in record["cycles"] for step in cycle["steps"]]  # type: ignore[index, union-attr]
-    groups = [g for step in steps if step["kind"] == "ai" for g in step["tool_groups"]]
+    groups = [
+        g
+        for step in steps
+        if step["kind"] == "ai"
+        for g in step["tool_groups"]
+        if any(c["name"] != "request_mode_upgrade" for c in g["calls"])
+    ]
     write_notebook(
         lab.server.root,
         "core.ipynb",

@@ -39,6 +39,9 @@ def test_update_in_place_keeps_open_groups_open(lab: LabPage) -> None:
     bash_group = page.locator("details[data-phoenix-group='bash']").first
     bash_group.locator("summary").click()
     expect(bash_group.locator("[data-phoenix-output='bash']")).to_be_visible()
+    write_group = page.locator("details[data-phoenix-group='write']").first
+    assert write_group.evaluate("n => n.open"), "write groups start open"
+    write_group.locator("summary").click()  # the reader closes it
 
     lab.run_cell(1)
     lab.wait_for_text("live-update-arrived")
@@ -47,4 +50,6 @@ def test_update_in_place_keeps_open_groups_open(lab: LabPage) -> None:
         "data-phoenix-limit-reached", "true"
     )
     assert page.locator("details[data-phoenix-group='bash']").first.evaluate("n => n.open")
-    assert not page.locator("details[data-phoenix-group='write']").first.evaluate("n => n.open")
+    assert not page.locator("details[data-phoenix-group='write']").first.evaluate("n => n.open"), (
+        "a group the reader closed stays closed"
+    )
