@@ -24,7 +24,7 @@ What the child does before it runs anything of the job (order matters):
 5. replaces the environment with the same allowlisted one bash gets
    (`tools/environment.py`) and overwrites the process's initial environment
    block, which `/proc/self/environ` would still show, and makes every writable
-   shared mapping read-only (copy-on-write does not cover MAP_SHARED memory);
+   shared mapping private (copy-on-write does not cover MAP_SHARED memory);
 6. for Restricted work, confines itself with the sandbox's documented entry
    point, `sandbox.confine_forked_child` (issue 12): the conversation's
    cgroup budget, fresh user/network/IPC/mount/PID namespaces (it forks once
@@ -273,37 +273,67 @@ def _own_rlimits(limits: ForkLimits) -> None:
             resource.setrlimit(which, (value, value))
 
 
-_PROT_READ, _PROT_EXEC = 0x1, 0x4
+_PROT_READ, _PROT_WRITE, _PROT_EXEC = 0x1, 0x2, 0x4
+_MAP_PRIVATE, _MAP_FIXED, _MAP_ANONYMOUS = 0x02, 0x10, 0x20
+_COPY_LIMIT = 64 << 20  # shared memory without a file is copied up to this size
 
 
-def _freeze_shared_mappings() -> None:
-    """Make every writable *shared* mapping read-only in the child.
+def _privatize_shared_mappings() -> None:
+    """Turn every writable *shared* mapping into a private one in the child.
 
     Copy-on-write covers private memory only. A mapping the kernel holds with
     MAP_SHARED — a `numpy.memmap(mode="r+")`, an `mmap` of a file,
     `multiprocessing.shared_memory`, an anonymous shared `mmap` — is the same
     memory in the fork, and Landlock does not look at mappings made before it:
-    a write there would reach the kernel (and the file). Read-only, such a write
-    kills the fork with SIGSEGV instead, which the tool reports.
+    a write there would reach the kernel (and the file). Making it read-only
+    is not enough (the code could `mprotect` it back), so it is replaced at
+    the same address: a file is mapped again MAP_PRIVATE from a read-only
+    descriptor (same pages, no copy, writes stay in the fork); memory without
+    a file is copied into a private mapping up to 64 MB and unmapped beyond
+    (touching it then ends the fork with SIGSEGV, which the tool reports).
     """
     libc = ctypes.CDLL(None, use_errno=True)
-    libc.mprotect.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
-    try:
-        maps = Path("/proc/self/maps").read_text().splitlines()
-    except OSError as exc:
-        raise OSError(exc.errno, "cannot read /proc/self/maps to protect shared memory") from exc
-    for line in maps:
+    libc.mmap.restype = ctypes.c_void_p
+    libc.mmap.argtypes = (
+        ctypes.c_void_p,
+        ctypes.c_size_t,
+        ctypes.c_int,
+        ctypes.c_int,
+        ctypes.c_int,
+        ctypes.c_long,
+    )
+    libc.munmap.argtypes = (ctypes.c_void_p, ctypes.c_size_t)
+    failed = ctypes.c_void_p(-1).value
+    for line in Path("/proc/self/maps").read_text().splitlines():
         fields = line.split(maxsplit=5)
-        if len(fields) < 2:
-            continue
-        perms = fields[1]
-        if perms[1] != "w" or perms[3] != "s":
+        if len(fields) < 5 or fields[1][1] != "w" or fields[1][3] != "s":
             continue
         start, end = (int(x, 16) for x in fields[0].split("-"))
-        prot = _PROT_READ | (_PROT_EXEC if perms[2] == "x" else 0)
-        if libc.mprotect(start, end - start, prot) != 0:
+        size, offset = end - start, int(fields[2], 16)
+        prot = _PROT_READ | _PROT_WRITE | (_PROT_EXEC if fields[1][2] == "x" else 0)
+        path = fields[5] if len(fields) > 5 else ""
+        inode = int(fields[4])
+        remapped = False
+        if path.startswith("/") and not path.endswith("(deleted)") and inode:
+            with contextlib.suppress(OSError):
+                fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+                try:
+                    if os.fstat(fd).st_ino == inode:
+                        flags = _MAP_PRIVATE | _MAP_FIXED
+                        remapped = libc.mmap(start, size, prot, flags, fd, offset) != failed
+                finally:
+                    os.close(fd)
+        if remapped:
+            continue
+        if size <= _COPY_LIMIT:
+            data = ctypes.string_at(start, size)
+            flags = _MAP_PRIVATE | _MAP_FIXED | _MAP_ANONYMOUS
+            if libc.mmap(start, size, prot, flags, -1, 0) != failed:
+                ctypes.memmove(start, data, size)
+                continue
+        if libc.munmap(start, size) != 0:
             err = ctypes.get_errno()
-            raise OSError(err, f"mprotect of a shared mapping failed: {os.strerror(err)}")
+            raise OSError(err, f"cannot detach shared memory from the fork: {os.strerror(err)}")
 
 
 def _write_all(fd: int, data: bytes) -> None:
@@ -360,6 +390,7 @@ def _child(
         setattr(sys, "__stderr__", err)  # noqa: B010
         asyncio._set_running_loop(None)
         gc.freeze()  # leave the kernel's objects untouched: no collection walks them
+        _privatize_shared_mappings()  # before confinement: files are still all reachable
         tempfile.tempdir = tmpdir
         if confined is not None:
             code = _EXIT_CONFINE_FAILED
@@ -371,7 +402,6 @@ def _child(
             _own_rlimits(limits)
         os.chdir(cwd)
         _wipe_initial_environment()
-        _freeze_shared_mappings()
 
         def emit(record: Mapping[str, Any]) -> None:
             line = json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n"

@@ -551,8 +551,9 @@ def _run_result(
         parts.append(f"run_python failed: {failure}. The kernel is unaffected.")
         if outcome.signal == signal.SIGSEGV:
             parts.append(
-                "(Writing to memory the kernel shares with files or other processes — an "
-                "mmap, a numpy.memmap, shared_memory — ends the fork this way: it is read-only.)"
+                "(Large shared memory of the kernel without a file behind it — over 64 MB of "
+                "shared_memory or an anonymous mmap — is not mapped in the fork; touching it "
+                "ends the fork this way.)"
             )
     elif not parts:
         parts.append("(no output)")
