@@ -47,6 +47,21 @@ def rss_mb() -> float:
     return 0.0
 
 
+def alive(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def _cmdline(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""
+
+
 def descendants(root: int) -> set[int]:
     """Live (non-zombie) descendants of `root`, from /proc."""
     children: dict[int, list[int]] = {}
@@ -73,12 +88,17 @@ async def cancel_latency(tool: RunPythonTool, ctx: ToolContext) -> float:
     before = descendants(os.getpid())
     task = asyncio.ensure_future(tool.run({"code": "while True: pass"}, ctx, "c"))
     await asyncio.sleep(0.3)
-    forks = descendants(os.getpid()) - before
+    forks = {
+        pid
+        for pid in descendants(os.getpid()) - before
+        if b"_sandbox_child.py" not in _cmdline(pid)  # the sandbox launcher is not the fork
+    }
     start = time.perf_counter()
     task.cancel()
     with contextlib.suppress(asyncio.CancelledError):
         await task
-    while descendants(os.getpid()) & forks:
+    # Alive anywhere: the namespace's PID 1 is re-parented to init when the intermediate dies.
+    while any(alive(pid) for pid in forks):
         await asyncio.sleep(0.0005)
     return (time.perf_counter() - start) * 1000
 
