@@ -216,10 +216,13 @@ def test_run_python_on_the_live_dataframe_in_both_modes(
     loop = tool_use("run_python", {"code": "while True: pass", "timeout": 1})
     crash = tool_use("run_python", {"code": "import ctypes; ctypes.string_at(0)"})
     exits = tool_use("run_python", {"code": "import os; os._exit(7)"})
+    connection = kern.km.connection_file
+    hmac_key = kern.km.session.key.decode()
+    takeover = tool_use("run_python", {"code": f"print(open({connection!r}).read())"})
     plot = tool_use(
         "run_python", {"code": "plt.figure()\nplt.plot(arr[::100])\nplt.title('arr')\nplt.show()"}
     )
-    calls = (compute, write, connect, signal, loop, crash, exits, plot)
+    calls = (compute, write, connect, signal, loop, crash, exits, plot, takeover)
     fake.script(*(Turn([call]) for call in calls), Turn([text("Done.")]))
     cell = kern.run(f"%%phoenix --new --mode {mode}\nTry things on df.", timeout=90)
     assert cell.status == "ok", cell.error()
@@ -238,6 +241,9 @@ def test_run_python_on_the_live_dataframe_in_both_modes(
     plotted = result_of(fake, plot.id)
     assert not plotted["is_error"], text_of(plotted)
     assert len(images_of(plotted)) == 1  # shown by the inline backend, captured in the fork
+    # The connection file holds the HMAC key that lets anyone run code in the kernel.
+    assert result_of(fake, takeover.id)["is_error"]
+    assert hmac_key not in json.dumps([r.body for r in fake.requests])
     assert kern.eval(STATE) == before
     assert kern.eval("'new_var' in globals()") is False
 
