@@ -86,6 +86,12 @@ def load(shell: Any) -> None:
             "phoenix: the kernel sandbox (Landlock) is unavailable here — conversations run "
             f"Unrestricted only. {sandbox.reason}"
         )
+    elif "LOST here" in sandbox.reason:  # never a silent downgrade (tools/sandbox.py)
+        from phoenix_nb.tools.sandbox import lost_guarantees
+
+        print("phoenix: Restricted mode is partial on this host; not guaranteed here:")
+        for line in lost_guarantees():
+            print(f"  - {line}")
     threading.Thread(target=_warm, name="phoenix-warm-imports", daemon=True).start()
 
 

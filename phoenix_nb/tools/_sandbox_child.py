@@ -342,9 +342,10 @@ def _namespaced_side(chan: socket.socket, restrictions: Restrictions, tmpdir: st
 def _namespace_init(chan: socket.socket, restrictions: Restrictions, tmpdir: str) -> None:
     """PID 1 of a Restricted command's namespace. Never returns.
 
-    Reaps everything, ends the namespace when the command ends (or, for a
-    background job, when nothing is left), and tells the supervisor how the
-    command ended and whether TMPDIR filled up.
+    Forks the command process ahead of the request too (it takes the request
+    itself), then reaps everything, ends the namespace when the command ends
+    (or, for a background job, when nothing is left), and tells the
+    supervisor how the command ended and whether TMPDIR filled up.
     """
     code = 126
     try:
@@ -352,23 +353,18 @@ def _namespace_init(chan: socket.socket, restrictions: Restrictions, tmpdir: str
         confine.prctl(confine.PR_SET_DUMPABLE, 0)
         if restrictions.namespaces.proc:
             confine.mount_proc()
-        req, fds = _recv_request(chan, 1)
-        confine.prctl(confine.PR_SET_PDEATHSIG, signal.SIGKILL)
-        out_fd = fds[0]
-        size, inodes = int(req["tmp_bytes"]), int(req["tmp_inodes"])
-        confine.mount_tmpfs(tmpdir, size, inodes)
-        confine.mount_tmpfs("/dev/shm", size, inodes)
-        if restrictions.placeholders[0]:
-            failed = confine.hide_paths(req.get("hidden", []), restrictions.placeholders)
-            if failed:
-                os.write(out_fd, f"phoenix sandbox: could not hide {failed}\n".encode())
-                raise OSError(f"could not hide {failed}")
-        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        ctl_r, ctl_w = os.pipe()
         command = os.fork()
         if command == 0:
-            chan.close()
-            _exec_command(req, out_fd, restrictions, tmpdir)
-        os.close(out_fd)
+            os.close(ctl_r)
+            _namespace_command(chan, ctl_w, restrictions, tmpdir)
+        os.close(ctl_w)
+        with os.fdopen(ctl_r, "rb") as ctl:
+            started = ctl.read()
+        if not started:
+            os._exit(0)  # no request came (the supervisor went away)
+        confine.prctl(confine.PR_SET_PDEATHSIG, signal.SIGKILL)
+        linger = json.loads(started).get("linger", False)
         confine.drop_capabilities(restrictions.last_cap, None)
         exit_code: int | None = None
         exit_signal: int | None = None
@@ -384,7 +380,7 @@ def _namespace_init(chan: socket.socket, restrictions: Restrictions, tmpdir: str
                     exit_code = os.WEXITSTATUS(status)
                 elif os.WIFSIGNALED(status):
                     exit_signal = os.WTERMSIG(status)
-                if not req.get("linger"):
+                if not linger:
                     with contextlib.suppress(OSError):
                         os.kill(-1, signal.SIGKILL)  # all but PID 1 in this namespace
         full = []
@@ -401,6 +397,36 @@ def _namespace_init(chan: socket.socket, restrictions: Restrictions, tmpdir: str
         with contextlib.suppress(OSError):
             chan.send(json.dumps({"error": str(exc)}).encode())
     os._exit(code)
+
+
+def _namespace_command(
+    chan: socket.socket, ctl_w: int, restrictions: Restrictions, tmpdir: str
+) -> None:
+    """The command process inside the namespaces, forked ahead. Never returns.
+
+    Takes the request, mounts the capped tmpfs on TMPDIR and /dev/shm and the
+    placeholders over the hidden paths (still holding the namespace's
+    capabilities), tells PID 1 whether this is a background job, and execs.
+    """
+    req, fds = _recv_request(chan, 1)
+    out_fd = fds[0]
+    try:
+        size, inodes = int(req["tmp_bytes"]), int(req["tmp_inodes"])
+        confine.mount_tmpfs(tmpdir, size, inodes)
+        confine.mount_tmpfs("/dev/shm", size, inodes)
+        if restrictions.placeholders[0]:
+            failed = confine.hide_paths(req.get("hidden", []), restrictions.placeholders)
+            if failed:
+                raise OSError(f"could not hide {failed}")
+    except BaseException as exc:
+        with contextlib.suppress(OSError):
+            os.write(out_fd, f"phoenix sandbox: cannot start command: {exc}\n".encode())
+            os.write(ctl_w, b'{"linger": false}')
+        os._exit(126)
+    os.write(ctl_w, json.dumps({"linger": bool(req.get("linger"))}).encode())
+    os.close(ctl_w)
+    chan.close()
+    _exec_command(req, out_fd, restrictions, tmpdir)
 
 
 # ------------------------------------------------------------------ supervisor
@@ -756,11 +782,11 @@ def serve(plain: socket.socket, restricted_sock: socket.socket | None) -> None:
     with contextlib.suppress(OSError):
         confine.prctl(confine.PR_SET_DUMPABLE, 0)
     restrictions = prepare_restrictions(probe=True)
-    remove_stale(restrictions)
     if restricted_sock is not None:
         hello = restrictions.hello() if restrictions is not None else {"error": "unavailable"}
         with contextlib.suppress(OSError):
             restricted_sock.send(json.dumps({"hello": hello}).encode())
+    remove_stale(restrictions)  # after the hello: the kernel need not wait for it
     signal.signal(signal.SIGCHLD, lambda _s, _f: _reap())
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     socks = [(plain, False)] + ([(restricted_sock, True)] if restricted_sock else [])

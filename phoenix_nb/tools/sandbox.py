@@ -129,6 +129,8 @@ def _probe() -> SandboxInfo:
         return SandboxInfo(False, 0, f"sandbox disabled by {SANDBOX_ENV}=off. {KERNEL_REQUIREMENT}")
     if not sys.platform.startswith("linux"):
         return SandboxInfo(False, 0, f"not Linux. {KERNEL_REQUIREMENT}")
+    with contextlib.suppress(OSError, SandboxError):
+        _LAUNCHER.spawn()  # its start-up overlaps the checks below
     try:
         abi = sandbox_confine.landlock_abi()
     except Exception as exc:
@@ -617,38 +619,54 @@ class Launcher:
         self._proc: subprocess.Popen[bytes] | None = None
         self._socks: tuple[socket.socket, socket.socket] | None = None
         self._hello: dict[str, Any] | None = None
+        self._pending: tuple[socket.socket, socket.socket] | None = None
+
+    def spawn(self) -> None:
+        """Start the launcher without waiting for it (its start-up overlaps the caller's)."""
+        with self._lock:
+            if self._proc is None or self._proc.poll() is not None:
+                self._start_locked()
+
+    def _start_locked(self) -> None:
+        self._socks = None
+        plain_ours, plain_theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        r_ours, r_theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        env = {
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "PHOENIX_LAUNCHER_FD": str(plain_theirs.fileno()),
+            "PHOENIX_LAUNCHER_RFD": str(r_theirs.fileno()),
+            "PHOENIX_RUN_DIR": str(run_dir()),
+            "PHOENIX_OWNER": _owner(),
+        }
+        for name in ("PHOENIX_SANDBOX_NAMESPACES", "PHOENIX_LANDLOCK_ABI"):
+            if name in os.environ:
+                env[name] = os.environ[name]
+        try:
+            self._proc = subprocess.Popen(
+                [sys.executable, "-I", str(_CHILD_SCRIPT)],
+                stdin=subprocess.DEVNULL,
+                pass_fds=(plain_theirs.fileno(), r_theirs.fileno()),
+                start_new_session=True,
+                env=env,
+            )
+        except OSError as exc:
+            plain_ours.close()
+            r_ours.close()
+            raise SandboxError(f"cannot start the sandbox launcher: {exc}") from exc
+        finally:
+            plain_theirs.close()
+            r_theirs.close()
+        self._pending = (plain_ours, r_ours)
 
     def _ensure(self) -> tuple[socket.socket, socket.socket]:
         with self._lock:
             if self._proc is not None and self._proc.poll() is None and self._socks is not None:
                 return self._socks
-            plain_ours, plain_theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-            r_ours, r_theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-            env = {
-                "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-                "PHOENIX_LAUNCHER_FD": str(plain_theirs.fileno()),
-                "PHOENIX_LAUNCHER_RFD": str(r_theirs.fileno()),
-                "PHOENIX_RUN_DIR": str(run_dir()),
-                "PHOENIX_OWNER": _owner(),
-            }
-            for name in ("PHOENIX_SANDBOX_NAMESPACES", "PHOENIX_LANDLOCK_ABI"):
-                if name in os.environ:
-                    env[name] = os.environ[name]
-            try:
-                self._proc = subprocess.Popen(
-                    [sys.executable, "-I", str(_CHILD_SCRIPT)],
-                    stdin=subprocess.DEVNULL,
-                    pass_fds=(plain_theirs.fileno(), r_theirs.fileno()),
-                    start_new_session=True,
-                    env=env,
-                )
-            except OSError as exc:
-                plain_ours.close()
-                r_ours.close()
-                raise SandboxError(f"cannot start the sandbox launcher: {exc}") from exc
-            finally:
-                plain_theirs.close()
-                r_theirs.close()
+            if self._proc is None or self._proc.poll() is not None or not self._pending:
+                self._start_locked()
+            assert self._pending is not None
+            plain_ours, r_ours = self._pending
+            self._pending = None
             r_ours.settimeout(_HELLO_TIMEOUT)
             try:
                 hello = json.loads(r_ours.recv(1 << 16))["hello"]

@@ -128,8 +128,24 @@ class CommandGroup:
     group_dirs: tuple[str, ...]
 
     def place(self, pid: int) -> None:
+        """Move `pid` and its children (a pre-forked command) into this cgroup.
+
+        The children are read *after* `pid` moved: a fork that finished
+        before the move shows in the list, one after it inherits the cgroup
+        (migration and fork exclude each other in the kernel).
+        """
         for d in self.dirs:
             _write(os.path.join(d, "cgroup.procs"), str(pid))
+        children: list[int] = []
+        with (
+            contextlib.suppress(OSError, ValueError),
+            open(f"/proc/{pid}/task/{pid}/children") as fh,
+        ):
+            children = [int(x) for x in fh.read().split()]
+        for d in self.dirs:
+            for child in children:
+                with contextlib.suppress(ProcessLookupError):
+                    _write(os.path.join(d, "cgroup.procs"), str(child))
 
     def members(self) -> list[int]:
         try:
@@ -205,11 +221,16 @@ def set_limits(
 ) -> None:
     if setup.version == 1:
         mem, pid_dir = group_dirs
-        if memory is not None:
-            _write(os.path.join(mem, "memory.limit_in_bytes"), str(memory))
-            with contextlib.suppress(OSError):  # only with swap accounting
-                _write(os.path.join(mem, "memory.memsw.limit_in_bytes"), str(memory))
         _write(os.path.join(pid_dir, "pids.max"), str(pids) if pids is not None else "max")
+        if memory is not None:
+            # v1 wants memory <= memory+swap at every step: raise memsw first when
+            # raising, lower memory first when lowering (so: memsw, memory, memsw).
+            memsw = os.path.join(mem, "memory.memsw.limit_in_bytes")
+            with contextlib.suppress(OSError):  # only with swap accounting
+                _write(memsw, str(memory))
+            _write(os.path.join(mem, "memory.limit_in_bytes"), str(memory))
+            with contextlib.suppress(OSError):
+                _write(memsw, str(memory))
         return
     (group,) = group_dirs
     with contextlib.suppress(OSError):
