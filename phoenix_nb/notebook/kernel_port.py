@@ -45,6 +45,7 @@ from phoenix_nb.tools.kernel_port import (
 )
 
 RECORD_MIME = "application/vnd.phoenix.conversation+json"
+WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 MAX_CELLS = 500  # cells whose outputs are kept
 MAX_TEXT = 4000  # characters kept per cell and output kind
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
@@ -84,6 +85,8 @@ class OutputRecorder:
                 if RECORD_MIME in data:
                     self._add(count, "display", "[phoenix conversation record]\n")
                     return
+                if WIDGET_MIME in data:
+                    return  # live controls: no content of the cell's own
                 kind = "result" if msg_type == "execute_result" else "display"
                 text = str(data.get("text/plain", ""))
                 images = [m for m in data if str(m).startswith("image/")]
