@@ -19,6 +19,7 @@ from IPython.core.magic import Magics, line_magic, magics_class
 from IPython.display import display
 
 from phoenix_nb.core.states import ContextExhausted
+from phoenix_nb.notebook._render.cost import Spending
 from phoenix_nb.notebook._render.view import folded_line
 from phoenix_nb.notebook.cell import TurnView, decorate, front_end_can_answer, say
 from phoenix_nb.notebook.export import export_html, export_json, export_markdown
@@ -255,6 +256,7 @@ def _status(conv: Any, session: Session) -> str:
         f"environment   {withheld_summary(session.phoenix.settings.env_allow)}",
         f"context       {usage['used']:,} / {usage['window']:,} tokens "
         f"({100 * usage['fraction']:.0f}%)" + ("  — near the limit" if usage["warning"] else ""),
+        f"cost          {Spending(conv.payload().get('usage')).line or 'nothing spent yet'}",
         _reattach_line(session, conv),
     ]
     if sandbox.available:
