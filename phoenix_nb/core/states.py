@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, get_args
+from typing import Any
 
 from phoenix_nb.core.models import ModelInfo, model_info
 from phoenix_nb.core.values import (
@@ -156,8 +156,6 @@ Phase = (
     | Completed
     | Failed
 )
-
-PHASES: tuple[type, ...] = get_args(Phase)
 
 TERMINAL: tuple[type, ...] = (ContextExhausted, Completed, Failed)
 # Phases in which the agent is working: a user message is rejected as busy.

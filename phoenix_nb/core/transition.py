@@ -78,6 +78,7 @@ from phoenix_nb.core.values import (
     LlmFailure,
     Mode,
     SubAgentOutcome,
+    SubAgentStatus,
     SubAgentTask,
     ToolResult,
     ToolUseBlock,
@@ -222,7 +223,11 @@ def _request_llm(state: ConvState, ctx: ConvContext, effects: list[Effect]) -> T
 
 
 def _sub_agent_failed(
-    state: ConvState, error: str, kind: ErrorKind, effects: list[Effect], status: str = "failure"
+    state: ConvState,
+    error: str,
+    kind: ErrorKind,
+    effects: list[Effect],
+    status: SubAgentStatus = "failure",
 ) -> Transition:
     outcome = SubAgentOutcome(status, error, kind)
     return _done(_at(state, Failed(error, kind)), [*effects, NotifyParent(outcome)])

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import Any, Literal
 
 
 class ErrorKind(StrEnum):
@@ -176,20 +176,6 @@ class LlmFailure:
     status: int | None = None
 
 
-# Stop reasons the Messages API documents; None means the stream ended early.
-STOP_REASONS = frozenset(
-    {
-        "end_turn",
-        "max_tokens",
-        "stop_sequence",
-        "tool_use",
-        "pause_turn",
-        "refusal",
-        "model_context_window_exceeded",
-    }
-)
-
-
 @dataclass(frozen=True)
 class SubAgentTask:
     """One task of a spawn_agents call, with the key its result will come back under."""
@@ -200,14 +186,14 @@ class SubAgentTask:
 
 
 # Outcome statuses a sub-agent can end with (REQ-BED-008).
-SUB_AGENT_STATUSES = frozenset({"success", "failure", "timeout", "cancelled"})
+SubAgentStatus = Literal["success", "failure", "timeout", "cancelled"]
 
 
 @dataclass(frozen=True)
 class SubAgentOutcome:
     """How a sub-agent ended, as its parent's tool result reports it."""
 
-    status: str  # one of SUB_AGENT_STATUSES
+    status: SubAgentStatus
     result: str  # the submitted result, or why it failed
     kind: ErrorKind | None = None  # failures only (ErrorKind.CONTEXT_EXHAUSTED, ...)
     conversation_id: str = ""

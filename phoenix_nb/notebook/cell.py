@@ -199,7 +199,6 @@ class TurnView:
         self.handle: Any = None
         self.controls: Controls | None = None
         self.controls_handle: Any = None
-        self.bytes_sent = 0
         self.updates_sent = 0
 
     # -- the record -------------------------------------------------------------------
@@ -229,7 +228,6 @@ class TurnView:
         return payload
 
     def _send(self, bundle: dict[str, Any]) -> None:
-        self.bytes_sent += len(json.dumps(bundle))
         self.updates_sent += 1
         if self.handle is None:
             self.handle = display(bundle, raw=True, display_id=True)
@@ -264,7 +262,6 @@ class TurnView:
             # the final record, under the same display id.
             clear_output()
             self.controls_handle = None
-            self.bytes_sent += len(json.dumps(bundle))
             self.updates_sent += 1
             display(bundle, raw=True, display_id=self.handle.display_id)
         else:

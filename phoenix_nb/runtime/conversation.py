@@ -34,6 +34,8 @@ from phoenix_nb.core import events as ev
 from phoenix_nb.core.codec import to_json
 from phoenix_nb.core.requests import request_messages
 from phoenix_nb.core.states import (
+    CONTINUATION_THRESHOLD,
+    WARNING_THRESHOLD,
     AwaitingContinuation,
     AwaitingModeApproval,
     ConvContext,
@@ -69,11 +71,6 @@ USER_EVENTS = (
     ev.UserRequestDowngrade,
     ev.UserTriggerContinuation,
 )
-
-# Fractions of the context window at which the user is warned, and at which the
-# conversation must continue in a new one (REQ-BED-019); stated once, here.
-CONTEXT_WARNING = 0.80
-CONTEXT_LIMIT = 0.90
 
 
 @dataclass(frozen=True)
@@ -439,8 +436,8 @@ class ConversationRuntime:
             "used": used,
             "window": window,
             "fraction": fraction,
-            "warning": fraction >= CONTEXT_WARNING,
-            "limit_reached": fraction >= CONTEXT_LIMIT,
+            "warning": fraction >= WARNING_THRESHOLD,
+            "limit_reached": fraction >= CONTINUATION_THRESHOLD,
         }
 
     def _publish_state(self) -> None:

@@ -37,7 +37,7 @@ from phoenix_nb.core.states import (
     from_persisted,
     persisted_fields,
 )
-from phoenix_nb.core.transition import Rejection, initial_state
+from phoenix_nb.core.transition import RESTRICTED_UNAVAILABLE_MESSAGE, Rejection, initial_state
 from phoenix_nb.core.values import ImageData, Mode, SubAgentOutcome
 from phoenix_nb.errors import PhoenixError, Rejected, UnknownConversation
 from phoenix_nb.llm.model_limits import LimitsSource, ModelLimits
@@ -199,10 +199,7 @@ class Conversation:
     async def restrict(self) -> None:
         """Back to Restricted at once, without asking the agent (REQ-BED-016)."""
         if not self._phoenix.sandbox.available:
-            raise PhoenixError(
-                "Restricted mode is unavailable: the kernel sandbox (Landlock) needs Linux "
-                "5.13 or newer with Landlock enabled."
-            )
+            raise PhoenixError(RESTRICTED_UNAVAILABLE_MESSAGE)
         await self._submit(ev.UserRequestDowngrade())
 
     async def trigger_continuation(self) -> None:

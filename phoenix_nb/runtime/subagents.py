@@ -25,7 +25,7 @@ from phoenix_nb.core import events as ev
 from phoenix_nb.core.effects import SpawnSubAgents
 from phoenix_nb.core.states import Completed, ConvContext, Error, Failed, Phase, persisted_fields
 from phoenix_nb.core.transition import Rejection, initial_state
-from phoenix_nb.core.values import ErrorKind, SubAgentOutcome, SubAgentTask
+from phoenix_nb.core.values import ErrorKind, SubAgentOutcome, SubAgentStatus, SubAgentTask
 from phoenix_nb.errors import Rejected
 from phoenix_nb.runtime.conversation import ConversationRuntime, is_rest
 from phoenix_nb.runtime.ports import Parent
@@ -237,7 +237,7 @@ def _with_id(outcome: SubAgentOutcome, conversation_id: str) -> SubAgentOutcome:
 def _outcome_of(phase: Phase, conversation_id: str) -> SubAgentOutcome:
     """What a settled child that did not report by itself tells its parent."""
     if isinstance(phase, Completed):
-        status = "success" if phase.success else "failure"
+        status: SubAgentStatus = "success" if phase.success else "failure"
         return SubAgentOutcome(status, phase.result, None, conversation_id)
     if isinstance(phase, Failed):
         return SubAgentOutcome("failure", phase.error, phase.kind, conversation_id)

@@ -420,10 +420,6 @@ class Store:
                 old.close()
             return db
 
-    def journal_of(self, conversation_id: str) -> JournalStorage:
-        """The journal holding a conversation's messages (for migrations and tests)."""
-        return self._conversation_db(conversation_id).journal
-
     @property
     def index_journal(self) -> JournalStorage:
         return self._index.journal

@@ -38,7 +38,6 @@ from phoenix_nb.tools.think import ThinkTool
 log = logging.getLogger(__name__)
 
 # Tools whose calls the state machine handles itself (never via run_tool).
-STATE_MACHINE_TOOLS = frozenset({REQUEST_MODE_UPGRADE.name, SPAWN_AGENTS.name, SUBMIT_RESULT.name})
 
 
 def tools_for(*, is_sub_agent: bool) -> tuple[Tool, ...]:

@@ -15,6 +15,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from phoenix_nb.core.states import CONTINUATION_THRESHOLD, WARNING_THRESHOLD
 from phoenix_nb.core.tool_fields import THINK_THOUGHTS
 
 RECORD_FORMAT = "phoenix.conversation/1"
@@ -426,10 +427,10 @@ class Meter:
             fraction = self.used / self.window
         self.fraction = max(0.0, min(fraction, 1.0)) if fraction is not None else None
         self.warning = flag(context, "warning") or (
-            self.fraction is not None and self.fraction >= 0.8
+            self.fraction is not None and self.fraction >= WARNING_THRESHOLD
         )
         self.limit_reached = flag(context, "limit_reached") or (
-            self.fraction is not None and self.fraction >= 0.9
+            self.fraction is not None and self.fraction >= CONTINUATION_THRESHOLD
         )
         self.known = self.used is not None or self.window is not None
 
