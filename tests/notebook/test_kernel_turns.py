@@ -8,7 +8,9 @@ kernel manager's own; the agent's tools run in real subprocesses.
 
 from __future__ import annotations
 
+import base64
 import json
+import struct
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,7 +20,7 @@ import pytest
 from phoenix_nb.core.values import Usage
 from phoenix_nb.store import Store
 from phoenix_nb.testing import FakeAnthropic, Fault, Turn, text, tool_use
-from tests.notebook.kernel_harness import Kernel, pid_alive, state_name
+from tests.notebook.kernel_harness import MIME, Kernel, pid_alive, state_name
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -495,6 +497,19 @@ def test_image_option_takes_a_pil_image_and_a_file(kern: Kernel, fake: FakeAnthr
     images = [b for b in content if b.get("type") == "image"]
     assert len(images) == 2
     assert all(b["source"]["type"] == "base64" and b["source"]["data"] for b in images)
+    # The record shows them as bounded thumbnails (a big figure stays small in the file).
+    kern.ok("big = Image.new('RGB', (1600, 900), 'navy')")
+    fake.script(Turn([text("A big one.")]))
+    big = kern.ok("%%phoenix --name images --image big\nand this?")
+    [user] = [
+        s for c in big.last_bundle()[MIME]["cycles"] for s in c["steps"] if s["kind"] == "user"
+    ]
+    thumb = user["images"][0]["thumbnail"]
+    assert thumb.startswith("data:image/png;base64,") and len(thumb) < 8_000
+    png = base64.b64decode(thumb.split(",", 1)[1])
+    width, height = struct.unpack(">II", png[16:24])
+    assert max(width, height) == 96 and (width, height) == (96, 54)
+    assert 'class="phx-thumb"' in big.last_bundle()["text/html"]
     missing = kern.run("%%phoenix --name images --image no_such_file.png\nhi")
     assert missing.status == "ok"
     assert "no_such_file.png" in missing.text("stderr")
