@@ -755,6 +755,7 @@ def _namespace_report(chan: socket.socket) -> tuple[int | None, int | None, list
 def _alive(owner: str) -> bool:
     """Whether the kernel named ``<pid>-<start time>`` still runs."""
     pid, _, start = owner.partition("-")
+    start = start.split("-")[0]  # "<pid>-<start>-fork": the kernel's own fork cgroups
     try:
         with open(f"/proc/{int(pid)}/stat", "rb") as fh:
             stat = fh.read()
