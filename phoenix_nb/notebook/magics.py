@@ -20,7 +20,7 @@ from IPython.display import display
 
 from phoenix_nb.core.states import ContextExhausted
 from phoenix_nb.notebook._render.cost import Spending
-from phoenix_nb.notebook._render.view import folded_line
+from phoenix_nb.notebook._render.view import folded_line, state_words
 from phoenix_nb.notebook.cell import TurnView, decorate, front_end_can_answer, say
 from phoenix_nb.notebook.export import export_html, export_json, export_markdown
 from phoenix_nb.notebook.options import HELP_TEXT, OptionsError, Subcommand, parse_subcommand
@@ -91,7 +91,8 @@ def _dispatch_now(command: Subcommand, session: Session) -> None:
             print("No conversations yet: run a %%phoenix cell.")
         for row in rows:
             mark = "*" if row["slug"] == session.current else " "
-            print(f"{mark} {row['slug']:<28} {row['state']:<22} {row['mode']:<12} {row['cwd']}")
+            state = state_words(str(row["state"]))
+            print(f"{mark} {row['slug']:<28} {state:<28} {row['mode']:<12} {row['cwd']}")
     elif name == "new":
         conv = phoenix.create(cwd=session.cwd)
         session.current = conv.slug
@@ -100,7 +101,7 @@ def _dispatch_now(command: Subcommand, session: Session) -> None:
         assert command.slug is not None
         conv = phoenix.get(command.slug)
         session.current = conv.slug
-        print(f"Using {conv.slug} ({conv.state.name}, {conv.mode.value}).")
+        print(f"Using {conv.slug} ({_state_words(conv)}, {conv.mode.value}).")
     elif name == "history":
         conv = session.current_conversation(command.slug)
         _show_history(conv, session)
@@ -222,8 +223,6 @@ async def _dispatch_awaiting(command: Subcommand, session: Session, shell: Any) 
 
 
 def _state_words(conv: Any) -> str:
-    from phoenix_nb.notebook._render.view import state_words
-
     return state_words(conv.state.name)
 
 
