@@ -8,7 +8,8 @@ round so load from the shared machine falls on all alike:
 
 * a plain `subprocess` of Python (`python -c 1`): what a fresh interpreter costs,
   without the data;
-* `exec` in-process: no isolation at all.
+* `exec` in-process: no isolation at all;
+* the same fork without the sandbox (what confinement adds).
 
 Also: the kernel's RSS before and after the rounds (target: no growth), and
 cancel latency of `while True: pass` (target ≤ 100 ms until the fork is gone).
@@ -32,6 +33,7 @@ import numpy as np
 
 from phoenix_nb.core.values import Mode
 from phoenix_nb.tools.base import ToolContext
+from phoenix_nb.tools.kernel_fork import run_in_fork
 from phoenix_nb.tools.kernel_port import DictKernel
 from phoenix_nb.tools.kernel_tools import RunPythonTool
 from phoenix_nb.tools.sandbox import detect_sandbox
@@ -111,7 +113,7 @@ async def measure(size_mb: int, stop: threading.Event) -> None:
     await tool.run({"code": "1"}, ctx, "warm")
     gc.collect()
     rss_before = rss_mb()
-    times: dict[str, list[float]] = {"fork": [], "subprocess": [], "exec": []}
+    times: dict[str, list[float]] = {"fork": [], "bare": [], "subprocess": [], "exec": []}
     namespace: dict[str, object] = {"data": data}
     code = compile("1", "<bench>", "eval")
     for _ in range(ROUNDS):
@@ -119,6 +121,11 @@ async def measure(size_mb: int, stop: threading.Event) -> None:
         result = await tool.run({"code": "1"}, ctx, "b")
         times["fork"].append((time.perf_counter() - start) * 1000)
         assert not result.is_error and "Result:\n1" in result.content, result.content
+        start = time.perf_counter()
+        await run_in_fork(
+            lambda emit, _sink: emit({"r": 1}), port=kernel, env={}, cwd="/", confine=False
+        )
+        times["bare"].append((time.perf_counter() - start) * 1000)
         start = time.perf_counter()
         subprocess.run([sys.executable, "-c", "1"], check=True, start_new_session=True)
         times["subprocess"].append((time.perf_counter() - start) * 1000)
@@ -128,9 +135,14 @@ async def measure(size_mb: int, stop: threading.Event) -> None:
     gc.collect()
     rss_after = rss_mb()
     cancel = statistics.median([await cancel_latency(tool, ctx) for _ in range(3)])
-    fork, sub, inproc = (statistics.median(times[k]) for k in ("fork", "subprocess", "exec"))
+    fork, bare, sub, inproc = (
+        statistics.median(times[k]) for k in ("fork", "bare", "subprocess", "exec")
+    )
     print(f"kernel holding {size_mb:,} MB (RSS {rss_before:,.0f} MB):")
     print(f"  run_python('1') in a confined fork: {fork:8.2f} ms (median of {ROUNDS})")
+    print(
+        f"  the same fork without the sandbox:  {bare:8.2f} ms  (sandbox share: {fork / bare:.2f}x)"
+    )
     print(f"  plain subprocess `python -c 1`:     {sub:8.2f} ms")
     print(f"  exec in-process:                    {inproc:8.4f} ms")
     print(f"  ratios: fork/subprocess {fork / sub:.2f}x, fork/exec {fork / inproc:,.0f}x")
