@@ -554,7 +554,73 @@ function toolCall(call: Loose): HTMLElement {
   } else {
     genericCall(node, call, input, result);
   }
+  const changes = changesNode(name, display);
+  if (changes !== null) {
+    node.appendChild(changes);
+  }
   return node;
+}
+
+const CHANGE_KINDS: readonly string[] = ['added', 'modified', 'deleted', 'mode'];
+
+/**
+ * What an Unrestricted call changed (`display.changes`, docs/record-format.md): one
+ * line ("bash changed 3 files"), each file with its kind, each diff folded under it.
+ */
+function changesNode(name: string, display: Loose): HTMLElement | null {
+  const changes = objOrNull(display.changes);
+  if (changes === null) {
+    return null;
+  }
+  const files = arr(changes.files).map(obj);
+  const omitted = num(changes.omitted) ?? 0;
+  const count = files.length + omitted;
+  const tool = name || 'tool';
+  const error = str(changes.error);
+  let summary = `${tool} changed ${count} file${count === 1 ? '' : 's'}`;
+  if (error) {
+    summary = `${tool}: changes not recorded (${error})`;
+  } else if (count === 0) {
+    summary = `${tool} changed no files`;
+  }
+  const details = el('details', 'jp-Phoenix-changes');
+  details.dataset.phoenixChanges = String(count);
+  details.appendChild(el('summary', 'jp-Phoenix-changesSummary', summary));
+  const list = el('ul', 'jp-Phoenix-changesList');
+  for (const file of files) {
+    const kind = CHANGE_KINDS.includes(str(file.kind)) ? str(file.kind) : 'modified';
+    const path = str(file.path);
+    const oldMode = str(file.old_mode);
+    const newMode = str(file.new_mode);
+    let line = `${kind} ${path}`;
+    if (oldMode && newMode && oldMode !== newMode) {
+      line += ` (${oldMode} → ${newMode})`;
+    }
+    if (file.stored === false) {
+      line += ' — not restorable (over the size limit: recorded by hash only)';
+    }
+    const item = el('li', 'jp-Phoenix-change');
+    item.dataset.phoenixChange = kind;
+    item.appendChild(el('code', 'jp-Phoenix-path', line));
+    const diffText = str(file.diff).replace(/\n$/, '');
+    if (diffText && name !== 'patch') {
+      const diff = el('pre', 'jp-Phoenix-pre jp-Phoenix-diff');
+      diff.dataset.phoenixChangeDiff = path;
+      for (const diffLine of diffText.split('\n')) {
+        const lineKind = diffLineKind(diffLine);
+        const span = el('span', `jp-Phoenix-diffLine jp-Phoenix-diff-${lineKind}`, diffLine);
+        span.dataset.phoenixDiffLine = lineKind;
+        diff.appendChild(span);
+      }
+      item.appendChild(diff);
+    }
+    list.appendChild(item);
+  }
+  if (omitted > 0) {
+    list.appendChild(el('li', 'jp-Phoenix-note', `… and ${omitted} more`));
+  }
+  details.appendChild(list);
+  return details;
 }
 
 function bashCall(node: HTMLElement, input: Loose, result: Loose | null, display: Loose): void {
