@@ -93,6 +93,9 @@ class RecordHeader:
     cwd: str
     sandbox_available: bool
     context_window: int
+    # (created_at, usage) of every response of the conversation's finished sub-agents:
+    # their spend is part of the conversation's (the store keeps it in their histories).
+    sub_agent_usage: tuple[tuple[str, Usage], ...] = ()
 
 
 def tool_group(name: str) -> str:
@@ -365,18 +368,29 @@ def _usage(record: Mapping[str, Any]) -> Usage | None:
     return Usage(**{k: v for k, v in counts.items() if isinstance(v, int)})
 
 
-def spending(history: Sequence[Mapping[str, Any]], model: str) -> dict[str, Any]:
+def spending(
+    history: Sequence[Mapping[str, Any]],
+    model: str,
+    sub_agents: Sequence[tuple[str, Usage]] = (),
+) -> dict[str, Any]:
     """The record's `usage`: this turn's spend (since the last user message), the
-    conversation's, and whether the model has a known price (else cost is null)."""
+    conversation's, sub-agents included, and whether the model has a known price
+    (else cost is null)."""
     total = turn = Spend()
+    turn_start = ""
     for record in history:
         kind = record.get("message_type")
         if kind == "user":
             turn = Spend()
+            turn_start = str(record.get("created_at") or "")
         elif kind == "agent":
             usage = _usage(record)
             if usage is not None:
                 total, turn = total.add(usage, model), turn.add(usage, model)
+    for created_at, usage in sub_agents:
+        total = total.add(usage, model)
+        if created_at >= turn_start:
+            turn = turn.add(usage, model)
     priced = price_for(model) is not None
     out_turn, out_total = turn.as_json(), total.as_json()
     if not priced:
@@ -468,7 +482,7 @@ def project(
             "warning": fraction >= WARNING_THRESHOLD,
             "limit_reached": fraction >= CONTINUATION_THRESHOLD,
         },
-        "usage": spending(history, header.model),
+        "usage": spending(history, header.model, header.sub_agent_usage),
         "cycles": walker.cycles,
         "pending_approval": (
             {"reason": phase.reason, "tool_use_id": phase.tool_use_id}

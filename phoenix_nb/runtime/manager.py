@@ -28,6 +28,7 @@ from typing import Any
 
 from phoenix_nb.checkpoints.recorder import CheckpointConfig, Checkpoints
 from phoenix_nb.core import events as ev
+from phoenix_nb.core.codec import CodecError, from_json
 from phoenix_nb.core.cycles import RecordHeader, project
 from phoenix_nb.core.models import ModelInfo
 from phoenix_nb.core.states import (
@@ -38,7 +39,7 @@ from phoenix_nb.core.states import (
     persisted_fields,
 )
 from phoenix_nb.core.transition import RESTRICTED_UNAVAILABLE_MESSAGE, Rejection, initial_state
-from phoenix_nb.core.values import ImageData, Mode, SubAgentOutcome
+from phoenix_nb.core.values import ImageData, Mode, SubAgentOutcome, Usage
 from phoenix_nb.errors import PhoenixError, Rejected, UnknownConversation
 from phoenix_nb.llm.model_limits import LimitsSource, ModelLimits
 from phoenix_nb.runtime import updates as up
@@ -67,6 +68,30 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+
+
+def _child_ids(history: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Conversation ids of the sub-agents whose results a history records."""
+    ids = []
+    for message in history:
+        display = message.get("display_data") if message.get("message_type") == "tool" else None
+        agents = display.get("agents") if isinstance(display, Mapping) else None
+        for agent in agents if isinstance(agents, list) else ():
+            child = agent.get("conversation_id") if isinstance(agent, Mapping) else None
+            if isinstance(child, str) and child:
+                ids.append(child)
+    return ids
+
+
+def _usage_of(message: Mapping[str, Any]) -> Usage | None:
+    data = message.get("usage_data")
+    if not isinstance(data, Mapping):
+        return None
+    try:
+        value = from_json(data)
+    except CodecError:
+        return None
+    return value if isinstance(value, Usage) else None
 
 
 def _context_for(
@@ -131,6 +156,7 @@ class Conversation:
             cwd=runtime.context.cwd,
             sandbox_available=self._phoenix.sandbox.available,
             context_window=runtime.context.window,
+            sub_agent_usage=self._phoenix.sub_agent_usage(runtime.history),
         )
         return project(runtime.history, runtime.state, header)
 
@@ -280,6 +306,8 @@ class Phoenix:
             else (Path(given).expanduser() if given is not None else default_root())
         )
         self.limits = ModelLimits(self.store_root, None)  # the Models API's figures, cached
+        # Finished sub-agents' spend, by conversation id: (usages, their own children).
+        self._child_spend: dict[str, tuple[tuple[tuple[str, Usage], ...], tuple[str, ...]]] = {}
         self.sandbox = detect_sandbox()
         _configure_sandbox(self.settings, self.store_root)
         self._providers: dict[str, LlmProvider] = {}
@@ -320,6 +348,36 @@ class Phoenix:
                 cache_ttl=self.settings.cache_ttl,
             )
         return self._providers[key]
+
+    def sub_agent_usage(
+        self, history: Sequence[Mapping[str, Any]]
+    ) -> tuple[tuple[str, Usage], ...]:
+        """(created_at, usage) of every response of the finished sub-agents a history
+        names (spawn_agents results), nested ones included; read once per child, as a
+        finished child's history no longer changes."""
+        out: list[tuple[str, Usage]] = []
+        pending = _child_ids(history)
+        seen: set[str] = set()
+        while pending:
+            child = pending.pop()
+            if child in seen:
+                continue
+            seen.add(child)
+            if child not in self._child_spend:
+                try:
+                    messages = self.store.messages(child)
+                except KeyError:  # an unknown id in a hand-edited history
+                    messages = []
+                usages = tuple(
+                    (str(m.get("created_at") or ""), u)
+                    for m in messages
+                    if m.get("message_type") == "agent" and (u := _usage_of(m)) is not None
+                )
+                self._child_spend[child] = (usages, tuple(_child_ids(messages)))
+            usages, grandchildren = self._child_spend[child]
+            out.extend(usages)
+            pending.extend(grandchildren)
+        return tuple(out)
 
     async def refresh_limits(self, runtime: ConversationRuntime) -> None:
         """The model's real limits from the Models API (asked at most once a week per

@@ -10,7 +10,7 @@ import pytest
 from phoenix_nb.core.prices import PRICES, cost, format_usd, price_for, spend
 from phoenix_nb.core.values import Usage
 from phoenix_nb.notebook.render import render_html, render_markdown, render_plain
-from phoenix_nb.testing import FakeAnthropic, Turn, text
+from phoenix_nb.testing import FakeAnthropic, FakeRequest, Turn, text, tool_use
 from tests.runtime.harness import phoenix_for, project_dir
 
 pytestmark = pytest.mark.timeout(60)
@@ -128,3 +128,27 @@ async def test_citations_are_footnote_links_in_every_renderer(
     plain = render_plain(record)
     assert "[1] Example <b>source</b> <https://example.org/a%20b%3Cscript%3E>" in plain
     assert "[2] bad" in plain
+
+
+async def test_sub_agents_spend_counts_in_the_conversation(
+    fake_anthropic: FakeAnthropic, tmp_path: Path
+) -> None:
+    def is_parent(req: FakeRequest) -> bool:
+        return "spawn_agents" in {t["name"] for t in req.body.get("tools", [])}
+
+    small = Usage(input_tokens=1_000, output_tokens=100)
+    child = Turn([tool_use("submit_result", {"result": "done", "success": True})], usage=USAGE)
+    fake_anthropic.add_rule(lambda r: not is_parent(r), child)
+    spawn = Turn([tool_use("spawn_agents", {"tasks": [{"task": "look"}]})], usage=small)
+    fake_anthropic.script(spawn)
+    fake_anthropic.add_rule(is_parent, Turn([text("The helper is done.")], usage=small))
+    async with phoenix_for(fake_anthropic, tmp_path) as phoenix:
+        conv = phoenix.create(cwd=project_dir(tmp_path))
+        await conv.run("delegate")
+        record = conv.payload()
+    both = cost(small, "claude-sonnet-5-5")
+    mine = cost(USAGE, "claude-sonnet-5-5")
+    assert both is not None and mine is not None
+    assert record["usage"]["total"]["responses"] == 3
+    assert record["usage"]["total"]["cost_usd"] == pytest.approx(2 * both + mine)
+    assert record["usage"]["turn"]["cost_usd"] == pytest.approx(2 * both + mine)
