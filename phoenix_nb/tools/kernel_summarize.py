@@ -330,10 +330,24 @@ def _series_summary(s: Any, budget: int) -> str:
 
 def _polars_summary(df: Any, budget: int) -> str:
     rows, cols = df.shape
-    lines = [f"polars.DataFrame: {rows:,} rows × {cols:,} columns"]
-    schema = list(df.schema.items())[:40]
-    lines.append("columns (first 40): " + ", ".join(f"{n}: {t}" for n, t in schema))
-    lines.append(f"head(5):\n{cut(str(df.head(5)), 2500)}")
+    shown = min(cols, 40)
+    part = df.head(SAMPLE_ROWS) if rows > SAMPLE_ROWS else df
+    sampled = f" (counted in the first {SAMPLE_ROWS:,} rows)" if rows > SAMPLE_ROWS else ""
+    nulls = part.select(part.columns[:shown]).null_count().row(0) if shown else ()
+    size = human_bytes(df.estimated_size())
+    lines = [f"polars.DataFrame: {rows:,} rows × {cols:,} columns, ~{size}"]
+    lines.append(f"columns (first {shown} of {cols:,}): name, dtype, nulls{sampled}")
+    for (name, dtype), null in zip(list(df.schema.items())[:shown], nulls, strict=False):
+        lines.append(f"  {cut(str(name), 60)}: {dtype}, {int(null):,} null")
+    if cols > shown:
+        lines.append(f"  … {cols - shown:,} more columns")
+    head = part.select(part.columns[:12]).head(5)
+    lines.append(f"head(5), first {min(cols, 12)} columns:\n{cut(str(head), 2500)}")
+    with contextlib.suppress(Exception):
+        described = part.select(part.columns[:8]).describe()
+        lines.append(
+            f"describe(), first {min(cols, 8)} columns{sampled}:\n{cut(str(described), 2500)}"
+        )
     return cut("\n".join(lines), budget)
 
 

@@ -423,3 +423,19 @@ async def test_an_exception_whose_str_hangs_is_still_reported(kernel: DictKernel
     result = await KernelHistoryTool().run({}, ctx_for(kernel), "t")
     assert time.monotonic() - start < 10
     assert "Last exception (cell [9]): SlowMessage: <str() took longer than 1 s>" in result.content
+
+
+async def test_a_polars_frame_is_summarised(kernel: DictKernel) -> None:
+    import polars as pl
+
+    kernel.namespace["pf"] = pl.DataFrame({"price": [1.5, None, 3.0], "city": ["a", "b", None]})
+    kernel.namespace["pwide"] = pl.DataFrame({f"c{i}": [i] for i in range(1700)})
+    listing = await InspectVariablesTool().run({}, ctx_for(kernel), "t")
+    assert "- pf: polars.DataFrame, shape 3 × 2" in listing.content
+    result = await InspectVariablesTool().run({"names": ["pf", "pwide"]}, ctx_for(kernel), "t")
+    text = result.content
+    assert "polars.DataFrame: 3 rows × 2 columns" in text
+    assert "price: Float64, 1 null" in text and "city: String, 1 null" in text
+    assert "describe()" in text and "mean" in text
+    assert "1 rows × 1,700 columns" in text and "1,660 more columns" in text
+    assert len(text) <= MAX_OUTPUT
