@@ -66,13 +66,18 @@ def _tools_as_text(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
             continue
         blocks = []
         for block in content:
-            kind = block.get("type")
-            if kind == "tool_use":
+            kind = str(block.get("type"))
+            if kind in ("tool_use", "server_tool_use", "mcp_tool_use"):
                 blocks.append(_call_text(block))
             elif kind == "tool_result":
                 blocks.append(_result_text(block))
+            elif kind.endswith("_tool_result"):  # a server tool's result (web search, MCP)
+                found = json.dumps(block.get("content"), ensure_ascii=False)[:CLIP]
+                blocks.append({"type": "text", "text": f"[result: {found}]"})
             elif kind in ("thinking", "redacted_thinking"):
                 continue
+            elif kind == "text" and "citations" in block:  # their sources are not sent here
+                blocks.append({"type": "text", "text": block.get("text", "")})
             else:
                 blocks.append(block)
         out.append({"role": message["role"], "content": blocks or [{"type": "text", "text": "…"}]})

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from phoenix_nb.core.codec import from_json
-from phoenix_nb.core.values import CitedTextBlock, RawBlock
+from phoenix_nb.core.values import CitedTextBlock, RawBlock, Usage
 from phoenix_nb.llm.provider import AnthropicProvider
 from phoenix_nb.llm.stream import ServerToolInputDelta, ServerToolUseStart, ToolInputDelta
 from phoenix_nb.testing import FakeAnthropic, Turn, text, tool_use
@@ -224,3 +224,32 @@ async def test_server_tool_input_updates_are_typed_as_server_calls(
     assert json.loads(fragments) == {"query": "anthropic pricing"}
     assert outcome.response is not None and outcome.response.stop_reason == "pause_turn"
     await provider.aclose()
+
+
+async def test_a_continuation_request_sends_server_tool_blocks_as_text(
+    fake_anthropic: FakeAnthropic, tmp_path: Path
+) -> None:
+    """A summary request offers no tools, so server calls and results become text too."""
+    call = server_tool_use("web_search", {"query": "capital"}, id="srvtoolu_c1")
+    fake_anthropic.script(
+        Turn([call], stop_reason="pause_turn"),
+        Turn(
+            [server_tool_result("srvtoolu_c1", RESULTS), text("Paris.", citations=[CITATION])],
+            usage=Usage(input_tokens=195_000, output_tokens=10),
+        ),
+        Turn([text("Summary: the user asked for a capital; it is Paris.")]),
+    )
+    async with phoenix_for(fake_anthropic, tmp_path) as phoenix:
+        conv = phoenix.create(cwd=project_dir(tmp_path))
+        await conv.run("capital?")
+        summary_request = fake_anthropic.requests[-1].body
+        assert "tools" not in summary_request or not summary_request["tools"]
+        kinds = {
+            b["type"]
+            for m in summary_request["messages"]
+            if isinstance(m["content"], list)
+            for b in m["content"]
+        }
+        assert kinds == {"text"}, kinds
+        words = json.dumps(summary_request["messages"])
+        assert "[called web_search" in words and "example.org/paris" in words
