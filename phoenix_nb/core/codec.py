@@ -27,6 +27,7 @@ _MODULES = (
     "phoenix_nb.core.states",
     "phoenix_nb.core.events",
     "phoenix_nb.core.effects",
+    "phoenix_nb.core.notices",
 )
 
 

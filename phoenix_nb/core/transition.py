@@ -51,6 +51,7 @@ from phoenix_nb.core.events import (
     UserRequestDowngrade,
     UserTriggerContinuation,
 )
+from phoenix_nb.core.notices import Notice
 from phoenix_nb.core.states import (
     CONTINUATION_THRESHOLD,
     MAX_ATTEMPTS,
@@ -239,7 +240,7 @@ def _stopped(state: ConvState, ctx: ConvContext, effects: list[Effect]) -> Trans
         return _sub_agent_failed(
             state, "Cancelled by the parent conversation.", ErrorKind.UNKNOWN, effects, "cancelled"
         )
-    return _done(_at(state, Idle()), [*effects, Notify("cancelled")])
+    return _done(_at(state, Idle()), [*effects, Notify(Notice.CANCELLED)])
 
 
 def _answer(
@@ -302,7 +303,8 @@ def _run_tools(
                 else:
                     phase: Phase = AwaitingModeApproval(reason, call.id, rest, done)
                     data = {"reason": reason, "tool_use_id": call.id}
-                    return _done(_at(state, phase), [*effects, Notify("upgrade_requested", data)])
+                    notice = Notify(Notice.UPGRADE_REQUESTED, data)
+                    return _done(_at(state, phase), [*effects, notice])
         elif call.name == SPAWN_TOOL:
             if ctx.is_sub_agent:
                 text = "spawn_agents is not available to sub-agents: sub-agents cannot nest."
@@ -375,7 +377,7 @@ def _retry_notice(attempt: int, delay: float, failure: LlmFailure) -> Notify:
         "kind": failure.kind.value,
         "message": failure.message,
     }
-    return Notify("retry", data)
+    return Notify(Notice.RETRY, data)
 
 
 def _retry_plan(attempt: int, failure: LlmFailure) -> tuple[int, float, list[Effect]] | None:
@@ -420,7 +422,7 @@ def _on_response(
         phase_next = AwaitingContinuation(calls, 1)
         effects += [
             RequestContinuation(calls),
-            Notify("continuation_started", {"rejected": len(calls)}),
+            Notify(Notice.CONTINUATION_STARTED, {"rejected": len(calls)}),
         ]
         return _done(_at(state, phase_next), effects)
 
@@ -435,7 +437,7 @@ def _on_response(
         error = "The sub-agent ended its turn twice without calling submit_result."
         return _sub_agent_failed(state, error, ErrorKind.UNKNOWN, effects)
     if event.stop_reason in ("refusal", "max_tokens"):
-        effects.append(Notify(event.stop_reason))
+        effects.append(Notify(Notice(event.stop_reason)))
     return _done(_at(state, Idle()), effects)
 
 
@@ -453,7 +455,7 @@ def _on_llm_error(
     if ctx.is_sub_agent:
         return _sub_agent_failed(state, message, failure.kind, [])
     error = PersistMessage("error", {"text": message, "kind": failure.kind.value})
-    return _done(_at(state, Error(message, failure.kind)), [error, Notify("error")])
+    return _done(_at(state, Error(message, failure.kind)), [error, Notify(Notice.ERROR)])
 
 
 def _on_retry(
@@ -506,14 +508,14 @@ def _approve(state: ConvState, ctx: ConvContext, phase: AwaitingModeApproval, _e
     effects: list[Effect] = [
         tool_message(result),
         system_message(MODE_UNRESTRICTED_TEXT),
-        Notify("mode_changed", {"mode": Mode.UNRESTRICTED.value}),
+        Notify(Notice.MODE_CHANGED, {"mode": Mode.UNRESTRICTED.value}),
     ]
     return _run_tools(state, ctx, phase.remaining, (*phase.done, result), effects)
 
 
 def _deny(state: ConvState, ctx: ConvContext, phase: AwaitingModeApproval, _e: Any) -> Outcome:
     result = ToolResult(phase.tool_use_id, UPGRADE_DENIED_RESULT, is_error=True)
-    effects: list[Effect] = [tool_message(result), Notify("upgrade_denied")]
+    effects: list[Effect] = [tool_message(result), Notify(Notice.UPGRADE_DENIED)]
     return _run_tools(state, ctx, phase.remaining, (*phase.done, result), effects)
 
 
@@ -536,7 +538,7 @@ def _downgrade(state: ConvState, ctx: ConvContext, _phase: Any, _e: Any) -> Outc
         return Transition(state)
     effects: list[Effect] = [
         system_message(MODE_RESTRICTED_TEXT),
-        Notify("mode_changed", {"mode": Mode.RESTRICTED.value}),
+        Notify(Notice.MODE_CHANGED, {"mode": Mode.RESTRICTED.value}),
     ]
     return _done(replace(state, mode=Mode.RESTRICTED), effects)
 
@@ -583,7 +585,7 @@ def _on_sub_agent(
     if pending:
         phase_next = replace(phase, pending=pending, completed=completed)
         data = {"agent_id": event.agent_id, "status": event.outcome.status}
-        return _done(_at(state, phase_next), [Notify("sub_agent_finished", data)])
+        return _done(_at(state, phase_next), [Notify(Notice.SUB_AGENT_FINISHED, data)])
     result = sub_agents_result(phase, completed)
     effects: list[Effect] = [tool_message(result)]
     return _run_tools(state, ctx, phase.remaining, (*phase.done, result), effects)
@@ -626,7 +628,7 @@ def _begin_continuation(state: ConvState, ctx: ConvContext, _phase: Any, _e: Any
         return Rejection(SUB_AGENT_NO_CONTINUATION_MESSAGE)
     effects: list[Effect] = [
         RequestContinuation(()),
-        Notify("continuation_started", {"rejected": 0}),
+        Notify(Notice.CONTINUATION_STARTED, {"rejected": 0}),
     ]
     return _done(_at(state, AwaitingContinuation((), 1)), effects)
 
@@ -635,7 +637,7 @@ def _exhausted(state: ConvState, summary: str, effects: list[Effect]) -> Transit
     effects = [
         *effects,
         PersistMessage("continuation", {"summary": summary}),
-        Notify("context_exhausted", {"summary": summary}),
+        Notify(Notice.CONTEXT_EXHAUSTED, {"summary": summary}),
     ]
     return _done(_at(state, ContextExhausted(summary)), effects)
 

@@ -12,27 +12,53 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
-# Update kinds, in the words the UI uses.
-STATE = "state"  # data: {"state": <state summary>}
-TEXT_DELTA = "text_delta"  # data: {"index", "text"}
-THINKING_DELTA = "thinking_delta"  # data: {"index", "text"}
-TOOL_STARTED = "tool_started"  # data: {"id", "name", "input"}
-TOOL_INPUT = "tool_input"  # data: {"index", "id", "name", "partial_json"}
-# A call the API runs itself (web search, code execution, MCP): shown, never executed here.
-SERVER_TOOL = "server_tool"  # data: {"index", "partial_json"} (+ "id", "name", "kind" at start)
-MESSAGE = "message"  # data: {"record": <persisted message record>}
-USAGE = "usage"  # data: {"used", "window", "fraction", "warning"}
-RETRY = "retry"  # data: {"attempt", "max", "delay", "kind", "message"}
-APPROVAL = "approval"  # data: {"reason", "tool_use_id"}
-NOTICE = "notice"  # data: {"text"} — something the user should read (e.g. rejections)
-REST = "rest"  # data: {"state": ...} — the conversation stopped working (idle/error/…)
+from phoenix_nb.core.notices import Notice
+
+
+class UpdateKind(StrEnum):
+    """Update kinds the runtime itself publishes, in the words the UI uses.
+
+    The core's notifications (`core.notices.Notice`: retry, mode changes …) are
+    published under their own kind; an update's kind is one of the two enums.
+    """
+
+    STATE = "state"  # data: {"state": <ConvState>}
+    TEXT_DELTA = "text_delta"  # data: {"index", "text"}
+    THINKING_DELTA = "thinking_delta"  # data: {"index", "text"}
+    TOOL_STARTED = "tool_started"  # data: {"id", "name", "input"}
+    TOOL_INPUT = "tool_input"  # data: {"index", "id", "name", "partial_json"}
+    # A call the API runs itself (web search, code execution, MCP): shown, never executed here.
+    SERVER_TOOL = "server_tool"  # data: {"index", "partial_json"} (+ "id", "name", "kind")
+    MESSAGE = "message"  # data: {"record": <persisted message record>}
+    USAGE = "usage"  # data: {"used", "window", "fraction", "warning", "limit_reached"}
+    APPROVAL = "approval"  # data: {"reason", "tool_use_id"}
+    NOTICE = "notice"  # data: {"text"} — something the user should read (e.g. rejections)
+    REST = "rest"  # data: {"state": ...} — the conversation stopped working (idle/error/…)
+
+
+Kind = UpdateKind | Notice
+
+# The names watchers use (`up.STATE` …), one per kind.
+STATE = UpdateKind.STATE
+TEXT_DELTA = UpdateKind.TEXT_DELTA
+THINKING_DELTA = UpdateKind.THINKING_DELTA
+TOOL_STARTED = UpdateKind.TOOL_STARTED
+TOOL_INPUT = UpdateKind.TOOL_INPUT
+SERVER_TOOL = UpdateKind.SERVER_TOOL
+MESSAGE = UpdateKind.MESSAGE
+USAGE = UpdateKind.USAGE
+RETRY = Notice.RETRY  # data: {"attempt", "max", "delay", "kind", "message"}
+APPROVAL = UpdateKind.APPROVAL
+NOTICE = UpdateKind.NOTICE
+REST = UpdateKind.REST
 
 
 @dataclass(frozen=True)
 class Update:
-    kind: str
+    kind: Kind
     data: Mapping[str, Any] = field(default_factory=dict)
 
 
@@ -97,7 +123,7 @@ class UpdateHub:
         if sub in self._subscriptions:
             self._subscriptions.remove(sub)
 
-    def publish(self, kind: str, /, **data: Any) -> None:
+    def publish(self, kind: Kind, /, **data: Any) -> None:
         update = Update(kind, data)
         for sub in list(self._subscriptions):
             sub._put(update)
