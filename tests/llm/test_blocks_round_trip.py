@@ -19,6 +19,7 @@ from phoenix_nb.core.codec import from_json
 from phoenix_nb.core.values import CitedTextBlock, RawBlock, Usage
 from phoenix_nb.llm.provider import AnthropicProvider
 from phoenix_nb.llm.stream import ServerToolInputDelta, ServerToolUseStart, ToolInputDelta
+from phoenix_nb.runtime import updates as up
 from phoenix_nb.testing import FakeAnthropic, Turn, text, tool_use
 from phoenix_nb.testing.script import raw, redacted_thinking, server_tool_result, server_tool_use
 from tests.runtime.harness import assert_valid_history, phoenix_for, project_dir
@@ -253,3 +254,26 @@ async def test_a_continuation_request_sends_server_tool_blocks_as_text(
         assert kinds == {"text"}, kinds
         words = json.dumps(summary_request["messages"])
         assert "[called web_search" in words and "example.org/paris" in words
+
+
+async def test_watchers_see_server_tool_calls_as_such(
+    fake_anthropic: FakeAnthropic, tmp_path: Path
+) -> None:
+    call = server_tool_use("web_search", {"query": "capital"}, id="srvtoolu_w1")
+    fake_anthropic.script(
+        Turn([call], stop_reason="pause_turn"),
+        Turn([server_tool_result("srvtoolu_w1", RESULTS), text("Paris.")]),
+    )
+    async with phoenix_for(fake_anthropic, tmp_path) as phoenix:
+        conv = phoenix.create(cwd=project_dir(tmp_path))
+        updates = [u async for u in await conv.send("capital?")]
+    server = [u.data for u in updates if u.kind == up.SERVER_TOOL]
+    assert server[0] == {
+        "index": 0,
+        "id": "srvtoolu_w1",
+        "name": "web_search",
+        "kind": "server_tool_use",
+        "partial_json": "",
+    }
+    assert json.loads("".join(d["partial_json"] for d in server)) == {"query": "capital"}
+    assert not [u for u in updates if u.kind == up.TOOL_INPUT]
