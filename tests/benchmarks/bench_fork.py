@@ -141,7 +141,7 @@ async def measure(size_mb: int, stop: threading.Event) -> None:
     print(f"kernel holding {size_mb:,} MB (RSS {rss_before:,.0f} MB):")
     print(f"  run_python('1') in a confined fork: {fork:8.2f} ms (median of {ROUNDS})")
     print(
-        f"  the same fork without the sandbox:  {bare:8.2f} ms  (sandbox share: {fork / bare:.2f}x)"
+        f"  the same fork without the sandbox:  {bare:8.2f} ms  (confined/bare {fork / bare:.2f}x)"
     )
     print(f"  plain subprocess `python -c 1`:     {sub:8.2f} ms")
     print(f"  exec in-process:                    {inproc:8.4f} ms")
