@@ -426,7 +426,7 @@ class ShadowRepo:
         big: dict[str, BigFile] = {}
         for path in sorted(candidates):
             try:
-                st = os.lstat(self.top / path)
+                st = os.lstat(f"{self.top}/{path}")
             except OSError:
                 continue
             if not stat.S_ISREG(st.st_mode) or st.st_size <= self.max_file_size:
@@ -523,7 +523,7 @@ class ShadowRepo:
             for path in paths:
                 if path.endswith("/") or path in big:
                     continue  # an embedded repository; a file kept by hash only
-                full = self.top / path
+                full = f"{self.top}/{path}"
                 try:
                     st = os.lstat(full)
                     if stat.S_ISLNK(st.st_mode):
@@ -619,7 +619,7 @@ class ShadowRepo:
             out = []
             for p in chunk:
                 with contextlib.suppress(OSError):
-                    out.append((p, _perm_of(os.lstat(top / p))))
+                    out.append((p, _perm_of(os.lstat(f"{top}/{p}"))))
             return out
 
         perms: dict[str, str] = {}
@@ -646,7 +646,7 @@ class ShadowRepo:
         perms = dict(previous)
         for p in changed:
             try:
-                st = os.lstat(self.top / p)
+                st = os.lstat(f"{self.top}/{p}")
             except OSError:
                 perms.pop(p, None)
                 continue
@@ -904,7 +904,7 @@ def _scan_perms(top: Path, paths: Sequence[str]) -> dict[str, str]:
     out: dict[str, str] = {}
     for p in paths:
         with contextlib.suppress(OSError):
-            st = os.lstat(top / p)
+            st = os.lstat(f"{top}/{p}")
             if not stat.S_ISDIR(st.st_mode):
                 out[p] = _perm_of(st)
     return out
