@@ -114,7 +114,8 @@ def click_latency(kernel: Kernel, fake: FakeAnthropic, turn: Turn, *, streaming:
 
     def stopped() -> bool:
         return any(
-            o["msg_type"] == "update_display_data"
+            # The final record replaces the controls too: a display_data after clear_output.
+            o["msg_type"] in ("update_display_data", "display_data")
             and state_name(
                 o["content"]["data"].get("application/vnd.phoenix.conversation+json", {})
             )
