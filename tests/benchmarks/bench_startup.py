@@ -11,6 +11,10 @@ bounds (≤ 0.3 s): the SDK and the runtime must not be imported before first us
   bare:     python -c pass
   ipython:  import IPython and start an InteractiveShell
   load_ext: the same, then %load_ext phoenix_nb (the store is a temporary one)
+
+A bare InteractiveShell has not imported what a Jupyter kernel has (asyncio,
+zmq, tornado …), so the call is also timed inside a real kernel (jupyter_client),
+fresh for each run: that is the figure a notebook user waits for.
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ SHELL = (
 LOAD = (
     "shell.run_line_magic('load_ext', 'phoenix_nb'); t2 = time.perf_counter(); "
     "import sys; print(f'{t1 - t0:.6f} {t2 - t1:.6f} "
-    "{int(\"anthropic\" in sys.modules)} {int(\"phoenix_nb.runtime.manager\" in sys.modules)}')"
+    '{int("anthropic" in sys.modules)} {int("phoenix_nb.runtime.manager" in sys.modules)}\')'
 )
 
 COMMANDS = {
@@ -38,6 +42,32 @@ COMMANDS = {
     "ipython": [sys.executable, "-c", SHELL + "print(f'{t1 - t0:.6f}')"],
     "load_ext": [sys.executable, "-c", SHELL + LOAD],
 }
+
+
+KERNEL_CODE = (
+    "import time as _t; _t0 = _t.perf_counter(); "
+    "get_ipython().run_line_magic('load_ext', 'phoenix_nb'); "
+    "print(f'LOAD_EXT {_t.perf_counter() - _t0:.6f}')"
+)
+
+
+def in_kernel(env: dict[str, str]) -> float:
+    """%load_ext timed inside a fresh real kernel."""
+    from jupyter_client.manager import start_new_kernel
+
+    km, kc = start_new_kernel(kernel_name="python3", env=env)
+    try:
+        out: list[str] = []
+        kc.execute_interactive(
+            KERNEL_CODE,
+            timeout=60,
+            output_hook=lambda msg: out.append(msg["content"].get("text", "")),
+        )
+        line = next(t for t in "".join(out).splitlines() if t.startswith("LOAD_EXT"))
+        return float(line.split()[1])
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
 
 
 def main(runs: int) -> None:
@@ -59,15 +89,19 @@ def main(runs: int) -> None:
                     sdk_at_load, runtime_at_load = int(sdk), int(runtime)
         for values in (*walls.values(), load_ext):
             del values[0]
+        kernel = [in_kernel(env) for _ in range(runs)]
     med = {name: statistics.median(v) for name, v in walls.items()}
     load = statistics.median(load_ext)
     print(f"{runs} runs each, medians (wall time of the whole process):")
     for name, value in med.items():
         print(f"  {name:9s} {value * 1e3:8.1f} ms")
-    print(f"  %load_ext call itself: {load * 1e3:.1f} ms (target ≤ 300 ms)")
+    print(f"  %load_ext call itself: {load * 1e3:.1f} ms in a bare InteractiveShell")
+    in_k = statistics.median(kernel)
+    print(f"  %load_ext call in a real kernel: {in_k * 1e3:.1f} ms (target ≤ 300 ms)")
     print(f"ratio load_ext/ipython process: {med['load_ext'] / med['ipython']:.2f}")
     print(f"ratio ipython/bare process:     {med['ipython'] / med['bare']:.2f}")
     print(f"%load_ext call / (ipython - bare): {load / (med['ipython'] - med['bare']):.2f}")
+    print(f"%load_ext in kernel / (ipython - bare): {in_k / (med['ipython'] - med['bare']):.2f}")
     print(f"anthropic imported when load_ext returned: {bool(sdk_at_load)} (warming thread)")
     print(f"runtime imported when load_ext returned:   {bool(runtime_at_load)} (warming thread)")
 
