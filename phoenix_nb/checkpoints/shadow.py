@@ -342,14 +342,19 @@ class ShadowRepo:
         scan = None
         if not first and last is not None:
             scan = _POOL.submit(_scan_perms, self.top, list(last.perms))
-        dirty = [] if first else self._lines("diff-files", "--name-only", "-z", "--", *self.scope())
-        untracked = self._lines("ls-files", "-o", "--exclude-standard", "-z", "--", *self.scope())
-        if first and len(untracked) > self.max_files:
-            raise CheckpointError(
-                f"{len(untracked):,} files under {self.cwd}: more than the "
-                f"{self.max_files:,} checkpoints cover; work in a smaller folder"
+        if first:
+            untracked = self._lines(
+                "ls-files", "-o", "--exclude-standard", "-z", "--", *self.scope()
             )
-        changed = sorted({*dirty, *untracked})
+            if len(untracked) > self.max_files:
+                raise CheckpointError(
+                    f"{len(untracked):,} files under {self.cwd}: more than the "
+                    f"{self.max_files:,} checkpoints cover; work in a smaller folder"
+                )
+            changed = sorted(untracked)
+        else:
+            untracked = []
+            changed = self._status()
         previous_big = dict(last.big) if last is not None and not first else {}
         big = self._big_files(changed, previous_big)
         if first:
@@ -386,12 +391,27 @@ class ShadowRepo:
             meta["files_changed"] = len(raw)
         body = json.dumps(meta, sort_keys=True).encode()
         commit = self.git("commit-tree", tree, input=body).decode().strip()
-        self.git(
-            "update-ref", "--stdin", input=f"create {REF_PREFIX}{number:08d} {commit}\n".encode()
-        )
+        # HEAD follows the index's tree, so `git status` lists only what changed since.
+        refs = f"create {REF_PREFIX}{number:08d} {commit}\nupdate HEAD {commit}\n"
+        self.git("update-ref", "--stdin", input=refs.encode())
         snapshot = Snapshot(_checkpoint(commit, meta), tree, perms, big)
         self._remember(snapshot, perms_sha)
         return snapshot, raw
+
+    def _status(self) -> list[str]:
+        """Paths changed, deleted or new since the last checkpoint: one `git status` walk
+        (stat data for tracked files, the untracked cache for new ones)."""
+        out = self.git(
+            "status",
+            "--porcelain=v1",
+            "-z",
+            "--untracked-files=all",
+            "--no-renames",
+            "--ignore-submodules=all",
+            "--",
+            *self.scope(),
+        )
+        return sorted(os.fsdecode(e[3:]) for e in out.split(b"\0") if len(e) > 3)
 
     def _lines(self, *args: str) -> list[str]:
         return [os.fsdecode(p) for p in self.git(*args).split(b"\0") if p]
@@ -406,6 +426,8 @@ class ShadowRepo:
             return self._last
         found = self.checkpoints()
         self._last = self.snapshot_of(found[-1]) if found else None
+        if found:  # a store written before HEAD followed the checkpoints, or by a crash
+            self.git("update-ref", "HEAD", found[-1].commit)
         self._last_marker = marker
         self._last_perms_sha = str(self.meta(found[-1].commit).get("perms") or "") if found else ""
         return self._last
