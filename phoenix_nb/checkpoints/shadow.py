@@ -22,12 +22,16 @@ the full permission bits of every file are kept in a manifest blob per
 checkpoint. Files over `max_file_size` are kept out of the object store and
 recorded by size and SHA-256 only ("not restorable").
 
-First snapshot of a large tree: every blob goes into one pack (bulk check-in,
-`core.bigFileThreshold=1`, stored uncompressed) and the trees are written by
-`git fast-import` into a pack as well, because creating ten thousand loose
-object files costs seconds on some filesystems. Later snapshots are incremental:
-`git status` (untracked cache on, fsmonitor off) names the few changed files
-and only they are added.
+First snapshot: one pass over the files, streamed into `git fast-import`
+(every blob and tree into one pack, no delta search) while Python reads the
+next file; the index is then written here from each file's stat data (git's
+documented index format), so the next snapshot is incremental at once. Creating
+ten thousand loose object files, or re-hashing every file to fill an index,
+costs seconds on some filesystems. Later snapshots: one `git status` walk (stat
+data, untracked cache on, fsmonitor off; HEAD follows the checkpoints) names
+the few changed paths, and only they are added; many changes at once go into
+one pack by bulk check-in. Permission bits of known files are re-read in a
+thread while git works (git's stat check misses a chmod within the same second).
 """
 
 from __future__ import annotations
