@@ -406,7 +406,9 @@ class Phoenix:
             keep_days=s.checkpoint_keep_days,
             max_bytes=s.checkpoint_max_bytes,
         )
-        return Checkpoints(Path(self.store_root) / "checkpoints", config)
+        # The store's own files are never checkpointed (nor reverted), even under a cwd.
+        root = Path(self.store_root)
+        return Checkpoints(root / "checkpoints", config, exclude=(root,))
 
     def _services(self, model: str) -> Services:
         from phoenix_nb.tools import registry  # the tools load with the first conversation
