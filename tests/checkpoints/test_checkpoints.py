@@ -458,3 +458,23 @@ def test_an_empty_folder_and_a_crashed_first_attempt(tmp_path: Path) -> None:
     repo.git("add", "-A")  # an index without any checkpoint
     snap, _ = repo.take("approval")
     assert "a.txt" in snap.perms
+
+
+def test_a_store_inside_the_folder_is_never_checkpointed_or_reverted(project: Path) -> None:
+    home = project / ".phoenix"  # PHOENIX_HOME under the conversation's folder
+    (home / "db").mkdir(parents=True)
+    (home / "db" / "conversations.json").write_text("{}")
+    checkpoints = Checkpoints(home / "checkpoints", exclude=(home,))
+    agent = Agent(checkpoints, project)
+    agent.approve()
+
+    def work() -> None:
+        (project / "made.txt").write_text("x")
+        (home / "db" / "conversations.json").write_text('{"grown": true}')
+
+    changes = agent.call("bash", work)
+    assert changes is not None and [f.path for f in changes.files] == ["made.txt"]
+    history = agent.history()
+    asyncio.run(history.arevert(history.resolve_target(None, to_approval=True).number))
+    assert not (project / "made.txt").exists()
+    assert (home / "db" / "conversations.json").read_text() == '{"grown": true}'
