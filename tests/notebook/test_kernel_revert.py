@@ -346,3 +346,24 @@ def test_revert_button_undoes_the_turn_and_offers_revert_anyway(
     )
     assert (project / "keep.txt").read_text() == "before the turn\n"
     assert not (project / "made.txt").exists()
+
+
+def test_restricted_conversations_take_no_checkpoints(kern: Kernel, fake: FakeAnthropic) -> None:
+    project = kern.root / "rv-restricted"
+    project.mkdir()
+    (project / "a.txt").write_text("a\n")
+    fake.script(
+        Turn([tool_use("bash", {"command": "cat a.txt"})]),
+        Turn([text("It says a.")]),
+    )
+    cell = kern.run(f"%%phoenix --name rv-restricted --cwd {project}\nread a.txt", timeout=60)
+    assert cell.status == "ok", cell.error()
+    record = cell.last_bundle()[MIME]
+    assert record["conversation"]["mode"] == "restricted"
+    assert calls_with_changes(record) == [], "no changes recorded: nothing can change"
+    with Store(kern.home) as store:
+        conv = store.get_conversation("rv-restricted")
+        assert conv is not None
+    assert not (kern.home / "checkpoints" / conv["id"]).exists()
+    said = kern.ok("%phoenix revert").text() + kern.ok("%phoenix checkpoints").text()
+    assert "no checkpoints" in said
