@@ -16,14 +16,14 @@ from typing import Any
 
 from phoenix_nb.notebook._render.html import render_html as _render_html
 from phoenix_nb.notebook._render.markdown import render_markdown as _render_markdown
-from phoenix_nb.notebook.render import _check
+from phoenix_nb.notebook.render import check_record
 
 __all__ = ["export_html", "export_json", "export_markdown"]
 
 
 def export_markdown(record: Mapping[str, Any]) -> str:
     """A Markdown document: title (slug), model, cwd and mode, then the conversation."""
-    return _render_markdown(_check(record), document=True)
+    return _render_markdown(check_record(record), document=True)
 
 
 def _plain_json(value: Any) -> Any:
@@ -42,7 +42,7 @@ def export_json(record: Mapping[str, Any]) -> str:
     """Pretty JSON with sorted keys (stable across runs); raises TypeError on non-JSON data."""
     return (
         json.dumps(
-            _check(record),
+            check_record(record),
             indent=2,
             sort_keys=True,
             ensure_ascii=False,
@@ -55,7 +55,7 @@ def export_json(record: Mapping[str, Any]) -> str:
 
 def export_html(record: Mapping[str, Any]) -> str:
     """A standalone HTML page holding the record's HTML rendering."""
-    checked = _check(record)
+    checked = check_record(record)
     conv = checked.get("conversation")
     slug = str(conv.get("slug") or "conversation") if isinstance(conv, Mapping) else "conversation"
     return (

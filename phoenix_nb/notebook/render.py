@@ -27,7 +27,7 @@ MIME_TYPE = "application/vnd.phoenix.conversation+json"
 __all__ = ["MIME_TYPE", "render_bundle", "render_html", "render_markdown", "render_plain"]
 
 
-def _check(record: object) -> Mapping[str, Any]:
+def check_record(record: object) -> Mapping[str, Any]:
     if not isinstance(record, Mapping):
         raise TypeError(
             "a conversation record must be a mapping (the JSON object of "
@@ -38,17 +38,17 @@ def _check(record: object) -> Mapping[str, Any]:
 
 def render_html(record: Mapping[str, Any]) -> str:
     """Self-contained, script-free HTML: every string escaped, folding by <details>."""
-    return _render_html(_check(record))
+    return _render_html(check_record(record))
 
 
 def render_markdown(record: Mapping[str, Any]) -> str:
     """Markdown that reads on its own: whole texts, short tool output, safe fences."""
-    return _render_markdown(_check(record))
+    return _render_markdown(check_record(record))
 
 
 def render_plain(record: Mapping[str, Any]) -> str:
     """A compact transcript for terminals and `print`."""
-    return _render_plain(_check(record))
+    return _render_plain(check_record(record))
 
 
 def render_bundle(record: Mapping[str, Any]) -> dict[str, Any]:
@@ -57,7 +57,7 @@ def render_bundle(record: Mapping[str, Any]) -> dict[str, Any]:
     The record itself is passed through unchanged (the same object), so the
     caller decides whether to copy it before the next streaming update.
     """
-    checked = _check(record)
+    checked = check_record(record)
     return {
         MIME_TYPE: checked,
         "text/html": _render_html(checked),

@@ -52,7 +52,7 @@ from tinydb.table import Document
 
 from phoenix_nb.errors import PhoenixError
 from phoenix_nb.store import slugs
-from phoenix_nb.store.journal import JournalDB, JournalStorage, _json_copy, open_journal_db
+from phoenix_nb.store.journal import JournalDB, JournalStorage, json_copy, open_journal_db
 from phoenix_nb.store.scrub import scrub
 
 MESSAGE_TYPES = ("user", "agent", "tool", "system", "continuation", "error")
@@ -239,7 +239,7 @@ class Store:
                 pass
             self._index.table(_CONVERSATIONS).insert(record)
             self._known.add(conv_id)
-            return _json_copy(record)
+            return json_copy(record)
 
     def update_conversation(self, id: str, **fields: Any) -> dict[str, Any]:
         """Change mutable fields (state, state_data, mode, archived, slug, seeded_from)."""
@@ -269,7 +269,7 @@ class Store:
                 clean["state_updated_at"] = now
             table = self._index.table(_CONVERSATIONS)
             table.update(clean, doc_ids=[doc_id])
-            return _json_copy(dict(table.get(doc_id=doc_id) or {}))
+            return json_copy(dict(table.get(doc_id=doc_id) or {}))
 
     def get_conversation(self, id_or_slug: str) -> dict[str, Any] | None:
         self._check_open()
@@ -281,7 +281,7 @@ class Store:
             if doc_id is None:
                 return None
             doc = self._index.table(_CONVERSATIONS).get(doc_id=doc_id)
-            return _json_copy(dict(doc)) if doc is not None else None
+            return json_copy(dict(doc)) if doc is not None else None
 
     def list_conversations(
         self, *, include_sub_agents: bool = False, include_archived: bool = False
@@ -304,7 +304,7 @@ class Store:
     def _search(self, cond: Any) -> list[dict[str, Any]]:
         with self._index.journal.locked():
             docs = self._index.table(_CONVERSATIONS).search(cond)
-            return sorted((_json_copy(dict(d)) for d in docs), key=lambda d: d["created_at"])
+            return sorted((json_copy(dict(d)) for d in docs), key=lambda d: d["created_at"])
 
     # -- messages ----------------------------------------------------------------
 
@@ -373,7 +373,7 @@ class Store:
                 }
                 table.insert(Document(record, doc_id=seq))
                 out.append(record)
-        return [_json_copy(r) for r in out]
+        return [json_copy(r) for r in out]
 
     def messages(self, conversation_id: str, *, after_sequence: int = 0) -> list[dict[str, Any]]:
         """Messages with sequence_id > after_sequence, in order."""
@@ -384,7 +384,7 @@ class Store:
             raw = db.journal.raw_table(_MESSAGES)
             wanted = range(max(0, after_sequence) + 1, len(raw) + 1)
             docs = db.table(_MESSAGES).get(doc_ids=list(wanted)) if wanted else []
-            return sorted((_json_copy(dict(d)) for d in docs), key=lambda d: d["sequence_id"])
+            return sorted((json_copy(dict(d)) for d in docs), key=lambda d: d["sequence_id"])
 
     def message_count(self, conversation_id: str) -> int:
         self._require_conversation(conversation_id)

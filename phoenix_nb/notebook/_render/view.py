@@ -11,6 +11,7 @@ the same thing.
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -64,13 +65,18 @@ def items(m: Any, key: str) -> list[Any]:
 
 
 def number(m: Any, key: str) -> float | None:
-    """A numeric field, or None (booleans are not numbers here)."""
+    """A finite numeric field, or None (booleans are not numbers here; inf/NaN, which
+    Python's JSON reader accepts, would make `int()` raise or print "nan")."""
     if not isinstance(m, Mapping):
         return None
     value = m.get(key)
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
-    return float(value)
+    try:
+        result = float(value)
+    except OverflowError:  # an int too large for a float
+        return None
+    return result if math.isfinite(result) else None
 
 
 def flag(m: Any, key: str) -> bool:
