@@ -40,6 +40,7 @@ from phoenix_nb.core.transition import (
 )
 from phoenix_nb.core.values import (
     SERVER_TOOL_CALL_TYPES,
+    ApprovalDecision,
     CitedTextBlock,
     RawBlock,
     TextBlock,
@@ -272,8 +273,7 @@ class _Projector:
             return
         call["result"] = result
         if call["name"] == "request_mode_upgrade":
-            text = str(result["content"])
-            decision = _DECISIONS.get(text)
+            decision = _approval(content)
             if decision is not None:
                 reason = str(call["input"].get("reason", ""))
                 step = {"kind": "approval", "reason": reason, "decision": decision}
@@ -494,10 +494,21 @@ def project(
     }
 
 
-_DECISIONS: Mapping[str, str] = {
-    UPGRADE_APPROVED_RESULT: "approved",
-    UPGRADE_DENIED_RESULT: "denied",
-    UPGRADE_CANCELLED_RESULT: "denied",
-    UPGRADE_NOT_APPROVED_RESULT: "denied",
+def _approval(content: Mapping[str, Any]) -> str | None:
+    """The decision an upgrade request's answer records, or None when it records none
+    (an invalid request answered with an explanation is not an approval step)."""
+    if "approval" in content:
+        recorded = content["approval"]
+        known = {d.value for d in ApprovalDecision}
+        return str(recorded) if isinstance(recorded, str) and recorded in known else None
+    # Stored before answers carried `approval`: only these exact replies decided.
+    return _LEGACY_DECISIONS.get(str(content.get("content") or ""))
+
+
+_LEGACY_DECISIONS: Mapping[str, str] = {
+    UPGRADE_APPROVED_RESULT: ApprovalDecision.APPROVED.value,
+    UPGRADE_DENIED_RESULT: ApprovalDecision.DENIED.value,
+    UPGRADE_CANCELLED_RESULT: ApprovalDecision.DENIED.value,
+    UPGRADE_NOT_APPROVED_RESULT: ApprovalDecision.DENIED.value,
 }
 _KINDS = frozenset({"user", "agent", "tool", "system", "error", "continuation"})

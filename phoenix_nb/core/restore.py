@@ -22,7 +22,7 @@ from phoenix_nb.core.states import (
     Idle,
 )
 from phoenix_nb.core.transition import sub_agents_result
-from phoenix_nb.core.values import ErrorKind, SubAgentOutcome
+from phoenix_nb.core.values import ApprovalDecision, ErrorKind, SubAgentOutcome
 
 UPGRADE_NOT_APPROVED_RESULT = (
     "Not approved: the kernel restarted before the user answered the upgrade request. "
@@ -33,6 +33,12 @@ SUB_AGENT_RESTART_ERROR = "Interrupted by a kernel restart before it submitted a
 
 def _tool(tool_use_id: str, text: str, is_error: bool) -> dict[str, Any]:
     return {"tool_use_id": tool_use_id, "content": text, "is_error": is_error, "images": []}
+
+
+def _not_approved(tool_use_id: str) -> dict[str, Any]:
+    content = _tool(tool_use_id, UPGRADE_NOT_APPROVED_RESULT, True)
+    content["approval"] = ApprovalDecision.DENIED.value
+    return content
 
 
 def restore(
@@ -48,7 +54,7 @@ def restore(
     # Only a call the history holds, unanswered, gets an answer.
     open_ids = {call.id for call in unanswered_tool_uses(history)}
     if isinstance(phase, AwaitingModeApproval) and phase.tool_use_id in open_ids:
-        messages.append(("tool", _tool(phase.tool_use_id, UPGRADE_NOT_APPROVED_RESULT, True)))
+        messages.append(("tool", _not_approved(phase.tool_use_id)))
     elif isinstance(phase, AwaitingSubAgents) and phase.tool_use_id in open_ids:
         missing = SubAgentOutcome("failure", SUB_AGENT_RESTART_ERROR, ErrorKind.UNKNOWN)
         result = sub_agents_result(phase, phase.completed, missing)

@@ -75,6 +75,7 @@ from phoenix_nb.core.states import (
     context_fraction,
 )
 from phoenix_nb.core.values import (
+    ApprovalDecision,
     ErrorKind,
     LlmFailure,
     Mode,
@@ -176,6 +177,8 @@ def tool_message(result: ToolResult) -> PersistMessage:
         "is_error": result.is_error,
         "images": to_json(result.images),
     }
+    if result.approval is not None:
+        content["approval"] = result.approval.value
     display = dict(result.display) if result.display is not None else None
     return PersistMessage("tool", content, display)
 
@@ -504,7 +507,9 @@ def _approve(state: ConvState, ctx: ConvContext, phase: AwaitingModeApproval, _e
         # the invariant must hold from any state, e.g. one restored from a store.
         return Rejection(SUB_AGENT_NO_UPGRADE_MESSAGE)
     state = replace(state, mode=Mode.UNRESTRICTED)
-    result = ToolResult(phase.tool_use_id, UPGRADE_APPROVED_RESULT)
+    result = ToolResult(
+        phase.tool_use_id, UPGRADE_APPROVED_RESULT, approval=ApprovalDecision.APPROVED
+    )
     effects: list[Effect] = [
         tool_message(result),
         system_message(MODE_UNRESTRICTED_TEXT),
@@ -514,7 +519,9 @@ def _approve(state: ConvState, ctx: ConvContext, phase: AwaitingModeApproval, _e
 
 
 def _deny(state: ConvState, ctx: ConvContext, phase: AwaitingModeApproval, _e: Any) -> Outcome:
-    result = ToolResult(phase.tool_use_id, UPGRADE_DENIED_RESULT, is_error=True)
+    result = ToolResult(
+        phase.tool_use_id, UPGRADE_DENIED_RESULT, True, approval=ApprovalDecision.DENIED
+    )
     effects: list[Effect] = [tool_message(result), Notify(Notice.UPGRADE_DENIED)]
     return _run_tools(state, ctx, phase.remaining, (*phase.done, result), effects)
 
@@ -523,7 +530,14 @@ def _cancel_approval(
     state: ConvState, ctx: ConvContext, phase: AwaitingModeApproval, _e: Any
 ) -> Outcome:
     effects: list[Effect] = [
-        tool_message(ToolResult(phase.tool_use_id, UPGRADE_CANCELLED_RESULT, is_error=True))
+        tool_message(
+            ToolResult(
+                phase.tool_use_id,
+                UPGRADE_CANCELLED_RESULT,
+                True,
+                approval=ApprovalDecision.DENIED,
+            )
+        )
     ]
     for call in phase.remaining:
         _answer(call, SKIPPED_RESULT, effects)

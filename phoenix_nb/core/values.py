@@ -152,6 +152,9 @@ class ToolResult:
 
     `content` is what the model reads; `display` is structured data for the UI
     (a diff, an exit status, a command) that is never sent to the model.
+    `approval` is set only on the answer to an upgrade request the user (or a
+    cancel, or a restart) decided, so the record reads the decision from a field
+    instead of from the reply's wording.
     """
 
     tool_use_id: str
@@ -159,6 +162,14 @@ class ToolResult:
     is_error: bool = False
     display: Mapping[str, Any] | None = None
     images: tuple[ImageData, ...] = ()
+    approval: ApprovalDecision | None = None
+
+
+class ApprovalDecision(StrEnum):
+    """How an upgrade request was answered; stored as the tool message's `approval`."""
+
+    APPROVED = "approved"
+    DENIED = "denied"
 
 
 @dataclass(frozen=True)

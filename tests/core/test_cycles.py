@@ -11,6 +11,7 @@ from phoenix_nb.core.events import (
     UserCancel,
     UserMessage,
 )
+from phoenix_nb.core.restore import restore
 from phoenix_nb.core.values import (
     ImageData,
     TextBlock,
@@ -121,3 +122,54 @@ def test_grouping_and_summary_rules() -> None:
     assert len(call_summary(long)) == 80
     spawn = ToolUseBlock("t", "spawn_agents", {"tasks": [{"task": "a"}, {"task": "b"}]})
     assert call_summary(spawn) == "2 sub-agent task(s)"
+
+
+def _decisions(history: list[dict[str, object]]) -> list[object]:
+    record = project(history, Driver().state, HEADER)
+    return [s["decision"] for c in record["cycles"] for s in c["steps"] if s["kind"] == "approval"]
+
+
+def _upgrade_answers(history: list[dict[str, object]]) -> list[dict[str, object]]:
+    return [
+        m["content"]  # type: ignore[misc]
+        for m in history
+        if m["message_type"] == "tool" and m["content"]["tool_use_id"] == "t5"  # type: ignore[index]
+    ]
+
+
+def test_approval_decision_is_read_from_the_recorded_field_not_the_reply_wording() -> None:
+    """Approve, deny and cancel record `approval` with the answer; the record's approval
+    step follows that field whatever the reply says (rewording a reply, or a reply that
+    happens to quote the approval text, cannot flip the decision)."""
+    runs = {"approved": UserApproveUpgrade(), "denied": UserCancel()}
+    for expected, answer in runs.items():
+        d = Driver()
+        d.send(UserMessage("go"), LlmResponse((UPGRADE,), "tool_use"), answer)
+        (content,) = _upgrade_answers(d.history)
+        assert content["approval"] == expected
+        assert _decisions(d.history) == [expected]
+        content["content"] = "reworded reply"  # the wording no longer matches any constant
+        assert _decisions(d.history) == [expected]
+    d = Driver()
+    d.send(UserMessage("go"), LlmResponse((UPGRADE,), "tool_use"), UserApproveUpgrade())
+    (content,) = _upgrade_answers(d.history)
+    content["approval"] = "denied"  # the wording still says "Approved: …"
+    assert _decisions(d.history) == ["denied"]
+
+
+def test_an_invalid_upgrade_request_records_no_approval_step() -> None:
+    d = Driver()
+    bad = ToolUseBlock("t5", "request_mode_upgrade", {"reason": ""})
+    d.send(UserMessage("go"), LlmResponse((bad,), "tool_use"))
+    (content,) = _upgrade_answers(d.history)
+    assert "approval" not in content and _decisions(d.history) == []
+
+
+def test_a_restart_during_approval_records_a_denied_answer() -> None:
+    d = Driver()
+    d.send(UserMessage("go"), LlmResponse((UPGRADE,), "tool_use"))
+    _state, repairs = restore(d.state, d.history)
+    answer = next(body for kind, body in repairs if kind == "tool")
+    assert answer["approval"] == "denied"
+    history = [*d.history, {"message_type": "tool", "content": answer}]
+    assert _decisions(history) == ["denied"]
