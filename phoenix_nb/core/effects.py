@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from phoenix_nb.core.notices import Notice
+from phoenix_nb.core.notices import Notice, NoticeData
 from phoenix_nb.core.values import SubAgentOutcome, SubAgentTask, ToolUseBlock, Usage
 
 # PersistMessage kinds = the store's message_type values (CONTRACTS.md).
@@ -79,7 +79,7 @@ class Notify:
     """Tell watchers something the state alone does not say (retry, mode change ...)."""
 
     kind: Notice
-    data: Mapping[str, Any] = field(default_factory=dict)
+    data: NoticeData | None = None
 
 
 @dataclass(frozen=True)

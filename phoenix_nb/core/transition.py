@@ -51,7 +51,15 @@ from phoenix_nb.core.events import (
     UserRequestDowngrade,
     UserTriggerContinuation,
 )
-from phoenix_nb.core.notices import Notice
+from phoenix_nb.core.notices import (
+    ContextSummarised,
+    ContinuationStarted,
+    ModeChanged,
+    Notice,
+    RetryScheduled,
+    SubAgentFinished,
+    UpgradeRequested,
+)
 from phoenix_nb.core.states import (
     CONTINUATION_THRESHOLD,
     MAX_ATTEMPTS,
@@ -305,7 +313,7 @@ def _run_tools(
                     done = (*done, _answer(call, text, effects))
                 else:
                     phase: Phase = AwaitingModeApproval(reason, call.id, rest, done)
-                    data = {"reason": reason, "tool_use_id": call.id}
+                    data = UpgradeRequested(reason, call.id)
                     notice = Notify(Notice.UPGRADE_REQUESTED, data)
                     return _done(_at(state, phase), [*effects, notice])
         elif call.name == SPAWN_TOOL:
@@ -373,13 +381,7 @@ def _failure_text(failure: LlmFailure) -> str:
 
 
 def _retry_notice(attempt: int, delay: float, failure: LlmFailure) -> Notify:
-    data = {
-        "attempt": attempt,
-        "max": MAX_ATTEMPTS,
-        "delay": delay,
-        "kind": failure.kind.value,
-        "message": failure.message,
-    }
+    data = RetryScheduled(attempt, MAX_ATTEMPTS, delay, failure.kind.value, failure.message)
     return Notify(Notice.RETRY, data)
 
 
@@ -425,7 +427,7 @@ def _on_response(
         phase_next = AwaitingContinuation(calls, 1)
         effects += [
             RequestContinuation(calls),
-            Notify(Notice.CONTINUATION_STARTED, {"rejected": len(calls)}),
+            Notify(Notice.CONTINUATION_STARTED, ContinuationStarted(len(calls))),
         ]
         return _done(_at(state, phase_next), effects)
 
@@ -513,7 +515,7 @@ def _approve(state: ConvState, ctx: ConvContext, phase: AwaitingModeApproval, _e
     effects: list[Effect] = [
         tool_message(result),
         system_message(MODE_UNRESTRICTED_TEXT),
-        Notify(Notice.MODE_CHANGED, {"mode": Mode.UNRESTRICTED.value}),
+        Notify(Notice.MODE_CHANGED, ModeChanged(Mode.UNRESTRICTED.value)),
     ]
     return _run_tools(state, ctx, phase.remaining, (*phase.done, result), effects)
 
@@ -552,7 +554,7 @@ def _downgrade(state: ConvState, ctx: ConvContext, _phase: Any, _e: Any) -> Outc
         return Transition(state)
     effects: list[Effect] = [
         system_message(MODE_RESTRICTED_TEXT),
-        Notify(Notice.MODE_CHANGED, {"mode": Mode.RESTRICTED.value}),
+        Notify(Notice.MODE_CHANGED, ModeChanged(Mode.RESTRICTED.value)),
     ]
     return _done(replace(state, mode=Mode.RESTRICTED), effects)
 
@@ -598,7 +600,7 @@ def _on_sub_agent(
     completed = (*phase.completed, AgentDone(event.agent_id, event.outcome))
     if pending:
         phase_next = replace(phase, pending=pending, completed=completed)
-        data = {"agent_id": event.agent_id, "status": event.outcome.status}
+        data = SubAgentFinished(event.agent_id, event.outcome.status)
         return _done(_at(state, phase_next), [Notify(Notice.SUB_AGENT_FINISHED, data)])
     result = sub_agents_result(phase, completed)
     effects: list[Effect] = [tool_message(result)]
@@ -642,7 +644,7 @@ def _begin_continuation(state: ConvState, ctx: ConvContext, _phase: Any, _e: Any
         return Rejection(SUB_AGENT_NO_CONTINUATION_MESSAGE)
     effects: list[Effect] = [
         RequestContinuation(()),
-        Notify(Notice.CONTINUATION_STARTED, {"rejected": 0}),
+        Notify(Notice.CONTINUATION_STARTED, ContinuationStarted(0)),
     ]
     return _done(_at(state, AwaitingContinuation((), 1)), effects)
 
@@ -651,7 +653,7 @@ def _exhausted(state: ConvState, summary: str, effects: list[Effect]) -> Transit
     effects = [
         *effects,
         PersistMessage("continuation", {"summary": summary}),
-        Notify(Notice.CONTEXT_EXHAUSTED, {"summary": summary}),
+        Notify(Notice.CONTEXT_EXHAUSTED, ContextSummarised(summary)),
     ]
     return _done(_at(state, ContextExhausted(summary)), effects)
 

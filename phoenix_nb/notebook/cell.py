@@ -27,6 +27,7 @@ from typing import Any
 from IPython import get_ipython
 from IPython.display import clear_output, display
 
+from phoenix_nb.core.notices import RetryScheduled
 from phoenix_nb.core.values import ImageData
 from phoenix_nb.llm.images import ImageError, prepare_image
 from phoenix_nb.notebook._render.view import group_open, group_title, state_line, state_words
@@ -287,7 +288,7 @@ class TurnView:
             )
             # The meter starts from what earlier turns used: a warning must show before
             # the next response, not only after it.
-            self.controls.show_usage(self.conv.usage())
+            self.controls.show_usage(self.conv.context_usage().warning)
         sub = self.conv.subscribe()
         try:
             try:
@@ -343,34 +344,33 @@ class TurnView:
 
     async def _apply(self, update: up.Update) -> str:
         """Take one update into the view: "delta", "structural", "end" (the cell ends) or ""."""
-        kind = update.kind
         data = update.data
         controls = self.controls
-        if kind == up.TEXT_DELTA or kind == up.THINKING_DELTA:
-            index = int(data["index"])
-            chunk = str(data["text"])
-            self.live_parts.setdefault(index, []).append(chunk)
-            self.live_chars += len(chunk)
-            self.live_kind[index] = "assistant" if kind == up.TEXT_DELTA else "reasoning"
+        if isinstance(data, up.TextDelta | up.ThinkingDelta):
+            self.live_parts.setdefault(data.index, []).append(data.text)
+            self.live_chars += len(data.text)
+            self.live_kind[data.index] = (
+                "assistant" if isinstance(data, up.TextDelta) else "reasoning"
+            )
             return "delta"
-        if kind == up.MESSAGE:
-            if data["record"].get("message_type") == "agent":
+        if isinstance(data, up.MessageSaved):
+            if data.record.get("message_type") == "agent":
                 self.live_parts.clear()
             return "structural"
-        if kind in (up.TOOL_STARTED, up.STATE):
+        if isinstance(data, up.ToolStarted | up.StateChanged):
             if controls is not None:
                 controls.refresh_mode()
-                if kind == up.STATE:
+                if isinstance(data, up.StateChanged):
                     controls.clear_retry()
                     controls.show_approval(None)
             return "structural"
-        if kind == up.USAGE and controls is not None:
-            controls.show_usage(data)
-        elif kind == up.RETRY and controls is not None:
+        if isinstance(data, up.ContextUsage) and controls is not None:
+            controls.show_usage(data.warning)
+        elif isinstance(data, RetryScheduled) and controls is not None:
             controls.show_retry(data)
-        elif kind == up.NOTICE and controls is not None:
-            controls.show_notice(str(data.get("text", "")))
-        elif kind == up.APPROVAL and await self._on_approval(str(data.get("reason", ""))):
+        elif isinstance(data, up.NoticeText) and controls is not None:
+            controls.show_notice(data.text)
+        elif isinstance(data, up.ApprovalNeeded) and await self._on_approval(data.reason):
             return "end"
         return ""
 

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import asyncio
 import html
-from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
+from collections.abc import Awaitable, Callable
 
 import ipywidgets as w
 
+from phoenix_nb.core.notices import RetryScheduled
 from phoenix_nb.runtime.manager import Conversation, PhoenixError
 
 Action = Callable[[], Awaitable[None]]
@@ -97,11 +97,11 @@ class Controls:
         mode = self.conv.mode.value
         self.restrict_button.disabled = mode == "restricted" or not self.sandbox_available
 
-    def show_usage(self, usage: Mapping[str, Any]) -> None:
+    def show_usage(self, warning: bool) -> None:
         """The record shows the meter; the button to act on it appears near the limit."""
-        self.continue_button.layout.display = "" if usage.get("warning") else "none"
+        self.continue_button.layout.display = "" if warning else "none"
 
-    def show_retry(self, data: Mapping[str, Any]) -> None:
+    def show_retry(self, data: RetryScheduled) -> None:
         """The record's retry banner tells it; nothing to click."""
 
     def clear_retry(self) -> None:

@@ -23,7 +23,7 @@ import asyncio
 import collections
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -197,7 +197,7 @@ class ConversationRuntime:
                 outcome = self._step(event)
             except Exception as exc:  # a bug: keep the loop alive and tell the user
                 log.exception("phoenix: failed to process %r", event)
-                self.hub.publish(up.NOTICE, text=f"Internal error while handling an event: {exc}")
+                self.hub.publish(up.NoticeText(f"Internal error while handling an event: {exc}"))
                 outcome = Rejection(f"internal error: {exc}")
             if not future.done():
                 future.set_result(outcome)
@@ -249,7 +249,7 @@ class ConversationRuntime:
             )
         self.record, self.state, self.history = claimed.record, claimed.state, claimed.history
         for record in claimed.repairs:
-            self.hub.publish(up.MESSAGE, record=record)
+            self.hub.publish(up.MessageSaved(record))
         return None
 
     def _holds_lease(self) -> bool:
@@ -295,7 +295,7 @@ class ConversationRuntime:
         records = self.services.store.append_messages(self.id, items)
         self.history.extend(records)
         for record in records:
-            self.hub.publish(up.MESSAGE, record=record)
+            self.hub.publish(up.MessageSaved(record))
 
     def _run_effect(self, effect: fx.Effect) -> None:
         match effect:
@@ -321,7 +321,7 @@ class ConversationRuntime:
                 for task in self._require_spawner().cancel(self, agent_ids):
                     self._work.follow(task)
             case fx.Notify(kind=kind, data=data):
-                self.hub.publish(kind, **dict(data))
+                self.hub.notify(kind, data)
             case fx.NotifyParent(outcome=outcome):
                 if self.on_parent is not None:
                     self.on_parent(outcome)
@@ -427,29 +427,33 @@ class ConversationRuntime:
         task.add_done_callback(_CHECKPOINTS.discard)
 
     # ---- watchers ------------------------------------------------------------------------
-    def usage_summary(self) -> dict[str, Any]:
+    def context_usage(self) -> up.ContextUsage:
         window = self.context.window
         usage = self.state.last_usage
         used = usage.context_tokens if usage is not None else 0
         fraction = context_fraction(usage, window)
-        return {
-            "used": used,
-            "window": window,
-            "fraction": fraction,
-            "warning": fraction >= WARNING_THRESHOLD,
-            "limit_reached": fraction >= CONTINUATION_THRESHOLD,
-        }
+        return up.ContextUsage(
+            used=used,
+            window=window,
+            fraction=fraction,
+            warning=fraction >= WARNING_THRESHOLD,
+            limit_reached=fraction >= CONTINUATION_THRESHOLD,
+        )
+
+    def usage_summary(self) -> dict[str, Any]:
+        """`context_usage()` as the JSON-style dict `Conversation.usage()` has always returned."""
+        return asdict(self.context_usage())
 
     def _publish_state(self) -> None:
-        self.hub.publish(up.STATE, state=self.state)
+        self.hub.publish(up.StateChanged(self.state))
         if self.state.last_usage is not None:
-            self.hub.publish(up.USAGE, **self.usage_summary())
+            self.hub.publish(self.context_usage())
         if is_paused(self.state):
             phase = self.state.phase
             assert isinstance(phase, AwaitingModeApproval)
-            self.hub.publish(up.APPROVAL, reason=phase.reason, tool_use_id=phase.tool_use_id)
+            self.hub.publish(up.ApprovalNeeded(phase.reason, phase.tool_use_id))
         if is_rest(self.state):
-            self.hub.publish(up.REST, state=self.state)
+            self.hub.publish(up.Rested(self.state))
         self._update_settled()
 
     def _update_settled(self) -> None:

@@ -85,26 +85,17 @@ class LlmExecutor:
         async for item in self.provider.stream(request):
             # Deltas change no state: they bypass the core (REQ-BED-011).
             if type(item) is TextDelta:
-                publish(up.TEXT_DELTA, index=item.index, text=item.text)
+                publish(up.TextDelta(item.index, item.text))
             elif type(item) is ThinkingDelta:
-                publish(up.THINKING_DELTA, index=item.index, text=item.text)
+                publish(up.ThinkingDelta(item.index, item.text))
             elif type(item) is ToolUseStart:
-                publish(
-                    up.TOOL_INPUT, index=item.index, id=item.id, name=item.name, partial_json=""
-                )
+                publish(up.ToolInput(item.index, "", id=item.id, name=item.name))
             elif type(item) is ToolInputDelta:
-                publish(up.TOOL_INPUT, index=item.index, partial_json=item.partial_json)
+                publish(up.ToolInput(item.index, item.partial_json))
             elif type(item) is ServerToolUseStart:
-                publish(
-                    up.SERVER_TOOL,
-                    index=item.index,
-                    id=item.id,
-                    name=item.name,
-                    kind=item.kind,
-                    partial_json="",
-                )
+                publish(up.ServerTool(item.index, "", id=item.id, name=item.name, kind=item.kind))
             elif type(item) is ServerToolInputDelta:
-                publish(up.SERVER_TOOL, index=item.index, partial_json=item.partial_json)
+                publish(up.ServerTool(item.index, item.partial_json))
             elif isinstance(item, LlmOutcome):
                 self.post(outcome_event(item, attempt, continuation))
 
@@ -143,7 +134,7 @@ class ToolExecutor:
         self.tasks: dict[str, asyncio.Task[None]] = {}
 
     def start(self, call: ToolUseBlock, context: ToolContext) -> None:
-        self.hub.publish(up.TOOL_STARTED, id=call.id, name=call.name, input=dict(call.input))
+        self.hub.publish(up.ToolStarted(call.id, call.name, dict(call.input)))
         task = self.work.start(self._call(call, context), "phoenix-tool")
         self.tasks[call.id] = task
 

@@ -163,6 +163,10 @@ class Conversation:
     def usage(self) -> dict[str, Any]:
         return self.runtime.usage_summary()
 
+    def context_usage(self) -> up.ContextUsage:
+        """`usage()` typed, as the USAGE update carries it."""
+        return self.runtime.context_usage()
+
     def __repr__(self) -> str:
         return f"<Conversation {self.slug} {self.state.name} {self.mode.value}>"
 

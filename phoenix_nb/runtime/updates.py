@@ -13,9 +13,10 @@ import asyncio
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import Any, ClassVar
 
-from phoenix_nb.core.notices import Notice
+from phoenix_nb.core.notices import Notice, NoticeData
+from phoenix_nb.core.states import ConvState
 
 
 class UpdateKind(StrEnum):
@@ -23,20 +24,22 @@ class UpdateKind(StrEnum):
 
     The core's notifications (`core.notices.Notice`: retry, mode changes …) are
     published under their own kind; an update's kind is one of the two enums.
+    Each runtime kind has one payload class below (its `KIND`), so a watcher that
+    narrows `update.data` with isinstance reads fields mypy checks.
     """
 
-    STATE = "state"  # data: {"state": <ConvState>}
-    TEXT_DELTA = "text_delta"  # data: {"index", "text"}
-    THINKING_DELTA = "thinking_delta"  # data: {"index", "text"}
-    TOOL_STARTED = "tool_started"  # data: {"id", "name", "input"}
-    TOOL_INPUT = "tool_input"  # data: {"index", "id", "name", "partial_json"}
+    STATE = "state"
+    TEXT_DELTA = "text_delta"
+    THINKING_DELTA = "thinking_delta"
+    TOOL_STARTED = "tool_started"
+    TOOL_INPUT = "tool_input"
     # A call the API runs itself (web search, code execution, MCP): shown, never executed here.
-    SERVER_TOOL = "server_tool"  # data: {"index", "partial_json"} (+ "id", "name", "kind")
-    MESSAGE = "message"  # data: {"record": <persisted message record>}
-    USAGE = "usage"  # data: {"used", "window", "fraction", "warning", "limit_reached"}
-    APPROVAL = "approval"  # data: {"reason", "tool_use_id"}
-    NOTICE = "notice"  # data: {"text"} — something the user should read (e.g. rejections)
-    REST = "rest"  # data: {"state": ...} — the conversation stopped working (idle/error/…)
+    SERVER_TOOL = "server_tool"
+    MESSAGE = "message"
+    USAGE = "usage"
+    APPROVAL = "approval"
+    NOTICE = "notice"  # something the user should read (e.g. rejections)
+    REST = "rest"  # the conversation stopped working (idle/error/…)
 
 
 Kind = UpdateKind | Notice
@@ -50,16 +53,128 @@ TOOL_INPUT = UpdateKind.TOOL_INPUT
 SERVER_TOOL = UpdateKind.SERVER_TOOL
 MESSAGE = UpdateKind.MESSAGE
 USAGE = UpdateKind.USAGE
-RETRY = Notice.RETRY  # data: {"attempt", "max", "delay", "kind", "message"}
+RETRY = Notice.RETRY  # data: core.notices.RetryScheduled
 APPROVAL = UpdateKind.APPROVAL
 NOTICE = UpdateKind.NOTICE
 REST = UpdateKind.REST
 
 
+# --- payloads: one frozen dataclass per runtime kind, shared by producer and watchers --
+
+
+@dataclass(frozen=True)
+class StateChanged:
+    KIND: ClassVar[UpdateKind] = UpdateKind.STATE
+    state: ConvState
+
+
+@dataclass(frozen=True)
+class Rested:
+    """The conversation stopped working (idle, error, finished …)."""
+
+    KIND: ClassVar[UpdateKind] = UpdateKind.REST
+    state: ConvState
+
+
+@dataclass(frozen=True)
+class TextDelta:
+    KIND: ClassVar[UpdateKind] = UpdateKind.TEXT_DELTA
+    index: int
+    text: str
+
+
+@dataclass(frozen=True)
+class ThinkingDelta:
+    KIND: ClassVar[UpdateKind] = UpdateKind.THINKING_DELTA
+    index: int
+    text: str
+
+
+@dataclass(frozen=True)
+class ToolStarted:
+    KIND: ClassVar[UpdateKind] = UpdateKind.TOOL_STARTED
+    id: str
+    name: str
+    input: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class ToolInput:
+    """A tool call's input as it streams; `id`/`name` only on the first, which has no JSON."""
+
+    KIND: ClassVar[UpdateKind] = UpdateKind.TOOL_INPUT
+    index: int
+    partial_json: str
+    id: str | None = None
+    name: str | None = None
+
+
+@dataclass(frozen=True)
+class ServerTool:
+    """A server tool call streaming; `id`/`name`/`kind` (its block type) only on the first."""
+
+    KIND: ClassVar[UpdateKind] = UpdateKind.SERVER_TOOL
+    index: int
+    partial_json: str
+    id: str | None = None
+    name: str | None = None
+    kind: str | None = None
+
+
+@dataclass(frozen=True)
+class MessageSaved:
+    """One message was persisted; `record` is the store's message record (CONTRACTS.md)."""
+
+    KIND: ClassVar[UpdateKind] = UpdateKind.MESSAGE
+    record: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class ContextUsage:
+    """How full the context window is (REQ-BED-023)."""
+
+    KIND: ClassVar[UpdateKind] = UpdateKind.USAGE
+    used: int
+    window: int
+    fraction: float
+    warning: bool
+    limit_reached: bool
+
+
+@dataclass(frozen=True)
+class ApprovalNeeded:
+    KIND: ClassVar[UpdateKind] = UpdateKind.APPROVAL
+    reason: str
+    tool_use_id: str
+
+
+@dataclass(frozen=True)
+class NoticeText:
+    KIND: ClassVar[UpdateKind] = UpdateKind.NOTICE
+    text: str
+
+
+Payload = (
+    StateChanged
+    | Rested
+    | TextDelta
+    | ThinkingDelta
+    | ToolStarted
+    | ToolInput
+    | ServerTool
+    | MessageSaved
+    | ContextUsage
+    | ApprovalNeeded
+    | NoticeText
+)
+
+
 @dataclass(frozen=True)
 class Update:
+    """One update: a runtime payload under its own kind, or a core notice (data may be None)."""
+
     kind: Kind
-    data: Mapping[str, Any] = field(default_factory=dict)
+    data: Payload | NoticeData | None = field(default=None)
 
 
 class Subscription:
@@ -123,8 +238,15 @@ class UpdateHub:
         if sub in self._subscriptions:
             self._subscriptions.remove(sub)
 
-    def publish(self, kind: Kind, /, **data: Any) -> None:
-        update = Update(kind, data)
+    def publish(self, data: Payload) -> None:
+        """Publish a runtime update; its kind is its payload's."""
+        self._send(Update(data.KIND, data))
+
+    def notify(self, kind: Notice, data: NoticeData | None = None) -> None:
+        """Publish one of the core's notifications (`core.effects.Notify`)."""
+        self._send(Update(kind, data))
+
+    def _send(self, update: Update) -> None:
         for sub in list(self._subscriptions):
             sub._put(update)
         for callback in list(self._callbacks):

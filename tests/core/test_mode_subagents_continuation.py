@@ -29,6 +29,7 @@ from phoenix_nb.core.events import (
     UserTriggerContinuation,
 )
 from phoenix_nb.core.models import MODELS, SMALLEST_KNOWN, model_info
+from phoenix_nb.core.notices import UpgradeRequested
 from phoenix_nb.core.states import ConvContext, ConvState
 from phoenix_nb.core.transition import (
     ALREADY_UNRESTRICTED_RESULT,
@@ -59,7 +60,7 @@ def test_req_bed_015_upgrade_waits_then_approval_continues_with_remaining_tools(
     d = Driver()
     out = ok(d.send(UserMessage("fix"), LlmResponse((UPGRADE, call(2)), "tool_use")))
     assert d.state.phase == S.AwaitingModeApproval("edit a.py", "u1", (call(2),), ())
-    assert Notify("upgrade_requested", {"reason": "edit a.py", "tool_use_id": "u1"}) in out.effects
+    assert Notify("upgrade_requested", UpgradeRequested("edit a.py", "u1")) in out.effects
     # No automatic timeout exists: every other event leaves the request waiting.
     assert d.send(RetryTimeout(1)).state == d.state  # type: ignore[union-attr]
     out = ok(d.send(UserApproveUpgrade()))

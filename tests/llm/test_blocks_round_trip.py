@@ -10,6 +10,7 @@ paused last message).
 from __future__ import annotations
 
 import json
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -268,12 +269,12 @@ async def test_watchers_see_server_tool_calls_as_such(
         conv = phoenix.create(cwd=project_dir(tmp_path))
         updates = [u async for u in await conv.send("capital?")]
     server = [u.data for u in updates if u.kind == up.SERVER_TOOL]
-    assert server[0] == {
+    assert asdict(server[0]) == {
         "index": 0,
         "id": "srvtoolu_w1",
         "name": "web_search",
         "kind": "server_tool_use",
         "partial_json": "",
     }
-    assert json.loads("".join(d["partial_json"] for d in server)) == {"query": "capital"}
+    assert json.loads("".join(d.partial_json for d in server)) == {"query": "capital"}
     assert not [u for u in updates if u.kind == up.TOOL_INPUT]

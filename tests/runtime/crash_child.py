@@ -61,10 +61,10 @@ class Acks:
     def watch(self, conv: Conversation) -> None:
         def on_update(update: up.Update) -> None:
             if update.kind == up.MESSAGE:
-                record = update.data["record"]
+                record = update.data.record
                 self.line(f"ack {record['conversation_id']} {record['sequence_id']} {record['id']}")
             elif update.kind == up.STATE:
-                self.line(f"state {update.data['state'].name}")
+                self.line(f"state {update.data.state.name}")
 
         conv.runtime.hub.add_callback(on_update)
 

@@ -221,8 +221,8 @@ async def test_retryable_faults_are_retried_three_times_then_error(
             assert phase.kind is kind
         assert "3 attempts" in phase.message and "Send a message to try again" in phase.message
         retries = [u.data for u in updates if u.kind == "retry"]
-        assert [r["attempt"] for r in retries] == [2, 3]
-        assert [r["delay"] for r in retries] == [1.0, 2.0]  # exponential backoff
+        assert [r.attempt for r in retries] == [2, 3]
+        assert [r.delay for r in retries] == [1.0, 2.0]  # exponential backoff
         assert len(fake_anthropic.requests) == 3
         assert kinds(conv)[-1] == "error"
         # REQ-BED-006: a user message from Error resumes the conversation.
@@ -241,7 +241,7 @@ async def test_retry_after_from_the_server_overrides_backoff_and_recovers(
         conv = phoenix.create(cwd=project_dir(tmp_path))
         updates = await collect(conv, "hello")
         retries = [u.data for u in updates if u.kind == "retry"]
-        assert retries and retries[0]["delay"] == 7.0 and retries[0]["kind"] == "rate_limit"
+        assert retries and retries[0].delay == 7.0 and retries[0].kind == "rate_limit"
         assert isinstance(conv.state.phase, Idle)
         assert conv.history()[-1]["content"]["blocks"][0]["text"] == "Made it."
 
@@ -270,7 +270,7 @@ async def test_deny_keeps_restricted_and_tells_the_agent(
     async with phoenix_for(fake_anthropic, tmp_path) as phoenix:
         conv = phoenix.create(cwd=project_dir(tmp_path))
         updates = await collect(conv, "fix it")
-        assert any(u.kind == up.APPROVAL and u.data["reason"] == "fix app.py" for u in updates)
+        assert any(u.kind == up.APPROVAL and u.data.reason == "fix app.py" for u in updates)
         assert conv.state.name == "awaiting_mode_approval"
         await conv.deny()
         await conv.wait()
@@ -405,7 +405,7 @@ async def test_warning_at_80_percent_and_manual_continuation(
         updates = await collect(conv, "work")
         assert isinstance(conv.state.phase, Idle)
         usage = [u.data for u in updates if u.kind == up.USAGE][-1]
-        assert usage["warning"] and not usage["limit_reached"]
+        assert usage.warning and not usage.limit_reached
         assert conv.state.context_warning
         assert conv.payload()["context"]["warning"] is True
         await conv.trigger_continuation()
