@@ -89,6 +89,7 @@ cgroups: Any = _load("sandbox_cgroup")
 cleanup: Any = _load("sandbox_cleanup")
 
 _SWEEP_WAIT = 0.01  # seconds between kill rounds while killed processes exit
+_SETUP_TIMEOUT = 20.0  # seconds a spare waits for its namespaces to be ready
 
 # Kept for callers written against round 1 (kernel_fork.py): same meaning.
 drop_capabilities = confine.drop_capabilities
@@ -288,7 +289,16 @@ def _exec_command(
                 env["TMPDIR"] = tmpdir
             if ns is not None and ns.flags:
                 writable.append("/dev/shm")
-            keep = confine.CAP_DAC_READ_SEARCH if (ns is None or not ns.flags or ns.user) else None
+            # CAP_DAC_READ_SEARCH keeps "read everywhere" for a root notebook; a
+            # non-root one never had it (and inside its user namespace it would
+            # open the placeholders it owns). Root without a user namespace
+            # drops it too, so the placeholders stay closed.
+            root = os.geteuid() == 0
+            keep = (
+                confine.CAP_DAC_READ_SEARCH
+                if root and (ns is None or not ns.flags or ns.user)
+                else None
+            )
             confine.drop_capabilities(restrictions.last_cap, keep)
             confine.apply_landlock(restrictions.landlock, writable, req["devices"])
             restrictions.seccomp.load()
@@ -359,6 +369,9 @@ def _namespace_init(chan: socket.socket, restrictions: Restrictions, tmpdir: str
             os.close(ctl_r)
             _namespace_command(chan, ctl_w, restrictions, tmpdir)
         os.close(ctl_w)
+        # Only now may the supervisor place us in a cgroup: a budget that is
+        # full at this moment must not stop the command process being forked.
+        chan.send(b"R")
         with os.fdopen(ctl_r, "rb") as ctl:
             started = ctl.read()
         if not started:
@@ -559,18 +572,26 @@ def spare(
     target = pid  # the process the request goes to: PID 1 or the command itself
     setup_error = ""
     if namespaced:
+        ours.settimeout(_SETUP_TIMEOUT)  # a set-up that dies silently must not hang the spare
         try:
             if ours.recv(16) != b"U":
                 raise OSError("namespace set-up failed")
             if ns is not None and ns.user:
                 confine.write_id_maps(pid, full=os.geteuid() == 0)
             ours.send(b"M")
-            answer = ours.recv(256)
-            if not answer or answer.startswith(b"E"):
+            # Two messages, in either order: PID 1's host pid (from the
+            # unsharing process) and "R" (from PID 1, once its command process
+            # is forked); anything else is a failure report.
+            got: list[bytes] = [ours.recv(256), ours.recv(256)]
+            if b"R" not in got:
+                raise OSError(next((m for m in got if m != b"R"), b"E")[1:].decode())
+            answer = next(m for m in got if m != b"R")
+            if not answer.isdigit():
                 raise OSError(answer[1:].decode() or "namespace set-up failed")
             target = int(answer)
         except (OSError, ValueError) as exc:
             setup_error = str(exc)
+        ours.settimeout(None)
         with contextlib.suppress(ChildProcessError):
             os.waitpid(pid, 0)
     else:

@@ -725,7 +725,7 @@ def confine_current_child(policy: ChildPolicy, compiled: CompiledFilter | None =
     os.environ.clear()
     os.environ.update(policy.env)
     prctl(PR_SET_DUMPABLE, 0)
-    drop_capabilities(last_cap(), CAP_DAC_READ_SEARCH if ns.user else None)
+    drop_capabilities(last_cap(), None)  # self-mapped: the kernel's own uid, nothing more
     writable = [policy.tmpdir] + (["/dev/shm"] if ns.flags else [])
     apply_landlock(policy.landlock, writable, policy.devices)
     (compiled or compile_seccomp_filter(policy.seccomp_profile)).load()
