@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from phoenix_nb.core.displays import BashDisplay
 from phoenix_nb.core.values import Mode, ToolResult
 from phoenix_nb.tools import bash_safety
 from phoenix_nb.tools.base import ToolContext
@@ -184,14 +185,7 @@ def _error(tool_use_id: str, command: str, text: str, **display: Any) -> ToolRes
         tool_use_id,
         text,
         is_error=True,
-        display={
-            "command": command,
-            "exit_code": None,
-            "timed_out": False,
-            "output_truncated": False,
-            "background": False,
-        }
-        | display,
+        display=BashDisplay(command, None).to_json() | display,
     )
 
 
@@ -260,14 +254,15 @@ class BashTool:
         )
 
     @staticmethod
-    def _display(command: str, exit_code: int | None, **more: Any) -> dict[str, Any]:
-        return {
-            "command": command,
-            "exit_code": exit_code,
-            "timed_out": False,
-            "output_truncated": False,
-            "background": False,
-        } | more
+    def _display(
+        command: str,
+        exit_code: int | None,
+        *,
+        timed_out: bool = False,
+        output_truncated: bool = False,
+        background: bool = False,
+    ) -> dict[str, Any]:
+        return BashDisplay(command, exit_code, timed_out, output_truncated, background).to_json()
 
     async def _foreground(
         self, command: str, ctx: ToolContext, tool_use_id: str, restricted: bool, timeout: float

@@ -49,6 +49,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from phoenix_nb.core.displays import PatchDisplay
 from phoenix_nb.core.values import Mode, ToolResult
 from phoenix_nb.errors import PhoenixError
 from phoenix_nb.tools.base import RESTRICTED_PATCH_MESSAGE, ToolContext
@@ -759,7 +760,7 @@ class PatchTool:
                 return ToolResult(
                     tool_use_id=tool_use_id,
                     content=f"No change: {shown} already has this content.",
-                    display={"path": shown, "diff": ""},
+                    display=PatchDisplay(shown, "").to_json(),
                 )
             written = await _finish(asyncio.to_thread(_write, target, plan.after, plan.info))
         except PartialWriteError as error:
@@ -767,14 +768,14 @@ class PatchTool:
                 tool_use_id=tool_use_id,
                 content=f"Patch failed: {error}",
                 is_error=True,
-                display={"path": shown, "diff": ""},
+                display=PatchDisplay(shown, "").to_json(),
             )
         except PatchError as error:
             return ToolResult(
                 tool_use_id=tool_use_id,
                 content=f"Patch failed, {shown} was not changed. {error}",
                 is_error=True,
-                display={"path": shown, "diff": ""},
+                display=PatchDisplay(shown, "").to_json(),
             )
         except OSError as error:
             return ToolResult(
@@ -782,7 +783,7 @@ class PatchTool:
                 content=f"Patch failed, {shown} was not changed: {error.strerror or error}"
                 + (f" ({error.filename})" if error.filename else ""),
                 is_error=True,
-                display={"path": shown, "diff": ""},
+                display=PatchDisplay(shown, "").to_json(),
             )
         before, after, notes = plan.before, plan.after, list(plan.notes)
         original = before or ""
@@ -800,5 +801,5 @@ class PatchTool:
         return ToolResult(
             tool_use_id=tool_use_id,
             content=summary + ".",
-            display={"path": shown, "diff": diff},
+            display=PatchDisplay(shown, diff).to_json(),
         )

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from phoenix_nb.core.displays import ThinkDisplay
 from phoenix_nb.core.tool_fields import THINK_THOUGHTS
 from phoenix_nb.core.values import ToolResult
 from phoenix_nb.tools.base import ToolContext
@@ -44,5 +45,5 @@ class ThinkTool:
         return ToolResult(
             tool_use_id=tool_use_id,
             content="recorded",
-            display={THINK_THOUGHTS: input[THINK_THOUGHTS]},
+            display=ThinkDisplay(input[THINK_THOUGHTS]).to_json(),
         )

@@ -349,7 +349,7 @@ class _Html:
         display = v.mapping(result, "display")
         self.w('<div class="phx-call">')
         if name == "bash":
-            command = v.text(display, "command") or v.text(inp, "command")
+            command = v.bash_display(display).command or v.text(inp, "command")
             status = v.bash_status(display, result)
             self.w(f'<pre class="phx-cmd">$ {_e(command)}</pre>')
             if status:
@@ -358,9 +358,10 @@ class _Html:
                 self.w(f'<span class="phx-status {cls}">{_e(status)}</span>')
             self.output(result, show_empty=False)
         elif name == "patch":
-            path = v.text(display, "path") or v.text(inp, "path")
+            patched = v.patch_display(display)
+            path = patched.path or v.text(inp, "path")
             self.w(f'<div class="phx-call-head">patch <code>{_e(path)}</code></div>')
-            diff = v.text(display, "diff")
+            diff = patched.diff
             if diff:
                 self.diff(diff)
             if not diff or v.flag(result, "is_error") or result is None:

@@ -257,7 +257,7 @@ class _Md:
         display = v.mapping(result, "display")
         ind = "  "
         if name == "bash":
-            command = v.text(display, "command") or v.text(inp, "command")
+            command = v.bash_display(display).command or v.text(inp, "command")
             status = v.bash_status(display, result)
             if "\n" in command:
                 self.w(f"- **bash**{' — ' + status if status else ''}\n")
@@ -266,8 +266,8 @@ class _Md:
                 self.w(f"- **bash** {code_span(command)}{' — ' + status if status else ''}\n")
             self.output(result, ind)
         elif name == "patch":
-            path = v.text(display, "path") or v.text(inp, "path")
-            diff = v.text(display, "diff")
+            patched = v.patch_display(display)
+            path, diff = patched.path or v.text(inp, "path"), patched.diff
             self.w(f"- **patch** {code_span(path)}{' — running' if result is None else ''}\n")
             if diff:
                 self.fenced(diff, "diff", ind)

@@ -157,7 +157,7 @@ class _Plain:
         result = v.maybe_mapping(call, "result")
         display = v.mapping(result, "display")
         if name == "bash":
-            command = v.text(display, "command") or v.text(v.mapping(call, "input"), "command")
+            command = v.bash_display(display).command or v.text(v.mapping(call, "input"), "command")
             status = v.bash_status(display, result)
             self.line(f"  $ {v.one_line(command, 200)}" + (f"  [{status}]" if status else ""))
         else:
@@ -166,7 +166,7 @@ class _Plain:
             self.line(f"  {name} {summary}{state}".rstrip())
         self.changes(name, display)
         if name == "patch" and not v.flag(result, "is_error"):
-            diff = v.text(display, "diff")
+            diff = v.patch_display(display).diff
             if diff:
                 shown, omitted = v.clip_lines(diff.rstrip("\n"), MAX_DIFF_LINES, MAX_OUTPUT_CHARS)
                 self.line(_indented(shown, "    "))

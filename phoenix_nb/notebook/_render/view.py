@@ -16,6 +16,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from phoenix_nb.core.displays import BashDisplay, PatchDisplay
 from phoenix_nb.core.states import CONTINUATION_THRESHOLD, WARNING_THRESHOLD
 from phoenix_nb.core.tool_fields import THINK_THOUGHTS
 
@@ -372,7 +373,7 @@ def _tool_phrase(name: str, calls: list[Mapping[str, Any]]) -> str:
         return f"searched for {_quoted(terms)}" if terms else "searched"
     if name == "bash":
         if n == 1:
-            command = text(displays[0], "command") or text(inputs[0], "command")
+            command = bash_display(displays[0]).command or text(inputs[0], "command")
             if not command:
                 return "ran a command"
             return f"ran `{one_line(command, 60).removesuffix(' …')}`"
@@ -381,10 +382,11 @@ def _tool_phrase(name: str, calls: list[Mapping[str, Any]]) -> str:
         paths: list[str] = []
         added = removed = 0
         for inp, disp in zip(inputs, displays, strict=True):
-            path = text(disp, "path") or text(inp, "path")
+            patched = patch_display(disp)
+            path = patched.path or text(inp, "path")
             if path and path not in paths:
                 paths.append(path)
-            a, d = diff_counts(text(disp, "diff"))
+            a, d = diff_counts(patched.diff)
             added, removed = added + a, removed + d
         where = paths[0] if len(paths) == 1 else f"{len(paths)} files"
         return f"edited {where} +{added} −{removed}"
@@ -469,17 +471,36 @@ def call_summary(call: Mapping[str, Any]) -> str:
     return one_line(summary)
 
 
+def bash_display(display: Any) -> BashDisplay:
+    """A bash call's display as the tool made it (`core.displays`); a field of the wrong
+    type reads as absent. tests/notebook/test_typed_payloads.py holds these keys to the
+    producer's."""
+    code = display.get("exit_code") if isinstance(display, Mapping) else None
+    return BashDisplay(
+        command=text(display, "command"),
+        exit_code=code if isinstance(code, int) and not isinstance(code, bool) else None,
+        timed_out=flag(display, "timed_out"),
+        output_truncated=flag(display, "output_truncated"),
+        background=flag(display, "background"),
+    )
+
+
+def patch_display(display: Any) -> PatchDisplay:
+    """A patch call's display, read like `bash_display`."""
+    return PatchDisplay(path=text(display, "path"), diff=text(display, "diff"))
+
+
 def bash_status(display: Mapping[str, Any], result: Mapping[str, Any] | None) -> str:
     """'exit 1', 'timed out', 'output truncated' — what a reader checks first."""
     if result is None:
         return "running"
+    shown = bash_display(display)
     parts: list[str] = []
-    if flag(display, "timed_out"):
+    if shown.timed_out:
         parts.append("timed out")
-    code = display.get("exit_code") if isinstance(display, Mapping) else None
-    if isinstance(code, int) and not isinstance(code, bool):
-        parts.append(f"exit {code}")
-    if flag(display, "output_truncated"):
+    if shown.exit_code is not None:
+        parts.append(f"exit {shown.exit_code}")
+    if shown.output_truncated:
         parts.append("output truncated")
     if not parts and flag(result, "is_error"):
         parts.append("error")

@@ -1,0 +1,48 @@
+"""The display payloads tools record with their results, typed once for producer and reader.
+
+A tool result's `display` is persisted as JSON (the store's `display_data`, the
+record's `result.display`, docs/record-format.md) and read back by the
+renderers. Both sides go through these frozen dataclasses: a tool builds one and
+stores `to_json()`; a renderer gets one back from `read_*` in
+`notebook/_render/view.py`. The JSON keys are the field names (`asdict`, in
+field order, so stored records keep their exact shape), which makes a renamed
+field a type error in the producer's constructor and in every reader's
+attribute access instead of a display that silently renders empty.
+
+Other display keys (a background job's `pgid`/`log`, the checkpoints' `changes`)
+are added next to these by their owners and are not read through this module.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class BashDisplay:
+    command: str
+    exit_code: int | None
+    timed_out: bool = False
+    output_truncated: bool = False
+    background: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class PatchDisplay:
+    path: str
+    diff: str  # unified diff; "" when nothing was written
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class ThinkDisplay:
+    thoughts: str
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)

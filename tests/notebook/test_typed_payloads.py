@@ -1,0 +1,182 @@
+"""Producer and consumers of updates, notices and tool displays agree on one type each.
+
+The runtime publishes `Update`s whose data is a frozen dataclass per kind
+(runtime/updates.py, core/notices.py), and tools store displays built from
+core/displays.py that the renderers read back through `view.bash_display` /
+`view.patch_display`. These tests hold the two sides together three ways:
+
+- real turns (the official SDK over loopback to the fake Messages API, the real
+  runtime and tools) publish, for every kind, exactly that kind's payload type;
+- the displays the real tools stored read back through the renderers' readers
+  without losing or renaming a field (a key the producer renamed would come
+  back empty and fail here);
+- mypy, run over a consumer that misspells a field, reports it: a renamed field
+  is a type error, not an update rendered empty.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from dataclasses import fields
+from pathlib import Path
+from typing import Any
+
+from mypy import api as mypy_api
+
+from phoenix_nb.core.displays import BashDisplay, PatchDisplay, ThinkDisplay
+from phoenix_nb.core.notices import Notice, NoticeData
+from phoenix_nb.notebook._render import view as v
+from phoenix_nb.runtime import updates as up
+from phoenix_nb.testing import FakeAnthropic, Turn, text, tool_use
+from tests.runtime.harness import assert_valid_history, phoenix_for, project_dir
+
+# Keys other modules add next to a typed display (bash's background job, the
+# checkpoints' changes); everything else a tool stores must be a typed field.
+ADDED_ELSEWHERE = {"pgid", "log", "changes"}
+
+
+async def _run(tmp_path: Path) -> tuple[list[up.Update], list[dict[str, Any]]]:
+    project = project_dir(tmp_path)
+    with FakeAnthropic() as fake:
+        async with phoenix_for(fake, tmp_path) as phoenix:
+            conv = phoenix.create(cwd=project)
+            sub = conv.subscribe()
+            fake.script(
+                Turn(
+                    [
+                        text("Looking."),
+                        tool_use("bash", {"command": "echo typed && exit 2"}),
+                        tool_use("think", {"thoughts": "plan it"}),
+                    ]
+                ),
+                Turn([tool_use("request_mode_upgrade", {"reason": "write notes"})]),
+            )
+            state = await conv.run("go")
+            assert state.name == "awaiting_mode_approval", state
+            fake.script(
+                Turn(
+                    [
+                        tool_use(
+                            "patch",
+                            {
+                                "path": "notes.txt",
+                                "patches": [{"operation": "overwrite", "newText": "typed\n"}],
+                            },
+                        )
+                    ]
+                ),
+                Turn([text("Done.")]),
+            )
+            await conv.approve()
+            state = await conv.wait()
+            assert state.name == "idle", state
+            assert_valid_history(conv)
+            updates = sub.pending()
+            sub.close()
+            return updates, conv.history()
+
+
+async def test_real_turns_publish_each_kinds_own_payload_and_tools_store_typed_displays(
+    tmp_path: Path,
+) -> None:
+    updates, history = await _run(tmp_path)
+    seen: set[object] = set()
+    for update in updates:
+        seen.add(update.kind)
+        if isinstance(update.kind, up.UpdateKind):
+            assert type(update.data).KIND is update.kind, update  # type: ignore[union-attr]
+        else:
+            assert isinstance(update.kind, Notice)
+            assert update.data is None or isinstance(update.data, NoticeData), update
+    assert {
+        up.STATE,
+        up.TEXT_DELTA,
+        up.TOOL_INPUT,
+        up.TOOL_STARTED,
+        up.MESSAGE,
+        up.USAGE,
+        up.APPROVAL,
+        up.REST,
+        Notice.UPGRADE_REQUESTED,
+        Notice.MODE_CHANGED,
+    } <= seen
+    approval = next(u.data for u in updates if isinstance(u.data, up.ApprovalNeeded))
+    assert approval.reason == "write notes"
+
+    readers = {"bash": v.bash_display, "patch": v.patch_display, "think": ThinkDisplay}
+    kinds = {"bash": BashDisplay, "patch": PatchDisplay, "think": ThinkDisplay}
+    names = {
+        b["id"]: b["name"]
+        for m in history
+        if m["message_type"] == "agent"
+        for b in m["content"]["blocks"]
+        if b.get("type") == "ToolUseBlock"
+    }
+    checked = set()
+    for message in history:
+        if message["message_type"] != "tool":
+            continue
+        name = names[message["content"]["tool_use_id"]]
+        display = message["display_data"]
+        if name not in kinds or display is None:
+            continue
+        typed = {f.name for f in fields(kinds[name])}
+        assert set(display) - typed <= ADDED_ELSEWHERE, (name, display)
+        if name == "think":
+            read = ThinkDisplay(**{k: display[k] for k in typed})
+        else:
+            read = readers[name](display)
+        assert read.to_json() == {k: display[k] for k in typed}, (name, display)
+        checked.add(name)
+    assert checked == {"bash", "patch", "think"}
+    bash = next(
+        v.bash_display(m["display_data"])
+        for m in history
+        if m["message_type"] == "tool" and names[m["content"]["tool_use_id"]] == "bash"
+    )
+    assert bash == BashDisplay("echo typed && exit 2", 2)
+
+
+def test_display_readers_invert_the_producers_json() -> None:
+    """Every field survives to_json → reader, so a key renamed on one side only fails."""
+    for shown in (
+        BashDisplay("ls", 0),
+        BashDisplay("sleep 9", None, timed_out=True, output_truncated=True, background=True),
+    ):
+        assert v.bash_display(shown.to_json()) == shown
+    assert v.patch_display(PatchDisplay("a.py", "-a\n+b\n").to_json()) == PatchDisplay(
+        "a.py", "-a\n+b\n"
+    )
+
+
+def test_a_consumer_reading_a_renamed_field_fails_type_checking(tmp_path: Path) -> None:
+    """What the dicts allowed (`data["txt"]` rendering empty) is now a mypy error."""
+    snippet = tmp_path / "consumer.py"
+    snippet.write_text(
+        textwrap.dedent(
+            """
+            from phoenix_nb.core.notices import RetryScheduled
+            from phoenix_nb.notebook._render import view as v
+            from phoenix_nb.runtime import updates as up
+
+            def consume(update: up.Update) -> str:
+                data = update.data
+                if isinstance(data, up.TextDelta):
+                    return data.txt
+                if isinstance(data, up.ApprovalNeeded):
+                    return data.reasons
+                if isinstance(data, RetryScheduled):
+                    return str(data.attempts)
+                return v.bash_display({}).comand
+
+            up.UpdateHub().publish(up.ToolStarted(id="t", nam="bash", input={}))
+            """
+        )
+    )
+    out, _err, status = mypy_api.run(
+        ["--no-incremental", "--follow-imports=silent", "--no-error-summary", str(snippet)]
+    )
+    assert status == 1, out
+    for wrong in ('"txt"', '"reasons"', '"attempts"', '"comand"', '"nam"'):
+        assert wrong in out, (wrong, out)
+    assert out.count("error:") == 5, out
