@@ -18,6 +18,7 @@ from dataclasses import dataclass, fields, is_dataclass
 from typing import Any
 
 from phoenix_nb.core.codec import CodecError, from_json
+from phoenix_nb.core.displays import SubAgentsDisplay
 from phoenix_nb.core.messages import agent_blocks, images
 from phoenix_nb.core.prices import Spend, price_for
 from phoenix_nb.core.restore import UPGRADE_NOT_APPROVED_RESULT
@@ -281,13 +282,12 @@ class _Projector:
         elif call["name"] == "spawn_agents" and isinstance(display, Mapping):
             agents = [
                 {
-                    "task": a.get("task", ""),
-                    "conversation_id": a.get("conversation_id", ""),
-                    "outcome": a.get("outcome", "failure"),
-                    "result": a.get("result", ""),
+                    "task": a.task,
+                    "conversation_id": a.conversation_id,
+                    "outcome": a.outcome,
+                    "result": a.result,
                 }
-                for a in display.get("agents", ())
-                if isinstance(a, Mapping)
+                for a in SubAgentsDisplay.read(display).agents
             ]
             self._steps().append({"kind": "sub_agents", "agents": agents})
 

@@ -15,6 +15,7 @@ are added next to these by their owners and are not read through this module.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -46,3 +47,44 @@ class ThinkDisplay:
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
+
+
+@dataclass(frozen=True)
+class AgentReport:
+    """One sub-agent's line in a spawn_agents result (REQ-BED-017)."""
+
+    agent_id: str
+    task: str
+    outcome: str  # a `SubAgentStatus`
+    result: str
+    conversation_id: str  # the child conversation, "" when none was made
+
+
+@dataclass(frozen=True)
+class SubAgentsDisplay:
+    agents: tuple[AgentReport, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"agents": [asdict(a) for a in self.agents]}
+
+    @classmethod
+    def read(cls, display: object) -> SubAgentsDisplay:
+        """From stored JSON; a field of the wrong type reads as its empty value (a missing
+        outcome as "failure"), an entry that is not an object is skipped."""
+        raw = display.get("agents") if isinstance(display, Mapping) else None
+        entries = raw if isinstance(raw, list) else []
+        return cls(tuple(_agent(a) for a in entries if isinstance(a, Mapping)))
+
+
+def _agent(a: Mapping[str, Any]) -> AgentReport:
+    def text(key: str, default: str = "") -> str:
+        value = a.get(key)
+        return value if isinstance(value, str) else default
+
+    return AgentReport(
+        agent_id=text("agent_id"),
+        task=text("task"),
+        outcome=text("outcome", "failure"),
+        result=text("result"),
+        conversation_id=text("conversation_id"),
+    )

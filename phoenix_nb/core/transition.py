@@ -21,6 +21,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from phoenix_nb.core.codec import to_json
+from phoenix_nb.core.displays import AgentReport, SubAgentsDisplay
 from phoenix_nb.core.effects import (
     AbortLlm,
     AbortTool,
@@ -574,21 +575,22 @@ def sub_agents_result(
     `missing` stands for agents that never reported."""
     by_id = {d.agent_id: d.outcome for d in completed}
     lines = [f"Results of {len(phase.tasks)} sub-agent(s):"]
-    agents: list[dict[str, Any]] = []
+    agents: list[AgentReport] = []
     for i, task in enumerate(phase.tasks, 1):
         outcome = by_id.get(task.agent_id, missing)
         lines.append(f"\n## Task {i}: {task.task}\nStatus: {outcome.status}\n{outcome.result}")
         agents.append(
-            {
-                "agent_id": task.agent_id,
-                "task": task.task,
-                "outcome": outcome.status,
-                "result": outcome.result,
-                "conversation_id": outcome.conversation_id,
-            }
+            AgentReport(
+                agent_id=task.agent_id,
+                task=task.task,
+                outcome=outcome.status,
+                result=outcome.result,
+                conversation_id=outcome.conversation_id,
+            )
         )
-    failed = all(a["outcome"] != "success" for a in agents)
-    return ToolResult(phase.tool_use_id, "\n".join(lines), failed, {"agents": agents})
+    failed = all(a.outcome != "success" for a in agents)
+    display = SubAgentsDisplay(tuple(agents)).to_json()
+    return ToolResult(phase.tool_use_id, "\n".join(lines), failed, display)
 
 
 def _on_sub_agent(

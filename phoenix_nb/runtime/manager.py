@@ -30,6 +30,7 @@ from phoenix_nb.checkpoints.recorder import CheckpointConfig, Checkpoints
 from phoenix_nb.core import events as ev
 from phoenix_nb.core.codec import CodecError, from_json
 from phoenix_nb.core.cycles import RecordHeader, project
+from phoenix_nb.core.displays import SubAgentsDisplay
 from phoenix_nb.core.models import ModelInfo
 from phoenix_nb.core.states import (
     ContextExhausted,
@@ -75,11 +76,8 @@ def _child_ids(history: Sequence[Mapping[str, Any]]) -> list[str]:
     ids = []
     for message in history:
         display = message.get("display_data") if message.get("message_type") == "tool" else None
-        agents = display.get("agents") if isinstance(display, Mapping) else None
-        for agent in agents if isinstance(agents, list) else ():
-            child = agent.get("conversation_id") if isinstance(agent, Mapping) else None
-            if isinstance(child, str) and child:
-                ids.append(child)
+        agents = SubAgentsDisplay.read(display).agents
+        ids += [a.conversation_id for a in agents if a.conversation_id]
     return ids
 
 

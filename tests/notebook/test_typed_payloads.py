@@ -16,6 +16,7 @@ core/displays.py that the renderers read back through `view.bash_display` /
 
 from __future__ import annotations
 
+import json
 import textwrap
 from dataclasses import fields
 from pathlib import Path
@@ -23,7 +24,13 @@ from typing import Any
 
 from mypy import api as mypy_api
 
-from phoenix_nb.core.displays import BashDisplay, PatchDisplay, ThinkDisplay
+from phoenix_nb.core.displays import (
+    AgentReport,
+    BashDisplay,
+    PatchDisplay,
+    SubAgentsDisplay,
+    ThinkDisplay,
+)
 from phoenix_nb.core.notices import Notice, NoticeData
 from phoenix_nb.notebook._render import view as v
 from phoenix_nb.runtime import updates as up
@@ -147,6 +154,14 @@ def test_display_readers_invert_the_producers_json() -> None:
     assert v.patch_display(PatchDisplay("a.py", "-a\n+b\n").to_json()) == PatchDisplay(
         "a.py", "-a\n+b\n"
     )
+    agents = SubAgentsDisplay(
+        (
+            AgentReport("a1", "count files", "success", "2 files", "c-7"),
+            AgentReport("a2", "lint", "cancelled", "Cancelled.", ""),
+        )
+    )
+    assert SubAgentsDisplay.read(agents.to_json()) == agents
+    assert SubAgentsDisplay.read(json.loads(json.dumps(agents.to_json()))) == agents
 
 
 def test_a_consumer_reading_a_renamed_field_fails_type_checking(tmp_path: Path) -> None:
