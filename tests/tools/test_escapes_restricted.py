@@ -434,18 +434,22 @@ async def test_item5_sysv_ipc_is_private_and_gone_with_the_command(user_dir: Pat
     addr = _shm(shmid)
     ctypes.memmove(addr, b"host-data", 9)
     try:
-        before = _ipcs()
+        keys = (0x50480001, 0x50480002, 0x50480003)  # this test's own SysV keys
         script = (
             "import ctypes\n"
             "l = ctypes.CDLL(None, use_errno=True); l.shmat.restype = ctypes.c_void_p\n"
             f"a = l.shmat({shmid}, None, 0)\n"
             "if a not in (None, ctypes.c_void_p(-1).value): ctypes.memmove(a, b'PWNED', 5)\n"
             "print('shmat', a, ctypes.get_errno())\n"
+            f"print('made', l.shmget({keys[0]}, 1 << 20, 0o1600), "
+            f"l.msgget({keys[1]}, 0o1600), l.semget({keys[2]}, 4, 0o1600))\n"
         )
         (user_dir / "shm.py").write_text(script)
-        out = await _run("python3 shm.py; ipcmk -M 1048576; ipcmk -Q; ipcmk -S 4; ipcs", user_dir)
+        out = await _run("python3 shm.py; ipcs", user_dir)
         assert ctypes.string_at(addr, 9) == b"host-data", out
-        assert _ipcs() == before, out  # nothing new outlives the command
+        assert all(f"{key:#010x}" in out for key in keys), out  # made inside, seen inside
+        after = _ipcs()
+        assert not any(f"{key:#010x}" in after for key in keys), after  # gone with it
     finally:
         ctypes.CDLL(None).shmdt(ctypes.c_void_p(addr))
         subprocess.run(["ipcrm", "-m", str(shmid)], check=False)
