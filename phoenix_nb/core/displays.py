@@ -88,3 +88,35 @@ def _agent(a: Mapping[str, Any]) -> AgentReport:
         result=text("result"),
         conversation_id=text("conversation_id"),
     )
+
+
+@dataclass(frozen=True)
+class SearchTerm:
+    term: str
+    files: int
+    hits: int
+    dropped: str  # why the term was not used, "" if it was
+
+
+@dataclass(frozen=True)
+class SearchDisplay:
+    """keyword_search's result; `ranked_by_helper` only once there were files to rank."""
+
+    root: str
+    query: str
+    terms: tuple[SearchTerm, ...]
+    files: tuple[str, ...]
+    truncated: bool
+    ranked_by_helper: bool | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "root": self.root,
+            "query": self.query,
+            "terms": [asdict(t) for t in self.terms],
+            "files": list(self.files),
+            "truncated": self.truncated,
+        }
+        if self.ranked_by_helper is not None:
+            out["ranked_by_helper"] = self.ranked_by_helper
+        return out

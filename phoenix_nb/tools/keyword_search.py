@@ -22,10 +22,11 @@ import json
 import shutil
 import sysconfig
 from collections.abc import AsyncIterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from phoenix_nb.core.displays import SearchDisplay, SearchTerm
 from phoenix_nb.core.values import ToolResult
 from phoenix_nb.errors import PhoenixError
 from phoenix_nb.tools.base import ToolContext
@@ -299,19 +300,19 @@ class KeywordSearchTool:
             return ToolResult(
                 tool_use_id=tool_use_id, content=f"keyword_search failed: {reason}", is_error=True
             )
-        if not display["files"]:
-            return ToolResult(tool_use_id=tool_use_id, content=summary, display=display)
+        if not display.files:
+            return ToolResult(tool_use_id=tool_use_id, content=summary, display=display.to_json())
         ranking, note = await self._rank(ctx, query, summary)
-        display["ranked_by_helper"] = ranking is not None
+        display = replace(display, ranked_by_helper=ranking is not None)
         if ranking is not None:
             content = f"Relevant files (ranked by a helper model):\n{ranking.strip()}\n\n{summary}"
         else:
             content = f"{note}\n\n{summary}"
-        return ToolResult(tool_use_id=tool_use_id, content=content, display=display)
+        return ToolResult(tool_use_id=tool_use_id, content=content, display=display.to_json())
 
     async def _search(
         self, query: str, terms: list[str], root: Path, context_lines: int
-    ) -> tuple[str, dict[str, Any]]:
+    ) -> tuple[str, SearchDisplay]:
         if find_rg() is None:
             raise SearchError("ripgrep (rg) is not installed; install the `ripgrep` package")
         # A TaskGroup, not gather: on cancel it waits until every rg is killed and reaped.
@@ -352,16 +353,13 @@ class KeywordSearchTool:
             summary += "\n\n" + _render_hits(ranked)
         if len(summary) > MAX_SUMMARY_CHARS:
             summary = summary[:MAX_SUMMARY_CHARS] + "\n[... hit list cut to fit ...]"
-        display: dict[str, Any] = {
-            "root": str(root),
-            "query": query,
-            "terms": [
-                {"term": s.term, "files": s.files, "hits": s.hits, "dropped": s.dropped}
-                for s in stats
-            ],
-            "files": [h.path for h in ranked],
-            "truncated": truncated,
-        }
+        display = SearchDisplay(
+            root=str(root),
+            query=query,
+            terms=tuple(SearchTerm(s.term, s.files, s.hits, s.dropped) for s in stats),
+            files=tuple(h.path for h in ranked),
+            truncated=truncated,
+        )
         return summary, display
 
     async def _rank(self, ctx: ToolContext, query: str, summary: str) -> tuple[str | None, str]:

@@ -28,6 +28,8 @@ from phoenix_nb.core.displays import (
     AgentReport,
     BashDisplay,
     PatchDisplay,
+    SearchDisplay,
+    SearchTerm,
     SubAgentsDisplay,
     ThinkDisplay,
 )
@@ -44,6 +46,7 @@ ADDED_ELSEWHERE = {"pgid", "log", "changes"}
 
 async def _run(tmp_path: Path) -> tuple[list[up.Update], list[dict[str, Any]]]:
     project = project_dir(tmp_path)
+    (project / "lib.py").write_text("def needlefunction():\n    return 1\n")
     with FakeAnthropic() as fake:
         async with phoenix_for(fake, tmp_path) as phoenix:
             conv = phoenix.create(cwd=project)
@@ -54,6 +57,9 @@ async def _run(tmp_path: Path) -> tuple[list[up.Update], list[dict[str, Any]]]:
                         text("Looking."),
                         tool_use("bash", {"command": "echo typed && exit 2"}),
                         tool_use("think", {"thoughts": "plan it"}),
+                        tool_use(
+                            "keyword_search", {"query": "q", "search_terms": ["needlefunction"]}
+                        ),
                     ]
                 ),
                 Turn([tool_use("request_mode_upgrade", {"reason": "write notes"})]),
@@ -111,7 +117,12 @@ async def test_real_turns_publish_each_kinds_own_payload_and_tools_store_typed_d
     assert approval.reason == "write notes"
 
     readers = {"bash": v.bash_display, "patch": v.patch_display, "think": ThinkDisplay}
-    kinds = {"bash": BashDisplay, "patch": PatchDisplay, "think": ThinkDisplay}
+    kinds = {
+        "bash": BashDisplay,
+        "patch": PatchDisplay,
+        "think": ThinkDisplay,
+        "keyword_search": SearchDisplay,
+    }
     names = {
         b["id"]: b["name"]
         for m in history
@@ -129,13 +140,18 @@ async def test_real_turns_publish_each_kinds_own_payload_and_tools_store_typed_d
             continue
         typed = {f.name for f in fields(kinds[name])}
         assert set(display) - typed <= ADDED_ELSEWHERE, (name, display)
+        if name == "keyword_search":
+            assert v.search_files(display) == display["files"] == ["lib.py"]
+            assert display["ranked_by_helper"] in (True, False)
+            checked.add(name)
+            continue
         if name == "think":
             read = ThinkDisplay(**{k: display[k] for k in typed})
         else:
             read = readers[name](display)
         assert read.to_json() == {k: display[k] for k in typed}, (name, display)
         checked.add(name)
-    assert checked == {"bash", "patch", "think"}
+    assert checked == {"bash", "patch", "think", "keyword_search"}
     bash = next(
         v.bash_display(m["display_data"])
         for m in history
@@ -162,6 +178,9 @@ def test_display_readers_invert_the_producers_json() -> None:
     )
     assert SubAgentsDisplay.read(agents.to_json()) == agents
     assert SubAgentsDisplay.read(json.loads(json.dumps(agents.to_json()))) == agents
+    search = SearchDisplay("/p", "q", (SearchTerm("t", 1, 2, ""),), ("a.py", "b.py"), False)
+    assert v.search_files(search.to_json()) == ["a.py", "b.py"]
+    assert "ranked_by_helper" not in search.to_json()
 
 
 def test_a_consumer_reading_a_renamed_field_fails_type_checking(tmp_path: Path) -> None:

@@ -378,11 +378,11 @@ class _Html:
             if inp:
                 self.w('<details class="phx-input"><summary>input</summary>')
                 self.w(f"<pre>{_e(v.dumps(dict(inp)))}</pre></details>")
-            files = v.items(display, "files")
+            files = v.search_files(display)
             if files:
                 self.w('<ul class="phx-files">')
                 for f in files:
-                    self.w(f"<li><code>{_e(f if isinstance(f, str) else v.dumps(f))}</code></li>")
+                    self.w(f"<li><code>{_e(f)}</code></li>")
                 self.w("</ul>")
             else:
                 self.output(result, show_empty=False)

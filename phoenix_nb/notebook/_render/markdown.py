@@ -279,14 +279,14 @@ class _Md:
             if result is None:
                 self.w(" — running")
             self.w("\n")
-            files = v.items(display, "files")
+            files = v.search_files(display)
             if name == "think":
                 thought = v.text(inp, THINK_THOUGHTS)
                 if thought and thought.strip() != summary.strip():
                     self.w(_indent(thought, ind + "> ") + "\n")
             elif files:
                 for f in files:
-                    self.w(f"{ind}- {code_span(f if isinstance(f, str) else v.dumps(f))}\n")
+                    self.w(f"{ind}- {code_span(f)}\n")
             else:
                 self.output(result, ind)
         self.changes(name, display, ind)

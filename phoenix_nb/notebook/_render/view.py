@@ -485,6 +485,11 @@ def bash_display(display: Any) -> BashDisplay:
     )
 
 
+def search_files(display: Any) -> list[str]:
+    """The files a keyword_search display lists (`SearchDisplay.files`), each as text."""
+    return [f if isinstance(f, str) else dumps(f) for f in items(display, "files")]
+
+
 def patch_display(display: Any) -> PatchDisplay:
     """A patch call's display, read like `bash_display`."""
     return PatchDisplay(path=text(display, "path"), diff=text(display, "diff"))
