@@ -284,7 +284,7 @@ class TurnView:
                 self.conv,
                 loop=loop,
                 on_continue=self._continue_in_new,
-                sandbox_available=self.conv._phoenix.sandbox.available,
+                sandbox_available=self.session.phoenix.sandbox.available,
             )
             # The meter starts from what earlier turns used: a warning must show before
             # the next response, not only after it.
