@@ -11,14 +11,21 @@ reading every hit; if that call is absent or fails, the raw hits are returned
 and the model is told so.
 
 It only reads, so it works in Restricted mode; rg runs in its own session so a
-kernel interrupt does not hit it, and cancelling the tool kills it.
+kernel interrupt does not hit it, and cancelling the tool kills it. rg runs in
+the kernel's own process tree, outside the sandbox's mount namespace, so in
+Restricted mode the same credential paths the sandbox hides from commands
+(`sandbox.hidden_paths`: the deny-read list, the Jupyter runtime dir, the
+store) are excluded from the walk with anchored `--glob '!…'` rules: the search
+cannot send what bash could not read.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import json
+import os
 import shutil
 import sysconfig
 from collections.abc import AsyncIterator, Mapping
@@ -27,8 +34,9 @@ from pathlib import Path
 from typing import Any
 
 from phoenix_nb.core.displays import SearchDisplay, SearchTerm
-from phoenix_nb.core.values import ToolResult
+from phoenix_nb.core.values import Mode, ToolResult
 from phoenix_nb.errors import PhoenixError
+from phoenix_nb.tools import sandbox
 from phoenix_nb.tools.base import ToolContext
 from phoenix_nb.tools.environment import command_environment
 from phoenix_nb.tools.schema import invalid_input_result, validate
@@ -107,9 +115,39 @@ class SearchError(PhoenixError):
     """rg could not run or failed; the message is for the model."""
 
 
+def hidden_globs(root: Path, mode: Mode) -> tuple[str, ...]:
+    """rg rules excluding, in Restricted mode, every hidden credential path under `root`."""
+    if mode is not Mode.RESTRICTED:
+        return ()
+    base = os.path.realpath(root)
+    rules: list[str] = []
+    for path in sandbox.hidden_paths(base):
+        if path == base:
+            # The whole search root is hidden: search nothing rather than leak it.
+            return ("--glob=!*",)
+        if path.startswith(base + os.sep):
+            rel = glob_escape(os.path.relpath(path, base))
+            rules += [f"--glob=!/{rel}", f"--glob=!/{rel}/**"]
+    return tuple(rules)
+
+
+def glob_escape(text: str) -> str:
+    """Escape rg glob metacharacters so a path matches only itself."""
+    return "".join(f"[{c}]" if c in "*?[]{}!\\" else c for c in text)
+
+
+_EXCLUDE: contextvars.ContextVar[tuple[str, ...]] = contextvars.ContextVar(
+    "keyword_search_exclude", default=()
+)
+
+
 @contextlib.asynccontextmanager
 async def _rg(args: list[str], root: Path) -> AsyncIterator[asyncio.subprocess.Process]:
-    """Run rg in root; always reap it, killing it if we stop reading early or are cancelled."""
+    """Run rg in root; always reap it, killing it if we stop reading early or are cancelled.
+
+    The current search's exclusions (`hidden_globs`) come first, so no caller can
+    forget them.
+    """
     binary = find_rg()
     if binary is None:
         raise SearchError("ripgrep (rg) is not installed; install the `ripgrep` package")
@@ -117,6 +155,7 @@ async def _rg(args: list[str], root: Path) -> AsyncIterator[asyncio.subprocess.P
     process = await asyncio.create_subprocess_exec(
         binary,
         "--no-config",
+        *_EXCLUDE.get(),
         *args,
         cwd=root,
         stdin=asyncio.subprocess.DEVNULL,
@@ -292,6 +331,7 @@ class KeywordSearchTool:
                 content=f"keyword_search failed: working directory {root} does not exist.",
                 is_error=True,
             )
+        token = _EXCLUDE.set(hidden_globs(root, ctx.mode))
         try:
             summary, display = await self._search(query, terms, root, context_lines)
         except (SearchError, OSError, ExceptionGroup) as error:
@@ -300,6 +340,8 @@ class KeywordSearchTool:
             return ToolResult(
                 tool_use_id=tool_use_id, content=f"keyword_search failed: {reason}", is_error=True
             )
+        finally:
+            _EXCLUDE.reset(token)
         if not display.files:
             return ToolResult(tool_use_id=tool_use_id, content=summary, display=display.to_json())
         ranking, note = await self._rank(ctx, query, summary)

@@ -194,3 +194,50 @@ async def test_cancel_kills_rg(tmp_path: Path) -> None:
         assert not Path(f"/proc/{pid}").exists(), (
             f"rg {pid} survived the cancel (or was not reaped)"
         )
+
+
+async def test_restricted_search_never_reads_hidden_credential_paths(tmp_path: Path) -> None:
+    """rg runs outside the sandbox's mount namespace, so keyword_search must skip the
+    same paths the sandbox hides from Restricted commands (issue 13): a deny-listed
+    file and folder under the search root, a `.env` file and the store's folder;
+    Unrestricted still finds them, and ordinary files are found in both modes."""
+    (tmp_path / "app.py").write_text("CANARY_TERM = 'ordinary'\n")
+    (tmp_path / "credentials.json").write_text('{"k": "CANARY_TERM secret-1"}\n')
+    (tmp_path / "vault").mkdir()
+    (tmp_path / "vault" / "key.txt").write_text("CANARY_TERM secret-2\n")
+    (tmp_path / ".env.local").write_text("CANARY_TERM=secret-3\n")
+    (tmp_path / "store").mkdir()
+    (tmp_path / "store" / "db.json").write_text("CANARY_TERM secret-4\n")
+    old = ks.sandbox.policy()
+    ks.sandbox.configure(
+        deny_read=[*old.deny_read, "credentials.json", str(tmp_path / "vault")],
+        limits=old.limits,
+        extra_hidden=[str(tmp_path / "store")],
+    )
+    try:
+        restricted = await KeywordSearchTool().run(
+            {"query": "q", "search_terms": ["CANARY_TERM"], "context_lines": 0},
+            ctx_for(tmp_path),
+            "tu",
+        )
+        unrestricted = await KeywordSearchTool().run(
+            {"query": "q", "search_terms": ["CANARY_TERM"], "context_lines": 0},
+            ToolContext(
+                cwd=tmp_path, mode=Mode.UNRESTRICTED, sandbox=SandboxInfo(available=True, abi=7)
+            ),
+            "tu",
+        )
+    finally:
+        ks.sandbox.configure(
+            deny_read=old.deny_read, limits=old.limits, extra_hidden=old.extra_hidden
+        )
+    assert "app.py" in restricted.content
+    for n in (1, 2, 3, 4):
+        assert f"secret-{n}" not in restricted.content
+    assert "secret-1" in unrestricted.content and "secret-2" in unrestricted.content
+    assert "secret-4" in unrestricted.content
+
+
+def test_hidden_globs_escape_metacharacters(tmp_path: Path) -> None:
+    assert ks.glob_escape("a*b/[c]") == "a[*]b/[[]c[]]"
+    assert ks.hidden_globs(tmp_path, Mode.UNRESTRICTED) == ()
