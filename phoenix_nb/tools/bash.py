@@ -67,9 +67,13 @@ DESCRIPTION = f"""Run a shell command with `bash -c` and return its combined std
   the cut is stated. Prefer commands with bounded output (head, tail, grep -m).
 - `background: true` starts a long-running command (a server, a watcher) and returns
   at once with its log file and how to read and stop it.
-- API keys, tokens and secrets are removed from the environment.
-- Refused before running: `git add -A/./--all`, `git push --force`, and recursive `rm`
-  of /, ~, $HOME, .git, * or .*.
+- The environment is an allowlist (PATH, HOME, locale, virtualenv/toolchain
+  variables and what the user allows); values that carry credentials are withheld.
+- A guard rail refuses, in both modes, commands that would delete or overwrite the
+  home directory, /, the working directory or .git (recursive rm, find -delete,
+  rsync --delete, however spelled), `git add -A/--all/.`/`git stage`, and
+  `git push --force/--mirror/--delete/:ref/+ref`; commands too dynamic to judge
+  (eval of computed text, piping text into a shell) are refused too: write them plainly.
 - In Restricted mode the command runs in a kernel sandbox (namespaces, Landlock,
   seccomp): the filesystem is read-only except a private temporary directory ($TMPDIR,
   size-capped, deleted afterwards); no network (only the command's own loopback:
@@ -131,18 +135,6 @@ class OutputBuffer:
             return head + self._tail.decode("utf-8", "replace")
         tail = self._tail.decode("utf-8", "replace")
         return f"{head}\n… {self.omitted:,} bytes omitted …\n{tail}"
-
-
-def clean_environment(patterns: tuple[str, ...], extra: Mapping[str, str] = {}) -> dict[str, str]:
-    """os.environ minus secrets: names containing any pattern, case-insensitive."""
-    lowered = (*tuple(p.lower() for p in patterns), "anthropic_api_key")
-    env = {
-        name: value
-        for name, value in os.environ.items()
-        if not any(p in name.lower() for p in lowered)
-    }
-    env.update(extra)
-    return env
 
 
 @dataclass
@@ -210,7 +202,7 @@ class BashTool:
         command: str = input["command"]
         timeout = float(input.get("timeout", DEFAULT_TIMEOUT))
         background = bool(input.get("background", False))
-        refusal = bash_safety.check_command(command)
+        refusal = bash_safety.check_command(command, cwd=ctx.cwd)
         if refusal:
             return _error(tool_use_id, command, refusal)
         restricted = ctx.mode == Mode.RESTRICTED

@@ -350,3 +350,19 @@ async def test_cancel_before_the_pids_were_read_leaves_nothing(tmp_path: Path, m
     with pytest.raises(asyncio.CancelledError):
         await task
     assert await wait_until(lambda: not marked_pids(mark), timeout=3)
+
+
+async def test_safety_check_judges_paths_from_the_conversation_folder(tmp_path: Path) -> None:
+    """The guard rail knows where the command runs (issue 13): a sibling build folder
+    may go, the conversation's own folder by any spelling may not."""
+    project = tmp_path / "proj"
+    project.mkdir()
+    (tmp_path / "build-tmp").mkdir()
+    (tmp_path / "build-tmp" / "x.o").write_text("o")
+    ctx = ctx_for(project)
+    out, _ = await run("rm -rf ../build-tmp && echo gone", ctx)
+    assert "gone" in out and not (tmp_path / "build-tmp").exists()
+    for spelling in ('rm -rf "$(pwd)"', "rm -rf ../proj", f"rm -rf {project}/"):
+        result = await BashTool().run({"command": spelling}, ctx, "tu")
+        assert result.is_error, spelling
+    assert project.is_dir()
