@@ -144,6 +144,9 @@ class RevertButton:
         self.button.on_click(lambda _b: self.loop.call_soon_threadsafe(self._launch, False))
         self.force_button.on_click(lambda _b: self.loop.call_soon_threadsafe(self._launch, True))
         self.widget = w.HBox([self.button, self.force_button, self.status])
+        # The labextension keeps the keyboard in the notebook after a click on any
+        # button inside this class (labextension/src/focus.ts), as for Approve.
+        self.widget.add_class("jp-Phoenix-controls")
 
     def _launch(self, force: bool) -> None:
         self.loop.create_task(self.click(force=force))
