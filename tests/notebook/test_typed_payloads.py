@@ -22,6 +22,7 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
+import pytest
 from mypy import api as mypy_api
 
 from phoenix_nb.core.displays import (
@@ -37,6 +38,7 @@ from phoenix_nb.core.notices import Notice, NoticeData
 from phoenix_nb.notebook._render import view as v
 from phoenix_nb.runtime import updates as up
 from phoenix_nb.testing import FakeAnthropic, Turn, text, tool_use
+from tests.notebook.test_render_pipeline import FIXTURES, _calls
 from tests.runtime.harness import assert_valid_history, phoenix_for, project_dir
 
 # Keys other modules add next to a typed display (bash's background job, the
@@ -214,3 +216,31 @@ def test_a_consumer_reading_a_renamed_field_fails_type_checking(tmp_path: Path) 
     for wrong in ('"txt"', '"reasons"', '"attempts"', '"comand"', '"nam"'):
         assert wrong in out, (wrong, out)
     assert out.count("error:") == 5, out
+
+
+@pytest.mark.parametrize("path", FIXTURES, ids=lambda p: p.name)
+def test_hand_written_fixtures_displays_are_the_producers_types(path: Path) -> None:
+    """The renderer fixtures' tool displays hold only the typed fields (plus the keys
+    other modules add), with the types the producer gives them."""
+    typed_of = {"bash": BashDisplay, "patch": PatchDisplay, "keyword_search": SearchDisplay}
+    checked = 0
+    for call in _calls(json.loads(path.read_text())):
+        result = call.get("result")
+        display = result.get("display") if isinstance(result, dict) else None
+        kind = typed_of.get(call["name"])
+        if kind is None or not isinstance(display, dict):
+            continue
+        typed = {f.name for f in fields(kind)}
+        assert set(display) - typed <= ADDED_ELSEWHERE, (call["name"], display)
+        # Older fixtures predate some fields (bash's `background`): what they hold must
+        # read back unchanged; absent fields read as their defaults.
+        read: Any = None
+        if kind is BashDisplay:
+            read = v.bash_display(display)
+        elif kind is PatchDisplay:
+            read = v.patch_display(display)
+        if read is not None:
+            shown = {k: x for k, x in read.to_json().items() if k in display}
+            assert shown == {k: display[k] for k in typed if k in display}, display
+        checked += 1
+    assert checked, f"{path.name} has no typed display to check"
