@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from phoenix_nb.core.notices import Notice, NoticeData
+from phoenix_nb.core.notices import PAYLOAD_OF, Notice, NoticeData
 from phoenix_nb.core.values import SubAgentOutcome, SubAgentTask, ToolUseBlock, Usage
 
 # PersistMessage kinds = the store's message_type values (CONTRACTS.md).
@@ -80,6 +80,13 @@ class Notify:
 
     kind: Notice
     data: NoticeData | None = None
+
+    def __post_init__(self) -> None:
+        expected = PAYLOAD_OF[self.kind]
+        if (expected is None) != (self.data is None) or (
+            expected is not None and not isinstance(self.data, expected)
+        ):
+            raise TypeError(f"a {self.kind} notice carries {expected}, not {self.data!r}")
 
 
 @dataclass(frozen=True)

@@ -72,3 +72,20 @@ NoticeData = (
     | ContextSummarised
     | SubAgentFinished
 )
+
+
+# The payload each kind carries (None: the kind alone says it). `Notify` checks it,
+# so a notice built with another kind's data fails where it is made.
+PAYLOAD_OF: dict[Notice, type[NoticeData] | None] = {
+    Notice.CANCELLED: None,
+    Notice.UPGRADE_REQUESTED: UpgradeRequested,
+    Notice.UPGRADE_DENIED: None,
+    Notice.MODE_CHANGED: ModeChanged,
+    Notice.RETRY: RetryScheduled,
+    Notice.ERROR: None,
+    Notice.REFUSAL: None,
+    Notice.MAX_TOKENS: None,
+    Notice.CONTINUATION_STARTED: ContinuationStarted,
+    Notice.CONTEXT_EXHAUSTED: ContextSummarised,
+    Notice.SUB_AGENT_FINISHED: SubAgentFinished,
+}
