@@ -7,20 +7,24 @@ from pathlib import Path
 
 from phoenix_nb.tools.sandbox import describe_hidden
 
-_COMMON = """\
+_COMMON = (
+    """\
 Your working directory is {cwd}. Every bash command starts there (a `cd` does \
 not persist between calls).
 
 The conversation runs in one of two modes. In Restricted mode the filesystem is \
 read-only and the network is closed, enforced by the Linux kernel (namespaces, \
 Landlock, seccomp); credential files are hidden (reading them fails with \
-Permission denied: """ + describe_hidden().replace("{", "{{").replace("}", "}}") + """); \
+Permission denied: """
+    + describe_hidden().replace("{", "{{").replace("}", "}}")
+    + """); \
 the patch tool is disabled. If you need to change files, call \
 request_mode_upgrade with a clear reason; a human approves or denies it. \
 Messages from the system tell you when the mode changes.
 
 Be concise. Prefer reading code before changing it, and run the tests after \
 a change."""
+)
 
 PARENT_PROMPT = (
     "You are phoenix, a careful coding agent working inside a Jupyter notebook "
