@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 
+import pytest
 from hypothesis import HealthCheck, settings
 
 from tests.seeds import EXPLORING, phoenix_seed
@@ -40,6 +41,15 @@ settings.register_profile(
 settings.load_profile("explore" if EXPLORING else "ci")
 
 
-def pytest_report_header() -> str:
+def _randomness() -> str:
     mode = "explore (random seeds)" if EXPLORING else "deterministic (derandomized hypothesis)"
     return f"phoenix randomness: {mode}; PHOENIX_SEED={phoenix_seed()}"
+
+
+def pytest_report_header() -> str:
+    return _randomness()
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    # The header is hidden under -q (the README's command): say it again at the end.
+    terminalreporter.write_line(_randomness())
