@@ -174,8 +174,13 @@ def _freeze(pid: int) -> bool:
 
 
 async def test_cancel_kills_rg(tmp_path: Path) -> None:
-    """Cancelling the tool kills and reaps rg (frozen by SIGSTOP so it cannot finish first)."""
-    (tmp_path / "a.txt").write_text("needle\n")
+    """Cancelling the tool kills and reaps rg (frozen by SIGSTOP so it cannot finish first).
+
+    rg must still be running when the poller looks: over one tiny file it finished
+    between two polls on a loaded machine (a CI failure), so it gets ~200 MB of
+    matching lines, a few hundred milliseconds of work even on a fast machine.
+    """
+    (tmp_path / "a.txt").write_bytes(b"needle\n" * 30_000_000)
     before = _rg_children()
     task = asyncio.create_task(search(tmp_path, "needle"))
     loop = asyncio.get_running_loop()
