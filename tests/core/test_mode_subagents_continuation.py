@@ -258,3 +258,12 @@ def test_req_bed_018_sub_agent_in_approval_cannot_be_approved_into_unrestricted(
     # Denying still answers the request and stays Restricted.
     denied = ok(transition(state, ctx, UserDenyUpgrade()))
     assert denied.state.mode is Mode.RESTRICTED
+
+
+def test_req_bed_021_restrict_leaves_an_exhausted_conversation_as_it_is() -> None:
+    """Found by tests/explore.sh through the runtime (approve, context exhausted, then
+    restrict): an exhausted conversation is read-only (seed 001) and ignores a
+    downgrade; it can never run a tool again, so its mode is moot."""
+    state = ConvState(S.ContextExhausted("summary"), Mode.UNRESTRICTED)
+    out = ok(transition(state, CTX, UserRequestDowngrade()))
+    assert out.state == state and out.effects == ()

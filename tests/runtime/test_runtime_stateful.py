@@ -241,10 +241,21 @@ class RuntimeMachine(RuleBasedStateMachine):
 
     @rule()
     def restrict(self) -> None:
-        """REQ-BED-016: back to Restricted at once, whenever the user asks."""
+        """REQ-BED-016: back to Restricted at once, whenever the user asks.
+
+        An ended conversation (context exhausted: read-only, seed 001 and
+        REQ-BED-021) ignores it and keeps its mode: it can never act again. Found
+        by tests/explore.sh (approve, exhaust, restrict); pinned by the deterministic
+        core test test_req_bed_021_restrict_leaves_an_exhausted_conversation_as_it_is.
+        """
+        ended = self.conv.state.terminal
+        before = self.conv.mode
         try:
             self.run(self.conv.restrict())
         except PhoenixError:
+            return
+        if ended:
+            assert self.conv.mode is before
             return
         assert self.conv.mode is Mode.RESTRICTED
         self.may_be_unrestricted = False
