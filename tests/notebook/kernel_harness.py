@@ -14,6 +14,7 @@ import os
 import sys
 import time
 from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -286,6 +287,28 @@ class Kernel:
             self.client.stop_channels()
         finally:
             self.km.shutdown_kernel(now=True)
+
+
+@contextmanager
+def loaded_kernel(
+    root: Path, base_url: str, *, extra_env: Mapping[str, str] | None = None
+) -> Iterator[Kernel]:
+    """A started kernel that ran `%load_ext phoenix_nb`; shut down on exit, even if set-up fails."""
+    kernel = Kernel(root, base_url, extra_env=extra_env or {})
+    try:
+        kernel.ok("%load_ext phoenix_nb")
+        yield kernel
+    finally:
+        kernel.shutdown()
+
+
+def settle(kernel: Kernel) -> None:
+    """Interrupt any cell a (failed) test left running: the next test starts on an idle kernel."""
+    running = [e for e in kernel.executions.values() if e.reply is None]
+    if running:
+        kernel.km.interrupt_kernel()
+        for execution in running:
+            kernel.finish(execution, timeout=15)
 
 
 def state_name(record: Mapping[str, Any]) -> str:

@@ -19,40 +19,29 @@ import pytest
 from phoenix_nb.notebook.options import CELL_HELP, SUBCOMMAND_HELP, SUBCOMMANDS
 from phoenix_nb.store import Store
 from phoenix_nb.testing import FakeAnthropic, Turn, text, tool_use
-from tests.notebook.kernel_harness import MIME, Kernel, state_name
+from tests.notebook.kernel_harness import MIME, Kernel, loaded_kernel, state_name
 
 pytestmark = pytest.mark.timeout(180)
 
 UPGRADE = "Write `made.txt` to **fix** it"
 
 
-@pytest.fixture(scope="module")
-def fake() -> Iterator[FakeAnthropic]:
-    with FakeAnthropic() as server:
-        yield server
-
-
 @pytest.fixture
 def kernel(fake: FakeAnthropic, tmp_path: Path) -> Iterator[Kernel]:
+    """A fresh kernel per test (overrides the module-wide one in conftest.py): these tests
+    restart kernels and count conversations from an empty store."""
     fake.clear()
-    k = Kernel(tmp_path, fake.base_url)
-    try:
-        k.ok("%load_ext phoenix_nb")
+    with loaded_kernel(tmp_path, fake.base_url) as k:
         yield k
-    finally:
-        k.shutdown()
 
 
 @pytest.fixture
 def notebook_kernel(fake: FakeAnthropic, tmp_path: Path) -> Iterator[Kernel]:
     """A kernel started the way Jupyter Server starts one for `work/analysis.ipynb`."""
     fake.clear()
-    k = Kernel(tmp_path, fake.base_url, extra_env={"JPY_SESSION_NAME": "work/analysis.ipynb"})
-    try:
-        k.ok("%load_ext phoenix_nb")
+    env = {"JPY_SESSION_NAME": "work/analysis.ipynb"}
+    with loaded_kernel(tmp_path, fake.base_url, extra_env=env) as k:
         yield k
-    finally:
-        k.shutdown()
 
 
 def _slugs(kernel: Kernel) -> list[str]:

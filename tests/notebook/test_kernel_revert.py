@@ -13,7 +13,6 @@ import os
 import stat
 import subprocess
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,33 +23,6 @@ from phoenix_nb.testing import FakeAnthropic, Turn, text, tool_use
 from tests.notebook.kernel_harness import MIME, Kernel
 
 pytestmark = pytest.mark.timeout(240)
-
-
-@pytest.fixture(scope="module")
-def fake() -> Iterator[FakeAnthropic]:
-    with FakeAnthropic() as server:
-        yield server
-
-
-@pytest.fixture(scope="module")
-def kernel(fake: FakeAnthropic, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kernel]:
-    k = Kernel(tmp_path_factory.mktemp("kernel"), fake.base_url)
-    try:
-        k.ok("%load_ext phoenix_nb")
-        yield k
-    finally:
-        k.shutdown()
-
-
-@pytest.fixture
-def kern(kernel: Kernel, fake: FakeAnthropic) -> Iterator[Kernel]:
-    fake.clear()
-    yield kernel
-    running = [e for e in kernel.executions.values() if e.reply is None]
-    if running:
-        kernel.km.interrupt_kernel()
-        for execution in running:
-            kernel.finish(execution, timeout=15)
 
 
 def tree_state(root: Path) -> dict[str, tuple[str, str]]:

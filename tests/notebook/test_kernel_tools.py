@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -76,34 +76,17 @@ STATE = (
 )
 
 
-@pytest.fixture(scope="module")
-def fake() -> Iterator[FakeAnthropic]:
-    with FakeAnthropic() as server:
-        yield server
+def _notebook_state(k: Kernel) -> None:
+    k.ok(SETUP)
+    failed = k.run(FAILING)
+    assert failed.status == "error" and failed.error()["ename"] == "ZeroDivisionError"
 
 
 @pytest.fixture(scope="module")
-def kernel(fake: FakeAnthropic, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kernel]:
-    k = Kernel(tmp_path_factory.mktemp("kernel-tools"), fake.base_url)
-    try:
-        k.ok("%load_ext phoenix_nb")
-        k.ok(SETUP)
-        failed = k.run(FAILING)
-        assert failed.status == "error" and failed.error()["ename"] == "ZeroDivisionError"
-        yield k
-    finally:
-        k.shutdown()
-
-
-@pytest.fixture
-def kern(kernel: Kernel, fake: FakeAnthropic) -> Iterator[Kernel]:
-    fake.clear()
-    yield kernel
-    running = [e for e in kernel.executions.values() if e.reply is None]
-    if running:
-        kernel.km.interrupt_kernel()
-        for execution in running:
-            kernel.finish(execution, timeout=15)
+def kernel_setup() -> Callable[[Kernel], None]:
+    """The module's kernel holds a notebook's worth of state and one failed cell
+    (the shared `kernel`/`kern` fixtures are in tests/notebook/conftest.py)."""
+    return _notebook_state
 
 
 def result_of(fake: FakeAnthropic, tool_use_id: str) -> dict[str, Any]:

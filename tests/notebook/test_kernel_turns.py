@@ -12,7 +12,6 @@ import base64
 import json
 import struct
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -23,35 +22,6 @@ from phoenix_nb.testing import FakeAnthropic, Fault, Turn, text, tool_use
 from tests.notebook.kernel_harness import MIME, Kernel, pid_alive, state_name
 
 pytestmark = pytest.mark.timeout(120)
-
-
-@pytest.fixture(scope="module")
-def fake() -> Iterator[FakeAnthropic]:
-    with FakeAnthropic() as server:
-        yield server
-
-
-@pytest.fixture(scope="module")
-def kernel(fake: FakeAnthropic, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kernel]:
-    k = Kernel(tmp_path_factory.mktemp("kernel"), fake.base_url)
-    try:
-        k.ok("%load_ext phoenix_nb")
-        yield k
-    finally:
-        k.shutdown()
-
-
-@pytest.fixture
-def kern(kernel: Kernel, fake: FakeAnthropic) -> Iterator[Kernel]:
-    """The shared kernel with a fresh script on the fake; a cell a failed test left running
-    is interrupted so the next test starts on an idle kernel."""
-    fake.clear()
-    yield kernel
-    running = [e for e in kernel.executions.values() if e.reply is None]
-    if running:
-        kernel.km.interrupt_kernel()
-        for execution in running:
-            kernel.finish(execution, timeout=15)
 
 
 def _widget_values(kernel: Kernel, since: float) -> list[object]:
