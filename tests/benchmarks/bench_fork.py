@@ -25,18 +25,24 @@ import os
 import statistics
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
 import numpy as np
 
-from phoenix_nb.core.values import Mode
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
 from phoenix_nb.tools.base import ToolContext
 from phoenix_nb.tools.kernel_fork import run_in_fork
-from phoenix_nb.tools.kernel_port import DictKernel
 from phoenix_nb.tools.kernel_tools import RunPythonTool
 from phoenix_nb.tools.sandbox import detect_sandbox
+from tests.tools.kernel_stand_in import (
+    alive,
+    descendants,
+    forks_of,
+    kernel_thread,
+    stand_in,
+)
 
 ROUNDS = 15
 SIZES_MB = (10, 1024, 4096)
@@ -49,52 +55,12 @@ def rss_mb() -> float:
     return 0.0
 
 
-def alive(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
-
-
-def _cmdline(pid: int) -> bytes:
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
-        return b""
-
-
-def descendants(root: int) -> set[int]:
-    """Live (non-zombie) descendants of `root`, from /proc."""
-    children: dict[int, list[int]] = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if fields[0] != "Z":
-            children.setdefault(int(fields[1]), []).append(int(entry.name))
-    found: set[int] = set()
-    todo = [root]
-    while todo:
-        for child in children.get(todo.pop(), ()):
-            found.add(child)
-            todo.append(child)
-    return found
-
-
 async def cancel_latency(tool: RunPythonTool, ctx: ToolContext) -> float:
     """From task.cancel() until the fork (intermediate and PID 1) is gone from /proc."""
     before = descendants(os.getpid())
     task = asyncio.ensure_future(tool.run({"code": "while True: pass"}, ctx, "c"))
     await asyncio.sleep(0.3)
-    forks = {
-        pid
-        for pid in descendants(os.getpid()) - before
-        if b"_sandbox_child.py" not in _cmdline(pid)  # the sandbox launcher is not the fork
-    }
+    forks = forks_of(descendants(os.getpid()) - before)  # the sandbox launcher is not the fork
     start = time.perf_counter()
     task.cancel()
     with contextlib.suppress(asyncio.CancelledError):
@@ -105,10 +71,9 @@ async def cancel_latency(tool: RunPythonTool, ctx: ToolContext) -> float:
     return (time.perf_counter() - start) * 1000
 
 
-async def measure(size_mb: int, stop: threading.Event) -> None:
+async def measure(size_mb: int) -> None:
     data = np.ones(size_mb * (1 << 20) // 8)  # written: every page resident
-    kernel = DictKernel(namespace={"data": data})
-    ctx = ToolContext(cwd=Path.cwd(), mode=Mode.RESTRICTED, sandbox=detect_sandbox(), kernel=kernel)
+    kernel, ctx = stand_in({"data": data})
     tool = RunPythonTool()
     await tool.run({"code": "1"}, ctx, "warm")
     gc.collect()
@@ -162,14 +127,9 @@ async def main() -> None:
         print(f"sandbox unavailable: {detect_sandbox().reason}")
         return
     sizes = tuple(int(a) for a in sys.argv[1:]) or SIZES_MB
-    stop = threading.Event()
-    idle = threading.Thread(target=stop.wait, daemon=True)  # a kernel has threads
-    idle.start()
-    try:
+    with kernel_thread():  # a kernel has threads
         for size in sizes:
-            await measure(size, stop)
-    finally:
-        stop.set()
+            await measure(size)
 
 
 if __name__ == "__main__":

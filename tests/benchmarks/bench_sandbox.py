@@ -6,9 +6,10 @@ Three figures, each against a baseline measured in the same run:
    ``subprocess.run``, interleaved round by round so load from other work on
    the machine (2 shared cores) falls on all alike. Target (issue 12):
    Restricted adds <= 20 ms over Unrestricted at the median.
-2. Cancel: a busy tree (four spinning subshells, a sleeper) is cancelled;
-   time until the tool returned and until a /proc scan finds none of it
-   alive. Target: p99 <= 20 ms for the tree to be gone in Restricted mode
+2. Cancel: bench_cancel.py's busy tree (four spinning subshells, sleepers,
+   setsid ones where the mode allows) is cancelled, measured by its
+   `cancel_busy_tree`: time until the tool returned and until a /proc scan
+   finds none of it alive. Target: p99 <= 20 ms for the tree to be gone in Restricted mode
    (killing the namespace's PID 1 ends it in one syscall).
 3. Namespace set-up alone: user+network+IPC+mount+PID namespaces, id maps,
    loopback up, PID 1 with its own /proc, capped tmpfs — what the launcher's
@@ -19,7 +20,6 @@ Three figures, each against a baseline measured in the same run:
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import statistics
 import subprocess
@@ -28,35 +28,18 @@ import tempfile
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
 from phoenix_nb.core.values import Mode
 from phoenix_nb.tools import sandbox_confine as confine
 from phoenix_nb.tools.base import ToolContext
 from phoenix_nb.tools.bash import BashTool
 from phoenix_nb.tools.sandbox import detect_sandbox, guarantees
+from tests.benchmarks.bench_cancel import cancel_busy_tree, p99
 
 ROUNDS = 60
 CANCEL_RUNS = 30
 SETUP_RUNS = 40
-MARK = "phoenix_sandbox_bench"
-
-
-def p99(values: list[float]) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
-
-
-def tree_pids() -> list[int]:
-    pids = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                stat = Path(f"/proc/{entry}/stat").read_bytes()
-                cmd = Path(f"/proc/{entry}/cmdline").read_bytes()
-            except OSError:
-                continue
-            if MARK.encode() in cmd and b") Z " not in stat:
-                pids.append(int(entry))
-    return pids
 
 
 async def overhead(tool: BashTool, ctxs: dict[Mode, ToolContext]) -> dict[str, float]:
@@ -72,22 +55,6 @@ async def overhead(tool: BashTool, ctxs: dict[Mode, ToolContext]) -> dict[str, f
             assert not result.is_error, result.content
             await asyncio.sleep(0.01)  # the launcher replaces its spare, as between tool calls
     return {k: statistics.median(v) for k, v in times.items()}
-
-
-async def cancel_once(tool: BashTool, ctx: ToolContext, mode: Mode) -> tuple[float, float]:
-    cmd = f": {MARK}; for i in 1 2 3 4; do (while :; do :; done) & done; sleep 300 & wait"
-    task = asyncio.ensure_future(tool.run({"command": cmd}, ctx, "c"))
-    deadline = time.monotonic() + 10
-    while len(tree_pids()) < 6 and time.monotonic() < deadline:
-        await asyncio.sleep(0.005)
-    start = time.perf_counter()
-    task.cancel()
-    with contextlib.suppress(asyncio.CancelledError):
-        await task
-    returned = (time.perf_counter() - start) * 1000
-    while tree_pids():
-        await asyncio.sleep(0.001)
-    return returned, (time.perf_counter() - start) * 1000
 
 
 def namespace_setup_ms() -> float:
@@ -152,7 +119,7 @@ async def main() -> None:
     results: dict[Mode, list[tuple[float, float]]] = {m: [] for m in ctxs}
     for _ in range(CANCEL_RUNS):
         for mode, ctx in ctxs.items():
-            results[mode].append(await cancel_once(tool, ctx, mode))
+            results[mode].append(await cancel_busy_tree(tool, ctx))
     print(f"cancel of a busy tree, {CANCEL_RUNS} runs per mode:")
     for mode in ctxs:
         returned = [r for r, _ in results[mode]]

@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -23,6 +22,7 @@ import pytest
 from phoenix_nb.testing import FakeAnthropic, Turn, text, tool_use
 from phoenix_nb.tools.sandbox import detect_sandbox
 from tests.notebook.kernel_harness import Kernel
+from tests.tools.kernel_stand_in import alive, descendants, forks_of
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -282,35 +282,6 @@ def test_kernel_access_off_keeps_the_tools_declared(kern: Kernel, fake: FakeAnth
         kern.ok('%config Phoenix.kernel_access = "on"')
 
 
-def alive(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
-
-
-def descendants(root: int) -> set[int]:
-    """Live (non-zombie) descendants of `root`, from /proc."""
-    children: dict[int, list[int]] = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if fields[0] != "Z":
-            children.setdefault(int(fields[1]), []).append(int(entry.name))
-    found: set[int] = set()
-    todo = [root]
-    while todo:
-        for child in children.get(todo.pop(), ()):
-            found.add(child)
-            todo.append(child)
-    return found
-
-
 @pytest.mark.skipif(not detect_sandbox().available, reason="run_python needs the sandbox")
 def test_interrupt_kills_a_spinning_run_python_at_once(kern: Kernel, fake: FakeAnthropic) -> None:
     """Kernel interrupt = cancel: the fork and all it started are gone at once, cell stops."""
@@ -328,11 +299,7 @@ def test_interrupt_kills_a_spinning_run_python_at_once(kern: Kernel, fake: FakeA
     kern.wait_until(
         lambda: len(descendants(kernel_pid) - before) >= 3, 30, "the fork and its sleep"
     )
-    forked = {
-        pid
-        for pid in descendants(kernel_pid) - before
-        if b"_sandbox_child.py" not in Path(f"/proc/{pid}/cmdline").read_bytes()
-    }
+    forked = forks_of(descendants(kernel_pid) - before)
     start = time.monotonic()
     kern.km.interrupt_kernel()
     # Alive anywhere: the namespace's PID 1 is re-parented to init when the intermediate dies.

@@ -26,6 +26,7 @@ from phoenix_nb.tools.kernel_fork import ChildSink, Emit, ForkLimits, run_in_for
 from phoenix_nb.tools.kernel_port import DictKernel
 from phoenix_nb.tools.kernel_summarize import OutOfTime, time_limit
 from phoenix_nb.tools.sandbox import detect_sandbox
+from tests.tools.kernel_stand_in import alive, descendants, forks_of, kernel_thread
 
 SANDBOX = detect_sandbox().available and sandbox_ready()
 needs_sandbox = pytest.mark.skipif(not SANDBOX, reason="kernel sandbox unavailable on this host")
@@ -42,14 +43,6 @@ async def fork(job: Any, *, confine: bool = False, timeout: float = 20.0, **kw: 
     )
 
 
-def alive(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
-
-
 async def wait_until(predicate: Any, timeout: float = 5.0) -> bool:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -62,14 +55,8 @@ async def wait_until(predicate: Any, timeout: float = 5.0) -> bool:
 @pytest.fixture
 def busy_thread() -> Iterator[threading.Lock]:
     """A second thread holding a lock at fork time, as the kernel's threads do."""
-    lock = threading.Lock()
-    lock.acquire()
-    stop = threading.Event()
-    thread = threading.Thread(target=stop.wait, daemon=True)
-    thread.start()
-    yield lock
-    stop.set()
-    lock.release()
+    with kernel_thread() as lock:
+        yield lock
 
 
 async def test_child_sees_state_and_its_changes_die_with_it(busy_thread: threading.Lock) -> None:
@@ -191,40 +178,6 @@ async def test_a_crash_is_reported_not_raised(
     else:
         assert outcome.exit_code == exit_code
     assert outcome.failure()
-
-
-def descendants(root: int) -> set[int]:
-    """Live (non-zombie) descendants of `root`, from /proc: PID namespaces do not hide them."""
-    children: dict[int, list[int]] = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        fields = stat.rsplit(")", 1)[1].split()
-        if fields[0] != "Z":
-            children.setdefault(int(fields[1]), []).append(int(entry.name))
-    found: set[int] = set()
-    todo = [root]
-    while todo:
-        for child in children.get(todo.pop(), ()):
-            found.add(child)
-            todo.append(child)
-    return found
-
-
-def forks_of(pids: set[int]) -> set[int]:
-    """Leave out the sandbox launcher (a long-lived helper it may start or re-fork meanwhile)."""
-    out = set()
-    for pid in pids:
-        try:
-            if b"_sandbox_child.py" not in Path(f"/proc/{pid}/cmdline").read_bytes():
-                out.add(pid)
-        except OSError:
-            pass
-    return out
 
 
 def spin_with_a_child(emit: Emit, _sink: ChildSink) -> None:
