@@ -13,10 +13,21 @@ Why this holds the store's properties:
   compaction writes a temporary file, fsyncs it, ``os.replace``-s it over the
   journal and fsyncs the directory, so the path always names a complete file.
 * Crash at any instant: a kill during ``write`` can leave only a torn *last*
-  line. Its checksum (or missing newline) fails, so loading stops before it;
-  the next writer, holding the lock, truncates it away before appending.
-  A bad line followed by good ones cannot come from a crash and is reported as
-  corruption instead of being silently dropped.
+  line, one without its newline (the newline is the last byte written), so
+  loading stops before it; the next writer, holding the lock, truncates it
+  away before appending.
+* Damage is contained, never guessed at: a complete line (newline included)
+  whose checksum fails, or that holds valid JSON with the wrong checksum,
+  cannot come from a crash. Loading skips it, keeps applying the lines after
+  it whose own checksums hold, and records what was lost in `damage`; the
+  journal then refuses every append (`JournalDamaged`) until its owner has
+  rewritten it (`replace_with`), so nothing new lands on top of a hole.
+* Failed writes lose nothing already saved: a write or fsync that fails (disk
+  full, read-only, I/O error) truncates the file back to its last good line,
+  drops the failed transaction from memory and re-raises the ``OSError``; a
+  compaction that fails after its append was saved is given up, not reported.
+  A journal that cannot be opened for writing (read-only store) is read
+  without the file lock, which cannot be created there, and refuses appends.
 * Many processes: every access holds a ``filelock`` lock (and a thread lock).
   Under it the journal stats the path: a new inode (another process compacted)
   means a full reload, a longer file means the other process appended and only
@@ -31,11 +42,13 @@ Why this holds the store's properties:
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import threading
 import zlib
 from collections.abc import Callable, Iterator, Mapping, MutableMapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -50,7 +63,36 @@ Op = list[Any]  # ["put", table, doc_id, doc] | ["del", table, doc_id] | ["clear
 
 
 class JournalCorrupt(PhoenixError):
-    """A journal holds a damaged line that is not its last: refuse to guess."""
+    """A journal holds damage (a bad line, or something that is not a journal file)."""
+
+
+class JournalDamaged(JournalCorrupt):
+    """An append to a damaged journal, refused until it is rewritten."""
+
+
+@dataclass(frozen=True)
+class JournalDamage:
+    """What a load of a damaged journal could not read.
+
+    `lines`: 1-based numbers of the complete lines that failed their checksum (or
+    held no valid operations); `offsets`: their byte offsets; `reason` when the
+    whole file is unreadable (e.g. a directory stands at its path).
+    """
+
+    lines: tuple[int, ...] = ()
+    offsets: tuple[int, ...] = ()
+    reason: str = ""
+
+    def describe(self) -> str:
+        if self.reason:
+            return self.reason
+        where = ", ".join(map(str, self.lines[:8])) + (" …" if len(self.lines) > 8 else "")
+        return f"line{'s' if len(self.lines) > 1 else ''} {where} unreadable"
+
+    def merge(self, other: JournalDamage) -> JournalDamage:
+        return JournalDamage(
+            self.lines + other.lines, self.offsets + other.offsets, self.reason or other.reason
+        )
 
 
 def encode_line(payload: Mapping[str, Any]) -> bytes:
@@ -124,6 +166,9 @@ class JournalStorage(Storage):
         self._live_total = 0
         self._pending: list[Op] | None = None
         self._loaded = False
+        self._line_count = 0  # complete lines read (for damage line numbers)
+        self.damage: JournalDamage | None = None
+        self.read_only = False  # opened read-only (a read-only store): appends refused
         self.reloads = 0  # full reloads, for tests of freshness
 
     # -- TinyDB Storage interface ------------------------------------------------
@@ -163,14 +208,29 @@ class JournalStorage(Storage):
                 finally:
                     self._depth -= 1
                 return
-            self._file_lock.acquire(poll_interval=0.001)
+            locked = self._acquire_file_lock()
             self._depth = 1
             try:
                 self._refresh()
                 yield
             finally:
                 self._depth = 0
-                self._file_lock.release()
+                if locked:
+                    self._file_lock.release()
+
+    def _acquire_file_lock(self) -> bool:
+        """Take the file lock; False on a store where it cannot be created (read-only).
+
+        Nobody can append to such a store, so reading without the lock is safe.
+        """
+        try:
+            self._file_lock.acquire(poll_interval=0.001)
+        except OSError as exc:
+            if exc.errno not in (errno.EROFS, errno.EACCES, errno.EPERM, errno.ENOENT):
+                raise
+            self.read_only = True
+            return False
+        return True
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[None]:
@@ -184,7 +244,7 @@ class JournalStorage(Storage):
                 yield
             except BaseException:
                 self._pending = None
-                self._reload()  # memory may hold part of the failed transaction
+                self._forget_memory()  # memory may hold part of the failed transaction
                 raise
             ops, self._pending = self._pending, None
             if ops:
@@ -201,16 +261,42 @@ class JournalStorage(Storage):
         if not self._depth:
             raise RuntimeError("journal accessed without holding its lock")
 
+    def _forget_memory(self) -> None:
+        """Reload now, or on the next lock if the file cannot be read now."""
+        try:
+            self._reload()
+        except OSError:
+            self._loaded = False
+
     def _refresh(self) -> None:
         try:
             st = os.stat(self.path)
         except FileNotFoundError:
-            self._create()
+            try:
+                self._create()
+            except OSError as exc:
+                if exc.errno not in (errno.EROFS, errno.EACCES, errno.EPERM, errno.ENOENT):
+                    raise
+                self._empty(read_only=True)  # a read-only store without this journal
+                return
             st = os.stat(self.path)
-        if not self._loaded or st.st_ino != self._inode or st.st_size < self._offset:
+        stale = self._fd is None or not self._loaded or st.st_ino != self._inode
+        if stale or st.st_size < self._offset:
             self._reload()
         elif st.st_size > self._offset:
             self._read_from(self._offset, initial=False)
+
+    def _empty(self, *, read_only: bool = False, damage: JournalDamage | None = None) -> None:
+        """No file to read: empty tables, appends refused when read-only or damaged."""
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+        self._tables, self._max_id, self._index = {}, {}, {}
+        self._live_bytes, self._live_total = {}, 0
+        self._offset = self._line_count = 0
+        self._loaded = True
+        self.read_only = self.read_only or read_only
+        self.damage = damage
 
     def _create(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -226,11 +312,23 @@ class JournalStorage(Storage):
         self._index = {}
         self._live_bytes = {}
         self._live_total = 0
-        self._offset = 0
+        self._offset = self._line_count = 0
         self._loaded = True
+        self.damage = None
         if self._fd is not None:
             os.close(self._fd)
-        self._fd = os.open(self.path, os.O_RDWR | os.O_APPEND)
+            self._fd = None
+        try:
+            self._fd = os.open(self.path, os.O_RDWR | os.O_APPEND)
+        except IsADirectoryError:
+            self._inode = os.stat(self.path).st_ino
+            self._empty(damage=JournalDamage(reason="a directory stands where its file should be"))
+            return
+        except OSError as exc:
+            if exc.errno not in (errno.EROFS, errno.EACCES, errno.EPERM):
+                raise
+            self._fd = os.open(self.path, os.O_RDONLY)
+            self.read_only = True
         self._inode = os.fstat(self._fd).st_ino
         self._read_from(0, initial=True)
 
@@ -239,39 +337,46 @@ class JournalStorage(Storage):
         size = os.fstat(self._fd).st_size
         data = os.pread(self._fd, size - offset, offset)
         pos = 0
+        lines: list[int] = []
+        offsets: list[int] = []
         while pos < len(data):
             end = data.find(b"\n", pos)
-            line = data[pos:] if end < 0 else data[pos : end + 1]
-            payload = decode_line(line)
-            if payload is None:
-                rest = data[pos + len(line) :]
-                if any(decode_line(x + b"\n") for x in rest.split(b"\n") if x):
-                    raise JournalCorrupt(
-                        f"{self.path}: damaged line at byte {offset + pos} before intact ones"
-                    )
+            if end < 0:
                 break  # a torn tail from a crashed writer: ignored, truncated on next append
-            self._apply_payload(payload, len(line))
+            line = data[pos : end + 1]
+            self._line_count += 1
+            payload = decode_line(line)
+            if payload is None or not self._apply_payload(payload, len(line)):
+                lines.append(self._line_count)  # complete but damaged: skipped, recorded
+                offsets.append(offset + pos)
             pos += len(line)
         self._offset = offset + pos
+        if lines:
+            found = JournalDamage(tuple(lines), tuple(offsets))
+            self.damage = found if self.damage is None else self.damage.merge(found)
 
     # -- applying operations -----------------------------------------------------
 
-    def _apply_payload(self, payload: Mapping[str, Any], nbytes: int) -> None:
-        if "snapshot" in payload:
+    def _apply_payload(self, payload: Mapping[str, Any], nbytes: int) -> bool:
+        """Apply one intact line; False (nothing applied) when its operations are malformed."""
+        try:
+            ops = _checked_ops(payload)
+        except (KeyError, TypeError, ValueError, IndexError, AttributeError):
+            return False
+        if ops is None:
             self._tables, self._max_id, self._index = {}, {}, {}
             self._live_bytes, self._live_total = {}, 0
-            ops: list[Op] = [
+            ops = [
                 ["put", name, int(k), doc]
                 for name, table in payload["snapshot"].items()
                 for k, doc in table.items()
             ]
             for name in payload["snapshot"]:
                 self._tables.setdefault(name, {})
-        else:
-            ops = payload["ops"]
         share = nbytes // max(1, len(ops))
         for op in ops:
             self._apply(op, share)
+        return True
 
     def _apply(self, op: Op, nbytes: int) -> None:
         kind, name = op[0], op[1]
@@ -296,8 +401,6 @@ class JournalStorage(Storage):
                     self._index.setdefault((name, f), {})[doc[f]] = op[2]
         elif kind == "del":
             table.pop(key, None)
-        else:
-            raise JournalCorrupt(f"{self.path}: unknown op {kind!r}")
 
     def _forget(self, name: str, key: str) -> None:
         self._live_total -= self._live_bytes.pop((name, key), 0)
@@ -323,27 +426,59 @@ class JournalStorage(Storage):
         self._append(line)
 
     def _append(self, line: bytes) -> None:
-        assert self._fd is not None
-        size = os.fstat(self._fd).st_size
-        if size != self._offset:  # a torn tail left by a crashed writer
-            os.ftruncate(self._fd, self._offset)
-        os.write(self._fd, line)
-        os.fdatasync(self._fd)
+        if self.damage is not None:
+            self._forget_memory()
+            raise JournalDamaged(f"{self.path}: damaged ({self.damage.describe()})")
+        if self._fd is None or self.read_only:
+            self._forget_memory()
+            raise OSError(errno.EROFS, os.strerror(errno.EROFS), str(self.path))
+        try:
+            size = os.fstat(self._fd).st_size
+            if size != self._offset:  # a torn tail left by a crashed writer
+                os.ftruncate(self._fd, self._offset)
+            written = os.write(self._fd, line)
+            if written != len(line):  # a short write: the disk filled up mid-line
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(self.path))
+            os.fdatasync(self._fd)
+        except OSError:
+            with contextlib.suppress(OSError):
+                os.ftruncate(self._fd, self._offset)  # back to the last good line
+            self._forget_memory()
+            raise
         self._offset += len(line)
+        self._line_count += 1
         if self._offset > 2 * self._live_total + self.compact_min_bytes:
-            self.compact()
+            try:
+                self.compact()
+            except OSError:  # the append is saved; compaction waits for more room
+                with contextlib.suppress(OSError):
+                    self._tmp_path().unlink()
+
+    def _tmp_path(self) -> Path:
+        return self.path.with_name(self.path.name + ".tmp")
 
     def compact(self) -> None:
         """Rewrite the journal as one snapshot line, atomically."""
         self._require_lock()
-        line = encode_line({"snapshot": self._tables})
-        tmp = self.path.with_name(self.path.name + ".tmp")
+        self.replace_with(self._tables)
+
+    def replace_with(self, tables: Mapping[str, Mapping[str, Any]]) -> None:
+        """Make the journal one snapshot of `tables`, atomically (a temporary file fsynced,
+        then renamed over the path): compaction, and the rewrite of a damaged journal."""
+        self._require_lock()
+        line = encode_line({"snapshot": tables})
+        tmp = self._tmp_path()
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         try:
-            os.write(fd, line)
+            if os.write(fd, line) != len(line):
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(tmp))
             os.fsync(fd)
-        finally:
+        except OSError:
             os.close(fd)
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+            raise
+        os.close(fd)
         os.replace(tmp, self.path)
         fsync_dir(self.path.parent)
         self._reload()
@@ -366,6 +501,41 @@ class JournalStorage(Storage):
     @property
     def size(self) -> int:
         return self._offset
+
+
+def _checked_ops(payload: Mapping[str, Any]) -> list[Op] | None:
+    """The ops of a transaction line (None for a snapshot), or an error if malformed.
+
+    A line can pass its checksum and still be wrong (written by hand, or by a
+    tool that recomputed the checksum): it is applied only if every op is well
+    formed, so a bad line is skipped whole, never half-applied.
+    """
+    if "snapshot" in payload:
+        snapshot = payload["snapshot"]
+        if not isinstance(snapshot, dict) or not all(
+            isinstance(t, dict) and all(isinstance(d, dict) for d in t.values())
+            for t in snapshot.values()
+        ):
+            raise ValueError("malformed snapshot")
+        for table in snapshot.values():
+            for k in table:
+                int(k)
+        return None
+    ops = payload["ops"]
+    if not isinstance(ops, list):
+        raise ValueError("ops is not a list")
+    for op in ops:
+        if not isinstance(op, list) or not op or not isinstance(op[1], str):
+            raise ValueError("malformed op")
+        if op[0] == "put":
+            if len(op) != 4 or not isinstance(op[2], int) or not isinstance(op[3], dict):
+                raise ValueError("malformed put")
+        elif op[0] == "del":
+            if len(op) != 3 or not isinstance(op[2], int):
+                raise ValueError("malformed del")
+        elif op[0] != "clear" or len(op) != 2:
+            raise ValueError("unknown op")
+    return list(ops)
 
 
 class _Overlay(MutableMapping[int, dict[str, Any]]):
@@ -481,6 +651,8 @@ __all__ = [
     "Document",
     "JournalCorrupt",
     "JournalDB",
+    "JournalDamage",
+    "JournalDamaged",
     "JournalStorage",
     "JournalTable",
     "decode_line",

@@ -28,6 +28,25 @@ Why the required properties hold (the journal's own guarantees are in
   index lock, then the version is recorded. A store from a newer version is
   refused rather than damaged.
 * No secret is ever stored: every value written passes through `scrub.scrub`.
+* The index is derivable: each conversation journal also holds its
+  conversation's record (table ``conversation``, written before the index on
+  create and on every update), so a damaged or missing ``index.jsonl`` is
+  rebuilt from the conversation journals (the damaged original kept beside it
+  as ``index.jsonl.damaged``). After a kill between the two writes the index
+  may hold the state before the last update, which restore handles as it
+  handles any state committed before its messages.
+* Damage is contained (see `journal.py`): a damaged conversation journal is
+  read up to and past the damage where lines still check, a copy of it is
+  kept beside it untouched (``<id>.jsonl.damaged``), the index record says
+  what was lost (``damaged``), and appends to it are refused
+  (`ConversationDamaged`) until `replace_messages` rewrites it; every other
+  conversation works as before.
+* Failed writes are reported, never half-done: any ``OSError`` of a write
+  (disk full, read-only store, permission, I/O error) becomes a
+  `StoreWriteError` whose one line names what failed, the store's folder and
+  what to do; the journal has dropped the failed line (disk and memory).
+  A store that cannot be written at all is still read (`store_problem` says
+  why, for the notebook to report once).
 
 The conversation's ``updated_at`` changes with `update_conversation` (the
 runtime persists every state change), not with each message, to keep a message
@@ -36,13 +55,16 @@ append to one fsync.
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import json
 import os
 import re
 import threading
 import uuid
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, ClassVar
@@ -52,7 +74,13 @@ from tinydb.table import Document
 
 from phoenix_nb.errors import PhoenixError
 from phoenix_nb.store import slugs
-from phoenix_nb.store.journal import JournalDB, JournalStorage, json_copy, open_journal_db
+from phoenix_nb.store.journal import (
+    JournalDamage,
+    JournalDB,
+    JournalStorage,
+    json_copy,
+    open_journal_db,
+)
 from phoenix_nb.store.scrub import scrub
 
 MESSAGE_TYPES = ("user", "agent", "tool", "system", "continuation", "error")
@@ -68,7 +96,9 @@ UPDATABLE_FIELDS = frozenset({"state", "state_data", "mode", "archived", "slug",
 _ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 _CONVERSATIONS = "conversations"
 _MESSAGES = "messages"
+_RECORD = "conversation"  # in a conversation journal: its record (doc 1), for rebuilding the index
 _META = "_meta"
+_LOST_MESSAGE = re.compile(rb'\["put","messages",(\d+),')
 
 MessageSpec = tuple[str, Any, Any, Any]  # (message_type, content, display_data, usage_data)
 Migration = Callable[["Store"], None]
@@ -85,6 +115,83 @@ class UnknownConversation(StoreError, KeyError):
 
 class SlugTaken(StoreError, ValueError):
     pass
+
+
+class StoreWriteError(StoreError):
+    """Saving failed (disk full, read-only store, permission, I/O error); nothing of it
+    was saved and what was saved before is intact."""
+
+
+class ConversationDamaged(StoreError):
+    """The conversation's journal is damaged: it can be read, not written, until repaired."""
+
+
+@dataclass(frozen=True)
+class Damage:
+    """What a damaged conversation lost, for the user (`summary`) and for repair."""
+
+    conversation_id: str
+    summary: str
+    original: Path | None  # the untouched copy kept beside the journal
+    lines: tuple[int, ...] = ()
+    lost_messages: tuple[int, ...] = ()  # sequence ids known to be lost
+
+
+def _home(root: Path) -> str:
+    return f"{root} (PHOENIX_HOME)"
+
+
+def write_failure(exc: OSError, root: Path, what: str) -> StoreWriteError:
+    """The one line a failed write becomes: what failed, where, and what to do."""
+    code = exc.errno
+    where = _home(root)
+    if code in (errno.ENOSPC, errno.EDQUOT):
+        why, todo = "the disk is full", "free some space there and run it again"
+    elif code == errno.EROFS:
+        why = "the store is on a read-only file system"
+        todo = "make it writable, or set PHOENIX_HOME to a writable folder and restart the kernel"
+    elif code in (errno.EACCES, errno.EPERM):
+        why = "permission denied"
+        todo = "give this user write access there, or set PHOENIX_HOME to another folder"
+    else:
+        why = f"I/O error ({exc.strerror or exc})"
+        todo = "check that disk, then run it again"
+    return StoreWriteError(
+        f"phoenix could not save {what} in its store {where}: {why}. "
+        f"Nothing unsaved was sent to the model; {todo}."
+    )
+
+
+def store_problem(root: Path | str) -> str | None:
+    """One line saying why the store at `root` cannot be written, or None if it can.
+
+    Cheap (a stat and an access check): the notebook says it at `%load_ext` and
+    before each command. A full disk is not visible here; it is reported by the
+    write that fails.
+    """
+    path = Path(root).expanduser()
+    probe = path
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    if not probe.is_dir():
+        why = f"{probe} is not a folder"
+    elif os.access(probe, os.W_OK):
+        return None
+    else:
+        why = "read-only file system" if _read_only_fs(probe) else "permission denied"
+    missing = "" if probe == path else " (it does not exist and cannot be created)"
+    return (
+        f"phoenix: its store {_home(path)} cannot be written{missing}: {why}. "
+        "Saved conversations can be read, but no message can be sent. Make it writable, "
+        "or set PHOENIX_HOME to a writable folder and restart the kernel."
+    )
+
+
+def _read_only_fs(path: Path) -> bool:
+    try:
+        return bool(os.statvfs(path).f_flag & os.ST_RDONLY)
+    except OSError:
+        return False
 
 
 def default_root() -> Path:
@@ -118,13 +225,24 @@ class Store:
 
     def __init__(self, root: Path | str | None = None) -> None:
         self.root = Path(root).expanduser() if root is not None else default_root()
-        (self.root / "conversations").mkdir(parents=True, exist_ok=True)
-        self._index = open_journal_db(self.root / "index.jsonl", indexed_fields=("id", "slug"))
+        with contextlib.suppress(OSError):  # a read-only store is still read
+            (self.root / "conversations").mkdir(parents=True, exist_ok=True)
+        index_path = self.root / "index.jsonl"
+        index_missing = not index_path.exists()
+        self._index = open_journal_db(index_path, indexed_fields=("id", "slug"))
         self._open: OrderedDict[str, JournalDB] = OrderedDict()
         self._open_lock = threading.Lock()
         self._known: set[str] = set()
+        self._damage: dict[str, Damage] = {}
+        self._unmarked: set[str] = set()
         self._closed = False
+        self.index_rebuilt: str | None = None  # why the index was rebuilt on open, if it was
         self._migrate()
+        if self._index.journal.damage is not None:
+            found = self._index.journal.damage.describe()
+            self._rebuild_index(f"index.jsonl was damaged ({found})")
+        elif index_missing and self._journal_paths():
+            self._rebuild_index("index.jsonl was missing")
 
     # -- lifecycle ---------------------------------------------------------------
 
@@ -137,7 +255,22 @@ class Store:
         doc = self._index.table(_META).get(Query().key == "schema_version")
         return int(doc["value"]) if doc else 0
 
+    @contextlib.contextmanager
+    def _saving(self, what: str) -> Iterator[None]:
+        """Turn a failed write into the one line the user reads (`write_failure`)."""
+        try:
+            yield
+        except OSError as exc:
+            raise write_failure(exc, self.root, what) from None
+
     def _migrate(self) -> None:
+        try:
+            with self._saving("its schema version"):
+                self._migrate_now()
+        except StoreWriteError:
+            pass  # a read-only store is read as it is; writes report the problem
+
+    def _migrate_now(self) -> None:
         with self._index.journal.locked():
             current = self._stored_version()
             if current > self.SCHEMA_VERSION:
@@ -234,12 +367,18 @@ class Store:
                 "updated_at": now,
                 "state_updated_at": now,
             }
-            # The messages journal exists before the conversation is visible.
-            with self._conversation_db(conv_id).journal.locked():
-                pass
-            self._index.table(_CONVERSATIONS).insert(record)
+            # The conversation's journal, holding its record, exists before it is visible.
+            with self._saving("the new conversation"):
+                self._record_in_journal(conv_id, record)
+                self._index.table(_CONVERSATIONS).insert(record)
             self._known.add(conv_id)
             return json_copy(record)
+
+    def _record_in_journal(self, conversation_id: str, record: dict[str, Any]) -> None:
+        """Keep the record in the conversation's own journal too (the index is derivable)."""
+        journal = self._conversation_db(conversation_id).journal
+        with journal.locked():
+            journal.commit([["put", _RECORD, 1, json_copy(record)]])
 
     def update_conversation(self, id: str, **fields: Any) -> dict[str, Any]:
         """Change mutable fields (state, state_data, mode, archived, slug, seeded_from)."""
@@ -268,7 +407,11 @@ class Store:
             if "state" in clean or "state_data" in clean:
                 clean["state_updated_at"] = now
             table = self._index.table(_CONVERSATIONS)
-            table.update(clean, doc_ids=[doc_id])
+            updated = {**json_copy(dict(table.get(doc_id=doc_id) or {})), **clean}
+            with self._saving(f"conversation {updated.get('slug', id)}'s state"):
+                self._require_undamaged(id)
+                self._record_in_journal(id, updated)
+                table.update(clean, doc_ids=[doc_id])
             return json_copy(dict(table.get(doc_id=doc_id) or {}))
 
     def get_conversation(self, id_or_slug: str) -> dict[str, Any] | None:
@@ -351,11 +494,13 @@ class Store:
         if not prepared:
             return []
         self._require_conversation(conversation_id)
+        self._require_undamaged(conversation_id)
         db = self._conversation_db(conversation_id)
         table = db.table(_MESSAGES)
         journal = db.journal
         out: list[dict[str, Any]] = []
-        with journal.transaction():
+        what = "the message" if len(prepared) == 1 else "the messages"
+        with self._saving(what), journal.transaction():
             next_seq = len(journal.raw_table(_MESSAGES)) + 1
             now = _now()
             for offset, (mtype, content, display, usage) in enumerate(prepared):
@@ -382,15 +527,190 @@ class Store:
         db = self._conversation_db(conversation_id)
         with db.journal.locked():
             raw = db.journal.raw_table(_MESSAGES)
-            wanted = range(max(0, after_sequence) + 1, len(raw) + 1)
-            docs = db.table(_MESSAGES).get(doc_ids=list(wanted)) if wanted else []
-            return sorted((json_copy(dict(d)) for d in docs), key=lambda d: d["sequence_id"])
+            if db.journal.damage is not None:
+                self._note_damage(conversation_id, db.journal)
+                keys = sorted(int(k) for k in raw if int(k) > after_sequence)
+                out = [json_copy(raw[str(k)]) for k in keys]
+            else:
+                wanted = range(max(0, after_sequence) + 1, len(raw) + 1)
+                docs = db.table(_MESSAGES).get(doc_ids=list(wanted)) if wanted else []
+                out = sorted((json_copy(dict(d)) for d in docs), key=lambda d: d["sequence_id"])
+        self._flush_marks()
+        return out
 
     def message_count(self, conversation_id: str) -> int:
         self._require_conversation(conversation_id)
         db = self._conversation_db(conversation_id)
         with db.journal.locked():
-            return len(db.journal.raw_table(_MESSAGES))
+            if db.journal.damage is not None:
+                self._note_damage(conversation_id, db.journal)
+            count = len(db.journal.raw_table(_MESSAGES))
+        self._flush_marks()
+        return count
+
+    # -- damage ------------------------------------------------------------------
+
+    def damage(self, conversation_id: str) -> Damage | None:
+        """What the conversation's journal lost, or None when it is intact (reads it)."""
+        self._check_open()
+        self._require_conversation(conversation_id)
+        db = self._conversation_db(conversation_id)
+        with db.journal.locked():
+            if db.journal.damage is None:
+                self._damage.pop(conversation_id, None)
+                return None
+            found = self._note_damage(conversation_id, db.journal)
+        self._flush_marks()
+        return found
+
+    def _require_undamaged(self, conversation_id: str) -> None:
+        found = self.damage(conversation_id)
+        if found is not None:
+            record = self.get_conversation(conversation_id) or {}
+            slug = record.get("slug", conversation_id)
+            raise ConversationDamaged(
+                f"Conversation {slug} is damaged ({found.summary}) and cannot take new "
+                f"messages: run `%phoenix repair {slug}` to go on with what is intact "
+                "(the damaged file is kept beside it)."
+            )
+
+    def _note_damage(self, conversation_id: str, journal: JournalStorage) -> Damage:
+        """Quarantine once: keep the original beside the journal, record what was lost."""
+        known = self._damage.get(conversation_id)
+        if known is not None:
+            return known
+        assert journal.damage is not None
+        damage = self._describe(conversation_id, journal, journal.damage)
+        self._damage[conversation_id] = damage
+        self._unmarked.add(conversation_id)
+        return damage
+
+    def _flush_marks(self) -> None:
+        """Say in the index what damaged conversations lost (after their journal's lock is
+        released: the index lock is always taken first)."""
+        while self._unmarked:
+            conversation_id = self._unmarked.pop()
+            damage = self._damage.get(conversation_id)
+            if damage is not None:
+                with contextlib.suppress(OSError, StoreError):  # best effort: read-only store
+                    self._mark_damaged(conversation_id, damage.summary)
+
+    def _describe(
+        self, conversation_id: str, journal: JournalStorage, found: JournalDamage
+    ) -> Damage:
+        lost: set[int] = set()
+        raw = journal.raw_table(_MESSAGES)
+        present = {int(k) for k in raw}
+        if present:
+            lost |= set(range(1, max(present) + 1)) - present
+        original: Path | None = None
+        if not found.reason:
+            data = journal.path.read_bytes()
+            for offset in found.offsets:
+                end = data.find(b"\n", offset)
+                line = data[offset : end if end >= 0 else len(data)]
+                lost |= {int(m) for m in _LOST_MESSAGE.findall(line) if int(m) not in present}
+            original = _keep_copy(journal.path, data)
+        summary = found.describe()
+        if lost:
+            ids = sorted(lost)
+            shown = ", ".join(f"#{i}" for i in ids[:8]) + (" …" if len(ids) > 8 else "")
+            summary += f"; message{'s' if len(ids) > 1 else ''} {shown} lost"
+        elif not found.reason:
+            summary += "; no message lost"
+        else:
+            summary += "; its messages cannot be read"
+        return Damage(conversation_id, summary, original, found.lines, tuple(sorted(lost)))
+
+    def _mark_damaged(self, conversation_id: str, summary: str | None) -> None:
+        journal = self._index.journal
+        with journal.locked():
+            doc_id = journal.lookup(_CONVERSATIONS, "id", conversation_id)
+            table = self._index.table(_CONVERSATIONS)
+            doc = table.get(doc_id=doc_id) if doc_id is not None else None
+            if doc is not None and doc.get("damaged") != summary:
+                table.update({"damaged": summary}, doc_ids=[doc_id])  # type: ignore[list-item]
+
+    def replace_messages(
+        self, conversation_id: str, specs: Sequence[MessageSpec], *, state_fields: dict[str, Any]
+    ) -> list[dict[str, Any]]:
+        """Rewrite a conversation's journal as these messages (renumbered from 1) and its
+        record with `state_fields`, atomically: the repair of a damaged conversation.
+
+        The damaged original stays beside it (a directory standing at the journal's
+        path is moved there first). Returns the new history.
+        """
+        self._check_open()
+        self._require_conversation(conversation_id)
+        clean = {k: _jsonable(v, k) for k, v in state_fields.items()}
+        db = self._conversation_db(conversation_id)
+        journal = db.journal
+        index = self._index.journal
+        with self._saving("the repaired conversation"), index.locked():
+            doc_id = index.lookup(_CONVERSATIONS, "id", conversation_id)
+            assert doc_id is not None
+            table = self._index.table(_CONVERSATIONS)
+            now = _now()
+            record = {**json_copy(dict(table.get(doc_id=doc_id) or {})), **clean}
+            record.update(updated_at=now, state_updated_at=now, damaged=None)
+            with journal.locked():
+                if journal.path.is_dir():  # kept as it is, beside the new journal
+                    journal.path.rename(_free_name(journal.path))
+                messages: dict[str, Any] = {}
+                for seq, (mtype, content, display, usage) in enumerate(specs, start=1):
+                    messages[str(seq)] = {
+                        "id": f"m-{uuid.uuid4().hex}",
+                        "conversation_id": conversation_id,
+                        "sequence_id": seq,
+                        "message_type": mtype,
+                        "actor_kind": ACTOR_KINDS[mtype],
+                        "content": _jsonable(content, f"message {seq} content"),
+                        "display_data": _jsonable(display, f"message {seq} display_data"),
+                        "usage_data": _jsonable(usage, f"message {seq} usage_data"),
+                        "created_at": now,
+                    }
+                journal.replace_with({_MESSAGES: messages, _RECORD: {"1": record}})
+            table.update({k: v for k, v in record.items() if k != "id"}, doc_ids=[doc_id])
+        self._damage.pop(conversation_id, None)
+        return self.messages(conversation_id)
+
+    # -- the index is derivable ----------------------------------------------------
+
+    def _journal_paths(self) -> list[Path]:
+        try:
+            return sorted((self.root / "conversations").glob("*.jsonl"))
+        except OSError:
+            return []
+
+    def _rebuild_index(self, why: str) -> None:
+        """Rebuild index.jsonl from the records the conversation journals hold.
+
+        A record the intact part of the index holds and no journal does is kept.
+        The damaged original is kept beside it as ``index.jsonl.damaged``.
+        """
+        index = self._index.journal
+        try:
+            with self._saving("the rebuilt index"), index.locked():
+                records = {
+                    str(d["id"]): json_copy(d)
+                    for d in index.raw_table(_CONVERSATIONS).values()
+                    if isinstance(d.get("id"), str)
+                }
+                for path in self._journal_paths():
+                    record = _record_of(path)
+                    if record is not None and isinstance(record.get("id"), str):
+                        records[record["id"]] = record
+                if index.damage is not None:
+                    _keep_copy(index.path, index.path.read_bytes())
+                ordered = sorted(records.values(), key=lambda r: str(r.get("created_at", "")))
+                tables = {
+                    _CONVERSATIONS: {str(i): r for i, r in enumerate(ordered, start=1)},
+                    _META: {"1": {"key": "schema_version", "value": self.SCHEMA_VERSION}},
+                }
+                index.replace_with(tables)
+        except StoreWriteError:
+            return  # a read-only store: read what the index still holds
+        self.index_rebuilt = f"{why}; rebuilt from {len(records)} conversation journal(s)"
 
     # -- internals ---------------------------------------------------------------
 
@@ -423,3 +743,48 @@ class Store:
     @property
     def index_journal(self) -> JournalStorage:
         return self._index.journal
+
+
+def _record_of(path: Path) -> dict[str, Any] | None:
+    """The conversation record a conversation journal holds (None if none or unreadable)."""
+    storage = JournalStorage(path)
+    try:
+        with storage.locked():
+            doc = storage.raw_table(_RECORD).get("1")
+            return json_copy(doc) if isinstance(doc, dict) else None
+    except OSError:
+        return None
+    finally:
+        storage.close()
+
+
+def _free_name(path: Path) -> Path:
+    """``<name>.damaged``, or ``<name>.damaged-2`` … when that is taken."""
+    candidate = path.with_name(path.name + ".damaged")
+    n = 2
+    while candidate.exists() or candidate.is_symlink():
+        candidate = path.with_name(f"{path.name}.damaged-{n}")
+        n += 1
+    return candidate
+
+
+def _keep_copy(path: Path, data: bytes) -> Path | None:
+    """Keep the damaged file's bytes beside it, once (None if that cannot be written)."""
+    first = path.with_name(path.name + ".damaged")
+    n = 2
+    candidate = first
+    while candidate.exists():
+        with contextlib.suppress(OSError):
+            if candidate.is_file() and candidate.read_bytes() == data:
+                return candidate
+        candidate = path.with_name(f"{path.name}.damaged-{n}")
+        n += 1
+    tmp = path.with_name(path.name + ".damaged.tmp")
+    try:
+        tmp.write_bytes(data)
+        os.replace(tmp, candidate)
+    except OSError:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        return None
+    return candidate
