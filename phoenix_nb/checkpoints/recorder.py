@@ -420,6 +420,13 @@ class Checkpoints:
         self.exclude = tuple(exclude)
         self._histories: dict[str, WorkTreeHistory] = {}
 
+    def reconfigure(self, config: CheckpointConfig) -> None:
+        """New settings, for every conversation's next checkpoint."""
+        self.config = config
+        for found in self._histories.values():
+            found.config = config
+            found.repo.max_file_size = config.max_file_size
+
     def history(self, conversation_id: str, cwd: str | Path) -> WorkTreeHistory:
         found = self._histories.get(conversation_id)
         if found is None:
