@@ -124,6 +124,13 @@ export async function renderRecord(
   root.dataset.phoenixState = str(state.name);
   root.dataset.phoenixBusy = String(state.busy === true);
 
+  // Notes ("continuing SLUG", "nothing new since …") say what the record below is:
+  // they come first, before the header.
+  for (const note of arr(record.notes)) {
+    if (str(note)) {
+      root.appendChild(inlineCode('jp-Phoenix-note jp-Phoenix-recordNote', str(note)));
+    }
+  }
   root.appendChild(header(conversation, state));
   const context = objOrNull(record.context);
   if (context !== null) {
@@ -161,11 +168,6 @@ export async function renderRecord(
     node.dataset.phoenixStep = 'approval';
     approvalStep(drawing, node, { reason: approval.reason, decision: 'pending' }, state);
     root.appendChild(node);
-  }
-  for (const note of arr(record.notes)) {
-    if (str(note)) {
-      root.appendChild(inlineCode('jp-Phoenix-note jp-Phoenix-recordNote', str(note)));
-    }
   }
   await Promise.all(drawing.pending);
   keepOpenGroups(host, root);

@@ -37,6 +37,7 @@ from phoenix_nb.notebook.options import HELP_TEXT, OptionsError, parse_cell_opti
 from phoenix_nb.notebook.render import MIME_TYPE, render_bundle
 from phoenix_nb.notebook.session import Session, get_session
 from phoenix_nb.notebook.throttle import GrowthThrottle
+from phoenix_nb.notebook.thumbnails import ThumbnailCache, with_thumbnails
 from phoenix_nb.notebook.undo import RevertButton, turn_first_write
 from phoenix_nb.runtime import updates as up
 from phoenix_nb.runtime.conversation import is_paused, is_rest
@@ -105,34 +106,23 @@ async def run_cell(line: str, body: str) -> None:
         on_upgrade=opts.on_upgrade,
         can_answer=front_end_can_answer(shell, session),
     )
-    view.thumbnails = [thumbnail(image) for image in images]
     await view.run(lambda: conv.post_message(text, images))
 
 
-THUMBNAIL_EDGE = 96  # pixels: enough to recognise a plot, small in a saved notebook
+THUMBNAILS = ThumbnailCache()  # made once per stored image: decorate runs on every update
 
 
-def thumbnail(image: ImageData) -> str:
-    """A small PNG data URI of an attached image for the record ('' if it cannot be read)."""
-    import base64
-    import io
-
-    from PIL import Image
-
-    try:
-        with Image.open(io.BytesIO(base64.b64decode(image.data))) as img:
-            img.thumbnail((THUMBNAIL_EDGE, THUMBNAIL_EDGE))
-            out = io.BytesIO()
-            img.convert("RGBA" if img.mode in ("RGBA", "LA", "P") else "RGB").save(out, "PNG")
-    except (OSError, ValueError):
-        return ""
-    return "data:image/png;base64," + base64.b64encode(out.getvalue()).decode("ascii")
-
-
-def decorate(payload: dict[str, Any], session: Session) -> dict[str, Any]:
+def decorate(
+    payload: dict[str, Any],
+    session: Session,
+    history: Sequence[Mapping[str, Any]] | None = None,
+) -> dict[str, Any]:
     """The runtime's record as the notebook shows it: reasoning dropped when configured,
-    and each tool group's words ("ran 2 commands") and openness computed here once, so
-    the labextension shows exactly what the HTML, Markdown and text fallbacks say."""
+    each tool group's words ("ran 2 commands") and openness computed here once, so
+    the labextension shows exactly what the HTML, Markdown and text fallbacks say, and
+    with the conversation's `history`, bounded thumbnails of its stored images."""
+    if history:
+        payload = with_thumbnails(payload, history, THUMBNAILS)
     cycles = payload.get("cycles", [])
     if not session.config.show_thinking:
         cycles = _without_reasoning(cycles)
@@ -187,7 +177,6 @@ class TurnView:
                 steps = cycles[-1].get("steps", [])
                 approvals = [i for i, st in enumerate(steps) if st.get("kind") == "approval"]
                 self.first_step = approvals[-1] if approvals else len(steps)
-        self.thumbnails: list[str] = []
         self.paused_headless = False
         # Streamed text as chunks: joining once per display update, not once per delta,
         # keeps a long answer linear in CPU as well as in bytes.
@@ -214,8 +203,6 @@ class TurnView:
                 {**first, "steps": first.get("steps", [])[self.first_step :], "continued": True},
                 *cycles[1:],
             ]
-        if cycles and self.thumbnails:
-            cycles = [_with_thumbnails(cycles[0], self.thumbnails), *cycles[1:]]
         if self.live_parts:
             cycles = _with_live_text(cycles, self.live_text(), self.live_kind)
         payload = {**payload, "cycles": cycles}
@@ -223,7 +210,7 @@ class TurnView:
             conv = dict(payload.get("conversation", {}))
             conv["state"] = {**conv.get("state", {}), "busy": False, "paused": True}
             payload["conversation"] = conv
-        payload = decorate(payload, self.session)
+        payload = decorate(payload, self.session, self.conv.history())
         if self.notes:
             payload["notes"] = list(self.notes)
         return payload
@@ -294,6 +281,8 @@ class TurnView:
             try:
                 await start()
             except PhoenixError as exc:
+                for note in self.notes:  # no record will carry it: say it first, here
+                    print(f"phoenix: {note}.")
                 say(str(exc))
                 return
             self.show_streaming(structural=True)
@@ -426,20 +415,6 @@ class TurnView:
             return  # a pending approval keeps its buttons
         self.controls.close()
         self.controls = None
-
-
-def _with_thumbnails(cycle: Mapping[str, Any], thumbnails: Sequence[str]) -> dict[str, Any]:
-    """The cycle with this cell's attached images shown as small thumbnails."""
-    steps = list(cycle.get("steps", []))
-    for i, step in enumerate(steps):
-        if step.get("kind") == "user" and step.get("images"):
-            images = [
-                {**img, "thumbnail": thumb} if thumb else img
-                for img, thumb in zip(step["images"], thumbnails, strict=False)
-            ] + list(step["images"][len(thumbnails) :])
-            steps[i] = {**step, "images": images}
-            break
-    return {**cycle, "steps": steps}
 
 
 def _is_reasoning(step: Mapping[str, Any]) -> bool:

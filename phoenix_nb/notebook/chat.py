@@ -110,7 +110,7 @@ class ChatPanel:
     def refresh(self, *, force: bool) -> None:
         state = self.conv.state
         settled = is_rest(state) or is_paused(state)
-        record = decorate(self.conv.payload(), self.session)
+        record = decorate(self.conv.payload(), self.session, self.conv.history())
         size = len(json.dumps(record))
         now = time.monotonic()
         if not self.throttle.should_send(size, now, structural=force):

@@ -130,7 +130,7 @@ def _show_history(conv: Any, session: Session) -> None:
     """The conversation without repeating what the notebook already shows: cycles shown
     above fold to one line each, the rest is shown whole."""
     full = conv.payload()
-    record = decorate(full, session)
+    record = decorate(full, session, conv.history())
     shown = session.shown(conv.slug)
     cycles = record.get("cycles", [])
     if shown is not None:
@@ -162,7 +162,7 @@ def _export(conv: Any, command: Subcommand, session: Session) -> None:
     target = Path(command.output or f"{conv.slug}.{command.format}").expanduser()
     if not target.is_absolute():
         target = Path.cwd() / target
-    text = _WRITERS[command.format](decorate(conv.payload(), session))
+    text = _WRITERS[command.format](decorate(conv.payload(), session, conv.history()))
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(text, encoding="utf-8")
@@ -245,11 +245,20 @@ def new_summary(conv: Any) -> str:
 def _status(conv: Any, session: Session) -> str:
     usage = conv.usage()
     sandbox = session.phoenix.sandbox
+    if isinstance(conv.state.phase, ContextExhausted):
+        # Read-only for good (REQ-BED-021, seed 001): its mode no longer says what it can do.
+        mode = (
+            "read-only: its context is full, so it can run nothing more; run "
+            "`%phoenix continue` to go on in a new conversation seeded with its summary"
+        )
+    else:
+        mode = conv.mode.value + (
+            "" if sandbox.available else "  (sandbox unavailable: " + sandbox.reason + ")"
+        )
     lines = [
         f"conversation  {conv.slug}  ({conv.id})",
         f"state         {_state_words(conv)}",
-        f"mode          {conv.mode.value}"
-        + ("" if sandbox.available else "  (sandbox unavailable: " + sandbox.reason + ")"),
+        f"mode          {mode}",
         f"model         {conv.model}",
         f"cwd           {conv.cwd}",
         f"environment   {withheld_summary(session.phoenix.settings.env_allow)}",

@@ -139,6 +139,7 @@ class Session:
         self._looked_up: str | None = None  # notebook whose stored binding was read
         self.resumed: str | None = None  # picked up from the store, not yet announced
         self._shown: dict[str, tuple[int, int]] = {}
+        self._observing = False  # the config observer is added once, with the first Phoenix
 
     @property
     def notebook(self) -> str | None:
@@ -196,21 +197,40 @@ class Session:
             return None
         return f"continuing {slug}, this notebook's conversation (picked up after a restart)"
 
+    def settings(self) -> Settings:
+        """The settings `c.Phoenix.*` says now (Settings.from_config: the one place)."""
+        c = self.config
+        return Settings.from_config({n: getattr(c, n) for n in c.trait_names(config=True)})
+
     @property
     def phoenix(self) -> Phoenix:
         if self._phoenix is None:
-            c = self.config
-            settings = Settings.from_config({n: getattr(c, n) for n in c.trait_names(config=True)})
             from phoenix_nb.runtime.manager import Phoenix  # loads the runtime: first use only
 
-            self._phoenix = Phoenix(settings, kernel=self.kernel)
-            c.observe(self._kernel_access_changed, names="kernel_access")
+            self._phoenix = Phoenix(self.settings(), kernel=self.kernel)
+            if not self._observing:
+                self._observing = True
+                self.config.observe(self._config_changed)
         return self._phoenix
 
-    def _kernel_access_changed(self, change: Mapping[str, Any]) -> None:
-        """`%config Phoenix.kernel_access = …` applies to the next tool call."""
-        if self._phoenix is not None:
-            self._phoenix.settings.kernel_access = str(change["new"])
+    def _config_changed(self, change: Mapping[str, Any]) -> None:
+        """`%config Phoenix.X = …` after `%load_ext` applies from the next request or tool
+        call, like profile config. A new `home` is another store: the next use opens it
+        (the old one is closed) and looks the notebook's conversation up there."""
+        phoenix = self._phoenix
+        if phoenix is None:
+            return  # not built yet: the first use reads the config as it is then
+        settings = self.settings()
+        from phoenix_nb.store.store import default_root
+
+        root = settings.store_root()
+        if (Path(root).expanduser() if root else default_root()) != Path(phoenix.store_root):
+            self._phoenix = None
+            self._current = self._looked_up = self.resumed = None
+            self._shown.clear()
+            _close_soon(phoenix)
+            return
+        phoenix.reconfigure(settings)
 
     def conversation_for(self, opts: CellOptions) -> Conversation:
         """The conversation a cell talks to, honouring --new / --name and creation options."""
@@ -253,6 +273,22 @@ class Session:
             self.current = conv.slug
             return conv
         return self.phoenix.get(self.current)
+
+
+def _close_soon(phoenix: Phoenix) -> None:
+    """Close a Phoenix left behind by a new `home`, on the kernel's loop when one runs."""
+    import asyncio
+
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        return  # no loop (plain Python): its files close with the process
+    task = loop.create_task(phoenix.aclose())
+    _CLOSING.add(task)
+    task.add_done_callback(_CLOSING.discard)
+
+
+_CLOSING: set[Any] = set()
 
 
 def _check_mode_option(conv: Conversation, mode: str | None) -> None:

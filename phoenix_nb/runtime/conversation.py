@@ -139,7 +139,7 @@ class ConversationRuntime:
         self._work = Work(self.slug)
         self._llm = LlmExecutor(services.provider, self.hub, self.post, self._work)
         self._tools = ToolExecutor(self.tools, self._run_tool, self.hub, self.post, self._work)
-        self._timers = RetryTimers(self.post, self._work, lambda: services.retry_delay_scale)
+        self._timers = RetryTimers(self.post, self._work, lambda: self.services.retry_delay_scale)
         self._lease: FileLock | None = None
         self._settled = asyncio.Event()
         self._update_settled()
@@ -356,6 +356,11 @@ class ConversationRuntime:
             max_tokens=info.max_output if info is not None else 4096,
             thinking=self.services.thinking if continuation is None else None,
         )
+
+    def reconfigure(self, services: Services) -> None:
+        """Services built from new settings: the next request and tool call use them."""
+        self.services = services
+        self._llm.provider = services.provider
 
     def tool_context(self) -> ToolContext:
         kwargs: dict[str, Any] = {}

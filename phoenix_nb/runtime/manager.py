@@ -92,6 +92,23 @@ def _usage_of(message: Mapping[str, Any]) -> Usage | None:
     return value if isinstance(value, Usage) else None
 
 
+def _sub_agent_limits(s: Settings) -> SubAgentLimits:
+    return SubAgentLimits(
+        max_parallel=s.max_parallel_sub_agents,
+        timeout=s.sub_agent_timeout,
+        timeout_max=s.sub_agent_timeout_max,
+    )
+
+
+def _checkpoint_config(s: Settings) -> CheckpointConfig:
+    return CheckpointConfig(
+        enabled=s.checkpoints,
+        max_file_size=s.checkpoint_max_file_size,
+        keep_days=s.checkpoint_keep_days,
+        max_bytes=s.checkpoint_max_bytes,
+    )
+
+
 def _context_for(
     record: Mapping[str, Any], sandbox_available: bool, info: ModelInfo | None = None
 ) -> ConvContext:
@@ -313,16 +330,11 @@ class Phoenix:
         self.sandbox = detect_sandbox()
         _configure_sandbox(self.settings, self.store_root)
         self._providers: dict[str, LlmProvider] = {}
+        self._retired: list[LlmProvider] = []  # replaced by `reconfigure`, closed by `aclose`
         self._provider = provider
         self._runtimes: dict[str, ConversationRuntime] = {}
         self.spawner = SubAgentSpawner(
-            self,
-            SubAgentLimits(
-                max_parallel=self.settings.max_parallel_sub_agents,
-                timeout=self.settings.sub_agent_timeout,
-                timeout_max=self.settings.sub_agent_timeout_max,
-            ),
-            self.sandbox.available,
+            self, _sub_agent_limits(self.settings), self.sandbox.available
         )
         self.worktree = self._checkpoints()
         self.restored = self._restore_all()
@@ -401,16 +413,31 @@ class Phoenix:
 
     def _checkpoints(self) -> Checkpoints:
         """Working-tree checkpoints of every conversation, in the store's folder."""
-        s = self.settings
-        config = CheckpointConfig(
-            enabled=s.checkpoints,
-            max_file_size=s.checkpoint_max_file_size,
-            keep_days=s.checkpoint_keep_days,
-            max_bytes=s.checkpoint_max_bytes,
-        )
         # The store's own files are never checkpointed (nor reverted), even under a cwd.
         root = Path(self.store_root)
-        return Checkpoints(root / "checkpoints", config, exclude=(root,))
+        return Checkpoints(root / "checkpoints", _checkpoint_config(self.settings), exclude=(root,))
+
+    def reconfigure(self, settings: Settings) -> None:
+        """New settings (`%config Phoenix.…` after `%load_ext`), in effect from the next
+        request or tool call of every conversation.
+
+        `Settings.from_config` built them; this hands them to what reads them: the
+        sandbox policy, sub-agent limits, checkpoints, the API clients (rebuilt on next
+        use when their options changed) and each conversation's services. The store
+        folder is fixed for a Phoenix (`store_root`): a new `home` needs a new Phoenix.
+        """
+        old, self.settings = self.settings, settings
+        _configure_sandbox(settings, self.store_root)
+        self.spawner.set_limits(_sub_agent_limits(settings))
+        self.worktree.reconfigure(_checkpoint_config(settings))
+        client = ("api_key", "base_url", "stall_timeout", "cache_ttl")
+        if any(getattr(old, f) != getattr(settings, f) for f in client):
+            keep = {k: p for k, p in self._providers.items() if k == DEMO_MODEL}
+            self._retired += [p for k, p in self._providers.items() if k not in keep]
+            self._providers = keep
+        for runtime in self._runtimes.values():
+            if not runtime.closed:
+                runtime.reconfigure(self._services(runtime.context.model))
 
     def _services(self, model: str) -> Services:
         from phoenix_nb.tools import registry  # the tools load with the first conversation
@@ -564,7 +591,7 @@ class Phoenix:
         await self.spawner.close()
         for runtime in list(self._runtimes.values()):
             await runtime.close()
-        for provider in self._providers.values():
+        for provider in [*self._providers.values(), *self._retired]:
             await provider.aclose()
         if self._store is not None:
             self._store.close()

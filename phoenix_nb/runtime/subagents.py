@@ -82,6 +82,13 @@ class SubAgentSpawner:
     _children: dict[str, _Child] = field(default_factory=dict)  # by agent_id
     _semaphore: asyncio.Semaphore | None = None
 
+    def set_limits(self, limits: SubAgentLimits) -> None:
+        """New limits (a settings change): timeouts apply to the next spawn; a new
+        parallelism once no child runs (a semaphore in use cannot be resized)."""
+        if limits.max_parallel != self.limits.max_parallel and not self._children:
+            self._semaphore = None
+        self.limits = limits
+
     def _limit(self) -> asyncio.Semaphore:
         if self._semaphore is None:
             self._semaphore = asyncio.Semaphore(max(1, self.limits.max_parallel))

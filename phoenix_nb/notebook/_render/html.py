@@ -108,6 +108,7 @@ padding:2px 0}
 .phx-thumb{max-width:96px;max-height:96px;border:1px solid rgba(127,127,127,.35);border-radius:3px}
 .phx-approval-line{font-weight:600}
 .phx-note{margin-top:6px}
+.phx-lead{margin:0 0 6px}
 .phx-folded{font-size:12px;margin:2px 0;padding-top:2px}
 """
 
@@ -137,6 +138,10 @@ class _Html:
         name = v.text(state, "name")
         state_cls = name if name in _KNOWN_STATES else "unknown"
         self.w(f'<div class="phx-record phx-state-{state_cls}"><style>{CSS}</style>')
+        # Notes ("continuing SLUG", "nothing new since …") say what the record below is:
+        # they come first, before the header.
+        for note in v.notes(record):
+            self.w(f'<div class="phx-note phx-lead phx-muted">{self.inline_md(note)}</div>')
         self.header(record, conv, state)
         self.meter(v.Meter(v.mapping(record, "context")))
         self.spending(c.Spending(v.maybe_mapping(record, "usage")))
@@ -162,8 +167,6 @@ class _Html:
         if name in ("error", "failed"):
             kind = v.text(state, "kind", "unknown")
             self.error_card(v.text(state, "message"), kind, None)
-        for note in v.notes(record):
-            self.w(f'<div class="phx-note phx-muted">{self.inline_md(note)}</div>')
         self.w("</div>")
 
     def header(

@@ -78,6 +78,9 @@ class _Md:
         self.out: list[str] = []
         self.w = self.out.append
         self.state: Mapping[str, Any] = {}
+        # An exported document shows images' thumbnails; the notebook's Markdown fallback
+        # names them only (its HTML fallback and the record already carry them once each).
+        self.document = False
 
     def para(self, s: str) -> None:
         self.w(s)
@@ -94,7 +97,12 @@ class _Md:
 
     # --- record level --------------------------------------------------------
 
+    def notes(self, record: Mapping[str, Any]) -> None:
+        for note in v.notes(record):
+            self.para(f"_{note}_")
+
     def record(self, record: Mapping[str, Any], *, document: bool) -> None:
+        self.document = document
         conv = v.mapping(record, "conversation")
         state = v.mapping(conv, "state")
         slug = v.text(conv, "slug") or v.text(conv, "id") or "conversation"
@@ -107,7 +115,9 @@ class _Md:
             self.w(f"- **Working directory:** {code_span(v.text(conv, 'cwd') or 'unknown')}\n")
             self.w(f"- **Mode:** {plain(mode)}\n")
             self.w(f"- **State:** {plain(v.state_line(state, record))}\n\n")
+            self.notes(record)
         else:
+            self.notes(record)  # what the record below is, before it
             line = f"**phoenix** · {code_span(slug)}"
             if v.text(conv, "model"):
                 line += f" · {code_span(v.text(conv, 'model'))}"
@@ -152,8 +162,6 @@ class _Md:
             self.approval({"reason": v.text(pending, "reason"), "decision": "pending"})
         if v.text(state, "name") in ("error", "failed"):
             self.error(v.text(state, "message"), v.text(state, "kind", "unknown"), None)
-        for note in v.notes(record):
-            self.para(f"_{note}_")
 
     def step(self, step: Any, summary: str) -> None:
         kind = v.text(step, "kind")
@@ -167,6 +175,9 @@ class _Md:
                     f"📎 {plain(v.text(img, 'name') or 'image')}"
                     + (f" ({plain(media)})" if media else "")
                 )
+                thumb = v.thumbnail(img) if self.document else ""
+                if thumb:  # a validated base64 PNG data URI: nothing in it can end the link
+                    lines.append(f"![{plain(v.text(img, 'name') or 'image')}]({thumb})")
             self.para(_indent("\n".join(lines), "> "))
         elif kind == "ai":
             item = v.maybe_mapping(step, "item")

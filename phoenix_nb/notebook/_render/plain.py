@@ -39,6 +39,8 @@ class _Plain:
         if v.sandbox_unavailable(conv):
             mode += f" ({v.SANDBOX_UNAVAILABLE})"
         head += [mode, v.state_line(state, record)]
+        for note in v.notes(record):  # what the record below is, before it
+            self.line(note)
         self.line(" · ".join(h for h in head if h))
         if v.text(conv, "cwd"):
             self.line(f"in {v.text(conv, 'cwd')}")
@@ -75,8 +77,6 @@ class _Plain:
             kind = v.text(state, "kind", "unknown")
             self.line(f"! {v.error_label(kind)}: {v.text(state, 'message')}")
             self.line(f"  {v.error_advice(kind)}")
-        for note in v.notes(record):
-            self.line(note)
 
     def approval(self, step: Mapping[str, Any]) -> None:
         """One block while the request waits, one line once answered."""

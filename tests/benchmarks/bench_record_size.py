@@ -1,0 +1,138 @@
+"""Benchmark: what the executed quickstart weighs, and how much of it is phoenix's.
+
+Run: /work/venv/bin/python tests/benchmarks/bench_record_size.py
+
+Issue 18 asked for the executed quickstart's HTML (nbconvert's default `--to html`)
+to be at most half of 434 KB. This script measures, in one run, with the same
+nbconvert and the same quickstart:
+
+  * an EMPTY notebook (no cells) converted with `jupyter nbconvert --to html`:
+    nbconvert's own page (its inlined JupyterLab stylesheets), the floor any
+    notebook's HTML stands on;
+  * the quickstart with its outputs cleared, converted the same way: the floor plus
+    the quickstart's own Markdown and code cells;
+  * the quickstart executed headless with the offline demo model (as its README
+    says), as .ipynb and converted to HTML.
+
+phoenix's share is the executed HTML minus the cleared HTML: the bytes its outputs
+add. Every figure is printed as a ratio to the 434 KB (433,914 B) baseline the issue
+measured and to its 217 KB target, so a reader sees at once that the cleared
+notebook alone is above the target (no change in phoenix's outputs can reach it)
+and how large phoenix's own part is. Nothing here is timed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
+BASELINE_HTML = 433_914  # the executed quickstart's HTML when issue 18 was filed
+BASELINE_IPYNB = 252_584  # and its .ipynb
+TARGET_HTML = BASELINE_HTML // 2
+
+
+def _env(home: Path) -> dict[str, str]:
+    """Offline, as a new user runs it: no key, no base URL, the demo model, no pacing."""
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "PHOENIX_MODEL")
+    }
+    env["PHOENIX_HOME"] = str(home)
+    env["PHOENIX_DEMO_PACE"] = "0"
+    return env
+
+
+def _nbconvert(args: list[str], cwd: Path, env: dict[str, str]) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "jupyter", "nbconvert", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    if done.returncode != 0:
+        raise SystemExit(f"nbconvert {args} failed:\n{done.stderr[-3000:]}")
+
+
+def _cleared(source: Path, target: Path) -> None:
+    notebook = json.loads(source.read_text(encoding="utf-8"))
+    for cell in notebook["cells"]:
+        if cell["cell_type"] == "code":
+            cell["outputs"] = []
+            cell["execution_count"] = None
+    target.write_text(json.dumps(notebook, indent=1), encoding="utf-8")
+
+
+def _empty(target: Path) -> None:
+    notebook = {
+        "cells": [],
+        "metadata": {"language_info": {"name": "python"}},
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
+    target.write_text(json.dumps(notebook), encoding="utf-8")
+
+
+def main() -> None:
+    with tempfile.TemporaryDirectory(prefix="phoenix-size-") as tmp:
+        root = Path(tmp)
+        work = root / "notebooks"
+        shutil.copytree(NOTEBOOKS, work, ignore=shutil.ignore_patterns("scratch", "__pycache__"))
+        env = _env(root / "home")
+        _empty(work / "empty.ipynb")
+        _cleared(work / "quickstart.ipynb", work / "cleared.ipynb")
+        _nbconvert(
+            ["--to", "notebook", "--execute", "quickstart.ipynb", "--output", "executed.ipynb"],
+            work,
+            env,
+        )
+        for name in ("empty", "cleared", "executed"):
+            _nbconvert(["--to", "html", f"{name}.ipynb"], work, env)
+        size = {p.name: p.stat().st_size for p in work.glob("*.*") if p.is_file()}
+
+    empty, cleared, executed = size["empty.html"], size["cleared.html"], size["executed.html"]
+    share = executed - cleared
+    ipynb = size["executed.ipynb"]
+    print(f"nbconvert {_version()} --to html (its default lab template), one run\n")
+    rows = [
+        ("empty notebook, HTML (nbconvert's floor)", empty),
+        ("quickstart, outputs cleared, HTML", cleared),
+        ("quickstart, executed, HTML", executed),
+        ("  of it phoenix's outputs (executed - cleared)", share),
+        ("  of it the quickstart's own cells (cleared - empty)", cleared - empty),
+    ]
+    print(f"{'':52} {'bytes':>9}  {'/ 434 KB':>8}  {'/ target 217 KB':>15}")
+    for label, value in rows:
+        print(
+            f"{label:52} {value:>9,}  {value / BASELINE_HTML:>7.3f}x  {value / TARGET_HTML:>14.3f}x"
+        )
+    print()
+    print(f"phoenix's share of the executed HTML: {share / executed:.3f} of the page")
+    print(f"nbconvert's floor of the executed HTML: {empty / executed:.3f} of the page")
+    print(
+        f"executed .ipynb: {ipynb:,} B = {ipynb / BASELINE_IPYNB:.3f}x the issue's "
+        f"{BASELINE_IPYNB:,} B (target <= 0.5x)"
+    )
+    verdict = "reachable" if cleared <= TARGET_HTML else "UNREACHABLE by any change in phoenix"
+    print(
+        f"HTML target {TARGET_HTML:,} B: the cleared notebook alone is "
+        f"{cleared / TARGET_HTML:.3f}x the target -> {verdict}"
+    )
+
+
+def _version() -> str:
+    import nbconvert
+
+    return str(nbconvert.__version__)
+
+
+if __name__ == "__main__":
+    main()
