@@ -18,26 +18,51 @@ with every message committed. Start-up lists the markers and looks only at
 those conversations, instead of reading every history in the store. (A
 conversation left busy without a marker — written by hand, or by a version
 without markers — is restored when it is first used.)
+
+A store that cannot be written (full, read-only, permission, I/O error) makes
+the claim fail with the store's one-line `StoreWriteError` before anything is
+sent; a damaged conversation is refused (`ConversationDamaged`) until
+`repair` rewrites it from what is intact, answering what it leaves open as
+restore does.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from filelock import FileLock
 
+from phoenix_nb.core.messages import agent_blocks
 from phoenix_nb.core.restore import restore
 from phoenix_nb.core.states import ConvState, from_persisted, persisted_fields
-from phoenix_nb.errors import UnknownConversation
+from phoenix_nb.core.values import ToolUseBlock
+from phoenix_nb.errors import ConversationBusy, UnknownConversation
 from phoenix_nb.runtime.lease import Timeout, lease_for
-from phoenix_nb.store import Store
+from phoenix_nb.store import Damage, Store, write_failure
 
-__all__ = ["Claimed", "claim", "discard_marker", "left_working", "release"]
+__all__ = [
+    "Claimed",
+    "Repaired",
+    "claim",
+    "discard_marker",
+    "left_working",
+    "release",
+    "repair",
+]
+
+
+@contextlib.contextmanager
+def _store_writes(store_root: Path, what: str) -> Iterator[None]:
+    """The lease and marker files are the store's too: their failures read like its own."""
+    try:
+        yield
+    except OSError as exc:
+        raise write_failure(exc, Path(store_root), what) from None
 
 
 MARKER_SUFFIX = ".working"
@@ -100,13 +125,16 @@ def claim(
     first use a resting conversation keeps its state and only gets repairs.
     `known_history`: the caller's copy, reused when the store holds no more.
     """
+    store.require_undamaged(conversation_id)
     lease = lease or lease_for(store.root, conversation_id)
     try:
-        lease.acquire(timeout=0)
+        with _store_writes(store.root, "the conversation's lease"):
+            lease.acquire(timeout=0)
     except Timeout:
         return None
     try:
-        _mark_working(store.root, conversation_id)
+        with _store_writes(store.root, "the conversation's work marker"):
+            _mark_working(store.root, conversation_id)
         record = store.get_conversation(conversation_id)
         if record is None:
             raise UnknownConversation(conversation_id)
@@ -148,8 +176,88 @@ def discard_marker(store_root: Path, conversation_id: str) -> None:
         _marker(store_root, conversation_id).unlink()
 
 
-def release(store_root: Path, conversation_id: str, lease: FileLock) -> None:
-    """The conversation rests with every message committed: drop the marker, then the lease."""
-    discard_marker(store_root, conversation_id)
+def release(
+    store_root: Path, conversation_id: str, lease: FileLock, *, keep_marker: bool = False
+) -> None:
+    """The conversation rests with every message committed: drop the marker, then the lease.
+
+    `keep_marker`: its resting state could not be saved, so the next start-up must
+    still restore it. A marker that cannot be removed (read-only store) stays.
+    """
+    if not keep_marker:
+        with contextlib.suppress(OSError):
+            discard_marker(store_root, conversation_id)
     if lease.is_locked:
         lease.release(force=True)
+
+
+@dataclass(frozen=True)
+class Repaired:
+    """What `repair` did, for the one line the user reads."""
+
+    slug: str
+    damage: Damage | None  # None: it was not damaged, nothing was done
+    kept: int = 0  # intact messages kept
+    dropped: int = 0  # results whose call was lost with the damage
+    answered: int = 0  # calls left open, answered as restore does
+
+
+def repair(store: Store, conversation_id: str, *, is_sub_agent: bool) -> Repaired:
+    """Make a damaged conversation usable again, with a history valid for the API.
+
+    Its intact messages are kept in order (renumbered), a tool result whose call
+    was lost is dropped, calls left open are answered and the state brought to
+    rest as restore does; the journal is rewritten atomically and the damaged
+    original stays beside it. Holds the lease, so never under a kernel working on it.
+    """
+    record = store.get_conversation(conversation_id)
+    if record is None:
+        raise UnknownConversation(conversation_id)
+    slug = str(record.get("slug") or conversation_id)
+    damage = store.damage(conversation_id)
+    if damage is None:
+        return Repaired(slug, None)
+    lease = lease_for(store.root, conversation_id)
+    try:
+        with _store_writes(store.root, "the conversation's lease"):
+            lease.acquire(timeout=0)
+    except Timeout:
+        raise ConversationBusy(
+            f"Conversation {slug} is working in another kernel; repair it when it rests."
+        ) from None
+    try:
+        history = store.messages(conversation_id)
+        kept = _answerable(history)
+        state = from_persisted(record)
+        resumed, answers = restore(state, kept, is_sub_agent=is_sub_agent)
+        specs = [
+            (m["message_type"], m["content"], m.get("display_data"), m.get("usage_data"))
+            for m in kept
+        ]
+        specs += [(kind, body, None, None) for kind, body in answers]
+        store.replace_messages(conversation_id, specs, state_fields=persisted_fields(resumed))
+    finally:
+        release(store.root, conversation_id, lease)
+    return Repaired(slug, damage, len(kept), len(history) - len(kept), len(answers))
+
+
+def _answerable(history: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The history without tool results whose call is not the open call they answer."""
+    out: list[dict[str, Any]] = []
+    open_ids: set[str] = set()
+    for message in history:
+        kind = message.get("message_type")
+        if kind == "agent":
+            try:
+                blocks = agent_blocks(message)
+            except (ValueError, KeyError, TypeError):
+                continue  # an unreadable answer is dropped with the damage
+            open_ids = {b.id for b in blocks if isinstance(b, ToolUseBlock)}
+        elif kind == "tool":
+            content = message.get("content")
+            call = content.get("tool_use_id") if isinstance(content, Mapping) else None
+            if call not in open_ids:
+                continue
+            open_ids.discard(call)
+        out.append(dict(message))
+    return out

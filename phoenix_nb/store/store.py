@@ -409,7 +409,7 @@ class Store:
             table = self._index.table(_CONVERSATIONS)
             updated = {**json_copy(dict(table.get(doc_id=doc_id) or {})), **clean}
             with self._saving(f"conversation {updated.get('slug', id)}'s state"):
-                self._require_undamaged(id)
+                self.require_undamaged(id)
                 self._record_in_journal(id, updated)
                 table.update(clean, doc_ids=[doc_id])
             return json_copy(dict(table.get(doc_id=doc_id) or {}))
@@ -447,7 +447,12 @@ class Store:
     def _search(self, cond: Any) -> list[dict[str, Any]]:
         with self._index.journal.locked():
             docs = self._index.table(_CONVERSATIONS).search(cond)
-            return sorted((json_copy(dict(d)) for d in docs), key=lambda d: d["created_at"])
+            rows = sorted((json_copy(dict(d)) for d in docs), key=lambda d: d["created_at"])
+        for row in rows:  # damage found here, even where the index cannot say so (read-only)
+            found = self._damage.get(row["id"])
+            if found is not None:
+                row["damaged"] = found.summary
+        return rows
 
     # -- messages ----------------------------------------------------------------
 
@@ -494,7 +499,7 @@ class Store:
         if not prepared:
             return []
         self._require_conversation(conversation_id)
-        self._require_undamaged(conversation_id)
+        self.require_undamaged(conversation_id)
         db = self._conversation_db(conversation_id)
         table = db.table(_MESSAGES)
         journal = db.journal
@@ -563,7 +568,8 @@ class Store:
         self._flush_marks()
         return found
 
-    def _require_undamaged(self, conversation_id: str) -> None:
+    def require_undamaged(self, conversation_id: str) -> None:
+        """`ConversationDamaged` (saying how to repair it) if its journal is damaged."""
         found = self.damage(conversation_id)
         if found is not None:
             record = self.get_conversation(conversation_id) or {}
