@@ -33,6 +33,7 @@ from phoenix_nb.core import effects as fx
 from phoenix_nb.core import events as ev
 from phoenix_nb.core.codec import to_json
 from phoenix_nb.core.requests import request_messages
+from phoenix_nb.core.restore import restore
 from phoenix_nb.core.states import (
     CONTINUATION_THRESHOLD,
     WARNING_THRESHOLD,
@@ -54,7 +55,7 @@ from phoenix_nb.runtime.executors import LlmExecutor, RetryTimers, ToolExecutor,
 from phoenix_nb.runtime.lease import lease_for
 from phoenix_nb.runtime.ports import LlmProvider, SubAgents, ToolRunner, WorkTreeRecorder
 from phoenix_nb.runtime.prompts import system_prompt
-from phoenix_nb.store import Store
+from phoenix_nb.store import Store, StoreError
 from phoenix_nb.tools.base import SandboxInfo, Tool, ToolContext
 from phoenix_nb.tools.kernel_port import KernelPort
 
@@ -205,7 +206,10 @@ class ConversationRuntime:
     def _step(self, event: ev.Event) -> Outcome:
         """queue → transition → persist → dispatch."""
         if isinstance(event, USER_EVENTS) and not self._holds_lease():
-            refused = self._claim()
+            try:
+                refused = self._claim()
+            except StoreError as exc:  # full, read-only or damaged: nothing has started
+                return Rejection(str(exc))
             if refused is not None:
                 return refused
         outcome = transition(self.state, self.context, event)
@@ -214,16 +218,45 @@ class ConversationRuntime:
             return outcome
         previous = self.state
         self.state = outcome.state
-        if self.state != previous:
-            self.record = self.services.store.update_conversation(
-                self.id, **persisted_fields(self.state)
-            )
-        self._checkpoint_if_writes_begin(previous, event)
-        self._dispatch(outcome.effects)
+        try:
+            if self.state != previous:
+                self.record = self.services.store.update_conversation(
+                    self.id, **persisted_fields(self.state)
+                )
+            self._checkpoint_if_writes_begin(previous, event)
+            self._dispatch(outcome.effects)
+        except StoreError as exc:
+            return self._stop_unsaved(previous, exc)
         if self.state != previous:
             self._publish_state()
         self._release_if_rest()
         return outcome
+
+    def _stop_unsaved(self, previous: ConvState, exc: StoreError) -> Rejection:
+        """A save failed (disk full, read-only, I/O): stop the turn where the store stands.
+
+        Effects after the failed save never ran, so nothing unsaved reached the model
+        (REQ-BED-007); work already started is aborted. The conversation rests as restore
+        would bring it back from what was saved (calls left open are answered when it is
+        next claimed, once saving works again), and the user reads the store's one line.
+        """
+        self._llm.abort()
+        self._timers.abort()
+        for task in self._tools.live():
+            task.cancel()
+        self.state = restore(self.state, self.history, is_sub_agent=self.context.is_sub_agent)[0]
+        kept = False
+        try:
+            self.record = self.services.store.update_conversation(
+                self.id, **persisted_fields(self.state)
+            )
+        except StoreError:
+            kept = True  # the stored state is still busy: the marker makes start-up restore it
+        self.hub.publish(up.NoticeText(str(exc)))
+        self._publish_state()
+        if self._lease is not None and self._lease.is_locked:
+            release(self.services.store.root, self.id, self._lease, keep_marker=kept)
+        return Rejection(str(exc))
 
     # ---- two kernels, one store -----------------------------------------------------
     def _claim(self) -> Rejection | None:

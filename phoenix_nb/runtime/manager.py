@@ -44,7 +44,14 @@ from phoenix_nb.core.values import ImageData, Mode, SubAgentOutcome, Usage
 from phoenix_nb.errors import PhoenixError, Rejected, UnknownConversation
 from phoenix_nb.llm.model_limits import LimitsSource, ModelLimits
 from phoenix_nb.runtime import updates as up
-from phoenix_nb.runtime.claim import claim, discard_marker, left_working, release
+from phoenix_nb.runtime.claim import (
+    Repaired,
+    claim,
+    discard_marker,
+    left_working,
+    release,
+    repair,
+)
 from phoenix_nb.runtime.conversation import (
     ConversationRuntime,
     Services,
@@ -54,7 +61,7 @@ from phoenix_nb.runtime.conversation import (
 from phoenix_nb.runtime.ports import LlmProvider
 from phoenix_nb.runtime.settings import DEMO_MODEL, Settings
 from phoenix_nb.runtime.subagents import SubAgentLimits, SubAgentSpawner
-from phoenix_nb.store import Store
+from phoenix_nb.store import Store, store_problem
 from phoenix_nb.store.store import default_root
 from phoenix_nb.tools.kernel_port import KernelPort
 from phoenix_nb.tools.sandbox import configure_from_settings as _configure_sandbox
@@ -477,12 +484,16 @@ class Phoenix:
             if record is None:  # a marker outliving its store entry: nothing to restore
                 discard_marker(root, conversation_id)
                 continue
-            claimed = claim(
-                self.store,
-                conversation_id,
-                is_sub_agent=not record.get("user_initiated", True),
-                starting_up=True,
-            )
+            try:
+                claimed = claim(
+                    self.store,
+                    conversation_id,
+                    is_sub_agent=not record.get("user_initiated", True),
+                    starting_up=True,
+                )
+            except PhoenixError as exc:  # damaged, or a store that cannot be written:
+                log.warning("phoenix: %s left mid-work, not restored: %s", record["slug"], exc)
+                continue  # the others start; this one says why when it is used
             if claimed is None:
                 continue
             try:
@@ -576,6 +587,27 @@ class Phoenix:
     def list(self) -> list[dict[str, Any]]:
         """User conversations, newest first (sub-agents excluded, REQ-BED-009)."""
         return self.store.list_conversations()
+
+    @property
+    def store_problem(self) -> str | None:
+        """One line saying why the store cannot be written now, or None (store.py)."""
+        return store_problem(self.store_root)
+
+    async def repair(self, id_or_slug: str) -> Repaired:
+        """Make a damaged conversation usable again (claim.repair); its runtime is reopened
+        from the rewritten store on next use."""
+        record = self.store.get_conversation(id_or_slug)
+        if record is None:
+            raise UnknownConversation(
+                f"No conversation named {id_or_slug!r}. `%phoenix list` shows the existing ones."
+            )
+        runtime = self._runtimes.get(record["id"])
+        if runtime is not None and not runtime.closed:
+            if runtime.state.busy:
+                raise PhoenixError(f"{runtime.slug} is working; cancel it before repairing it.")
+            await runtime.close()
+            del self._runtimes[record["id"]]
+        return repair(self.store, record["id"], is_sub_agent=not record.get("user_initiated", True))
 
     def forget(self, conversation_id: str) -> None:
         """Drop a closed runtime (finished sub-agents) so a long session does not pile them up."""
