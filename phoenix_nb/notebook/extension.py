@@ -92,7 +92,19 @@ def load(shell: Any) -> None:
         print("phoenix: Restricted mode is partial on this host; not guaranteed here:")
         for line in lost_guarantees():
             print(f"  - {line}")
+    _report_store(session.config.home)
     threading.Thread(target=_warm, name="phoenix-warm-imports", daemon=True).start()
+
+
+def _report_store(home: str) -> None:
+    """Say once, as one line, that the store cannot be written (read-only or missing)."""
+    from pathlib import Path
+
+    from phoenix_nb.store import default_root, store_problem
+
+    problem = store_problem(Path(home).expanduser() if home else default_root())
+    if problem:
+        print(problem)
 
 
 def unload(shell: Any) -> None:

@@ -34,7 +34,7 @@ from phoenix_nb.tools.environment import withheld_summary
 
 _LINE = re.compile(r"^%phoenix(?:[ \t]+(?P<args>[^\n]*))?[ \t]*$")
 LINE_ENTRY = "__import__('phoenix_nb.notebook.magics', fromlist=['run_line']).run_line"
-AWAITING = frozenset({"approve", "deny", "cancel", "restrict", "continue", "revert"})
+AWAITING = frozenset({"approve", "deny", "cancel", "restrict", "continue", "revert", "repair"})
 _BACKGROUND: set[asyncio.Task[None]] = set()  # scheduled subcommands, kept until done
 
 
@@ -77,6 +77,7 @@ def _dispatch_now(command: Subcommand, session: Session) -> None:
     if name == "help":
         print(HELP_TEXT)
         return
+    _announce_store(session)
     _announce_resumed(session)
     if name == "status":
         if command.slug is None and session.current is None:
@@ -92,7 +93,8 @@ def _dispatch_now(command: Subcommand, session: Session) -> None:
         for row in rows:
             mark = "*" if row["slug"] == session.current else " "
             state = state_words(str(row["state"]))
-            print(f"{mark} {row['slug']:<28} {state:<28} {row['mode']:<12} {row['cwd']}")
+            damaged = f"  damaged: {row['damaged']}" if row.get("damaged") else ""
+            print(f"{mark} {row['slug']:<28} {state:<28} {row['mode']:<12} {row['cwd']}{damaged}")
     elif name == "new":
         conv = phoenix.create(cwd=session.cwd)
         session.current = conv.slug
@@ -116,6 +118,18 @@ def _dispatch_now(command: Subcommand, session: Session) -> None:
 
         panel = ChatPanel(session, asyncio.get_event_loop())
         display(panel.widget)
+
+
+def _announce_store(session: Session) -> None:
+    """Each command first says why the store cannot be written (read-only, missing), and
+    once that its index was rebuilt; one line each, never a traceback."""
+    phoenix = session.phoenix
+    problem = phoenix.store_problem
+    if problem:
+        print(problem)
+    note = phoenix.store.take_rebuild_note()
+    if note:
+        print(f"phoenix: {note}.")
 
 
 def _announce_resumed(session: Session) -> None:
@@ -174,8 +188,14 @@ def _export(conv: Any, command: Subcommand, session: Session) -> None:
 async def _dispatch_awaiting(command: Subcommand, session: Session, shell: Any) -> None:
     """Subcommands that wait on the agent, on the kernel's loop."""
     name = command.name
+    _announce_store(session)
     _announce_resumed(session)
-    if name in ("approve", "deny"):
+    if name == "repair":
+        slug = command.slug or session.current
+        if slug is None:
+            raise PhoenixError("%phoenix repair: which conversation? `%phoenix repair SLUG`")
+        print(_repaired_line(await session.phoenix.repair(slug), session))
+    elif name in ("approve", "deny"):
         conv = session.current_conversation()
         if not is_paused(conv.state):
             print(
@@ -222,6 +242,29 @@ async def _dispatch_awaiting(command: Subcommand, session: Session, shell: Any) 
         )
 
 
+def _repaired_line(done: Any, session: Session) -> str:
+    if done.damage is None:
+        return f"{done.slug} is not damaged: nothing to repair."
+    name = f"{done.damage.conversation_id}.jsonl.damaged"
+    kept = done.damage.original or session.phoenix.store.root / "conversations" / name
+    extra = f", dropped {done.dropped} result(s) of lost calls" if done.dropped else ""
+    extra += f", answered {done.answered} open call(s)" if done.answered else ""
+    return (
+        f"Repaired {done.slug}: it goes on with its {done.kept} intact message(s){extra}; "
+        f"lost: {done.damage.summary}; the damaged file is kept as {kept}."
+    )
+
+
+def _damage_line(conv: Any, session: Session) -> list[str]:
+    found = session.phoenix.store.damage(conv.id)
+    if found is None:
+        return []
+    return [
+        f"damaged       {found.summary} — run `%phoenix repair {conv.slug}` to go on with "
+        "what is intact (the damaged file is kept beside it)"
+    ]
+
+
 def _state_words(conv: Any) -> str:
     return state_words(conv.state.name)
 
@@ -258,6 +301,7 @@ def _status(conv: Any, session: Session) -> str:
     lines = [
         f"conversation  {conv.slug}  ({conv.id})",
         f"state         {_state_words(conv)}",
+        *_damage_line(conv, session),
         f"mode          {mode}",
         f"model         {conv.model}",
         f"cwd           {conv.cwd}",

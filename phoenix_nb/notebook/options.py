@@ -35,6 +35,7 @@ SUBCOMMANDS = (
     "export",
     "checkpoints",
     "revert",
+    "repair",
     "help",
 )
 HELP_FLAGS = ("--help", "-h")
@@ -98,6 +99,11 @@ SUBCOMMAND_HELP = (
         "revert [N | --to-approval] [--force]",
         "put the folder back as it was (default: before the last turn that changed it)",
         "%phoenix revert --to-approval",
+    ),
+    HelpLine(
+        "repair [SLUG]",
+        "go on with what is intact of a damaged conversation (the damaged file is kept)",
+        "%phoenix repair brave-otter",
     ),
     HelpLine("help", "this help", "%phoenix help"),
 )
@@ -232,7 +238,7 @@ def parse_subcommand(line: str) -> Subcommand:
     parser = _Parser(prog=f"%phoenix {name}", add_help=False, allow_abbrev=False)
     if name in ("use",):
         parser.add_argument("slug")
-    elif name in ("history", "status"):
+    elif name in ("history", "status", "repair"):
         parser.add_argument("slug", nargs="?")
     elif name == "export":
         parser.add_argument("slug", nargs="?")

@@ -92,7 +92,7 @@ def left_working(store_root: Path) -> list[str]:
     """
     try:
         names = os.listdir(Path(store_root) / "locks")
-    except FileNotFoundError:
+    except OSError:  # none yet, or a store that cannot be read: nothing to restore
         return []
     return sorted(n[: -len(MARKER_SUFFIX)] for n in names if n.endswith(MARKER_SUFFIX))
 

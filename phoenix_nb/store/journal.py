@@ -59,6 +59,9 @@ from tinydb.table import Document, Table
 
 from phoenix_nb.errors import PhoenixError
 
+# errors of a store that cannot be written here (read-only, no permission, not a folder)
+_UNWRITABLE = frozenset({errno.EROFS, errno.EACCES, errno.EPERM, errno.ENOENT, errno.ENOTDIR})
+
 Op = list[Any]  # ["put", table, doc_id, doc] | ["del", table, doc_id] | ["clear", table]
 
 
@@ -226,7 +229,7 @@ class JournalStorage(Storage):
         try:
             self._file_lock.acquire(poll_interval=0.001)
         except OSError as exc:
-            if exc.errno not in (errno.EROFS, errno.EACCES, errno.EPERM, errno.ENOENT):
+            if exc.errno not in _UNWRITABLE:
                 raise
             self.read_only = True
             return False
@@ -271,11 +274,11 @@ class JournalStorage(Storage):
     def _refresh(self) -> None:
         try:
             st = os.stat(self.path)
-        except FileNotFoundError:
+        except (FileNotFoundError, NotADirectoryError):
             try:
                 self._create()
             except OSError as exc:
-                if exc.errno not in (errno.EROFS, errno.EACCES, errno.EPERM, errno.ENOENT):
+                if exc.errno not in _UNWRITABLE | {errno.EEXIST}:
                     raise
                 self._empty(read_only=True)  # a read-only store without this journal
                 return
@@ -325,7 +328,7 @@ class JournalStorage(Storage):
             self._empty(damage=JournalDamage(reason="a directory stands where its file should be"))
             return
         except OSError as exc:
-            if exc.errno not in (errno.EROFS, errno.EACCES, errno.EPERM):
+            if exc.errno not in _UNWRITABLE:
                 raise
             self._fd = os.open(self.path, os.O_RDONLY)
             self.read_only = True

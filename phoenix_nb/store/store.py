@@ -157,7 +157,7 @@ def write_failure(exc: OSError, root: Path, what: str) -> StoreWriteError:
         why = f"I/O error ({exc.strerror or exc})"
         todo = "check that disk, then run it again"
     return StoreWriteError(
-        f"phoenix could not save {what} in its store {where}: {why}. "
+        f"Could not save {what} in the store {where}: {why}. "
         f"Nothing unsaved was sent to the model; {todo}."
     )
 
@@ -716,7 +716,13 @@ class Store:
                 index.replace_with(tables)
         except StoreWriteError:
             return  # a read-only store: read what the index still holds
-        self.index_rebuilt = f"{why}; rebuilt from {len(records)} conversation journal(s)"
+        kept = "; the damaged file is kept as index.jsonl.damaged" if "damaged" in why else ""
+        self.index_rebuilt = f"{why}; rebuilt from {len(records)} conversation journal(s){kept}"
+
+    def take_rebuild_note(self) -> str | None:
+        """Why the index was rebuilt on open, once (for the notebook to say it once)."""
+        note, self.index_rebuilt = self.index_rebuilt, None
+        return note
 
     # -- internals ---------------------------------------------------------------
 
