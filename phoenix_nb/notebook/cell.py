@@ -357,8 +357,10 @@ class TurnView:
             controls.show_usage(data.warning)
         elif isinstance(data, RetryScheduled) and controls is not None:
             controls.show_retry(data)
-        elif isinstance(data, up.NoticeText) and controls is not None:
-            controls.show_notice(data.text)
+        elif isinstance(data, up.NoticeText):
+            if controls is not None:
+                controls.show_notice(data.text)
+            say(data.text)  # kept in the cell's output: a failed save never passes in silence
         elif isinstance(data, up.ApprovalNeeded) and await self._on_approval(data.reason):
             return "end"
         return ""
