@@ -23,7 +23,7 @@ from jupyter_client.kernelspec import KernelSpecManager
 
 import tests.notebook.kernel_harness as harness
 from phoenix_nb.store import Store
-from phoenix_nb.testing import FakeAnthropic, Turn, text
+from phoenix_nb.testing import FakeAnthropic, Turn, text, tool_use
 from tests.notebook.kernel_harness import Execution, Kernel, loaded_kernel, pid_alive
 
 pytestmark = pytest.mark.timeout(180)
@@ -337,7 +337,8 @@ def test_a_full_disk_loses_nothing_and_sends_nothing_unsaved(
     _clean(kernel.run("%%phoenix --name beta\nbefore the disk filled"))
     fill = kernel.ok(
         "import os, errno\n"
-        "fd = os.open(os.path.join(os.environ['PHOENIX_HOME'], 'filler'), os.O_WRONLY | os.O_CREAT)\n"
+        "filler = os.path.join(os.environ['PHOENIX_HOME'], 'filler')\n"
+        "fd = os.open(filler, os.O_WRONLY | os.O_CREAT)\n"
         "try:\n"
         "    while True:\n"
         "        os.write(fd, b'x' * 512)\n"
@@ -382,10 +383,7 @@ def test_a_read_only_store_is_reported_once_and_still_read(
     _need_unshare()
     store = _copy(template, tmp_path)
     before = {p: p.read_bytes() for p in store.rglob("*") if p.is_file()}
-    wrap = (
-        'mount --bind "$PHOENIX_HOME" "$PHOENIX_HOME"; '
-        'mount -o remount,bind,ro "$PHOENIX_HOME"'
-    )
+    wrap = 'mount --bind "$PHOENIX_HOME" "$PHOENIX_HOME"; mount -o remount,bind,ro "$PHOENIX_HOME"'
     kernel = _start(tmp_path, fresh.base_url, monkeypatch, wrap)
     kernels.append(kernel)
     loaded = _load(kernel).strip()
@@ -424,3 +422,53 @@ def test_a_store_that_cannot_exist_is_one_line(
     failed = _one_line(kernel.run("%%phoenix --new\nhello"))
     assert failed.startswith("phoenix: Could not save"), failed
     assert _requests(fresh) == []
+
+
+def test_a_disk_that_fills_mid_turn_stops_the_turn_with_one_line(
+    template: Path,
+    fresh: FakeAnthropic,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    kernels: list[Kernel],
+) -> None:
+    """The agent's own command fills the disk: its result cannot be saved, so it is never
+    sent; the turn stops at rest with one line, and the next turn (space freed) goes on
+    with the call answered as restore answers it."""
+    _need_unshare()
+    prepared = _copy(template, tmp_path / "prepared")
+    home = tmp_path / "store"
+    home.mkdir()
+    wrap = (
+        'mount -t tmpfs -o size=256k phoenix-full "$PHOENIX_HOME"; '
+        f'cp -a {prepared}/. "$PHOENIX_HOME"/'
+    )
+    kernel = _start(tmp_path, fresh.base_url, monkeypatch, wrap)
+    kernels.append(kernel)
+    _load(kernel)
+    # Checkpoints live in the store too; their own failure notice is theirs, not this test's.
+    kernel.ok("%config Phoenix.checkpoints = False")
+    fill = (
+        f"head -c 400000 /dev/zero > {home}/filler 2>/dev/null; "
+        "head -c 20000 /dev/zero | tr '\\0' x"
+    )
+    fresh.clear()
+    fresh.script(Turn([text("Filling."), tool_use("bash", {"command": fill})]))
+    _echo(fresh)
+    cell = kernel.run("%%phoenix --name gamma --mode unrestricted\nfill the disk", timeout=60)
+    failed = _one_line(cell)
+    assert failed.startswith("phoenix: Could not save") and "the disk is full" in failed
+    assert len(_requests(fresh)) == 1, "the unsaved result was never sent"
+    state = kernel.run("%phoenix status gamma").text("stdout")
+    assert "state         idle" in state.lower(), state
+    kernel.ok(f"import os; os.remove({str(home / 'filler')!r})")
+    _clean(kernel.run("%%phoenix --name gamma\nand now?"))
+    body = _requests(fresh)[-1]
+    assert _texts(body)[-1] == "and now?"
+    results = [
+        b
+        for m in body["messages"]
+        if isinstance(m["content"], list)
+        for b in m["content"]
+        if b.get("type") == "tool_result"
+    ]
+    assert len(results) == 1 and results[0]["is_error"], results
