@@ -264,12 +264,19 @@ def kill_tree(me: int, pgid: int | None, group: Any = None) -> None:
 def _exec_command(
     req: dict[str, Any], out_fd: int, restrictions: Restrictions | None, tmpdir: str | None
 ) -> None:
-    """Runs in the command process: set up, restrict self, exec. Never returns."""
+    """Runs in the command process: set up, restrict self, exec. Never returns.
+
+    stdout (and stderr, unless the request discards it) go to `out_fd`; a failure
+    to start is written to stdout, so the caller reads why even when stderr is discarded.
+    """
     try:
         null = os.open("/dev/null", os.O_RDONLY)
         os.dup2(null, 0)
         os.dup2(out_fd, 1)
-        os.dup2(out_fd, 2)
+        if req.get("discard_stderr"):
+            os.dup2(os.open("/dev/null", os.O_WRONLY), 2)
+        else:
+            os.dup2(out_fd, 2)
         os.closerange(3, 65536)
         os.chdir(req["cwd"])
         for name, value in req.get("rlimits", {}).items():
@@ -305,7 +312,7 @@ def _exec_command(
         os.execve(req["argv"][0], req["argv"], env)
     except BaseException as exc:
         try:
-            os.write(2, f"phoenix sandbox: cannot start command: {exc}\n".encode())
+            os.write(1, f"phoenix sandbox: cannot start command: {exc}\n".encode())
         finally:
             os._exit(126)
 

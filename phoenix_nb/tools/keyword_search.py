@@ -10,20 +10,23 @@ asked which files matter and why — a cheap call that saves the main model from
 reading every hit; if that call is absent or fails, the raw hits are returned
 and the model is told so.
 
-It only reads, so it works in Restricted mode; rg runs in its own session so a
-kernel interrupt does not hit it, and cancelling the tool kills it. rg runs in
-the kernel's own process tree, outside the sandbox's mount namespace, so in
-Restricted mode the same credential paths the sandbox hides from commands
-(`sandbox.hidden_paths`: the deny-read list, the Jupyter runtime dir, the
-store) are excluded from the walk with anchored `--glob '!…'` rules: the search
-cannot send what bash could not read.
+It only reads, so it works in Restricted mode. Every rg runs exactly as a bash
+command does: through the sandbox launcher (``sandbox.start_process``), with the
+same allowlisted environment, the conversation's cgroup budget and, in
+Restricted mode, the same sandbox — namespaces, Landlock, seccomp, and the
+mode-000 placeholders over the credential paths (``sandbox.hidden_paths``). So
+ONE mechanism hides those paths from every tool: whatever route rg is given to
+a hidden file (a symlink, ``--follow``, a search root inside it, ``..``, an
+ignore file that re-includes it) ends at the kernel's own "Permission denied".
+Where the sandbox is unavailable, Restricted mode refuses the search with bash's
+words. rg is outside the kernel's process group (a kernel interrupt does not
+hit it), and cancelling the tool kills its whole tree through its supervisor.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import contextvars
 import json
 import os
 import shutil
@@ -115,87 +118,108 @@ class SearchError(PhoenixError):
     """rg could not run or failed; the message is for the model."""
 
 
-def hidden_globs(root: Path, mode: Mode) -> tuple[str, ...]:
-    """rg rules excluding, in Restricted mode, every hidden credential path under `root`."""
-    if mode is not Mode.RESTRICTED:
-        return ()
-    base = os.path.realpath(root)
-    rules: list[str] = []
-    for path in sandbox.hidden_paths(base):
-        if path == base:
-            # The whole search root is hidden: search nothing rather than leak it.
-            return ("--glob=!*",)
-        if path.startswith(base + os.sep):
-            rel = glob_escape(os.path.relpath(path, base))
-            rules += [f"--glob=!/{rel}", f"--glob=!/{rel}/**"]
-    return tuple(rules)
+RG_CPU_SECONDS = 600  # CPU time of one rg (a bound if a cancel were ever lost)
+_KILL_WAIT = 5.0  # bound on waiting for the supervisor's report after a kill
+_RG_OK = (0, 1, 2)  # matches, none, some files unreadable (hidden ones among them)
 
 
-def glob_escape(text: str) -> str:
-    """Escape rg glob metacharacters so a path matches only itself."""
-    return "".join(f"[{c}]" if c in "*?[]{}!\\" else c for c in text)
+def rg_spec(ctx: ToolContext, root: Path, binary: str) -> sandbox.RunSpec:
+    """How this search's rg processes start: as bash starts a command for `ctx`.
+
+    The allowlisted environment (less RIPGREP_*: no config file steers rg), the
+    conversation's cgroup budget, the Restricted sandbox in Restricted mode with the
+    credential paths bash's commands cannot read (`hidden_paths(ctx.cwd)`, which
+    covers `root`, an ancestor of the working directory). stderr is discarded so
+    rg's "Permission denied" notes never mix with its results.
+    """
+    restricted = ctx.mode == Mode.RESTRICTED
+    env = command_environment(allow=ctx.env_allow, deny=ctx.secret_patterns).env
+    return sandbox.RunSpec(
+        argv=(binary, "--no-config"),
+        cwd=str(root),
+        env={k: v for k, v in env.items() if not k.startswith("RIPGREP_")},
+        restricted=restricted,
+        limits=sandbox.policy().limits,
+        cpu_seconds=RG_CPU_SECONDS,
+        group=sandbox.group_for(ctx.conversation_id or "default"),
+        hidden=tuple(sandbox.hidden_paths(ctx.cwd)) if restricted else (),
+        discard_stderr=True,
+    )
 
 
-_EXCLUDE: contextvars.ContextVar[tuple[str, ...]] = contextvars.ContextVar(
-    "keyword_search_exclude", default=()
-)
+class RgProcess:
+    """One running rg: its stdout as lines, and how it ended."""
+
+    def __init__(self, process: sandbox.Process, lines: asyncio.StreamReader) -> None:
+        self.process = process
+        self._lines = lines
+        self._last = b""
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        async for line in self._lines:
+            self._last = line
+            yield line
+
+    async def wait(self) -> None:
+        """Wait for rg to end; SearchError if it could not run or was killed."""
+        result = await self.process.wait()
+        code, sig = result.get("exit"), result.get("signal")
+        if sig or code not in _RG_OK:
+            said = self._last.decode("utf-8", "replace").strip()
+            said = said.removeprefix("phoenix sandbox: cannot start command: ")
+            how = f"signal {sig}" if sig else f"exit code {code}"
+            raise SearchError(f"rg could not search ({how}){': ' + said if said else ''}")
 
 
 @contextlib.asynccontextmanager
-async def _rg(args: list[str], root: Path) -> AsyncIterator[asyncio.subprocess.Process]:
-    """Run rg in root; always reap it, killing it if we stop reading early or are cancelled.
-
-    The current search's exclusions (`hidden_globs`) come first, so no caller can
-    forget them.
-    """
-    binary = find_rg()
-    if binary is None:
-        raise SearchError("ripgrep (rg) is not installed; install the `ripgrep` package")
-    env = {k: v for k, v in command_environment().env.items() if not k.startswith("RIPGREP_")}
-    process = await asyncio.create_subprocess_exec(
-        binary,
-        "--no-config",
-        *_EXCLUDE.get(),
-        *args,
-        cwd=root,
-        stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.DEVNULL,
-        start_new_session=True,  # a kernel interrupt (SIGINT to our group) must not reach it
-        limit=1 << 20,
-        env=env,
-    )
+async def _rg(args: list[str], spec: sandbox.RunSpec) -> AsyncIterator[RgProcess]:
+    """Run rg with `args` as `spec` says; always end it, killing its tree if we stop
+    reading early or are cancelled, and return only once its supervisor reported."""
     try:
-        yield process
+        process = await sandbox.start_process(replace(spec, argv=(*spec.argv, *args)))
+    except (sandbox.SandboxError, OSError) as error:
+        raise SearchError(f"could not start rg: {error}") from error
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader(limit=1 << 20, loop=loop)
+    transport: asyncio.BaseTransport | None = None
+    try:
+        pipe = os.fdopen(process.output_fd, "rb", buffering=0)  # the transport closes it
+        transport, _ = await loop.connect_read_pipe(
+            lambda: asyncio.StreamReaderProtocol(reader, loop=loop), pipe
+        )
+        yield RgProcess(process, reader)
     finally:
-        if process.returncode is None:
-            with contextlib.suppress(ProcessLookupError):
-                process.kill()
-            # Shielded so a cancel during cleanup still reaps the child.
-            await asyncio.shield(process.wait())
+        if process.result is None:
+            process.kill()  # no-op once the report is in
+        # Shielded so a cancel during cleanup still waits for the tree to be gone.
+        with contextlib.suppress(TimeoutError, OSError):
+            await asyncio.wait_for(asyncio.shield(process.wait()), _KILL_WAIT)
+        if transport is not None:
+            transport.close()
+        else:
+            with contextlib.suppress(OSError):
+                os.close(process.output_fd)
 
 
 def _strip_dot(path: str) -> str:
     return path[2:] if path.startswith("./") else path
 
 
-async def _count_files(root: Path) -> int:
+async def _count_files(spec: sandbox.RunSpec) -> int:
     count = 0
-    async with _rg(["--files", "--no-require-git", "."], root) as process:
-        assert process.stdout is not None
-        async for _ in process.stdout:
+    async with _rg(["--files", "--no-require-git", "."], spec) as process:
+        async for _ in process:
             count += 1
         await process.wait()
     return count
 
 
-async def _count_term(term: str, root: Path, limit: int) -> TermStats:
+async def _count_term(term: str, spec: sandbox.RunSpec, limit: int) -> TermStats:
     """Files and hits for one term; stops reading (and kills rg) past `limit` files."""
     stats = TermStats(term)
     args = ["--count-matches", "-i", "-F", "--no-require-git", "-e", term, "."]
-    async with _rg(args, root) as process:
-        assert process.stdout is not None
-        async for raw in process.stdout:
+    async with _rg(args, spec) as process:
+        async for raw in process:
             _, _, count = raw.rstrip(b"\n").rpartition(b":")
             stats.files += 1
             with contextlib.suppress(ValueError):
@@ -214,7 +238,7 @@ def _text_of(data: Mapping[str, Any]) -> str:
 
 
 async def _collect_hits(
-    terms: list[str], root: Path, context_lines: int
+    terms: list[str], spec: sandbox.RunSpec, context_lines: int
 ) -> tuple[dict[str, FileHits], int, bool]:
     """Hits of the kept terms with context, in rg's order; (files, shown, truncated)."""
     args = ["--json", "-i", "-F", "--no-require-git", f"--max-count={MAX_HITS_PER_FILE}"]
@@ -226,9 +250,8 @@ async def _collect_hits(
     files: dict[str, FileHits] = {}
     shown = 0
     lowered = [(term, term.lower()) for term in terms]
-    async with _rg(args, root) as process:
-        assert process.stdout is not None
-        async for raw in process.stdout:
+    async with _rg(args, spec) as process:
+        async for raw in process:
             try:
                 message = json.loads(raw)
             except ValueError:
@@ -331,17 +354,31 @@ class KeywordSearchTool:
                 content=f"keyword_search failed: working directory {root} does not exist.",
                 is_error=True,
             )
-        token = _EXCLUDE.set(hidden_globs(root, ctx.mode))
+        if ctx.mode == Mode.RESTRICTED and not ctx.sandbox.available:
+            # As bash: Restricted mode without its sandbox runs nothing.
+            reason = ctx.sandbox.reason or sandbox.KERNEL_REQUIREMENT
+            return ToolResult(
+                tool_use_id=tool_use_id,
+                content=f"Restricted mode is unavailable here: {reason}",
+                is_error=True,
+            )
+        binary = find_rg()
+        if binary is None:
+            return ToolResult(
+                tool_use_id=tool_use_id,
+                content="keyword_search failed: ripgrep (rg) is not installed; "
+                "install the `ripgrep` package",
+                is_error=True,
+            )
+        spec = rg_spec(ctx, root, binary)
         try:
-            summary, display = await self._search(query, terms, root, context_lines)
+            summary, display = await self._search(query, terms, root, spec, context_lines)
         except (SearchError, OSError, ExceptionGroup) as error:
             parts = error.exceptions if isinstance(error, ExceptionGroup) else (error,)
             reason = "; ".join(str(part) or type(part).__name__ for part in parts)
             return ToolResult(
                 tool_use_id=tool_use_id, content=f"keyword_search failed: {reason}", is_error=True
             )
-        finally:
-            _EXCLUDE.reset(token)
         if not display.files:
             return ToolResult(tool_use_id=tool_use_id, content=summary, display=display.to_json())
         ranking, note = await self._rank(ctx, query, summary)
@@ -353,15 +390,13 @@ class KeywordSearchTool:
         return ToolResult(tool_use_id=tool_use_id, content=content, display=display.to_json())
 
     async def _search(
-        self, query: str, terms: list[str], root: Path, context_lines: int
+        self, query: str, terms: list[str], root: Path, spec: sandbox.RunSpec, context_lines: int
     ) -> tuple[str, SearchDisplay]:
-        if find_rg() is None:
-            raise SearchError("ripgrep (rg) is not installed; install the `ripgrep` package")
         # A TaskGroup, not gather: on cancel it waits until every rg is killed and reaped.
         async with asyncio.TaskGroup() as group:
-            files_task = group.create_task(_count_files(root))
+            files_task = group.create_task(_count_files(spec))
             term_tasks = [
-                group.create_task(_count_term(t, root, MAX_FILES_PER_TERM)) for t in terms
+                group.create_task(_count_term(t, spec, MAX_FILES_PER_TERM)) for t in terms
             ]
         total_files = files_task.result()
         stats = [task.result() for task in term_tasks]
@@ -376,7 +411,7 @@ class KeywordSearchTool:
         files: dict[str, FileHits] = {}
         shown, truncated = 0, False
         if kept:
-            files, shown, truncated = await _collect_hits(kept, root, context_lines)
+            files, shown, truncated = await _collect_hits(kept, spec, context_lines)
         ranked = sorted(files.values(), key=lambda h: (-len(h.terms), -h.matches))
         header = [
             f"Searched {total_files} files under {root} (case-insensitive, literal).",

@@ -451,6 +451,7 @@ class RunSpec:
     linger: bool = False  # background: run until every descendant has exited
     group: str = ""  # the conversation's cgroup budget
     hidden: tuple[str, ...] = ()
+    discard_stderr: bool = False  # stderr to /dev/null (output_fd carries stdout only)
 
     def to_request(self) -> dict[str, Any]:
         rlimits: dict[str, int] = {"RLIMIT_CORE": 0}
@@ -476,6 +477,7 @@ class RunSpec:
             "tmp_inodes": self.limits.tmp_inodes,
             "group": self.group,
             "hidden": list(self.hidden),
+            "discard_stderr": self.discard_stderr,
             "limits": asdict(self.limits),
         }
 

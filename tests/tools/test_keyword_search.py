@@ -15,6 +15,7 @@ from phoenix_nb.core.values import Mode, ToolResult
 from phoenix_nb.tools import keyword_search as ks
 from phoenix_nb.tools.base import HelperLlm, SandboxInfo, ToolContext
 from phoenix_nb.tools.keyword_search import KeywordSearchTool, find_rg
+from tests.tools.kernel_stand_in import descendants
 
 
 def ctx_for(cwd: Path, helper: HelperLlm | None = None) -> ToolContext:
@@ -146,18 +147,14 @@ async def test_bad_input_names_the_field(tmp_path: Path) -> None:
 
 
 def _rg_children() -> set[int]:
+    """Every rg below this process (rg runs under the sandbox launcher's supervisor)."""
     pids: set[int] = set()
-    for task in os.listdir(f"/proc/{os.getpid()}/task"):
+    for pid in descendants(os.getpid()):
         try:
-            text = Path(f"/proc/{os.getpid()}/task/{task}/children").read_text()
+            if Path(f"/proc/{pid}/comm").read_text().strip() == "rg":
+                pids.add(pid)
         except OSError:
-            continue
-        for pid in text.split():
-            try:
-                if Path(f"/proc/{pid}/comm").read_text().strip() == "rg":
-                    pids.add(int(pid))
-            except OSError:
-                pass
+            pass
     return pids
 
 
@@ -202,10 +199,11 @@ async def test_cancel_kills_rg(tmp_path: Path) -> None:
 
 
 async def test_restricted_search_never_reads_hidden_credential_paths(tmp_path: Path) -> None:
-    """rg runs outside the sandbox's mount namespace, so keyword_search must skip the
-    same paths the sandbox hides from Restricted commands (issue 13): a deny-listed
-    file and folder under the search root, a `.env` file and the store's folder;
-    Unrestricted still finds them, and ordinary files are found in both modes."""
+    """rg runs in the Restricted sandbox bash runs in, so it cannot read the paths the
+    sandbox hides from Restricted commands (issue 13): a deny-listed file and folder
+    under the search root, a `.env` file and the store's folder; Unrestricted still
+    finds them, and ordinary files are found in both modes (more attacks:
+    test_keyword_search_sandbox.py)."""
     (tmp_path / "app.py").write_text("CANARY_TERM = 'ordinary'\n")
     (tmp_path / "credentials.json").write_text('{"k": "CANARY_TERM secret-1"}\n')
     (tmp_path / "vault").mkdir()
@@ -241,8 +239,3 @@ async def test_restricted_search_never_reads_hidden_credential_paths(tmp_path: P
         assert f"secret-{n}" not in restricted.content
     assert "secret-1" in unrestricted.content and "secret-2" in unrestricted.content
     assert "secret-4" in unrestricted.content
-
-
-def test_hidden_globs_escape_metacharacters(tmp_path: Path) -> None:
-    assert ks.glob_escape("a*b/[c]") == "a[*]b/[[]c[]]"
-    assert ks.hidden_globs(tmp_path, Mode.UNRESTRICTED) == ()

@@ -1,0 +1,79 @@
+"""Benchmark: keyword_search inside the Restricted sandbox vs outside it, on one tree.
+
+keyword_search runs every rg as bash runs a command: through the sandbox
+launcher, in Restricted mode inside the sandbox (namespaces, Landlock, seccomp,
+credential placeholders). This measures what that costs on the same 5,000-file
+tree (bench_keyword_search.py's), in one run, rounds interleaved so load on the
+shared machine falls on all alike:
+
+* inside: the tool in Restricted mode (each rg in its own sandbox);
+* outside: the tool in Unrestricted mode (same launcher, no sandbox);
+* raw: one direct `rg -i -F -C1` pass for the same terms (no launcher at all).
+
+Run: /work/venv/bin/python tests/benchmarks/bench_search_sandbox.py [files]
+"""
+
+from __future__ import annotations
+
+import asyncio
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from phoenix_nb.core.values import Mode
+from phoenix_nb.tools.base import ToolContext
+from phoenix_nb.tools.keyword_search import KeywordSearchTool, find_rg
+from phoenix_nb.tools.sandbox import detect_sandbox
+from tests.benchmarks.bench_keyword_search import TERMS, build_tree, time_raw_rg
+
+ROUNDS = 15
+
+
+async def time_tool(root: Path, mode: Mode) -> float:
+    ctx = ToolContext(cwd=root, mode=mode, sandbox=detect_sandbox(), conversation_id="bench")
+    start = time.perf_counter()
+    result = await KeywordSearchTool().run({"query": "q", "search_terms": TERMS}, ctx, "b")
+    elapsed = time.perf_counter() - start
+    assert not result.is_error, result.content
+    return elapsed * 1000
+
+
+async def measure(root: Path, rg: str) -> dict[str, list[float]]:
+    times: dict[str, list[float]] = {"inside": [], "outside": [], "raw": []}
+    for mode in (Mode.RESTRICTED, Mode.UNRESTRICTED):  # start the launcher, warm caches
+        await time_tool(root, mode)
+    for _ in range(ROUNDS):
+        times["inside"].append(await time_tool(root, Mode.RESTRICTED))
+        times["outside"].append(await time_tool(root, Mode.UNRESTRICTED))
+        times["raw"].append(time_raw_rg(rg, root) * 1000)
+        await asyncio.sleep(0.05)  # the launcher replaces its spares, as between tool calls
+    return times
+
+
+def main() -> None:
+    files = int(sys.argv[1]) if len(sys.argv) > 1 else 5000
+    info = detect_sandbox()
+    if not info.available:
+        sys.exit(f"Restricted mode unavailable: {info.reason}")
+    rg = find_rg()
+    assert rg is not None, "rg not found"
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        build_tree(root, files)
+        times = asyncio.run(measure(root, rg))
+    inside, outside, raw = (statistics.median(times[k]) for k in ("inside", "outside", "raw"))
+    print(f"tree: {files} files, terms: {TERMS}, {ROUNDS} interleaved rounds (medians)")
+    print(f"  raw rg, one direct pass:                 {raw:7.1f} ms (baseline)")
+    print(
+        f"  keyword_search outside (Unrestricted):   {outside:7.1f} ms = {outside / raw:.2f}x raw"
+    )
+    print(f"  keyword_search inside (Restricted):      {inside:7.1f} ms = {inside / raw:.2f}x raw")
+    print(f"  inside / outside the sandbox: {inside / outside:.2f}x (+{inside - outside:.1f} ms)")
+
+
+if __name__ == "__main__":
+    main()
