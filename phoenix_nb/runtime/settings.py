@@ -3,8 +3,10 @@
 Power users build `Settings` directly; the notebook builds them with
 `Settings.from_config` from its traitlets (`c.Phoenix.…`), the one place where
 config values become settings, so none is dropped on the way (a test holds
-every field to a trait). Environment variables are read here and nowhere else
-in the runtime.
+every field to a trait). A `%config Phoenix.X` in a running notebook comes back
+through here too: the session rebuilds the settings and `Phoenix.reconfigure`
+hands them to what the next turn reads. Environment variables are read here and
+nowhere else in the runtime.
 """
 
 from __future__ import annotations
