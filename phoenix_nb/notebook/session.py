@@ -210,7 +210,9 @@ class Session:
             self._phoenix = Phoenix(self.settings(), kernel=self.kernel)
             if not self._observing:
                 self._observing = True
-                self.config.observe(self._config_changed)
+                self.config.observe(
+                    self._config_changed, names=list(self.config.trait_names(config=True))
+                )
         return self._phoenix
 
     def _config_changed(self, change: Mapping[str, Any]) -> None:
