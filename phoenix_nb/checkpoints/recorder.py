@@ -484,8 +484,7 @@ class Checkpoints:
             changes, error = await self._after(history, before, tool, tool_use_id)
         if changes is None:
             changes = ToolChanges(before=0, after=0, error=error or "no checkpoint")
-        display = {**dict(result.display or {}), "changes": changes.to_json()}
-        return dataclasses.replace(result, display=display)
+        return dataclasses.replace(result, changes=changes)
 
     def runner(self, inner: ToolRunnerLike) -> ToolRunnerLike:
         """`inner` (a tool runner: tools, name, input, ctx, id -> result) with checkpoints."""

@@ -28,6 +28,8 @@ _MODULES = (
     "phoenix_nb.core.events",
     "phoenix_nb.core.effects",
     "phoenix_nb.core.notices",
+    "phoenix_nb.core.displays",
+    "phoenix_nb.core.changes",
 )
 
 

@@ -1,35 +1,63 @@
 """The display payloads tools record with their results, typed once for producer and reader.
 
-A tool result's `display` is persisted as JSON (the store's `display_data`, the
-record's `result.display`, docs/record-format.md) and read back by the
-renderers. Both sides go through these frozen dataclasses: a tool builds one and
-stores `to_json()`; a renderer gets one back from `read_*` in
-`notebook/_render/view.py`. The JSON keys are the field names (`asdict`, in
+A tool returns one of these frozen dataclasses as `ToolResult.display` (the
+union `ToolDisplay`); it becomes JSON only where the result becomes a stored
+record (`stored_display`, called by the core's `tool_message`), as the store's
+`display_data` and the record's `result.display` (docs/record-format.md). The
+renderers read that JSON back through the `read` classmethods here (and
+`notebook/_render/view.py`'s accessors), which tolerate missing keys and
+wrong types so old records still render. The JSON keys are the field names (in
 field order, so stored records keep their exact shape), which makes a renamed
 field a type error in the producer's constructor and in every reader's
 attribute access instead of a display that silently renders empty.
 
-Other display keys (a background job's `pgid`/`log`, the checkpoints' `changes`)
-are added next to these by their owners and are not read through this module.
+What an Unrestricted call changed on disk is not the tool's own display: the
+checkpoint recorder sets `ToolResult.changes` (`core.changes.ToolChanges`),
+stored next to these keys under `"changes"`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
+from enum import StrEnum
 from typing import Any
+
+from phoenix_nb.core.changes import ToolChanges
+
+
+def _text(data: object, key: str, default: str = "") -> str:
+    value = data.get(key) if isinstance(data, Mapping) else None
+    return value if isinstance(value, str) else default
+
+
+def _int(data: object, key: str) -> int | None:
+    value = data.get(key) if isinstance(data, Mapping) else None
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _flag(data: object, key: str) -> bool:
+    return isinstance(data, Mapping) and data.get(key) is True
 
 
 @dataclass(frozen=True)
 class BashDisplay:
+    """bash's result; a background job's process group and log only when it is one."""
+
     command: str
     exit_code: int | None
     timed_out: bool = False
     output_truncated: bool = False
     background: bool = False
+    pgid: int | None = None
+    log: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        out = asdict(self)
+        for key in ("pgid", "log"):
+            if out[key] is None:
+                del out[key]
+        return out
 
 
 @dataclass(frozen=True)
@@ -120,3 +148,140 @@ class SearchDisplay:
         if self.ranked_by_helper is not None:
             out["ranked_by_helper"] = self.ranked_by_helper
         return out
+
+
+# ------------------------------------------------------------------ kernel tools
+
+
+@dataclass(frozen=True)
+class InspectDisplay:
+    """inspect_variables: the names asked for (none: the listing) and figures attached."""
+
+    names: tuple[str, ...]
+    images: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {"names": list(self.names), "images": self.images}
+
+    @classmethod
+    def read(cls, display: object) -> InspectDisplay:
+        raw = display.get("names") if isinstance(display, Mapping) else None
+        names = tuple(n for n in raw if isinstance(n, str)) if isinstance(raw, list) else ()
+        return cls(names=names, images=_int(display, "images") or 0)
+
+
+@dataclass(frozen=True)
+class HistoryDisplay:
+    """kernel_history: how many of the latest cells were asked for."""
+
+    last: int
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def read(cls, display: object) -> HistoryDisplay:
+        return cls(last=_int(display, "last") or 0)
+
+
+@dataclass(frozen=True)
+class RunPythonDisplay:
+    """run_python: how the fork ended, the figures attached, its wall time in seconds."""
+
+    timed_out: bool
+    signal: int | None
+    exit_code: int | None
+    images: int
+    elapsed: float
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def read(cls, display: object) -> RunPythonDisplay:
+        elapsed = display.get("elapsed") if isinstance(display, Mapping) else None
+        return cls(
+            timed_out=_flag(display, "timed_out"),
+            signal=_int(display, "signal"),
+            exit_code=_int(display, "exit_code"),
+            images=_int(display, "images") or 0,
+            elapsed=float(elapsed)
+            if isinstance(elapsed, int | float) and not isinstance(elapsed, bool)
+            else 0.0,
+        )
+
+
+@dataclass(frozen=True)
+class ProposalDisplay:
+    """propose_cell: the code the user is offered and why."""
+
+    proposed_cell: str
+    explanation: str
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def read(cls, display: object) -> ProposalDisplay:
+        return cls(_text(display, "proposed_cell"), _text(display, "explanation"))
+
+
+# ------------------------------------------------------------------------ errors
+
+
+class ToolErrorKind(StrEnum):
+    """Why a tool refused before doing anything (stored as the display's `error`)."""
+
+    INVALID_INPUT = "invalid_input"  # the input broke the tool's schema
+    KERNEL_ACCESS_OFF = "kernel_access_off"  # c.Phoenix.kernel_access = "off"
+    NO_KERNEL = "no_kernel"  # no Jupyter kernel behind the conversation
+
+
+@dataclass(frozen=True)
+class ErrorDisplay:
+    """A refusal; `problem` names the offending field of an invalid input."""
+
+    error: ToolErrorKind
+    problem: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"error": self.error.value}
+        if self.problem is not None:
+            out["problem"] = self.problem
+        return out
+
+    @classmethod
+    def read(cls, display: object) -> ErrorDisplay | None:
+        """None when the display is not a refusal this version knows."""
+        try:
+            kind = ToolErrorKind(_text(display, "error"))
+        except ValueError:
+            return None
+        problem = display.get("problem") if isinstance(display, Mapping) else None
+        return cls(kind, problem if isinstance(problem, str) else None)
+
+
+ToolDisplay = (
+    BashDisplay
+    | PatchDisplay
+    | ThinkDisplay
+    | SubAgentsDisplay
+    | SearchDisplay
+    | InspectDisplay
+    | HistoryDisplay
+    | RunPythonDisplay
+    | ProposalDisplay
+    | ErrorDisplay
+)
+
+
+def stored_display(
+    display: ToolDisplay | None, changes: ToolChanges | None = None
+) -> dict[str, Any] | None:
+    """The JSON a tool result's display is stored as: the tool's fields, then `changes`."""
+    if display is None and changes is None:
+        return None
+    out = display.to_json() if display is not None else {}
+    if changes is not None:
+        out["changes"] = changes.to_json()
+    return out

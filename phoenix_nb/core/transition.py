@@ -21,7 +21,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from phoenix_nb.core.codec import to_json
-from phoenix_nb.core.displays import AgentReport, SubAgentsDisplay
+from phoenix_nb.core.displays import AgentReport, SubAgentsDisplay, stored_display
 from phoenix_nb.core.effects import (
     AbortLlm,
     AbortTool,
@@ -188,8 +188,7 @@ def tool_message(result: ToolResult) -> PersistMessage:
     }
     if result.approval is not None:
         content["approval"] = result.approval.value
-    display = dict(result.display) if result.display is not None else None
-    return PersistMessage("tool", content, display)
+    return PersistMessage("tool", content, stored_display(result.display, result.changes))
 
 
 def system_message(text: str) -> PersistMessage:
@@ -589,7 +588,7 @@ def sub_agents_result(
             )
         )
     failed = all(a.outcome != "success" for a in agents)
-    display = SubAgentsDisplay(tuple(agents)).to_json()
+    display = SubAgentsDisplay(tuple(agents))
     return ToolResult(phase.tool_use_id, "\n".join(lines), failed, display)
 
 

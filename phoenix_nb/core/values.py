@@ -14,6 +14,9 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Literal
 
+from phoenix_nb.core.changes import ToolChanges
+from phoenix_nb.core.displays import ToolDisplay
+
 
 class ErrorKind(StrEnum):
     """Why a request failed, as the UI shows it (REQ-BED-006)."""
@@ -150,8 +153,10 @@ ContentBlock = TextBlock | ThinkingBlock | ToolUseBlock | RawBlock
 class ToolResult:
     """The answer to one tool_use.
 
-    `content` is what the model reads; `display` is structured data for the UI
-    (a diff, an exit status, a command) that is never sent to the model.
+    `content` is what the model reads; `display` is the tool's typed data for the
+    UI (a diff, an exit status, a command; `core.displays`) that is never sent to
+    the model; `changes` is what the call changed on disk, set by the checkpoint
+    recorder. Both become JSON only when the result is stored (`tool_message`).
     `approval` is set only on the answer to an upgrade request the user (or a
     cancel, or a restart) decided, so the record reads the decision from a field
     instead of from the reply's wording.
@@ -160,9 +165,10 @@ class ToolResult:
     tool_use_id: str
     content: str
     is_error: bool = False
-    display: Mapping[str, Any] | None = None
+    display: ToolDisplay | None = None
     images: tuple[ImageData, ...] = ()
     approval: ApprovalDecision | None = None
+    changes: ToolChanges | None = None
 
 
 class ApprovalDecision(StrEnum):

@@ -13,7 +13,7 @@ import argparse
 import difflib
 import shlex
 from dataclasses import dataclass, field
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from phoenix_nb.errors import PhoenixError
 
@@ -134,6 +134,15 @@ class OptionsError(PhoenixError, ValueError):
 
 
 class _Parser(argparse.ArgumentParser):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self.option_names: list[str] = []  # every option string added, for near-miss hints
+        super().__init__(*args, **kwargs)
+
+    def add_argument(self, *args: Any, **kwargs: Any) -> argparse.Action:
+        action = super().add_argument(*args, **kwargs)
+        self.option_names.extend(action.option_strings)
+        return action
+
     def error(self, message: str) -> NoReturn:
         raise OptionsError(f"{self.prog}: {message}")
 
@@ -151,7 +160,7 @@ def _parse(parser: _Parser, argv: list[str]) -> argparse.Namespace:
     """Parse, naming the closest real option for each unknown one."""
     ns, unknown = parser.parse_known_args(argv)
     if unknown:
-        options = [s for a in parser._actions for s in a.option_strings]
+        options = parser.option_names
         word = unknown[0]
         if word.startswith("-"):
             guess = _closest(word.split("=", 1)[0], options)

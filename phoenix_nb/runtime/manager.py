@@ -19,7 +19,6 @@ A `Conversation` is the handle users and the notebook layer hold:
 
 from __future__ import annotations
 
-import builtins
 import logging
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import replace
@@ -614,10 +613,6 @@ class Phoenix:
         runtime = self._runtimes.get(conversation_id)
         if runtime is not None and runtime.closed:
             del self._runtimes[conversation_id]
-
-    def live(self) -> builtins.list[ConversationRuntime]:
-        """Runtimes not yet closed (tests check that finished sub-agents leave none)."""
-        return [r for r in self._runtimes.values() if not r.closed]
 
     async def aclose(self) -> None:
         await self.spawner.close()

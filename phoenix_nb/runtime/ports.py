@@ -45,7 +45,7 @@ class WorkTreeRecorder(Protocol):
     The loop calls `writes_possible` when write access begins (approval) or a
     turn begins Unrestricted, and runs every tool call through `around_tool`,
     which checkpoints before and after a call that can write and returns the
-    result with what the call changed in its display (`"changes"`).
+    result with what the call changed (`ToolResult.changes`).
     """
 
     async def writes_possible(

@@ -172,13 +172,8 @@ def background_jobs(conversation_id: str) -> list[BackgroundJob]:
 _KILL_RE = re.compile(r"^\s*kill\s+(?:-(?:9|KILL|TERM|15|s\s+\w+)\s+)?(?:--\s+)?-?(\d+)\s*$")
 
 
-def _error(tool_use_id: str, command: str, text: str, **display: Any) -> ToolResult:
-    return ToolResult(
-        tool_use_id,
-        text,
-        is_error=True,
-        display=BashDisplay(command, None).to_json() | display,
-    )
+def _error(tool_use_id: str, command: str, text: str) -> ToolResult:
+    return ToolResult(tool_use_id, text, is_error=True, display=BashDisplay(command, None))
 
 
 class BashTool:
@@ -214,7 +209,7 @@ class BashTool:
             )
         stopped = await self._stop_job(command, ctx)
         if stopped is not None:
-            return ToolResult(tool_use_id, stopped, display=self._display(command, 0))
+            return ToolResult(tool_use_id, stopped, display=BashDisplay(command, 0))
         if not ctx.cwd.is_dir():
             return _error(tool_use_id, command, f"Working directory {ctx.cwd} does not exist.")
         if background:
@@ -244,17 +239,6 @@ class BashTool:
             group=group_for(ctx.conversation_id or "default"),
             hidden=tuple(hidden_paths(ctx.cwd)) if restricted else (),
         )
-
-    @staticmethod
-    def _display(
-        command: str,
-        exit_code: int | None,
-        *,
-        timed_out: bool = False,
-        output_truncated: bool = False,
-        background: bool = False,
-    ) -> dict[str, Any]:
-        return BashDisplay(command, exit_code, timed_out, output_truncated, background).to_json()
 
     async def _foreground(
         self, command: str, ctx: ToolContext, tool_use_id: str, restricted: bool, timeout: float
@@ -320,7 +304,7 @@ class BashTool:
         elif code:
             lines.append(f"[exit code {code}]")
         lines.extend(self._limit_lines(result.get("limits") or ()))
-        display = self._display(
+        display = BashDisplay(
             command,
             code if not sig else 128 + int(sig),
             timed_out=timed_out,
@@ -373,10 +357,7 @@ class BashTool:
             f"Stop it with: kill -- -{proc.pgid}\n"
             "It is stopped when the conversation ends."
         )
-        display = self._display(command, None, background=True) | {
-            "pgid": proc.pgid,
-            "log": str(log_path),
-        }
+        display = BashDisplay(command, None, background=True, pgid=proc.pgid, log=str(log_path))
         return ToolResult(tool_use_id, text, display=display)
 
     async def _stop_job(self, command: str, ctx: ToolContext) -> str | None:

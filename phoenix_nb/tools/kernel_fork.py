@@ -388,7 +388,9 @@ def _child(
         sys.stderr = err
         setattr(sys, "__stdout__", out)  # noqa: B010 - Final in typeshed, a plain attribute here
         setattr(sys, "__stderr__", err)  # noqa: B010
-        asyncio._set_running_loop(None)
+        # The kernel's running loop is not running here: asyncio forgets it in a
+        # forked child (by pid on 3.11, by an at-fork hook from 3.12), so a job may
+        # call asyncio.run (tests/tools/test_kernel_fork.py).
         gc.freeze()  # leave the kernel's objects untouched: no collection walks them
         _privatize_shared_mappings()  # before confinement: files are still all reachable
         tempfile.tempdir = tmpdir

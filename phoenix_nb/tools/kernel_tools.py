@@ -36,6 +36,14 @@ import traceback
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from phoenix_nb.core.displays import (
+    ErrorDisplay,
+    HistoryDisplay,
+    InspectDisplay,
+    ProposalDisplay,
+    RunPythonDisplay,
+    ToolErrorKind,
+)
 from phoenix_nb.core.values import ImageData, ToolResult
 from phoenix_nb.tools.base import ToolContext
 from phoenix_nb.tools.environment import command_environment
@@ -81,16 +89,19 @@ RUN_TIMEOUT_MAX = 300.0
 # --------------------------------------------------------------------------- shared
 
 
-def _error(tool_use_id: str, text: str, **display: Any) -> ToolResult:
-    return ToolResult(tool_use_id=tool_use_id, content=text, is_error=True, display=display or None)
+def _error(tool_use_id: str, text: str, kind: ToolErrorKind | None = None) -> ToolResult:
+    display = ErrorDisplay(kind) if kind is not None else None
+    return ToolResult(tool_use_id=tool_use_id, content=text, is_error=True, display=display)
 
 
 def kernel_for(ctx: ToolContext, name: str, tool_use_id: str) -> KernelPort | ToolResult:
     """The kernel port, or the error result that explains why there is none."""
     if not ctx.kernel_access:
-        return _error(tool_use_id, KERNEL_ACCESS_OFF.format(name=name), error="kernel_access_off")
+        return _error(
+            tool_use_id, KERNEL_ACCESS_OFF.format(name=name), ToolErrorKind.KERNEL_ACCESS_OFF
+        )
     if ctx.kernel is None:
-        return _error(tool_use_id, NO_KERNEL.format(name=name), error="no_kernel")
+        return _error(tool_use_id, NO_KERNEL.format(name=name), ToolErrorKind.NO_KERNEL)
     return ctx.kernel
 
 
@@ -259,7 +270,7 @@ class InspectVariablesTool:
             tool_use_id=tool_use_id,
             content=cut("\n\n".join(texts), MAX_OUTPUT),
             is_error=not outcome.records,
-            display={"names": names, "images": len(images)},
+            display=InspectDisplay(tuple(names), len(images)),
             images=images,
         )
 
@@ -352,7 +363,7 @@ class KernelHistoryTool:
             tool_use_id=tool_use_id,
             content=cut("\n\n".join(texts), MAX_OUTPUT),
             is_error=not outcome.records,
-            display={"last": last},
+            display=HistoryDisplay(last),
         )
 
 
@@ -562,13 +573,13 @@ def _run_result(
         tool_use_id=tool_use_id,
         content=cut(content, MAX_OUTPUT),
         is_error=is_error,
-        display={
-            "timed_out": outcome.timed_out,
-            "signal": outcome.signal,
-            "exit_code": outcome.exit_code,
-            "images": len(images),
-            "elapsed": round(outcome.elapsed, 3),
-        },
+        display=RunPythonDisplay(
+            timed_out=outcome.timed_out,
+            signal=outcome.signal,
+            exit_code=outcome.exit_code,
+            images=len(images),
+            elapsed=round(outcome.elapsed, 3),
+        ),
         images=images,
     )
 
@@ -614,7 +625,7 @@ class ProposeCellTool:
                 "Proposed. When your turn ends this code is inserted as a new cell below the "
                 "%%phoenix cell, not run; the user decides whether to run it."
             ),
-            display={"proposed_cell": code, "explanation": explanation},
+            display=ProposalDisplay(code, explanation),
         )
 
 

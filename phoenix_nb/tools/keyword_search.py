@@ -380,14 +380,14 @@ class KeywordSearchTool:
                 tool_use_id=tool_use_id, content=f"keyword_search failed: {reason}", is_error=True
             )
         if not display.files:
-            return ToolResult(tool_use_id=tool_use_id, content=summary, display=display.to_json())
+            return ToolResult(tool_use_id=tool_use_id, content=summary, display=display)
         ranking, note = await self._rank(ctx, query, summary)
         display = replace(display, ranked_by_helper=ranking is not None)
         if ranking is not None:
             content = f"Relevant files (ranked by a helper model):\n{ranking.strip()}\n\n{summary}"
         else:
             content = f"{note}\n\n{summary}"
-        return ToolResult(tool_use_id=tool_use_id, content=content, display=display.to_json())
+        return ToolResult(tool_use_id=tool_use_id, content=content, display=display)
 
     async def _search(
         self, query: str, terms: list[str], root: Path, spec: sandbox.RunSpec, context_lines: int

@@ -760,7 +760,7 @@ class PatchTool:
                 return ToolResult(
                     tool_use_id=tool_use_id,
                     content=f"No change: {shown} already has this content.",
-                    display=PatchDisplay(shown, "").to_json(),
+                    display=PatchDisplay(shown, ""),
                 )
             written = await _finish(asyncio.to_thread(_write, target, plan.after, plan.info))
         except PartialWriteError as error:
@@ -768,14 +768,14 @@ class PatchTool:
                 tool_use_id=tool_use_id,
                 content=f"Patch failed: {error}",
                 is_error=True,
-                display=PatchDisplay(shown, "").to_json(),
+                display=PatchDisplay(shown, ""),
             )
         except PatchError as error:
             return ToolResult(
                 tool_use_id=tool_use_id,
                 content=f"Patch failed, {shown} was not changed. {error}",
                 is_error=True,
-                display=PatchDisplay(shown, "").to_json(),
+                display=PatchDisplay(shown, ""),
             )
         except OSError as error:
             return ToolResult(
@@ -783,7 +783,7 @@ class PatchTool:
                 content=f"Patch failed, {shown} was not changed: {error.strerror or error}"
                 + (f" ({error.filename})" if error.filename else ""),
                 is_error=True,
-                display=PatchDisplay(shown, "").to_json(),
+                display=PatchDisplay(shown, ""),
             )
         before, after, notes = plan.before, plan.after, list(plan.notes)
         original = before or ""
@@ -801,5 +801,5 @@ class PatchTool:
         return ToolResult(
             tool_use_id=tool_use_id,
             content=summary + ".",
-            display=PatchDisplay(shown, diff).to_json(),
+            display=PatchDisplay(shown, diff),
         )

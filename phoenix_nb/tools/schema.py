@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from phoenix_nb.core.displays import ErrorDisplay, ToolErrorKind
 from phoenix_nb.core.values import ToolResult
 
 _TYPE_NAMES: dict[str, str] = {
@@ -124,5 +125,5 @@ def invalid_input_result(tool_use_id: str, tool_name: str, problem: str) -> Tool
         tool_use_id=tool_use_id,
         content=f"Invalid input for {tool_name}: {problem}.",
         is_error=True,
-        display={"error": "invalid_input", "problem": problem},
+        display=ErrorDisplay(ToolErrorKind.INVALID_INPUT, problem),
     )

@@ -45,5 +45,5 @@ class ThinkTool:
         return ToolResult(
             tool_use_id=tool_use_id,
             content="recorded",
-            display=ThinkDisplay(input[THINK_THOUGHTS]).to_json(),
+            display=ThinkDisplay(input[THINK_THOUGHTS]),
         )

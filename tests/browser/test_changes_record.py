@@ -19,6 +19,7 @@ import pytest
 from playwright.sync_api import expect
 
 from phoenix_nb.checkpoints.recorder import Checkpoints
+from phoenix_nb.core.displays import BashDisplay, stored_display
 from phoenix_nb.core.values import Mode, ToolResult
 from tests.browser.lab import LabPage, load_fixture, record_output, write_notebook
 
@@ -45,7 +46,7 @@ def real_changes(tmp: Path) -> dict[str, Any]:
                 check=True,
                 env={"PATH": os.environ["PATH"]},
             )
-            return ToolResult("toolu_05", "", display={"command": "edit", "exit_code": 0})
+            return ToolResult("toolu_05", "", display=BashDisplay("edit", 0))
 
         return await checkpoints.around_tool(
             conversation_id="c",
@@ -59,8 +60,9 @@ def real_changes(tmp: Path) -> dict[str, Any]:
     # Playwright's sync API owns this thread's event loop: run ours in another thread.
     with concurrent.futures.ThreadPoolExecutor(1) as pool:
         result = pool.submit(lambda: asyncio.run(go())).result()
-    assert result.display is not None
-    return dict(result.display)
+    stored = stored_display(result.display, result.changes)
+    assert stored is not None
+    return stored
 
 
 def test_changes_show_under_the_call_with_their_diffs(lab: LabPage, tmp_path: Path) -> None:

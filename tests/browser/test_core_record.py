@@ -12,6 +12,7 @@ import pytest
 from playwright.sync_api import expect
 
 from phoenix_nb.core.cycles import RecordHeader, project
+from phoenix_nb.core.displays import BashDisplay, PatchDisplay
 from phoenix_nb.core.events import LlmResponse, ToolComplete, UserApproveUpgrade, UserMessage
 from phoenix_nb.core.values import TextBlock, ThinkingBlock, ToolResult, ToolUseBlock, Usage
 from tests.browser.lab import LabPage, record_output, write_notebook
@@ -35,14 +36,12 @@ def _core_record() -> dict[str, object]:
             Usage(1000),
         )
     )
-    d.send(
-        ToolComplete(ToolResult("t1", "1 failed", display={"command": "pytest -q", "exit_code": 1}))
-    )
+    d.send(ToolComplete(ToolResult("t1", "1 failed", display=BashDisplay("pytest -q", 1))))
     d.send(UserApproveUpgrade())
     d.send(LlmResponse((patch,), "tool_use", Usage(2000)))
     d.send(
         ToolComplete(
-            ToolResult("t3", "patched", display={"path": "a.py", "diff": "@@ -1 +1 @@\n-a\n+b"})
+            ToolResult("t3", "patched", display=PatchDisplay("a.py", "@@ -1 +1 @@\n-a\n+b"))
         )
     )
     d.send(LlmResponse((TextBlock("core-final-answer"),), "end_turn", Usage(3000)))

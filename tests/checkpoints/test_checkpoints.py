@@ -23,6 +23,7 @@ from phoenix_nb.checkpoints.recorder import (
     NoCheckpoint,
     RevertRefused,
 )
+from phoenix_nb.core.displays import BashDisplay, stored_display
 from phoenix_nb.core.values import Mode, ToolResult
 
 pytestmark = pytest.mark.timeout(120)
@@ -90,7 +91,7 @@ class Agent:
 
         async def run() -> ToolResult:
             await asyncio.to_thread(action)
-            return ToolResult(call_id, "done", display={"command": "x"})
+            return ToolResult(call_id, "done", display=BashDisplay("x", None))
 
         result = asyncio.run(
             self.cp.around_tool(
@@ -102,8 +103,8 @@ class Agent:
                 run=run,
             )
         )
-        assert result.display is not None and result.display.get("command") == "x"
-        return changes_of(result.display)
+        assert isinstance(result.display, BashDisplay) and result.display.command == "x"
+        return changes_of(stored_display(result.display, result.changes))
 
     def bash(self, command: str) -> ToolChanges | None:
         return self.call("bash", lambda: _sh(self.cwd, command))

@@ -7,6 +7,7 @@ import json
 import pytest
 
 from phoenix_nb.core.codec import CodecError, from_json, to_json
+from phoenix_nb.core.displays import BashDisplay
 from phoenix_nb.core.states import ConvState, ToolExecuting, from_persisted, persisted_fields
 from phoenix_nb.core.values import Mode, ToolResult, ToolUseBlock, Usage
 
@@ -14,7 +15,7 @@ from phoenix_nb.core.values import Mode, ToolResult, ToolUseBlock, Usage
 def test_state_round_trips_through_json_text() -> None:
     call = ToolUseBlock("t1", "bash", {"type": "not-a-tag", "nested": [1, {"a": None}]})
     state = ConvState(
-        ToolExecuting(call, (call,), (ToolResult("t0", "ok", display={"exit_code": 0}),)),
+        ToolExecuting(call, (call,), (ToolResult("t0", "ok", display=BashDisplay("true", 0)),)),
         Mode.UNRESTRICTED,
         Usage(1, 2, 3, 4),
     )

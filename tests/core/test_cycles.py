@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from phoenix_nb.core.cycles import RecordHeader, call_summary, follow_up, project, tool_group
+from phoenix_nb.core.displays import BashDisplay, PatchDisplay
 from phoenix_nb.core.events import (
     LlmError,
     LlmResponse,
@@ -42,10 +43,11 @@ def test_full_cycle_steps_groups_and_stop_reasons() -> None:
         )
     )
     for call in (SEARCH, BASH1, BASH2):
-        d.send(ToolComplete(ToolResult(call.id, "out", display={"exit_code": 0})))
+        display = BashDisplay(call.input["command"], 0) if call.name == "bash" else None
+        d.send(ToolComplete(ToolResult(call.id, "out", display=display)))
     d.send(UserApproveUpgrade())
     d.send(LlmResponse((PATCH,), "tool_use"))
-    d.send(ToolComplete(ToolResult("t4", "patched", display={"path": "a.py", "diff": "-a\n+b"})))
+    d.send(ToolComplete(ToolResult("t4", "patched", display=PatchDisplay("a.py", "-a\n+b"))))
     d.send(LlmResponse((TextBlock("fixed"),), "end_turn", Usage(1000)))
     d.send(UserMessage("again"), LlmError(fatal(), 1))
     d.send(UserMessage("third"), UserCancel())
@@ -69,7 +71,11 @@ def test_full_cycle_steps_groups_and_stop_reasons() -> None:
         ("other", ["t5"]),
     ]
     assert groups[1]["calls"][0]["summary"] == "pytest -q"
-    assert groups[1]["calls"][0]["result"]["display"] == {"exit_code": 0}
+    # the tool's typed display, stored as its JSON
+    assert (
+        groups[1]["calls"][0]["result"]["display"]
+        == BashDisplay(BASH1.input["command"], 0).to_json()
+    )
     assert c0["steps"][3]["decision"] == "approved"
     assert c0["steps"][5]["item"] is None  # tools with no text before them
     assert c0["steps"][5]["tool_groups"][0]["group"] == "write"

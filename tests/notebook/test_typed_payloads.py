@@ -1,12 +1,16 @@
 """Producer and consumers of updates, notices and tool displays agree on one type each.
 
 The runtime publishes `Update`s whose data is a frozen dataclass per kind
-(runtime/updates.py, core/notices.py), and tools store displays built from
-core/displays.py that the renderers read back through `view.bash_display` /
-`view.patch_display`. These tests hold the two sides together three ways:
+(runtime/updates.py, core/notices.py); tools return a typed `ToolResult.display`
+(core/displays.py's `ToolDisplay`) and the checkpoint recorder a typed
+`ToolResult.changes` (core/changes.py), stored as JSON only by the core's
+`tool_message`, and the renderers read them back through `view.bash_display` /
+`view.patch_display` and the displays' `read` classmethods. These tests hold the
+two sides together three ways:
 
 - real turns (the official SDK over loopback to the fake Messages API, the real
-  runtime and tools) publish, for every kind, exactly that kind's payload type;
+  runtime and tools, the kernel tools on a `DictKernel`) publish, for every kind,
+  exactly that kind's payload type;
 - the displays the real tools stored read back through the renderers' readers
   without losing or renaming a field (a key the producer renamed would come
   back empty and fail here);
@@ -25,32 +29,65 @@ from typing import Any
 import pytest
 from mypy import api as mypy_api
 
+from phoenix_nb.core.changes import FileChange, ToolChanges, changes_of
+from phoenix_nb.core.codec import from_json, to_json
 from phoenix_nb.core.displays import (
     AgentReport,
     BashDisplay,
+    ErrorDisplay,
+    HistoryDisplay,
+    InspectDisplay,
     PatchDisplay,
+    ProposalDisplay,
+    RunPythonDisplay,
     SearchDisplay,
     SearchTerm,
     SubAgentsDisplay,
     ThinkDisplay,
+    ToolErrorKind,
+    stored_display,
 )
 from phoenix_nb.core.notices import Notice, NoticeData
+from phoenix_nb.core.values import ToolResult
 from phoenix_nb.notebook._render import view as v
 from phoenix_nb.runtime import updates as up
 from phoenix_nb.testing import FakeAnthropic, Turn, text, tool_use
+from phoenix_nb.tools.kernel_port import DictKernel
 from tests.notebook.test_render_pipeline import FIXTURES, _calls
 from tests.runtime.harness import assert_valid_history, phoenix_for, project_dir
 
-# Keys other modules add next to a typed display (bash's background job, the
-# checkpoints' changes); everything else a tool stores must be a typed field.
-ADDED_ELSEWHERE = {"pgid", "log", "changes"}
+# The key the checkpoint recorder adds next to a typed display (`ToolResult.changes`);
+# everything else a tool stores must be a typed field.
+ADDED_ELSEWHERE = {"changes"}
+
+# Each tool's display type, and how a renderer reads the stored JSON back.
+KINDS: dict[str, type[Any]] = {
+    "bash": BashDisplay,
+    "patch": PatchDisplay,
+    "think": ThinkDisplay,
+    "keyword_search": SearchDisplay,
+    "inspect_variables": InspectDisplay,
+    "kernel_history": HistoryDisplay,
+    "run_python": RunPythonDisplay,
+    "propose_cell": ProposalDisplay,
+}
+READERS: dict[str, Any] = {
+    "bash": v.bash_display,
+    "patch": v.patch_display,
+    "think": lambda d: ThinkDisplay(d["thoughts"]),
+    "inspect_variables": InspectDisplay.read,
+    "kernel_history": HistoryDisplay.read,
+    "run_python": RunPythonDisplay.read,
+    "propose_cell": ProposalDisplay.read,
+}
 
 
 async def _run(tmp_path: Path) -> tuple[list[up.Update], list[dict[str, Any]]]:
     project = project_dir(tmp_path)
     (project / "lib.py").write_text("def needlefunction():\n    return 1\n")
     with FakeAnthropic() as fake:
-        async with phoenix_for(fake, tmp_path) as phoenix:
+        kernel = DictKernel(namespace={"sales": [3, 1, 2]})
+        async with phoenix_for(fake, tmp_path, kernel=kernel) as phoenix:
             conv = phoenix.create(cwd=project)
             sub = conv.subscribe()
             fake.script(
@@ -62,6 +99,13 @@ async def _run(tmp_path: Path) -> tuple[list[up.Update], list[dict[str, Any]]]:
                         tool_use(
                             "keyword_search", {"query": "q", "search_terms": ["needlefunction"]}
                         ),
+                        tool_use("inspect_variables", {"names": ["sales"]}),
+                        tool_use("kernel_history", {"last": 3}),
+                        tool_use("run_python", {"code": "print(sum(sales))"}),
+                        tool_use(
+                            "propose_cell", {"code": "sales.sort()", "explanation": "Sort them."}
+                        ),
+                        tool_use("bash", {"command": 7}),  # invalid input
                     ]
                 ),
                 Turn([tool_use("request_mode_upgrade", {"reason": "write notes"})]),
@@ -118,13 +162,6 @@ async def test_real_turns_publish_each_kinds_own_payload_and_tools_store_typed_d
     approval = next(u.data for u in updates if isinstance(u.data, up.ApprovalNeeded))
     assert approval.reason == "write notes"
 
-    readers = {"bash": v.bash_display, "patch": v.patch_display, "think": ThinkDisplay}
-    kinds = {
-        "bash": BashDisplay,
-        "patch": PatchDisplay,
-        "think": ThinkDisplay,
-        "keyword_search": SearchDisplay,
-    }
     names = {
         b["id"]: b["name"]
         for m in history
@@ -138,22 +175,33 @@ async def test_real_turns_publish_each_kinds_own_payload_and_tools_store_typed_d
             continue
         name = names[message["content"]["tool_use_id"]]
         display = message["display_data"]
-        if name not in kinds or display is None:
+        if display is None:
             continue
-        typed = {f.name for f in fields(kinds[name])}
+        refusal = ErrorDisplay.read(display)
+        if refusal is not None:
+            assert refusal.to_json() == display, display
+            checked.add(f"{name}: {refusal.error}")
+            continue
+        typed = set(KINDS[name].__dataclass_fields__)
         assert set(display) - typed <= ADDED_ELSEWHERE, (name, display)
+        if "changes" in display:
+            found = changes_of(display)
+            assert found is not None and found.to_json() == display["changes"], display
+            checked.add(f"{name}: changes")
         if name == "keyword_search":
             assert v.search_files(display) == display["files"] == ["lib.py"]
             assert display["ranked_by_helper"] in (True, False)
             checked.add(name)
             continue
-        if name == "think":
-            read = ThinkDisplay(**{k: display[k] for k in typed})
-        else:
-            read = readers[name](display)
-        assert read.to_json() == {k: display[k] for k in typed}, (name, display)
+        read = READERS[name](display)
+        assert isinstance(read, KINDS[name]), (name, read)
+        assert read.to_json() == {k: display[k] for k in typed if k in display}, (name, display)
         checked.add(name)
-    assert checked == {"bash", "patch", "think", "keyword_search"}
+    assert checked == {
+        *KINDS,
+        "bash: invalid_input",
+        "patch: changes",
+    }
     bash = next(
         v.bash_display(m["display_data"])
         for m in history
@@ -183,6 +231,53 @@ def test_display_readers_invert_the_producers_json() -> None:
     search = SearchDisplay("/p", "q", (SearchTerm("t", 1, 2, ""),), ("a.py", "b.py"), False)
     assert v.search_files(search.to_json()) == ["a.py", "b.py"]
     assert "ranked_by_helper" not in search.to_json()
+    background = BashDisplay("serve", None, background=True, pgid=41, log="/run/bg/output.log")
+    assert background.to_json()["pgid"] == 41 and background.to_json()["log"].endswith(".log")
+    assert "pgid" not in BashDisplay("ls", 0).to_json()  # stored shape unchanged
+    for shown in (
+        InspectDisplay(("df", "arr"), 1),
+        HistoryDisplay(20),
+        RunPythonDisplay(timed_out=False, signal=None, exit_code=0, images=2, elapsed=0.25),
+        RunPythonDisplay(timed_out=True, signal=9, exit_code=None, images=0, elapsed=30.0),
+        ProposalDisplay("df = df.dropna()", "Drop the rows without a price."),
+    ):
+        stored = json.loads(json.dumps(shown.to_json()))
+        assert type(shown).read(stored) == shown, shown  # type: ignore[attr-defined]
+    for refusal in (
+        ErrorDisplay(ToolErrorKind.INVALID_INPUT, "command must be a string"),
+        ErrorDisplay(ToolErrorKind.NO_KERNEL),
+    ):
+        assert ErrorDisplay.read(json.loads(json.dumps(refusal.to_json()))) == refusal
+    assert ErrorDisplay.read({"error": "something newer"}) is None
+    assert ErrorDisplay.read(BashDisplay("ls", 0).to_json()) is None
+
+
+def test_changes_are_stored_next_to_the_display_and_survive_the_codec() -> None:
+    """The recorder's typed changes reach the stored JSON under `changes` (where the
+    renderers and the labextension read them) and survive a persisted state."""
+    changes = ToolChanges(3, 4, (FileChange("a.py", "modified", "0644", "0644", "-a\n+b\n"),))
+    stored = stored_display(BashDisplay("edit", 0), changes)
+    assert stored is not None
+    assert {k: x for k, x in stored.items() if k != "changes"} == BashDisplay("edit", 0).to_json()
+    assert changes_of(json.loads(json.dumps(stored))) == changes
+    assert stored_display(None, changes) == {"changes": changes.to_json()}
+    assert stored_display(None) is None
+    for display in (
+        BashDisplay("ls", 0),
+        SubAgentsDisplay(()),
+        ErrorDisplay(ToolErrorKind.NO_KERNEL),
+    ):
+        result = ToolResult("t1", "out", display=display, changes=changes)
+        assert from_json(json.loads(json.dumps(to_json(result)))) == result
+
+
+def test_old_records_missing_keys_still_read() -> None:
+    """Records stored before a field existed read as its empty value, never raise."""
+    assert InspectDisplay.read({"names": ["df"]}) == InspectDisplay(("df",), 0)
+    assert HistoryDisplay.read({}) == HistoryDisplay(0)
+    assert RunPythonDisplay.read({"exit_code": 1}) == RunPythonDisplay(False, None, 1, 0, 0.0)
+    assert ProposalDisplay.read(None) == ProposalDisplay("", "")
+    assert InspectDisplay.read({"names": "df", "images": True}) == InspectDisplay((), 0)
 
 
 def test_a_consumer_reading_a_renamed_field_fails_type_checking(tmp_path: Path) -> None:
@@ -191,7 +286,10 @@ def test_a_consumer_reading_a_renamed_field_fails_type_checking(tmp_path: Path) 
     snippet.write_text(
         textwrap.dedent(
             """
+            from phoenix_nb.core.changes import ToolChanges
+            from phoenix_nb.core.displays import ErrorDisplay, ProposalDisplay, RunPythonDisplay
             from phoenix_nb.core.notices import RetryScheduled
+            from phoenix_nb.core.values import ToolResult
             from phoenix_nb.notebook._render import view as v
             from phoenix_nb.runtime import updates as up
 
@@ -206,6 +304,14 @@ def test_a_consumer_reading_a_renamed_field_fails_type_checking(tmp_path: Path) 
                 return v.bash_display({}).comand
 
             up.UpdateHub().publish(up.ToolStarted(id="t", nam="bash", input={}))
+
+            def render_kernel(d: object) -> str:
+                code = ProposalDisplay.read(d).proposed_code
+                return code + str(RunPythonDisplay.read(d).timedout)
+
+            ToolResult("t", "x", display={"command": "ls", "exit_code": 0})
+            ToolResult("t", "x", display=ErrorDisplay("invalid_input"))
+            ToolResult("t", "x", changes=ToolChanges(before=1, after=2, file=()))
             """
         )
     )
@@ -213,16 +319,27 @@ def test_a_consumer_reading_a_renamed_field_fails_type_checking(tmp_path: Path) 
         ["--no-incremental", "--follow-imports=silent", "--no-error-summary", str(snippet)]
     )
     assert status == 1, out
-    for wrong in ('"txt"', '"reasons"', '"attempts"', '"comand"', '"nam"'):
+    for wrong in (
+        '"txt"',
+        '"reasons"',
+        '"attempts"',
+        '"comand"',
+        '"nam"',
+        '"proposed_code"',
+        '"timedout"',
+        '"display" to "ToolResult" has incompatible type "dict[str, object]"',
+        'Argument 1 to "ErrorDisplay" has incompatible type "str"',
+        '"file"',
+    ):
         assert wrong in out, (wrong, out)
-    assert out.count("error:") == 5, out
+    assert out.count("error:") == 10, out
 
 
 @pytest.mark.parametrize("path", FIXTURES, ids=lambda p: p.name)
 def test_hand_written_fixtures_displays_are_the_producers_types(path: Path) -> None:
     """The renderer fixtures' tool displays hold only the typed fields (plus the keys
     other modules add), with the types the producer gives them."""
-    typed_of = {"bash": BashDisplay, "patch": PatchDisplay, "keyword_search": SearchDisplay}
+    typed_of = KINDS
     checked = 0
     for call in _calls(json.loads(path.read_text())):
         result = call.get("result")

@@ -18,12 +18,15 @@ from phoenix_nb.core.messages import to_api_messages, validate_chain
 from phoenix_nb.runtime.manager import Conversation, Phoenix
 from phoenix_nb.runtime.settings import Settings
 from phoenix_nb.testing import FakeAnthropic
+from phoenix_nb.tools.kernel_port import KernelPort
 
 MODEL = "claude-sonnet-5-5"
 
 
 @asynccontextmanager
-async def phoenix_for(fake: FakeAnthropic, root: Path, **settings: Any) -> AsyncIterator[Phoenix]:
+async def phoenix_for(
+    fake: FakeAnthropic, root: Path, *, kernel: KernelPort | None = None, **settings: Any
+) -> AsyncIterator[Phoenix]:
     options: dict[str, Any] = {
         "home": root / "store",
         "model": MODEL,
@@ -32,7 +35,7 @@ async def phoenix_for(fake: FakeAnthropic, root: Path, **settings: Any) -> Async
         "retry_delay_scale": 0.01,
     }
     options.update(settings)
-    phoenix = Phoenix(Settings(**options))
+    phoenix = Phoenix(Settings(**options), kernel=kernel)
     try:
         yield phoenix
     finally:

@@ -157,9 +157,20 @@ def subagent_tasks() -> list[asyncio.Task[Any]]:
     ]
 
 
+def conversation_loops() -> list[str]:
+    """Slugs of the conversations whose runtime is open: each runs its loop as a task
+    named phoenix-conversation-<slug> until it is closed."""
+    prefix = "phoenix-conversation-"
+    return [
+        t.get_name().removeprefix(prefix)
+        for t in asyncio.all_tasks()
+        if t.get_name().startswith(prefix) and not t.done()
+    ]
+
+
 def assert_nothing_left(phoenix: Phoenix, parent: Conversation) -> None:
     assert phoenix.spawner.live_children() == []
-    assert [r.id for r in phoenix.live() if r.id != parent.id] == []
+    assert [slug for slug in conversation_loops() if slug != parent.slug] == []
     assert subagent_tasks() == []
 
 

@@ -45,7 +45,7 @@ def ctx_for(cwd: Path, mode: Mode = Mode.UNRESTRICTED, **more: object) -> ToolCo
 async def run(command: str, ctx: ToolContext, **more: object) -> tuple[str, dict[str, object]]:
     result = await BashTool().run({"command": command, **more}, ctx, "t")
     assert result.display is not None
-    return result.content, dict(result.display)
+    return result.content, result.display.to_json()
 
 
 def marked_pids(mark: str) -> list[int]:
@@ -229,9 +229,9 @@ async def test_background_job_logs_and_is_stopped_with_conversation(
     command = f": {mark}; i=0; while :; do i=$((i+1)); echo line$i; sleep 0.02; done"
     result = await BashTool().run({"command": command, "background": True}, ctx, "t")
     assert not result.is_error, result.content
-    assert result.display is not None and result.display["background"] is True
-    pgid = int(result.display["pgid"])
-    log = Path(str(result.display["log"]))
+    assert result.display is not None and result.display.background is True
+    pgid = int(result.display.pgid)
+    log = Path(str(result.display.log))
     assert f"process group {pgid}" in result.content
     assert f"tail -n 50 {log}" in result.content and f"kill -- -{pgid}" in result.content
     assert await wait_until(lambda: log.exists() and "line5\n" in log.read_text())
@@ -252,7 +252,7 @@ async def test_background_job_stopped_by_its_kill_command(tmp_path: Path, mark: 
         "t",
     )
     assert result.display is not None
-    pgid = int(result.display["pgid"])
+    pgid = int(result.display.pgid)
     assert await wait_until(lambda: len(marked_pids(mark)) == 1)
     text, _ = await run(f"kill -- -{pgid}", ctx)
     assert "Stopped background job" in text

@@ -224,7 +224,7 @@ async def test_fork_bomb_ends_and_leaves_nothing(user_dir: Path) -> None:
         ctx_for(user_dir),
         "t",
     )
-    assert result.display is not None and result.display["timed_out"]
+    assert result.display is not None and result.display.timed_out
     assert snapshot(user_dir) == before
 
 
@@ -343,7 +343,7 @@ async def test_item1_autobind_listener_is_not_reachable_from_outside(
     ctx = ctx_for(user_dir)
     result = await BashTool().run({"command": "python3 listen.py", "background": True}, ctx, "t")
     assert result.display is not None
-    log = Path(str(result.display["log"]))
+    log = Path(str(result.display.log))
     try:
         deadline = time.monotonic() + 20
         while "PORT" not in log.read_text() and time.monotonic() < deadline:
@@ -558,7 +558,7 @@ async def test_item8_background_log_is_written_by_the_supervisor(user_dir: Path)
     )
     result = await BashTool().run({"command": cmd, "background": True}, ctx, "t")
     assert result.display is not None
-    log = Path(str(result.display["log"]))
+    log = Path(str(result.display.log))
     try:
         deadline = time.monotonic() + 20
         while "last-line" not in log.read_text() and time.monotonic() < deadline:

@@ -349,3 +349,19 @@ async def test_shared_memory_of_the_kernel_is_private_in_the_fork(
     if kind == "file":
         assert set((tmp_path / "data.bin").read_bytes()) == {0}
     shared.close()
+
+
+async def test_a_job_may_run_its_own_event_loop() -> None:
+    """The fork is made inside the kernel's running loop; the child must not see that
+    loop as running (asyncio forgets it in a forked child: by pid on 3.11, by an at-fork
+    hook from 3.12), or a job calling asyncio.run would fail."""
+
+    def job(emit: Emit, _sink: ChildSink) -> None:
+        async def answer() -> int:
+            await asyncio.sleep(0)
+            return 42
+
+        emit({"answer": asyncio.run(answer())})
+
+    outcome = await fork(job)
+    assert outcome.records == [{"answer": 42}], outcome.stderr

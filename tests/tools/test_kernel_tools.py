@@ -322,7 +322,7 @@ async def test_propose_cell_queues_without_running(kernel: DictKernel) -> None:
     assert [(p.conversation_id, p.code) for p in kernel.proposals] == [
         ("conv-1", "df = df.dropna()")
     ]
-    assert result.display == {
+    assert result.display is not None and result.display.to_json() == {
         "proposed_cell": "df = df.dropna()",
         "explanation": "Drop the row without a price.",
     }

@@ -65,8 +65,8 @@ async def test_searches_git_root_case_insensitive_with_context_honouring_gitigno
     assert "  2- import os" in result.content and "  4- other = 1" in result.content  # context
     assert "No helper model is configured; raw hits follow." in result.content
     assert result.display is not None
-    assert result.display["root"] == str(repo)
-    assert result.display["terms"] == [
+    assert result.display.root == str(repo)
+    assert result.display.to_json()["terms"] == [
         {"term": "frobnicator", "files": 2, "hits": 2, "dropped": ""}
     ]
 
@@ -86,7 +86,7 @@ async def test_total_hits_are_capped(tmp_path: Path) -> None:
     for i in range(60):  # keeps 'needle' under the broad-term share of the tree
         (tmp_path / "pad" / f"p{i}.txt").write_text("hay\n")
     result = await search(tmp_path, "needle")
-    assert result.display is not None and result.display["truncated"] is True
+    assert result.display is not None and result.display.truncated is True
     assert f"capped at {ks.MAX_TOTAL_HITS}" in result.content
     match_lines = re.findall(r"^  \d+: needle$", result.content, flags=re.M)
     assert len(match_lines) == ks.MAX_TOTAL_HITS
@@ -110,7 +110,7 @@ async def test_helper_model_ranks_the_hits(repo: Path) -> None:
         "Relevant files (ranked by a helper model):\n1. src/config.py:3"
     )
     assert "3: FROBNICATOR_LEVEL = 3" in result.content  # raw hits still follow
-    assert result.display is not None and result.display["ranked_by_helper"] is True
+    assert result.display is not None and result.display.ranked_by_helper is True
     ((system, prompt),) = seen
     assert "which" in system.lower() or "files that matter" in system
     assert "where is the frobnicator configured" in prompt and "src/config.py" in prompt
@@ -127,14 +127,14 @@ async def test_helper_failure_falls_back_to_raw_hits(repo: Path) -> None:
         in result.content
     )
     assert "3: FROBNICATOR_LEVEL = 3" in result.content
-    assert result.display is not None and result.display["ranked_by_helper"] is False
+    assert result.display is not None and result.display.ranked_by_helper is False
 
 
 async def test_plain_directory_without_git_is_searched(tmp_path: Path) -> None:
     (tmp_path / "a.txt").write_text("Alpha\n")
     result = await search(tmp_path, "alpha")
     assert "a.txt" in result.content and result.display is not None
-    assert result.display["root"] == str(tmp_path)
+    assert result.display.root == str(tmp_path)
 
 
 async def test_bad_input_names_the_field(tmp_path: Path) -> None:

@@ -57,11 +57,9 @@ async def test_replace_unique_match_reports_counts_and_diff(tmp_path: Path) -> N
     assert not result.is_error, result.content
     assert result.content == "Applied 2 patches to src/x.py (+3 −2)."
     assert f.read_text() == "def f():\n    a = 1\n    return a\n\n\ndef g():\n    return 3\n"
-    assert result.display is not None and result.display["path"] == "src/x.py"
-    assert (
-        "-    return 1\n" in result.display["diff"] and "+    return a\n" in result.display["diff"]
-    )
-    assert result.display["diff"].startswith("--- a/src/x.py\n+++ b/src/x.py\n")
+    assert result.display is not None and result.display.path == "src/x.py"
+    assert "-    return 1\n" in result.display.diff and "+    return a\n" in result.display.diff
+    assert result.display.diff.startswith("--- a/src/x.py\n+++ b/src/x.py\n")
 
 
 async def test_all_or_nothing_when_a_later_patch_fails(tmp_path: Path) -> None:
@@ -424,7 +422,7 @@ async def test_diff_of_a_change_deep_in_a_file_has_the_files_line_numbers(tmp_pa
     f.write_text("".join(f"line {i}\n" for i in range(1, 1001)))
     result = await patch(tmp_path, "a.txt", replace("line 500\n", "five hundred\n"))
     assert result.display is not None
-    diff = result.display["diff"]
+    diff = result.display.diff
     assert "@@ -497,7 +497,7 @@" in diff
     assert "-line 500\n+five hundred\n" in diff and " line 497\n" in diff and "line 496" not in diff
 

@@ -15,7 +15,9 @@ async def test_think_records_thoughts_in_any_mode(tmp_path: Path) -> None:
         result = await ThinkTool().run({"thoughts": "first A, then B"}, ctx, "tu9")
         assert not result.is_error
         assert result.content == "recorded" and result.tool_use_id == "tu9"
-        assert result.display == {"thoughts": "first A, then B"}
+        assert result.display is not None and result.display.to_json() == {
+            "thoughts": "first A, then B"
+        }
 
 
 async def test_think_without_thoughts_names_the_field(tmp_path: Path) -> None:
