@@ -61,6 +61,8 @@ def _store_writes(store_root: Path, what: str) -> Iterator[None]:
     """The lease and marker files are the store's too: their failures read like its own."""
     try:
         yield
+    except Timeout:  # held by another kernel (filelock's Timeout is an OSError too)
+        raise
     except OSError as exc:
         raise write_failure(exc, Path(store_root), what) from None
 
