@@ -15,6 +15,7 @@ a fact about notebooks.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from collections.abc import Callable, Mapping
@@ -63,6 +64,16 @@ class NotebookBindings:
         return {k: v for k, v in data.items() if isinstance(k, str) and isinstance(v, dict)}
 
     def _update(self, notebook: str, change: Callable[[dict[str, Any]], None]) -> None:
+        try:
+            self._write(notebook, change)
+        except OSError:
+            # A store that cannot be written: the binding is a convenience, not a reason to
+            # fail a command that only reads. Every command says a read-only store is so,
+            # and a full disk is reported by the next message's save (issue 19).
+            with contextlib.suppress(OSError):
+                self.path.with_suffix(".tmp").unlink()
+
+    def _write(self, notebook: str, change: Callable[[dict[str, Any]], None]) -> None:
         with self._lock:
             data = self._read()
             entry = data.setdefault(notebook, {})

@@ -89,7 +89,13 @@ def _flip(path: Path, line_no: int) -> bytes:
     return data
 
 
-def _start(tmp: Path, base_url: str, monkeypatch: pytest.MonkeyPatch, wrap: str = "") -> Kernel:
+def _start(
+    tmp: Path,
+    base_url: str,
+    monkeypatch: pytest.MonkeyPatch,
+    wrap: str = "",
+    env: dict[str, str] | None = None,
+) -> Kernel:
     """A kernel on tmp/store; `wrap` is shell run first inside a private mount namespace."""
     if wrap:
 
@@ -107,7 +113,7 @@ def _start(tmp: Path, base_url: str, monkeypatch: pytest.MonkeyPatch, wrap: str 
             return KernelSpecManager(kernel_dirs=[str(folder)])
 
         monkeypatch.setattr(harness, "venv_kernelspecs", specs)
-    return Kernel(tmp, base_url)
+    return Kernel(tmp, base_url, extra_env=env or {})
 
 
 @pytest.fixture
@@ -373,7 +379,9 @@ def test_a_full_disk_loses_nothing_and_sends_nothing_unsaved(
     assert "state         idle" in state.lower() or "idle" in state.lower()
 
 
+@pytest.mark.parametrize("notebook", [None, "analysis.ipynb"])
 def test_a_read_only_store_is_reported_once_and_still_read(
+    notebook: str | None,
     template: Path,
     fresh: FakeAnthropic,
     tmp_path: Path,
@@ -384,13 +392,14 @@ def test_a_read_only_store_is_reported_once_and_still_read(
     store = _copy(template, tmp_path)
     before = {p: p.read_bytes() for p in store.rglob("*") if p.is_file()}
     wrap = 'mount --bind "$PHOENIX_HOME" "$PHOENIX_HOME"; mount -o remount,bind,ro "$PHOENIX_HOME"'
-    kernel = _start(tmp_path, fresh.base_url, monkeypatch, wrap)
+    env = {"JPY_SESSION_NAME": notebook} if notebook else {}  # bindings are kept in the store
+    kernel = _start(tmp_path, fresh.base_url, monkeypatch, wrap, env)
     kernels.append(kernel)
     loaded = _load(kernel).strip()
     assert len(loaded.splitlines()) == 1, loaded
     assert loaded.startswith(f"phoenix: its store {store} (PHOENIX_HOME) cannot be written")
     assert "read-only file system" in loaded
-    for command in ("list", "status alpha", "history alpha"):
+    for command in ("list", "status alpha", "history alpha", "use alpha", "history"):
         cell = kernel.run(f"%phoenix {command}")
         _clean(cell)
         assert cell.text("stdout").splitlines()[0] == loaded, command
