@@ -407,8 +407,8 @@ def test_a_read_only_store_is_reported_once_and_still_read(
     assert " alpha " in listing and " beta " in listing
     help_cell = kernel.run("%phoenix help")
     _clean(help_cell)
-    for cell in ("%%phoenix --name alpha\nfour", "%%phoenix --new\nhello"):
-        failed = _one_line(kernel.run(cell))
+    for code in ("%%phoenix --name alpha\nfour", "%%phoenix --new\nhello"):
+        failed = _one_line(kernel.run(code))
         assert failed.startswith("phoenix: Could not save") and "read-only" in failed, failed
     assert _requests(fresh) == [], "nothing sent that could not be saved"
     after = {p: p.read_bytes() for p in store.rglob("*") if p.is_file()}
