@@ -686,6 +686,14 @@ function patchCall(node: HTMLElement, input: Loose, result: Loose | null, displa
 function genericCall(node: HTMLElement, call: Loose, input: Loose, result: Loose | null): void {
   const head = el('div', 'jp-Phoenix-callHead');
   head.appendChild(el('code', 'jp-Phoenix-toolName', str(call.name)));
+  // A kernel tool's display in words (`status`, set by the notebook's `decorate` from
+  // the same `view.kernel_status` the fallbacks use).
+  const status = str(call.status);
+  if (status) {
+    const words = el('span', 'jp-Phoenix-note jp-Phoenix-callStatus', status);
+    words.dataset.phoenixCallStatus = status;
+    head.appendChild(words);
+  }
   node.appendChild(head);
   if (Object.keys(input).length > 0) {
     node.appendChild(pre('jp-Phoenix-input', JSON.stringify(input, null, 2)));

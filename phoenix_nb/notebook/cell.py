@@ -30,7 +30,13 @@ from IPython.display import clear_output, display
 from phoenix_nb.core.notices import RetryScheduled
 from phoenix_nb.core.values import ImageData
 from phoenix_nb.llm.images import ImageError, prepare_image
-from phoenix_nb.notebook._render.view import group_open, group_title, state_line, state_words
+from phoenix_nb.notebook._render.view import (
+    group_open,
+    group_title,
+    state_line,
+    state_words,
+    with_call_status,
+)
 from phoenix_nb.notebook.controls import Controls
 from phoenix_nb.notebook.interrupt import wake_loop_on_signals
 from phoenix_nb.notebook.options import HELP_TEXT, OptionsError, parse_cell_options
@@ -135,7 +141,13 @@ def decorate(
                 step = {
                     **step,
                     "tool_groups": [
-                        {**g, "label": group_title(g), "open": group_open(g)} for g in groups
+                        {
+                            **g,
+                            "label": group_title(g),
+                            "open": group_open(g),
+                            "calls": with_call_status(g),
+                        }
+                        for g in groups
                     ],
                 }
             steps.append(step)

@@ -70,6 +70,9 @@ def test_proposed_cell_appears_below_unexecuted(
     expect(new_cell.locator(".jp-OutputArea-output")).to_have_count(0)
     tool_results = fake_llm.requests[1].tool_results
     assert "3 rows × 1 columns" in str(tool_results[0]["content"])
+    # The record says what inspect_variables' display holds, in the fallbacks' words.
+    status = lab.page.locator('[data-phoenix-tool="inspect_variables"] [data-phoenix-call-status]')
+    expect(status).to_have_text("df", timeout=WAIT_MS)
     lab.screenshot("propose-cell.png", ".jp-NotebookPanel")
 
     # Two proposals in one turn: one cell, in order.

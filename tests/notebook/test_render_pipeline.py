@@ -4,9 +4,11 @@ Hand-written fixtures let the think tool's renamed field slip through (the tool
 stored `thoughts`, everything downstream read `thought`, and a real think call
 rendered empty). Here the record comes from real turns: the official SDK over
 loopback to the fake Messages API, the real runtime and tools (bash, patch,
-keyword_search, think, sub-agents, an approval, a failing command and a
-continuation), projected by the core and rendered by all three fallbacks. Each
-tool's telling input and its output must appear in each of them.
+keyword_search, think, the four kernel tools on a `DictKernel`, sub-agents, an
+approval, a failing command and a continuation), projected by the core and
+rendered by all three fallbacks. Each tool's telling input and its output must
+appear in each of them, and what the kernel tools' typed displays say (the names
+inspected, the cells read, how run_python ended, the proposal's explanation).
 
 The hand-written fixtures the other renderer tests use are held to the same
 producer here: every tool call in them names only input fields the tool's own
@@ -25,6 +27,7 @@ import pytest
 from phoenix_nb.core.tool_fields import SUMMARY_FIELD
 from phoenix_nb.notebook.render import render_html, render_markdown, render_plain
 from phoenix_nb.testing import FakeAnthropic, FakeRequest, Turn, text, tool_use
+from phoenix_nb.tools.kernel_port import DictKernel, HistoryEntry
 from phoenix_nb.tools.registry import tools_for
 from tests.runtime.harness import assert_valid_history, phoenix_for, project_dir
 
@@ -41,6 +44,11 @@ FAIL_IN, FAIL_OUT = "echo failing-out-9 && exit 3", "failing-out-9"
 REASON = "write-the-notes-file"
 SUB_TASK, SUB_RESULT = "count-the-python-files", "sub-agent-found-2-files"
 SUMMARY = "summary-of-everything-done"
+VARIABLE, VALUE = "sales_q3", [31, 17, 29]
+CELL = f"{VARIABLE} = {VALUE}"
+RUN_CODE = "print('py-out-' + str(sum(sales_q3)), flush=True)\nimport os; os._exit(5)"
+RUN_OUT = "py-out-77"
+PROPOSED, EXPLAIN = "sales_q3.sort()", "sort-the-quarter-for-the-chart"
 
 
 def _is_sub_agent(req: FakeRequest) -> bool:
@@ -57,7 +65,8 @@ async def _record(fake: FakeAnthropic, tmp_path: Path) -> dict[str, Any]:
     project = project_dir(tmp_path)
     (project / "lib.py").write_text(f"def {NEEDLE}():\n    return 1\n")
     fake.add_rule(_is_sub_agent, _sub_agent_reply)
-    async with phoenix_for(fake, tmp_path) as phoenix:
+    kernel = DictKernel(namespace={VARIABLE: VALUE}, entries=[HistoryEntry(1, CELL)])
+    async with phoenix_for(fake, tmp_path, kernel=kernel) as phoenix:
         conv = phoenix.create(cwd=project)
         fake.script(
             Turn(
@@ -66,6 +75,10 @@ async def _record(fake: FakeAnthropic, tmp_path: Path) -> dict[str, Any]:
                     tool_use("bash", {"command": BASH_IN}),
                     tool_use("think", {"thoughts": THOUGHTS}),
                     tool_use("keyword_search", {"query": QUERY, "search_terms": [NEEDLE]}),
+                    tool_use("inspect_variables", {"names": [VARIABLE]}),
+                    tool_use("kernel_history", {"last": 3}),
+                    tool_use("run_python", {"code": RUN_CODE}),
+                    tool_use("propose_cell", {"code": PROPOSED, "explanation": EXPLAIN}),
                 ]
             ),
             Turn([tool_use("bash", {"command": FAIL_IN})]),
@@ -121,6 +134,18 @@ EXPECTED = [
     ("patch", PATCH_PATH, PATCH_NEW),
     ("spawn_agents", SUB_TASK, SUB_RESULT),
     ("continuation", None, SUMMARY),
+    ("inspect_variables", VARIABLE, "17"),
+    ("kernel_history", None, CELL),
+    ("run_python", "sum(sales_q3)", RUN_OUT),
+    ("propose_cell", PROPOSED, "Proposed."),
+]
+
+# What each kernel tool's typed display says, shown by every renderer.
+DISPLAYED = [
+    ("inspect_variables", VARIABLE),
+    ("kernel_history", "last 3 cells"),
+    ("run_python", "exit 5"),
+    ("propose_cell", EXPLAIN),
 ]
 
 
@@ -140,6 +165,17 @@ def test_every_renderer_shows_each_tools_input_and_output(
         assert shown_out.lower() in out.lower(), (
             f"{what}: output {shown_out!r} not shown by {renderer.__name__}"
         )
+
+
+@pytest.mark.parametrize("renderer", [render_html, render_markdown, render_plain])
+@pytest.mark.parametrize(("tool", "words"), DISPLAYED)
+def test_every_renderer_shows_what_the_kernel_tools_displays_say(
+    record: dict[str, Any], renderer: Any, tool: str, words: str
+) -> None:
+    out = renderer(record)
+    if renderer is render_html:
+        out = html.unescape(out)
+    assert words in out, f"{tool}: {words!r} not shown by {renderer.__name__}"
 
 
 def _calls(value: Any) -> list[dict[str, Any]]:

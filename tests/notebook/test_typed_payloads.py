@@ -278,6 +278,10 @@ def test_old_records_missing_keys_still_read() -> None:
     assert RunPythonDisplay.read({"exit_code": 1}) == RunPythonDisplay(False, None, 1, 0, 0.0)
     assert ProposalDisplay.read(None) == ProposalDisplay("", "")
     assert InspectDisplay.read({"names": "df", "images": True}) == InspectDisplay((), 0)
+    assert v.kernel_status("run_python", {}) == v.kernel_status("kernel_history", None) == ""
+    assert v.kernel_status("kernel_history", {"last": "3"}) == ""
+    assert v.kernel_status("run_python", {"timed_out": True, "elapsed": 30}) == "timed out · 30.0 s"
+    assert v.kernel_code({"name": "propose_cell", "input": {"code": "x = 1"}}) == ("x = 1", "")
 
 
 def test_a_consumer_reading_a_renamed_field_fails_type_checking(tmp_path: Path) -> None:

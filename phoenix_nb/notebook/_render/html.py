@@ -378,6 +378,14 @@ class _Html:
             if summary:
                 self.w(f" <code>{_e(summary)}</code>")
             self.w("</div>")
+            status = v.kernel_status(name, display)
+            if status:
+                self.w(f'<span class="phx-status phx-muted">{_e(status)}</span>')
+            code, explanation = v.kernel_code(call)
+            if code:
+                self.w(f'<pre class="phx-cmd">{_e(code)}</pre>')
+            if explanation:
+                self.w(f'<div class="phx-prewrap phx-muted">{_e(explanation)}</div>')
             if inp:
                 self.w('<details class="phx-input"><summary>input</summary>')
                 self.w(f"<pre>{_e(v.dumps(dict(inp)))}</pre></details>")

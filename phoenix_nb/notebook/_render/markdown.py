@@ -287,9 +287,17 @@ class _Md:
         else:
             summary = v.call_summary(call)
             self.w(f"- **{plain(name)}**" + (f" {code_span(summary)}" if summary else ""))
+            status = v.kernel_status(name, display)
             if result is None:
                 self.w(" — running")
+            elif status:
+                self.w(f" — {plain(status)}")
             self.w("\n")
+            code, explanation = v.kernel_code(call)
+            if code:
+                self.fenced(code, "python", ind)
+            if explanation:
+                self.w(_indent(explanation, ind + "> ") + "\n")
             files = v.search_files(display)
             if name == "think":
                 thought = v.text(inp, THINK_THOUGHTS)

@@ -162,8 +162,18 @@ class _Plain:
             self.line(f"  $ {v.one_line(command, 200)}" + (f"  [{status}]" if status else ""))
         else:
             summary = v.call_summary(call)
-            state = "  [running]" if result is None else ""
+            status = v.kernel_status(name, display)
+            state = "  [running]" if result is None else (f"  [{status}]" if status else "")
             self.line(f"  {name} {summary}{state}".rstrip())
+            code, explanation = v.kernel_code(call)
+            if code:
+                shown, omitted = v.clip_lines(code.rstrip("\n"), MAX_OUTPUT_LINES, MAX_OUTPUT_CHARS)
+                first, *rest = shown.split("\n")
+                self.line("\n".join([f"    >>> {first}", *(f"    ... {ln}" for ln in rest)]))
+                if omitted:
+                    self.line(f"    … {omitted} more line{'s' if omitted != 1 else ''}")
+            if explanation:
+                self.line(_indented(explanation, "    "))
         self.changes(name, display)
         if name == "patch" and not v.flag(result, "is_error"):
             diff = v.patch_display(display).diff

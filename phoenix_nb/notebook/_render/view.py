@@ -16,7 +16,14 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from phoenix_nb.core.displays import BashDisplay, PatchDisplay
+from phoenix_nb.core.displays import (
+    BashDisplay,
+    HistoryDisplay,
+    InspectDisplay,
+    PatchDisplay,
+    ProposalDisplay,
+    RunPythonDisplay,
+)
 from phoenix_nb.core.states import CONTINUATION_THRESHOLD, WARNING_THRESHOLD
 from phoenix_nb.core.tool_fields import THINK_THOUGHTS
 
@@ -493,6 +500,68 @@ def search_files(display: Any) -> list[str]:
 def patch_display(display: Any) -> PatchDisplay:
     """A patch call's display, read like `bash_display`."""
     return PatchDisplay(path=text(display, "path"), diff=text(display, "diff"))
+
+
+def _figures(n: int) -> str:
+    return f"{n} figure{'s' if n != 1 else ''}"
+
+
+def kernel_status(name: str, display: Any) -> str:
+    """What a kernel tool's display tells at a glance, '' for other tools or no display:
+    run_python 'exit 1 · 2 figures · 0.4 s', inspect_variables 'df, arr · 1 figure',
+    kernel_history 'last 20 cells' (read through the `core.displays` types)."""
+    if not isinstance(display, Mapping) or not display:
+        return ""
+    parts: list[str] = []
+    if name == "run_python":
+        ran = RunPythonDisplay.read(display)
+        if ran.timed_out:
+            parts.append("timed out")
+        elif ran.signal is not None:
+            parts.append(f"killed by signal {ran.signal}")
+        elif ran.exit_code:
+            parts.append(f"exit {ran.exit_code}")
+        if ran.images:
+            parts.append(_figures(ran.images))
+        if ran.elapsed >= 0.05:
+            parts.append(f"{ran.elapsed:.1f} s")
+    elif name == "inspect_variables":
+        seen = InspectDisplay.read(display)
+        parts.append(", ".join(seen.names) if seen.names else "all variables")
+        if seen.images:
+            parts.append(_figures(seen.images))
+    elif name == "kernel_history":
+        last = HistoryDisplay.read(display).last
+        if last:
+            parts.append(f"last {last} cell{'s' if last != 1 else ''}")
+    return " · ".join(parts)
+
+
+def with_call_status(group: Mapping[str, Any]) -> list[Any]:
+    """The group's calls, each kernel call given its `status` words (`kernel_status`), so
+    the labextension shows what the fallbacks say without reading the display itself."""
+    out: list[Any] = []
+    for call in items(group, "calls"):
+        if isinstance(call, Mapping):
+            display = mapping(maybe_mapping(call, "result"), "display")
+            status = kernel_status(text(call, "name"), display)
+            if status:
+                call = {**call, "status": status}
+        out.append(call)
+    return out
+
+
+def kernel_code(call: Mapping[str, Any]) -> tuple[str, str]:
+    """(code, explanation) of a run_python or propose_cell call, ('', '') for others: a
+    proposal as its display recorded it (`ProposalDisplay`), else from the input."""
+    name, inp = text(call, "name"), mapping(call, "input")
+    if name == "propose_cell":
+        proposal = ProposalDisplay.read(mapping(maybe_mapping(call, "result"), "display"))
+        code = proposal.proposed_cell or text(inp, "code")
+        return code, proposal.explanation or text(inp, "explanation")
+    if name == "run_python":
+        return text(inp, "code"), ""
+    return "", ""
 
 
 def bash_status(display: Mapping[str, Any], result: Mapping[str, Any] | None) -> str:
