@@ -7,7 +7,10 @@ magic and the `Phoenix` configurable that `%config Phoenix.…` talks to — and
 the rest (the magics proper, the runtime, the SDK) is imported on a background
 thread right away, so it is usually ready by the first `%%phoenix` cell. If it
 is not, the first use imports it (the import lock makes the two wait for each
-other, never import twice).
+other, never import twice). Sandbox detection (which starts the launcher, ~0.2 s)
+runs on a thread too; what it found, when that is a warning (unavailable, or
+partial with what is lost), is said once at the top of the first cell that uses
+phoenix (`%%phoenix` or `%phoenix …`), which waits for it if it is not done yet.
 """
 
 from __future__ import annotations
@@ -78,22 +81,43 @@ def load(shell: Any) -> None:
     configurables = getattr(shell, "configurables", None)
     if configurables is not None and session.config not in configurables:
         configurables.append(session.config)  # so `%config Phoenix.…` reaches it
-    from phoenix_nb.tools.sandbox import detect_sandbox  # probed once per process
+    from phoenix_nb.tools.sandbox import detect_sandbox_soon  # probed once per process
 
-    sandbox = detect_sandbox()
+    detect_sandbox_soon()
+    if _announce_sandbox not in shell.events.callbacks["pre_run_cell"]:
+        shell.events.register("pre_run_cell", _announce_sandbox)
+    _report_store(session.config.home)
+    threading.Thread(target=_warm, name="phoenix-warm-imports", daemon=True).start()
+
+
+def _uses_phoenix(cell: str) -> bool:
+    return any(line.lstrip().startswith(("%phoenix", "%%phoenix")) for line in cell.splitlines())
+
+
+def _announce_sandbox(info: Any) -> None:
+    """Before the first cell that uses phoenix: a warning if the sandbox is missing or
+    partial (never a silent downgrade, tools/sandbox.py); said once, then unregistered."""
+    if not _uses_phoenix(getattr(info, "raw_cell", None) or ""):
+        return
+    from IPython import get_ipython
+
+    shell = get_ipython()
+    if shell is not None and _announce_sandbox in shell.events.callbacks["pre_run_cell"]:
+        shell.events.unregister("pre_run_cell", _announce_sandbox)
+    from phoenix_nb.tools.sandbox import detect_sandbox
+
+    sandbox = detect_sandbox()  # waits for the detection `%load_ext` started
     if not sandbox.available:
         print(
             "phoenix: the kernel sandbox (Landlock) is unavailable here — conversations run "
             f"Unrestricted only. {sandbox.reason}"
         )
-    elif "LOST here" in sandbox.reason:  # never a silent downgrade (tools/sandbox.py)
+    elif "LOST here" in sandbox.reason:
         from phoenix_nb.tools.sandbox import lost_guarantees
 
         print("phoenix: Restricted mode is partial on this host; not guaranteed here:")
         for line in lost_guarantees():
             print(f"  - {line}")
-    _report_store(session.config.home)
-    threading.Thread(target=_warm, name="phoenix-warm-imports", daemon=True).start()
 
 
 def _report_store(home: str) -> None:
@@ -108,6 +132,8 @@ def _report_store(home: str) -> None:
 
 
 def unload(shell: Any) -> None:
+    if _announce_sandbox in shell.events.callbacks["pre_run_cell"]:
+        shell.events.unregister("pre_run_cell", _announce_sandbox)
     configurables = getattr(shell, "configurables", [])
     for configurable in [c for c in configurables if type(c).__name__ == "Phoenix"]:
         configurables.remove(configurable)

@@ -65,7 +65,9 @@ seccomp), ``sandbox_cgroup.py`` and ``sandbox_cleanup.py``. The kernel's
 tools that fork the kernel use the same pieces through
 ``confine_forked_child``.
 
-Availability is detected once (``detect_sandbox``, cached). ``PHOENIX_SANDBOX=
+Availability is detected once (``detect_sandbox``, cached; ``%load_ext`` starts it
+on a thread with ``detect_sandbox_soon`` so the launcher's start-up is off the
+kernel's main thread). ``PHOENIX_SANDBOX=
 off`` forces "unavailable"; ``PHOENIX_SANDBOX_NAMESPACES=off`` and
 ``PHOENIX_LANDLOCK_ABI=N`` make this machine behave like a host without
 namespaces or with an older Landlock, so those paths are tested here.
@@ -75,6 +77,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import functools
 import glob
 import hashlib
@@ -168,9 +171,43 @@ def _probe() -> SandboxInfo:
     return SandboxInfo(True, int(hello.get("landlock_abi", abi)), summary)
 
 
-@functools.cache
+_DETECT_LOCK = threading.Lock()
+_DETECTED: SandboxInfo | None = None
+
+
 def detect_sandbox() -> SandboxInfo:
-    """Detect once per process whether Restricted mode can be enforced (REQ-BASH-009)."""
+    """Detect once per process whether Restricted mode can be enforced (REQ-BASH-009).
+
+    Thread-safe: a caller arriving while a detection is under way (see
+    `detect_sandbox_soon`) waits for its result; the probe runs once.
+    """
+    global _DETECTED
+    info = _DETECTED
+    if info is None:
+        with _DETECT_LOCK:
+            if _DETECTED is None:
+                _DETECTED = _detect()
+            info = _DETECTED
+    return info
+
+
+def detect_sandbox_soon() -> None:
+    """Start `detect_sandbox` on a daemon thread and return at once.
+
+    Detection starts the launcher and waits for its hello (~0.2 s of Python
+    start-up and probing); `%load_ext` calls this so that wait is off the kernel's
+    main thread, and the first real use (`detect_sandbox()`) finds the answer ready
+    or waits only for what is left. The thread runs in a copy of the caller's
+    context, so anything it logs is attributed to the cell that started it.
+    """
+    if _DETECTED is None:
+        context = contextvars.copy_context()
+        threading.Thread(
+            target=context.run, args=(detect_sandbox,), name="phoenix-sandbox-detect", daemon=True
+        ).start()
+
+
+def _detect() -> SandboxInfo:
     info = _probe()
     if not info.available:
         log.warning(

@@ -1,0 +1,63 @@
+"""Sandbox detection started early on a thread (`%load_ext`), answered once to every caller.
+
+A fresh interpreter (detection is once per process): callers arriving while the
+probe `detect_sandbox_soon()` started is under way (or before it began) all get
+the answer of one probe — one answer object, one launcher. (That `%load_ext`
+no longer waits for it is a time, shown by tests/benchmarks/bench_startup.py.)
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+
+SCRIPT = textwrap.dedent(
+    """
+    import json, os, threading
+    from pathlib import Path
+    from phoenix_nb.tools import sandbox
+
+    calls = []
+    real = sandbox._probe
+    def counted():
+        calls.append(threading.current_thread().name)
+        return real()
+    sandbox._probe = counted  # counts probes; the probe itself is the real one
+
+    sandbox.detect_sandbox_soon()
+    answers = []
+    threads = [threading.Thread(target=lambda: answers.append(sandbox.detect_sandbox()))
+               for _ in range(4)]
+    for t in threads:
+        t.start()
+    answers.append(sandbox.detect_sandbox())
+    for t in threads:
+        t.join()
+    launchers = [
+        p for p in os.listdir("/proc") if p.isdigit()
+        and b"_sandbox_child.py" in Path(f"/proc/{p}/cmdline").read_bytes()
+        and Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()[1] == str(os.getpid())
+    ]
+    print(json.dumps({
+        "probes": calls, "same": all(a is answers[0] for a in answers),
+        "answers": len(answers), "launchers": len(launchers),
+        "available": answers[0].available,
+    }))
+    """
+)
+
+
+def test_early_detection_runs_once_and_every_caller_gets_its_answer() -> None:
+    out = subprocess.run(
+        [sys.executable, "-c", SCRIPT],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    result = json.loads(out.stdout.splitlines()[-1])
+    assert len(result["probes"]) == 1, result
+    assert result["answers"] == 5 and result["same"], result
+    assert result["launchers"] <= 1, result
