@@ -10,6 +10,9 @@ shared machine falls on all alike:
 * outside: the tool in Unrestricted mode (same launcher, no sandbox);
 * raw: one direct `rg -i -F -C1` pass for the same terms (no launcher at all).
 
+Then the same inside/outside pair with the most terms a call may give (12): each
+term is one more rg, so one more sandbox to set up — the worst case.
+
 Run: /work/venv/bin/python tests/benchmarks/bench_search_sandbox.py [files]
 """
 
@@ -26,24 +29,25 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from phoenix_nb.core.values import Mode
 from phoenix_nb.tools.base import ToolContext
-from phoenix_nb.tools.keyword_search import KeywordSearchTool, find_rg
+from phoenix_nb.tools.keyword_search import MAX_TERMS, KeywordSearchTool, find_rg
 from phoenix_nb.tools.sandbox import detect_sandbox
 from tests.benchmarks.bench_keyword_search import TERMS, build_tree, time_raw_rg
 
 ROUNDS = 15
+MANY_TERMS = [*TERMS, *(f"rare_word_{i}" for i in range(MAX_TERMS - len(TERMS)))]
 
 
-async def time_tool(root: Path, mode: Mode) -> float:
+async def time_tool(root: Path, mode: Mode, terms: list[str] = TERMS) -> float:
     ctx = ToolContext(cwd=root, mode=mode, sandbox=detect_sandbox(), conversation_id="bench")
     start = time.perf_counter()
-    result = await KeywordSearchTool().run({"query": "q", "search_terms": TERMS}, ctx, "b")
+    result = await KeywordSearchTool().run({"query": "q", "search_terms": terms}, ctx, "b")
     elapsed = time.perf_counter() - start
     assert not result.is_error, result.content
     return elapsed * 1000
 
 
 async def measure(root: Path, rg: str) -> dict[str, list[float]]:
-    times: dict[str, list[float]] = {"inside": [], "outside": [], "raw": []}
+    times: dict[str, list[float]] = {k: [] for k in ("inside", "outside", "raw", "in12", "out12")}
     for mode in (Mode.RESTRICTED, Mode.UNRESTRICTED):  # start the launcher, warm caches
         await time_tool(root, mode)
     for _ in range(ROUNDS):
@@ -51,6 +55,9 @@ async def measure(root: Path, rg: str) -> dict[str, list[float]]:
         times["outside"].append(await time_tool(root, Mode.UNRESTRICTED))
         times["raw"].append(time_raw_rg(rg, root) * 1000)
         await asyncio.sleep(0.05)  # the launcher replaces its spares, as between tool calls
+        times["in12"].append(await time_tool(root, Mode.RESTRICTED, MANY_TERMS))
+        times["out12"].append(await time_tool(root, Mode.UNRESTRICTED, MANY_TERMS))
+        await asyncio.sleep(0.05)
     return times
 
 
@@ -73,6 +80,11 @@ def main() -> None:
     )
     print(f"  keyword_search inside (Restricted):      {inside:7.1f} ms = {inside / raw:.2f}x raw")
     print(f"  inside / outside the sandbox: {inside / outside:.2f}x (+{inside - outside:.1f} ms)")
+    in12, out12 = statistics.median(times["in12"]), statistics.median(times["out12"])
+    print(
+        f"  {len(MANY_TERMS)} terms: inside {in12:.1f} ms, outside {out12:.1f} ms, "
+        f"inside / outside {in12 / out12:.2f}x (+{in12 - out12:.1f} ms)"
+    )
 
 
 if __name__ == "__main__":
