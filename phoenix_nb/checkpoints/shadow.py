@@ -1,37 +1,32 @@
-"""A shadow git object store of one conversation's working tree, driven through plumbing.
+"""A shadow git object store of one conversation's working tree.
 
-Why git: it is content-addressed, incremental through the stat data of its index
-(only files whose stat changed are read again), and fast at it; a hand-written
-store would re-invent all of that. Why the `git` command rather than a library:
-it is the reference implementation, already on every machine that has a
-repository, and every call here is plumbing with a stable interface.
+Why git's object store: it is content-addressed and incremental, and git
+already reads, diffs and checks it out well; a hand-written store would
+re-invent all of that. Git (the command, the reference implementation) does
+the reading: ignore rules (`ls-files`), diffs (`diff-tree`), restores
+(`read-tree`/`checkout-index`), refs (`update-ref`). The writing is done here,
+in-process: which files changed comes from a stat cache (`checkpoints.scan`),
+and their objects are written in git's own formats (`checkpoints.objects`),
+because one git process per step, each reading a 10,000-entry index, cost more
+than the 100 ms a checkpoint after a tool call may take (benchmark:
+tests/benchmarks/bench_checkpoint.py).
 
 Isolation from the user's repository is total: every call runs with
-`GIT_DIR`, `GIT_INDEX_FILE` and `GIT_WORK_TREE` pointing at this store (under
-`$PHOENIX_HOME/checkpoints/<conversation id>/`), with a fresh environment (no
-inherited `GIT_*`), no system or global config, and the only file read from the
-user's `.git` is `info/exclude`. The user's HEAD, index, refs and stash are
-never opened. Inside a repository the work tree is the repository's top, so
-every `.gitignore` between the top and the conversation's folder applies;
-checkpoints cover the conversation's folder only (a pathspec).
+`GIT_DIR` pointing at this store (under `$PHOENIX_HOME/checkpoints/<conversation
+id>/`), an index file that never exists, a fresh environment (no inherited
+`GIT_*`), no system or global config; the only files read from a user's
+`.git` are `info/exclude` (copied into a rules file here). The user's HEAD,
+index, refs and stash are never opened. Inside a repository the work tree is
+the repository's top, so every `.gitignore` between the top and the
+conversation's folder applies; checkpoints cover the conversation's folder.
 
-Byte-exactness: `info/attributes` unsets text/eol/filter/ident/encoding for
-every path, so no `.gitattributes` of the user converts line endings or runs a
-filter (git-lfs …) on the way in or out. Git records only the executable bit;
-the full permission bits of every file are kept in a manifest blob per
-checkpoint. Files over `max_file_size` are kept out of the object store and
-recorded by size and SHA-256 only ("not restorable").
-
-First snapshot: one pass over the files, streamed into `git fast-import`
-(every blob and tree into one pack, no delta search) while Python reads the
-next file; the index is then written here from each file's stat data (git's
-documented index format), so the next snapshot is incremental at once. Creating
-ten thousand loose object files, or re-hashing every file to fill an index,
-costs seconds on some filesystems. Later snapshots: one `git status` walk (stat
-data, untracked cache on, fsmonitor off; HEAD follows the checkpoints) names
-the few changed paths, and only they are added; many changes at once go into
-one pack by bulk check-in. Permission bits of known files are re-read in a
-thread while git works (git's stat check misses a chmod within the same second).
+Byte-exactness: files are read and written as bytes (no filters, no line-end
+conversion; `info/attributes` unsets text/eol/filter/ident/encoding for the
+restores). Git records only the executable bit and no folders: a manifest blob
+per checkpoint keeps the full permission bits of every file and folder
+("dir/" keys), so empty folders and folder modes come back too. Files over
+`max_file_size` are kept out of the object store and recorded by size and
+SHA-256 only ("not restorable").
 """
 
 from __future__ import annotations
@@ -43,26 +38,38 @@ import json
 import os
 import shutil
 import stat
-import struct
 import subprocess
 import time
+from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from phoenix_nb.checkpoints.changes import Checkpoint, CheckpointKind, FileChange
+from phoenix_nb.checkpoints.objects import BLOB, COMMIT, ObjectSink, Trees
+from phoenix_nb.checkpoints.scan import (
+    RACY_MARGIN_NS,
+    FileRec,
+    Found,
+    Scanner,
+    TooManyFiles,
+    TreeState,
+    hash_files,
+)
 from phoenix_nb.errors import PhoenixError
 
 REF_PREFIX = "refs/phoenix/cp/"
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
-BULK_THRESHOLD = 200  # more changed files than this: bulk check-in into one pack
+BULK_THRESHOLD = 200  # more files to read than this: their objects go into one pack
 GIT_TIMEOUT = 600.0
 DIFF_FILE_LIMIT = 20_000  # characters of diff kept per file
 DIFF_TOTAL_LIMIT = 100_000  # characters of diff kept per tool call
 FILES_LIMIT = 500  # files listed per tool call
+META_VERSION = 2  # 2: folders are in the manifest ("dir/" keys)
+_PATHSPECS_MAX = 2_000  # new names listed by name; more: the whole repository is listed
+_FLATS_KEPT = 16  # snapshots whose file listing stays in memory for comparisons
 
-_WORK_TREE_VARS = ("GIT_WORK_TREE", "GIT_INDEX_FILE")
 _ATTRIBUTES = "* -text -eol -filter -ident -working-tree-encoding\n"
 _CONFIG = {
     "core.bare": "false",
@@ -71,17 +78,25 @@ _CONFIG = {
     "core.filemode": "true",
     "core.symlinks": "true",
     "core.ignorecase": "false",
-    "core.untrackedCache": "true",
     "core.fsmonitor": "false",
     "core.quotePath": "false",
     "core.precomposeUnicode": "false",
     "core.hooksPath": os.devnull,
-    "index.threads": "true",
     "gc.auto": "0",
     "maintenance.auto": "false",
-    "advice.addEmbeddedRepo": "false",
-    "status.showUntrackedFiles": "all",
 }
+_IDENT = b"phoenix checkpoints <phoenix@localhost>"
+
+
+def _config_text() -> str:
+    sections: dict[str, list[str]] = {}
+    for key, value in _CONFIG.items():
+        section, _, name = key.partition(".")
+        sections.setdefault(section, []).append(f"\t{name} = {value}\n")
+    return "".join(f"[{section}]\n" + "".join(lines) for section, lines in sections.items())
+
+
+Flat = dict[str, tuple[int, bytes]]  # path -> (git mode, object name)
 
 
 class CheckpointError(PhoenixError):
@@ -109,6 +124,7 @@ class Snapshot:
     tree: str
     perms: Mapping[str, str]  # path -> "0644" for every file and "link" for symlinks
     big: Mapping[str, BigFile] = field(default_factory=dict)
+    dirs_recorded: bool = False  # folders are in `perms` ("dir/" -> "0755")
 
 
 @dataclass(frozen=True)
@@ -131,10 +147,14 @@ def find_top(cwd: Path) -> Path | None:
     return None
 
 
-def _perm_of(st: os.stat_result) -> str:
-    if stat.S_ISLNK(st.st_mode):
-        return "link"
-    return f"{stat.S_IMODE(st.st_mode):04o}"
+_PERMS: dict[int, str] = {}
+
+
+def _perm_of_mode(mode: int) -> str:
+    perm = _PERMS.get(mode)
+    if perm is None:
+        perm = _PERMS[mode] = "link" if stat.S_ISLNK(mode) else f"{stat.S_IMODE(mode):04o}"
+    return perm
 
 
 def _git_mode_perm(mode: str) -> str:
@@ -145,7 +165,7 @@ def _git_mode_perm(mode: str) -> str:
 
 
 class ShadowRepo:
-    """One conversation's checkpoints: a git dir, an index and the user's folder."""
+    """One conversation's checkpoints: a git dir, a stat cache and the user's folder."""
 
     def __init__(
         self,
@@ -160,7 +180,8 @@ class ShadowRepo:
         self.cwd = cwd.resolve()
         self.max_file_size = max_file_size
         self.git_dir = root / "git"
-        self.index = root / "index"
+        self.no_index = root / "no-index"  # never created: git sees an empty index
+        self.state_file = root / "state"
         top = find_top(self.cwd)
         self.top = top if top is not None else self.cwd
         self.in_repo = top is not None
@@ -171,9 +192,12 @@ class ShadowRepo:
         self._last: Snapshot | None = None
         self._last_marker = ""
         self._last_perms_sha = ""
-        self._big_cache_file = root / "bigfiles.json"
         self._env = self._environment()
         self._perms_cache: dict[str, dict[str, str]] = {}
+        self._state: TreeState | None = None
+        self._trees: Trees | None = None  # the trees of the checkpoint `self._state` describes
+        self._flats: OrderedDict[str, Flat] = OrderedDict()
+        self._saving: concurrent.futures.Future[None] | None = None
 
     # -- running git --------------------------------------------------------------------------
     def _environment(self) -> dict[str, str]:
@@ -184,7 +208,7 @@ class ShadowRepo:
             "LANG": "C",
             "LC_ALL": "C",
             "GIT_DIR": str(self.git_dir),
-            "GIT_INDEX_FILE": str(self.index),
+            "GIT_INDEX_FILE": str(self.no_index),
             "GIT_WORK_TREE": str(self.top),
             "GIT_CONFIG_NOSYSTEM": "1",
             "GIT_CONFIG_GLOBAL": os.devnull,
@@ -203,6 +227,7 @@ class ShadowRepo:
         env: Mapping[str, str] | None = None,
         check: bool = True,
         config: Mapping[str, str] | None = None,
+        cwd: Path | None = None,
     ) -> bytes:
         extra = ["-c", "safe.directory=*"]
         for key, value in (config or {}).items():
@@ -214,7 +239,7 @@ class ShadowRepo:
                 input=input,
                 capture_output=True,
                 env=full_env,
-                cwd=str(self.top),
+                cwd=str(cwd or self.top),
                 timeout=GIT_TIMEOUT,
                 check=False,
             )
@@ -229,51 +254,95 @@ class ShadowRepo:
 
     # -- set-up ----------------------------------------------------------------------------------
     def ensure(self) -> None:
-        """Create the store on first use; refresh what is copied from the user's repo."""
+        """Create the store on first use."""
         if not (self.git_dir / "HEAD").exists():
             self.root.mkdir(parents=True, exist_ok=True)
             tmp = self.root / f"git.tmp{os.getpid()}"
             if tmp.exists():
                 shutil.rmtree(tmp)
-            bare_env = {k: v for k, v in self._env.items() if k not in _WORK_TREE_VARS}
-            for argv in (
+            bare_env = {k: v for k, v in self._env.items() if k != "GIT_WORK_TREE"}
+            done = subprocess.run(
                 ["git", "init", "-q", "--bare", str(tmp)],
-                *(["git", "config", key, value] for key, value in _CONFIG.items()),
-            ):
-                done = subprocess.run(
-                    argv, env={**bare_env, "GIT_DIR": str(tmp)}, capture_output=True, check=False
+                env={**bare_env, "GIT_DIR": str(tmp)},
+                capture_output=True,
+                check=False,
+            )
+            if done.returncode != 0:
+                raise CheckpointError(
+                    f"cannot create the checkpoint store in {self.root}: "
+                    + done.stderr.decode("utf-8", "replace").strip()
                 )
-                if done.returncode != 0:
-                    raise CheckpointError(
-                        f"cannot create the checkpoint store in {self.root}: "
-                        + done.stderr.decode("utf-8", "replace").strip()
-                    )
+            with open(tmp / "config", "a") as config:  # git's config format: one `git config`
+                config.write(_config_text())  # process per setting cost 5 ms each
             (tmp / "info").mkdir(exist_ok=True)
             (tmp / "info" / "attributes").write_text(_ATTRIBUTES)
+            (tmp / "info" / "exclude").write_text("# rules: see core.excludesFile per listing\n")
             os.replace(tmp, self.git_dir)
-        self._write_excludes()
+        # An index of an older version of this store would make git see tracked files.
+        self.no_index.unlink(missing_ok=True)
 
-    def _write_excludes(self) -> None:
-        lines = ["# written by phoenix: the user's info/exclude and phoenix's own folders"]
-        user_exclude = self.top / ".git" / "info" / "exclude"
-        if self.in_repo and user_exclude.is_file():
-            with contextlib.suppress(OSError):
-                lines.append(user_exclude.read_text(errors="replace"))
+    def _skipped(self) -> list[str]:
+        """The store and the other excluded folders, relative to the top."""
+        out = []
         for path in [self.root, *self.exclude]:
             try:
-                rel = path.resolve().relative_to(self.top)
+                rel = path.resolve().relative_to(self.top).as_posix()
             except ValueError:
                 continue
-            if str(rel) != ".":
-                lines.append("/" + rel.as_posix() + "/")
-        text = "\n".join(lines) + "\n"
-        target = self.git_dir / "info" / "exclude"
-        if not target.exists() or target.read_text() != text:
-            target.write_text(text)
+            if rel != ".":
+                out.append(rel)
+        return out
 
-    def scope(self) -> list[str]:
-        """Pathspecs limiting git to the conversation's folder."""
-        return [f":(top,literal){self.prefix.rstrip('/')}"] if self.prefix else []
+    def _rules_file(self, context: str) -> Path:
+        """The extra ignore rules of one repository (the top, or one nested in the folder):
+        its own `info/exclude`, and the store's folders anchored to it."""
+        base = self.top / context if context else self.top
+        lines = ["# written by phoenix: info/exclude of the repository and phoenix's folders"]
+        user_exclude = base / ".git" / "info" / "exclude"
+        if (self.in_repo or context) and user_exclude.is_file():
+            with contextlib.suppress(OSError):
+                lines.append(user_exclude.read_text(errors="replace"))
+        for rel in self._skipped():
+            if not context:
+                lines.append("/" + rel + "/")
+            elif rel.startswith(context + "/"):
+                lines.append("/" + rel[len(context) + 1 :] + "/")
+        text = "\n".join(lines) + "\n"
+        name = "exclude" if not context else "exclude-" + _short_hash(context)
+        target = self.root / name
+        try:
+            same = target.read_text() == text
+        except OSError:
+            same = False
+        if not same:
+            tmp = target.with_name(name + ".tmp")
+            tmp.write_text(text)
+            os.replace(tmp, target)
+        return target
+
+    def _list_ignored(self, context: str, specs: list[str]) -> list[str]:
+        """Ignored paths in one repository (relative to it; pruned folders end with "/")."""
+        work = self.top / context if context else self.top
+        args = ["ls-files", "-z", "-o", "-i", "--exclude-standard", "--directory", "--"]
+        if len(specs) <= _PATHSPECS_MAX:  # else: the whole repository, still one call
+            args += [f":(top,literal){s}" for s in specs]
+        out = self.git(
+            *args,
+            env={"GIT_WORK_TREE": str(work)},
+            config={"core.excludesFile": str(self._rules_file(context))},
+            cwd=work,
+        )
+        return [os.fsdecode(p) for p in out.split(b"\0") if p]
+
+    def _scanner(self) -> Scanner:
+        return Scanner(
+            self.top,
+            self.prefix.rstrip("/"),
+            in_repo=self.in_repo,
+            skip=self._skipped(),
+            lister=self._list_ignored,
+            max_files=self.max_files,
+        )
 
     # -- checkpoints ------------------------------------------------------------------------------
     def checkpoints(self) -> list[Checkpoint]:
@@ -308,7 +377,8 @@ class ShadowRepo:
             p: BigFile(int(b["size"]), str(b["sha256"]), str(b.get("perm", "0644")))
             for p, b in dict(meta.get("big") or {}).items()
         }
-        return Snapshot(checkpoint, tree, perms, big)
+        dirs = int(meta.get("v", 1) or 1) >= META_VERSION
+        return Snapshot(checkpoint, tree, perms, big, dirs)
 
     def _perms_blob(self, sha: str) -> dict[str, str]:
         if not sha:
@@ -329,53 +399,85 @@ class ShadowRepo:
     ) -> tuple[Snapshot, list[RawChange]]:
         """Record the working tree now as the next checkpoint.
 
-        Incremental: `git diff-files` (stat data against the shadow index) names
-        what changed since the last checkpoint, `ls-files -o` what is new; only
-        those paths are added, stat'ed for their permission bits and hashed.
-        With `compare_to`, also returns what changed since that snapshot (and
-        stores the count in the checkpoint, for listings).
+        Incremental: the stat cache of the last checkpoint names what changed
+        (`scan.Scanner.incremental`); only those files are read and hashed, and
+        only the trees above them written. With `compare_to`, also returns what
+        changed since that snapshot (and stores the count in the checkpoint,
+        for listings).
         """
         self.ensure()
         last = self._latest()
         number = last.checkpoint.number + 1 if last is not None else 1
-        first = last is None or not self.index.exists()
-        if first:
-            self.index.unlink(missing_ok=True)  # a crashed first attempt's, if any
-        # Permission bits of the known files, read while git works: a chmod within the
-        # second of the last stat is invisible to git's stat data (ctime in seconds).
-        scan = None
-        if not first and last is not None:
-            scan = _POOL.submit(_scan_perms, self.top, list(last.perms))
-        if first:
-            untracked = self._lines(
-                "ls-files", "-o", "--exclude-standard", "-z", "--", *self.scope()
-            )
-            if len(untracked) > self.max_files:
-                raise CheckpointError(
-                    f"{len(untracked):,} files under {self.cwd}: more than the "
-                    f"{self.max_files:,} checkpoints cover; work in a smaller folder"
-                )
-            changed = sorted(untracked)
+        stamp = self._stamp()
+        state = self._state_for(last)
+        scanner = self._scanner()
+        cache = state
+        walked_all = state is None
+        try:
+            if state is not None:
+                found = scanner.incremental(state)
+                if found.rules_changed:
+                    found = scanner.full(state, state.files)
+                    walked_all = True
+            else:
+                cache = self._stale_cache(last)
+                keep = list(self._flat(last.tree)) if last is not None else []
+                found = scanner.full(cache, keep)
+        except TooManyFiles as many:
+            raise CheckpointError(
+                f"more than {self.max_files:,} files under {self.cwd} ({many.count:,} so "
+                "far): more than checkpoints cover; work in a smaller folder"
+            ) from None
+        packed = len(found.stats) > BULK_THRESHOLD
+        known: set[bytes] = set()
+        if packed and last is not None:
+            known = {sha for _mode, sha in self._flat(last.tree).values()}
+        sink = ObjectSink(self.git_dir / "objects", packed=packed)
+        previous_files = cache.files if cache is not None else {}
+        previous_big = cache.big if cache is not None else {}
+        hashed, new_big = hash_files(
+            str(self.top),
+            found.stats,
+            previous_files,
+            previous_big,
+            sink,
+            known,
+            self.max_file_size,
+        )
+        files = found.files
+        files.update(hashed)
+        big = {p: b for p, b in previous_big.items() if p in files and not files[p][5]}
+        big.update(new_big)
+        trees = None if walked_all else self._trees
+        if trees is not None:
+            for path in found.removed | (found.stats.keys() - hashed.keys()):
+                trees.remove(path)
+            for path, rec in hashed.items():
+                if rec[5]:
+                    trees.set(path, rec[6], rec[5])
+                else:
+                    trees.remove(path)  # now over the size limit
         else:
-            untracked = []
-            changed = self._status()
-        previous_big = dict(last.big) if last is not None and not first else {}
-        big = self._big_files(changed, previous_big)
-        if first:
-            tree, perms = self._first(untracked, big)
+            trees = Trees()
+            for path, rec in files.items():
+                if rec[5]:
+                    trees.set(path, rec[6], rec[5])
+        tree = trees.flush(sink).hex()
+        incremental = not walked_all and state is not None and last is not None
+        if incremental and last is not None and state is not None and last.dirs_recorded:
+            perms = self._manifest_patch(last.perms, state, found, hashed)
         else:
-            bulk = len(changed) > BULK_THRESHOLD
-            self._stage(changed, big, bulk=bulk)
-            tree = self._write_tree_packed() if bulk else self.git("write-tree").decode().strip()
-            scanned = scan.result() if scan is not None else {}
-            perms = self._perms_update(scanned, changed, big, previous_big)
+            perms = self._manifest(files, found)
         if last is not None and perms == last.perms:
             perms_sha = self._last_perms_sha
         else:
-            perms_sha = self._store_perms(perms)
+            body = json.dumps(dict(sorted(perms.items())), separators=(",", ":")).encode()
+            perms_sha = sink.add(BLOB, body).hex()
+            self._perms_cache[perms_sha] = perms
         created = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        big_files = {p: BigFile(b.size, b.sha256, perms[p]) for p, b in big.items()}
         meta: dict[str, Any] = {
-            "v": 1,
+            "v": META_VERSION,
             "n": number,
             "kind": kind,
             "at": created,
@@ -383,42 +485,195 @@ class ShadowRepo:
             "tool": tool,
             "perms": perms_sha,
             "big": {
-                p: {"size": b.size, "sha256": b.sha256, "perm": b.perm} for p, b in big.items()
+                p: {"size": b.size, "sha256": b.sha256, "perm": b.perm}
+                for p, b in big_files.items()
             },
             "cwd": str(self.cwd),
             **dict(extra or {}),
         }
+        previous_flat = self._flats.get(last.tree) if incremental and last is not None else None
+        if previous_flat is not None:
+            flat = dict(previous_flat)
+            for path in found.removed | (found.stats.keys() - hashed.keys()):
+                flat.pop(path, None)
+            for path, rec in hashed.items():
+                if rec[5]:
+                    flat[path] = (rec[6], rec[5])
+                else:
+                    flat.pop(path, None)
+        else:
+            flat = {p: (r[6], r[5]) for p, r in files.items() if r[5]}
+        self._keep_flat(tree, flat)
         raw: list[RawChange] = []
         if compare_to is not None:
-            provisional = Snapshot(_checkpoint("", meta), tree, perms, big)
+            provisional = Snapshot(_checkpoint("", meta), tree, perms, big_files, True)
             raw = self.raw_changes(compare_to, provisional)
             meta["files_changed"] = len(raw)
         body = json.dumps(meta, sort_keys=True).encode()
-        commit = self.git("commit-tree", tree, input=body).decode().strip()
-        # HEAD follows the index's tree, so `git status` lists only what changed since.
-        refs = f"create {REF_PREFIX}{number:08d} {commit}\nupdate HEAD {commit}\n"
-        self.git("update-ref", "--stdin", input=refs.encode())
-        snapshot = Snapshot(_checkpoint(commit, meta), tree, perms, big)
+        stamp_text = b"%d +0000" % int(time.time())
+        commit_body = b"tree %s\nauthor %s %s\ncommitter %s %s\n\n%s\n" % (
+            tree.encode(),
+            _IDENT,
+            stamp_text,
+            _IDENT,
+            stamp_text,
+            body,
+        )
+        commit = sink.add(COMMIT, commit_body).hex()
+        sink.close()
+        self._create_ref(f"{REF_PREFIX}{number:08d}", commit)
+        snapshot = Snapshot(_checkpoint(commit, meta), tree, perms, big_files, True)
         self._remember(snapshot, perms_sha)
+        self._state = TreeState(
+            commit, stamp, files, found.dirs, frozenset(found.roots), found.sources, big
+        )
+        self._trees = trees
+        self._save_state(self._state)
         return snapshot, raw
 
-    def _status(self) -> list[str]:
-        """Paths changed, deleted or new since the last checkpoint: one `git status` walk
-        (stat data for tracked files, the untracked cache for new ones)."""
-        out = self.git(
-            "status",
-            "--porcelain=v1",
-            "-z",
-            "--untracked-files=all",
-            "--no-renames",
-            "--ignore-submodules=all",
-            "--",
-            *self.scope(),
-        )
-        return sorted(os.fsdecode(e[3:]) for e in out.split(b"\0") if len(e) > 3)
+    def _create_ref(self, name: str, commit: str) -> None:
+        """A new loose ref, as `git update-ref` writes one (a `.lock` file renamed over it):
+        a git process here cost more than the rest of an incremental checkpoint. Checkpoint
+        numbers only grow and the recorder's file lock orders the writers."""
+        path = self.git_dir / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        lock = path.with_name(path.name + ".lock")
+        if path.exists():
+            raise CheckpointError(f"checkpoint ref {name} exists already")
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL
+        try:
+            fd = os.open(lock, flags, 0o644)
+        except FileExistsError:  # a crashed writer's (writers are serialized by the caller)
+            lock.unlink(missing_ok=True)
+            fd = os.open(lock, flags, 0o644)
+        try:
+            os.write(fd, f"{commit}\n".encode())
+        finally:
+            os.close(fd)
+        os.replace(lock, path)
 
-    def _lines(self, *args: str) -> list[str]:
-        return [os.fsdecode(p) for p in self.git(*args).split(b"\0") if p]
+    def _manifest_patch(
+        self,
+        previous: Mapping[str, str],
+        state: TreeState,
+        found: Found,
+        hashed: Mapping[str, FileRec],
+    ) -> dict[str, str]:
+        """The last manifest with this scan's changes applied (what `_manifest` would give)."""
+        perms = dict(previous)
+        for path in found.removed | (found.stats.keys() - hashed.keys()):
+            perms.pop(path, None)
+        for path, rec in hashed.items():
+            perms[path] = _perm_of_mode(rec[4])
+        scope = self.prefix.rstrip("/")
+        old_dirs, new_dirs = state.dirs, found.dirs
+        for folder in old_dirs.keys() - new_dirs.keys():
+            perms.pop(folder + "/", None)
+        for folder, drec in new_dirs.items():
+            old = old_dirs.get(folder)
+            if folder != scope and (old is None or old[3] != drec[3]):
+                perms[folder + "/"] = _perm_of_mode(drec[3])
+        return perms
+
+    def _manifest(self, files: Mapping[str, FileRec], found: Found) -> dict[str, str]:
+        """Permission bits of every file ("link" for links) and folder ("dir/" keys)."""
+        perm = _perm_of_mode
+        perms = {p: perm(r[4]) for p, r in files.items()}
+        scope = self.prefix.rstrip("/")
+        for folder, rec in found.dirs.items():
+            if folder != scope:
+                perms[folder + "/"] = perm(rec[3])
+        return perms
+
+    def _stamp(self) -> int:
+        """The filesystem's clock now (minus a margin): later times are "racy"."""
+        path = self.root / "stamp"
+        with open(path, "wb") as f:
+            f.write(b"x")
+            f.flush()
+            now = os.fstat(f.fileno()).st_mtime_ns
+        return min(now, time.time_ns()) - RACY_MARGIN_NS
+
+    def _state_for(self, last: Snapshot | None) -> TreeState | None:
+        """The stat cache of the last checkpoint, if this process (or the file) has it."""
+        if last is None:
+            return None
+        commit = last.checkpoint.commit
+        if self._state is not None and self._state.commit == commit and self._trees is not None:
+            return self._state
+        loaded = self._load_state()
+        if loaded is None or loaded.commit != commit:
+            return None
+        trees = Trees()
+        for path, rec in loaded.files.items():
+            if rec[5]:
+                trees.set(path, rec[6], rec[5])
+        if trees.flush(ObjectSink(self.git_dir / "objects", packed=False)).hex() != last.tree:
+            return None
+        self._state, self._trees = loaded, trees
+        return loaded
+
+    def _stale_cache(self, last: Snapshot | None) -> TreeState | None:
+        """A stat cache of an older checkpoint, holding only what the last one still has
+        (other objects may have been pruned since)."""
+        if last is None:
+            return None
+        cache = self._load_state()
+        if cache is None:
+            return None
+        flat = self._flat(last.tree)
+        present = {sha for _mode, sha in flat.values()}
+        cache.files = {
+            p: r for p, r in cache.files.items() if r[5] in present or (not r[5] and p in last.big)
+        }
+        return cache
+
+    def _load_state(self) -> TreeState | None:
+        if self._saving is not None:
+            self._saving.result()
+        try:
+            data = self.state_file.read_bytes()
+        except OSError:
+            return None
+        return TreeState.load(data)
+
+    def _save_state(self, state: TreeState) -> None:
+        """Written in the background: a lost or stale file only costs reading files again."""
+        path, root = self.state_file, self.root
+
+        def save() -> None:
+            data = state.dump()
+            tmp = root / f"state.tmp{os.getpid()}"
+            with contextlib.suppress(OSError):
+                tmp.write_bytes(data)
+                os.replace(tmp, path)
+
+        if self._saving is not None:
+            self._saving.result()
+        self._saving = _POOL.submit(save)
+
+    def _flat(self, tree: str) -> Flat:
+        """path -> (git mode, object name) of every file in a tree."""
+        flat = self._flats.get(tree)
+        if flat is not None:
+            self._flats.move_to_end(tree)
+            return flat
+        out = self.git("ls-tree", "-r", "-z", "--full-tree", tree)
+        flat = {}
+        for entry in out.split(b"\0"):
+            if not entry:
+                continue
+            head, path = entry.split(b"\t", 1)
+            mode, _kind, sha = head.split(b" ")
+            flat[os.fsdecode(path)] = (int(mode, 8), bytes.fromhex(sha.decode()))
+        self._keep_flat(tree, flat)
+        return flat
+
+    def _keep_flat(self, tree: str, flat: Flat) -> None:
+        self._flats[tree] = flat
+        self._flats.move_to_end(tree)
+        while len(self._flats) > _FLATS_KEPT:
+            self._flats.popitem(last=False)
 
     def _latest(self) -> Snapshot | None:
         """The last checkpoint, from memory unless another process took one since."""
@@ -430,8 +685,6 @@ class ShadowRepo:
             return self._last
         found = self.checkpoints()
         self._last = self.snapshot_of(found[-1]) if found else None
-        if found:  # a store written before HEAD followed the checkpoints, or by a crash
-            self.git("update-ref", "HEAD", found[-1].commit)
         self._last_marker = marker
         self._last_perms_sha = str(self.meta(found[-1].commit).get("perms") or "") if found else ""
         return self._last
@@ -443,261 +696,68 @@ class ShadowRepo:
         os.replace(tmp, self.root / "last")
         self._last, self._last_marker, self._last_perms_sha = snapshot, marker, perms_sha
 
-    def _big_files(
-        self, changed: Sequence[str], previous: Mapping[str, BigFile]
-    ) -> dict[str, BigFile]:
-        """Files over the size limit among the changed ones, and the big ones still there."""
-        candidates = set(changed) | set(previous)
-        cache = self._load_big_cache()
-        big: dict[str, BigFile] = {}
-        for path in sorted(candidates):
-            try:
-                st = os.lstat(f"{self.top}/{path}")
-            except OSError:
-                continue
-            if not stat.S_ISREG(st.st_mode) or st.st_size <= self.max_file_size:
-                continue
-            key = f"{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}:{st.st_ino}"
-            cached = cache.get(path)
-            if cached is None or cached[0] != key:
-                cached = (key, _sha256(self.top / path))
-                cache[path] = cached
-            big[path] = BigFile(st.st_size, cached[1], _perm_of(st))
-        if big or cache:
-            self._save_big_cache({p: v for p, v in cache.items() if p in big})
-        return big
-
-    def _load_big_cache(self) -> dict[str, tuple[str, str]]:
-        try:
-            data = json.loads(self._big_cache_file.read_text())
-            return {str(k): (str(v[0]), str(v[1])) for k, v in data.items()}
-        except (OSError, ValueError, TypeError, IndexError, AttributeError):
-            return {}
-
-    def _save_big_cache(self, cache: Mapping[str, tuple[str, str]]) -> None:
-        tmp = self._big_cache_file.with_suffix(".tmp")
-        tmp.write_text(json.dumps({k: list(v) for k, v in cache.items()}))
-        os.replace(tmp, self._big_cache_file)
-
-    def _stage(self, changed: Sequence[str], big: Mapping[str, BigFile], *, bulk: bool) -> None:
-        if big:
-            self.git(
-                "update-index",
-                "--force-remove",
-                "-z",
-                "--stdin",
-                input=b"".join(os.fsencode(p) + b"\0" for p in big),
-            )
-        excludes = [f":(top,literal,exclude){p}" for p in big]
-        if bulk:
-            specs = [*(self.scope() or [":(top)"]), *excludes]
-            config = {"core.bigFileThreshold": "1", "core.compression": "0"}
-        else:
-            specs = [f":(top,literal){p}" for p in changed if p not in big]
-            config = {}
-            if not specs:
-                return
-        self.git(
-            "add",
-            "-A",
-            "--ignore-errors",
-            "--pathspec-from-file=-",
-            "--pathspec-file-nul",
-            input=b"".join(os.fsencode(s) + b"\0" for s in specs),
-            config=config,
-        )
-
-    def _first(
-        self, paths: Sequence[str], big: Mapping[str, BigFile]
-    ) -> tuple[str, dict[str, str]]:
-        """The first snapshot: every file into one pack by `git fast-import`, the index
-        written here with each file's stat data (so the next snapshot is incremental).
-
-        One pass over the files, hashed and packed by one git process while this one
-        reads the next file: creating thousands of loose objects, or an index by
-        re-hashing every file, costs seconds on some filesystems.
-        """
-        marks_file = self.root / "first.marks"
-        if not any(not p.endswith("/") and p not in big for p in paths):
-            _write_index(self.index, [])
-            return self.git("write-tree").decode().strip(), {p: b.perm for p, b in big.items()}
-        proc = subprocess.Popen(
-            [
-                "git",
-                "-c",
-                "safe.directory=*",
-                "-c",
-                "pack.compression=0",
-                "fast-import",
-                "--quiet",
-                "--done",
-                "--depth=0",  # no delta search between unrelated files: it dominates the time
-                "--date-format=raw",
-                f"--export-marks={marks_file}",
-            ],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=self._env,
-            cwd=str(self.top),
-        )
-        assert proc.stdin is not None and proc.stdout is not None
-        entries: list[tuple[bytes, os.stat_result, int, int]] = []
-        perms: dict[str, str] = {}
-        try:
-            write = proc.stdin.write
-            for path in paths:
-                if path.endswith("/") or path in big:
-                    continue  # an embedded repository; a file kept by hash only
-                full = f"{self.top}/{path}"
-                try:
-                    st = os.lstat(full)
-                    if stat.S_ISLNK(st.st_mode):
-                        data, mode = os.fsencode(os.readlink(full)), 0o120000
-                    elif stat.S_ISREG(st.st_mode):
-                        with open(full, "rb") as f:
-                            data = f.read()
-                        mode = 0o100755 if st.st_mode & stat.S_IXUSR else 0o100644
-                    else:
-                        continue
-                except OSError:
-                    continue  # vanished or unreadable: not in this checkpoint
-                mark = len(entries) + 1
-                write(b"blob\nmark :%d\ndata %d\n" % (mark, len(data)))
-                write(data)
-                write(b"\n")
-                entries.append((os.fsencode(path), st, mode, mark))
-                perms[path] = _perm_of(st)
-            commit_mark = len(entries) + 1
-            write(
-                b"commit refs/phoenix/tmp-trees\nmark :%d\n"
-                b"committer phoenix <phoenix@localhost> 0 +0000\ndata 0\n" % commit_mark
-            )
-            for name, _st, mode, mark in entries:
-                write(b"M %o :%d %s\n" % (mode, mark, _fi_path(name)))
-            write(b'\nls :%d ""\ndone\n' % commit_mark)
-            proc.stdin.close()
-            out = proc.stdout.read()
-            err = proc.stderr.read() if proc.stderr else b""
-        finally:
-            if proc.poll() is None:
-                proc.wait(timeout=GIT_TIMEOUT)
-        if proc.returncode != 0:
-            last_line = err.decode("utf-8", "replace").strip().splitlines()[-1:] or ["?"]
-            raise CheckpointError(f"git fast-import failed: {last_line[0]}")
-        self.git("update-ref", "-d", "refs/phoenix/tmp-trees", check=False)
-        shas: dict[int, str] = {}
-        for line in marks_file.read_text().splitlines():
-            mark_text, sha = line.split()
-            shas[int(mark_text[1:])] = sha
-        marks_file.unlink(missing_ok=True)
-        _write_index(self.index, [(n, st, mode, shas[m]) for n, st, mode, m in entries])
-        if out.startswith(b"040000 tree "):
-            tree = out.split(b" ")[2].split(b"\t")[0].decode()
-        else:  # nothing to record: the empty tree
-            tree = self.git("write-tree").decode().strip()
-        self.git("write-tree")  # fills the index's cache-tree (the trees exist: no writes)
-        for p, b in big.items():
-            perms[p] = b.perm
-        return tree, perms
-
-    def _write_tree_packed(self) -> str:
-        """Write the index's trees into one pack with fast-import (no loose object files)."""
-        listing = self.git("ls-files", "-s", "-z")
-        lines = []
-        for entry in listing.split(b"\0"):
-            if not entry:
-                continue
-            meta, path = entry.split(b"\t", 1)
-            mode, sha, _stage = meta.split(b" ")
-            if mode == b"160000":
-                continue  # an embedded repository: its content is its own
-            lines.append(b"M " + mode + b" " + sha + b" " + _fi_path(path) + b"\n")
-        stream = (
-            b"commit refs/phoenix/tmp-trees\nmark :1\n"
-            b"committer phoenix <phoenix@localhost> 0 +0000\ndata 0\n"
-            + b"".join(lines)
-            + b'\nls :1 ""\ndone\n'
-        )
-        out = self.git(
-            "fast-import",
-            "--quiet",
-            "--done",
-            "--date-format=raw",
-            input=stream,
-            config={"pack.compression": "1"},
-        )
-        self.git("update-ref", "-d", "refs/phoenix/tmp-trees", check=False)
-        # `ls :1 ""` answers "040000 tree <sha>\t" for the root ("missing" when empty).
-        if not out.startswith(b"040000 tree "):
-            return self.git("write-tree").decode().strip()
-        tree = out.split(b" ")[2].split(b"\t")[0].decode()
-        # Fill the index's cache-tree so the next write-tree is instant (trees exist: no writes).
-        self.git("write-tree")
-        return tree
-
-    def _perms_all(self, big: Mapping[str, BigFile]) -> dict[str, str]:
-        """Permission bits of every file in the index (and of the big files)."""
-        paths = self._lines("ls-files", "-z", "--", *self.scope())
-        top = self.top
-
-        def lstat_perm(chunk: Sequence[str]) -> list[tuple[str, str]]:
-            out = []
-            for p in chunk:
-                with contextlib.suppress(OSError):
-                    out.append((p, _perm_of(os.lstat(f"{top}/{p}"))))
-            return out
-
-        perms: dict[str, str] = {}
-        if len(paths) > 2000:
-            half = len(paths) // 2
-            with concurrent.futures.ThreadPoolExecutor(2) as pool:
-                for part in pool.map(lstat_perm, (paths[:half], paths[half:])):
-                    perms.update(part)
-        else:
-            perms.update(lstat_perm(paths))
-        for p, b in big.items():
-            perms[p] = b.perm
-        return perms
-
-    def _perms_update(
-        self,
-        previous: Mapping[str, str],
-        changed: Sequence[str],
-        big: Mapping[str, BigFile],
-        previous_big: Mapping[str, BigFile],
-    ) -> dict[str, str]:
-        """Permission bits now: the known files' (`previous`, scanned afresh) plus the
-        paths git reports changed or new."""
-        perms = dict(previous)
-        for p in changed:
-            try:
-                st = os.lstat(f"{self.top}/{p}")
-            except OSError:
-                perms.pop(p, None)
-                continue
-            if stat.S_ISDIR(st.st_mode):
-                perms.pop(p, None)  # an embedded repository, not a file
-            else:
-                perms[p] = _perm_of(st)
-        for p in previous_big:
-            if p not in changed:  # a big file still there is untracked, so listed: it is gone
-                perms.pop(p, None)
-        for p, b in big.items():
-            perms[p] = b.perm
-        return perms
-
-    def _store_perms(self, perms: Mapping[str, str]) -> str:
-        body = json.dumps(dict(sorted(perms.items())), separators=(",", ":")).encode()
-        sha = self.git("hash-object", "-w", "--stdin", input=body).decode().strip()
-        self._perms_cache[sha] = dict(perms)
-        return sha
-
     # -- comparing -------------------------------------------------------------------------------
     def raw_changes(self, a: Snapshot, b: Snapshot) -> list[RawChange]:
-        """Every path that differs between two snapshots (content, type, mode, big files)."""
-        out = self.git("diff-tree", "-r", "-z", "--no-renames", "--raw", a.tree, b.tree)
+        """Every path that differs between two snapshots (content, type, mode, big files,
+        folders: an added or removed folder counts when nothing recorded is inside it)."""
         found: dict[str, RawChange] = {}
+        if a.tree != b.tree:
+            if a.tree in self._flats and b.tree in self._flats:
+                self._compare_flats(self._flat(a.tree), self._flat(b.tree), found)
+            else:
+                self._diff_tree(a.tree, b.tree, found)
+        for path in sorted(set(a.big) | set(b.big)):
+            was, now = a.big.get(path), b.big.get(path)
+            if was is not None and now is not None and was.sha256 == now.sha256:
+                if was.perm != now.perm:
+                    found[path] = RawChange(path, "P", was.perm, now.perm, None, None)
+                continue
+            found[path] = RawChange(
+                path,
+                "B",
+                was.perm if was else (found[path].old_mode if path in found else None),
+                now.perm if now else (found[path].new_mode if path in found else None),
+                was.sha256 if was else (found[path].old_sha if path in found else None),
+                now.sha256 if now else (found[path].new_sha if path in found else None),
+            )
+        if a.perms != b.perms:
+            b_perms = b.perms
+            for path in {p for p, _v in a.perms.items() - b_perms.items()}:
+                perm, other = a.perms[path], b_perms.get(path)
+                if other is None or other == perm or path in found:
+                    continue
+                if path in a.big or path in b.big:
+                    continue
+                found[path] = RawChange(path, "P", perm, other, None, None)
+            if a.dirs_recorded and b.dirs_recorded:
+                for side, other_side, status in ((a, b, "D"), (b, a, "A")):
+                    gone = [p for p in side.perms.keys() - other_side.perms.keys() if p[-1:] == "/"]
+                    if not gone:
+                        continue
+                    holders = _holding_folders(side.perms)
+                    for path in gone:
+                        if path not in holders:
+                            perm = side.perms[path]
+                            old, new = (perm, None) if status == "D" else (None, perm)
+                            found[path] = RawChange(path, status, old, new, None, None)
+        return [found[p] for p in sorted(found)]
+
+    @staticmethod
+    def _compare_flats(fa: Flat, fb: Flat, found: dict[str, RawChange]) -> None:
+        for path in sorted({p for p, _v in fa.items() ^ fb.items()}):
+            was, now = fa.get(path), fb.get(path)
+            if now is None and was is not None:
+                found[path] = RawChange(path, "D", f"{was[0]:06o}", None, was[1].hex(), None)
+            elif was is None and now is not None:
+                found[path] = RawChange(path, "A", None, f"{now[0]:06o}", None, now[1].hex())
+            elif was is not None and now is not None:
+                status = "T" if (was[0] ^ now[0]) & 0o170000 else "M"
+                found[path] = RawChange(
+                    path, status, f"{was[0]:06o}", f"{now[0]:06o}", was[1].hex(), now[1].hex()
+                )
+
+    def _diff_tree(self, a: str, b: str, found: dict[str, RawChange]) -> None:
+        out = self.git("diff-tree", "-r", "-z", "--no-renames", "--raw", a, b)
         fields_ = out.split(b"\0")
         i = 0
         while i + 1 < len(fields_):
@@ -714,26 +774,6 @@ class ShadowRepo:
                 None if set(old_sha) == {"0"} else old_sha,
                 None if set(new_sha) == {"0"} else new_sha,
             )
-        for path in sorted(set(a.big) | set(b.big)):
-            old, new = a.big.get(path), b.big.get(path)
-            if old is not None and new is not None and old.sha256 == new.sha256:
-                if old.perm != new.perm:
-                    found[path] = RawChange(path, "P", old.perm, new.perm, None, None)
-                continue
-            found[path] = RawChange(
-                path,
-                "B",
-                old.perm if old else (found[path].old_mode if path in found else None),
-                new.perm if new else (found[path].new_mode if path in found else None),
-                old.sha256 if old else (found[path].old_sha if path in found else None),
-                new.sha256 if new else (found[path].new_sha if path in found else None),
-            )
-        for path in sorted(set(a.perms) & set(b.perms)):
-            if path in found or path in a.big or path in b.big:
-                continue
-            if a.perms[path] != b.perms[path]:
-                found[path] = RawChange(path, "P", a.perms[path], b.perms[path], None, None)
-        return [found[p] for p in sorted(found)]
 
     def file_changes(
         self, a: Snapshot, b: Snapshot, raw: Sequence[RawChange] | None = None
@@ -742,7 +782,9 @@ class ShadowRepo:
         raw = list(self.raw_changes(a, b) if raw is None else raw)
         omitted = max(0, len(raw) - FILES_LIMIT)
         raw = raw[:FILES_LIMIT]
-        diffs = self._diffs(a, b, [r.path for r in raw if r.status in "AMDT"])
+        diffs = self._diffs(
+            a, b, [r.path for r in raw if r.status in "AMDT" and not r.path.endswith("/")]
+        )
         total = 0
         truncated = False
         files = []
@@ -825,7 +867,8 @@ class ShadowRepo:
 
     # -- restoring -------------------------------------------------------------------------------
     def restore(self, target: Snapshot, current: Snapshot) -> dict[str, list[str]]:
-        """Make the folder match `target`: bytes, permission bits and presence.
+        """Make the folder match `target`: bytes, permission bits and presence, of files and
+        (when both checkpoints recorded them) folders.
 
         Returns what was done by category (paths relative to the conversation's
         folder). Files over the size limit at the target whose content changed
@@ -839,33 +882,60 @@ class ShadowRepo:
             "not_restorable": [],
         }
         raw = self.raw_changes(target, current)
+        shown = {r.path for r in raw}
+        folders = target.dirs_recorded and current.dirs_recorded
         to_checkout: list[str] = []
+        to_chmod: list[tuple[str, str]] = []
+        to_remove: list[str] = []
         for r in raw:
-            path = self.top / r.path
+            if r.path.endswith("/"):
+                continue  # folders: below
             in_target = r.path in target.perms or r.path in target.big
             in_current = r.path in current.perms or r.path in current.big
             show = self.display_path(r.path)
             if r.path in target.big:
                 big = target.big[r.path]
                 if r.status == "P" and in_current:
-                    _chmod(path, big.perm)
+                    to_chmod.append((r.path, big.perm))
                     done["modes"].append(show)
                 else:
                     done["not_restorable"].append(show)
                 continue
             if not in_target:
-                _remove(path)
+                to_remove.append(r.path)
                 done["removed"].append(show)
                 continue
             if r.status == "P" or (r.status == "M" and r.old_sha == r.new_sha):
-                _chmod(path, target.perms[r.path])
+                to_chmod.append((r.path, target.perms[r.path]))
                 done["modes"].append(show)
                 continue
             to_checkout.append(r.path)
             done["restored" if in_current else "recreated"].append(show)
-        for r in raw:
-            if r.path not in target.perms and r.path not in target.big:
-                _prune_empty_dirs((self.top / r.path).parent, self.cwd)
+        want = {p[:-1]: m for p, m in target.perms.items() if p[-1:] == "/"} if folders else {}
+        have = {p[:-1]: m for p, m in current.perms.items() if p[-1:] == "/"} if folders else {}
+        touched = [*to_remove, *to_checkout, *(p for p, _m in to_chmod), *want, *have]
+        opened = _open_parents(self.top, touched, self.cwd)
+        for path in to_remove:
+            _remove(self.top / path)
+        if folders:
+            for folder in sorted(have.keys() - want.keys(), key=_depth, reverse=True):
+                try:
+                    (self.top / folder).rmdir()
+                except OSError:
+                    continue  # holds what checkpoints do not record: left, reported after
+                if folder + "/" in shown:
+                    done["removed"].append(self.display_path(folder + "/"))
+            for folder in sorted(want.keys() - have.keys(), key=_depth):
+                made = self.top / folder
+                if made.is_symlink() or (made.exists() and not made.is_dir()):
+                    _remove(made)
+                with contextlib.suppress(OSError):
+                    made.mkdir(exist_ok=True)
+                if folder + "/" in shown:
+                    done["recreated"].append(self.display_path(folder + "/"))
+        else:
+            for path in to_remove:
+                _prune_empty_dirs((self.top / path).parent, self.cwd)
         if to_checkout:
             for p in to_checkout:
                 _clear_way(self.top, p)
@@ -887,53 +957,66 @@ class ShadowRepo:
                 perm = target.perms.get(p)
                 if perm and perm != "link":
                     _chmod(self.top / p, perm)
+        for path, perm in to_chmod:
+            _chmod(self.top / path, perm)
+        # Folder modes last, deepest first: writing into them needed them open.
+        for folder in sorted(want, key=_depth, reverse=True):
+            if want[folder] != have.get(folder) or folder in opened:
+                _chmod(self.top / folder, want[folder])
+                if folder in have and want[folder] != have[folder]:
+                    done["modes"].append(self.display_path(folder + "/"))
+        for folder, perm in opened.items():
+            if folder not in want and (self.top / folder).is_dir():
+                _chmod(self.top / folder, perm)
         return done
 
 
-_POOL = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="phoenix-perms")
-_U32 = 0xFFFFFFFF
+_POOL = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="phoenix-checkpoints")
 
 
-def _write_index(path: Path, entries: Sequence[tuple[bytes, os.stat_result, int, str]]) -> None:
-    """A git index (version 2) holding these entries with their stat data.
-
-    The format is git's documented on-disk index (Documentation/gitformat-index):
-    a header, one entry per path sorted by name, and a SHA-1 of it all. Entries
-    whose mtime is not older than the index are "racily clean" to git, which
-    then compares content: correctness never rests on the stat data alone.
-    """
-    body = bytearray(b"DIRC" + struct.pack(">II", 2, len(entries)))
-    for name, st, mode, sha in sorted(entries, key=lambda e: e[0]):
-        body += struct.pack(
-            ">10I",
-            (st.st_ctime_ns // 1_000_000_000) & _U32,
-            st.st_ctime_ns % 1_000_000_000,
-            (st.st_mtime_ns // 1_000_000_000) & _U32,
-            st.st_mtime_ns % 1_000_000_000,
-            st.st_dev & _U32,
-            st.st_ino & _U32,
-            mode,
-            st.st_uid & _U32,
-            st.st_gid & _U32,
-            st.st_size & _U32,
-        )
-        body += bytes.fromhex(sha) + struct.pack(">H", min(len(name), 0xFFF)) + name
-        body += b"\0" * (8 - (62 + len(name)) % 8)
-    body += hashlib.sha1(body).digest()
-    tmp = path.with_name(path.name + ".phoenix-tmp")
-    tmp.write_bytes(bytes(body))
-    os.replace(tmp, path)
+def _depth(path: str) -> int:
+    return path.count("/")
 
 
-def _scan_perms(top: Path, paths: Sequence[str]) -> dict[str, str]:
-    """Permission bits of the files that still exist (lstat; os.lstat releases the GIL)."""
-    out: dict[str, str] = {}
-    for p in paths:
-        with contextlib.suppress(OSError):
-            st = os.lstat(f"{top}/{p}")
-            if not stat.S_ISDIR(st.st_mode):
-                out[p] = _perm_of(st)
+def _short_hash(text: str) -> str:
+    return hashlib.sha1(os.fsencode(text)).hexdigest()[:16]
+
+
+def _holding_folders(perms: Mapping[str, str]) -> set[str]:
+    """Folders ("dir/") with anything recorded below them: an added or removed folder is
+    listed only when nothing below it is (`mkdir -p a/b` lists "a/b/")."""
+    out: set[str] = set()
+    for path in perms:
+        folder = path.rstrip("/").rpartition("/")[0]
+        while folder and folder + "/" not in out:
+            out.add(folder + "/")
+            folder = folder.rpartition("/")[0]
     return out
+
+
+def _open_parents(top: Path, paths: Iterable[str], stop: Path) -> dict[str, str]:
+    """Give the owner rwx on every folder holding a path about to change (a revert must
+    write into a folder the agent made read-only); returns their previous modes."""
+    opened: dict[str, str] = {}
+    seen: set[str] = set()
+    for path in paths:
+        folder = path.rpartition("/")[0]
+        while folder and folder not in seen:
+            seen.add(folder)
+            full = top / folder
+            if full == stop or stop not in full.parents:
+                break
+            try:
+                st = os.lstat(full)
+            except OSError:
+                folder = folder.rpartition("/")[0]
+                continue
+            if stat.S_ISDIR(st.st_mode) and st.st_mode & 0o700 != 0o700:
+                opened[folder] = f"{stat.S_IMODE(st.st_mode):04o}"
+                with contextlib.suppress(OSError):
+                    os.chmod(full, stat.S_IMODE(st.st_mode) | 0o700)
+            folder = folder.rpartition("/")[0]
+    return opened
 
 
 def _checkpoint(commit: str, meta: Mapping[str, Any]) -> Checkpoint:
@@ -948,29 +1031,6 @@ def _checkpoint(commit: str, meta: Mapping[str, Any]) -> Checkpoint:
         files_changed=int(meta.get("files_changed", 0) or 0),
         reverted_to=meta.get("reverted_to") if isinstance(meta.get("reverted_to"), int) else None,
     )
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        while chunk := f.read(1 << 20):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
-def _fi_path(path: bytes) -> bytes:
-    """A path for fast-import: C-quoted when it holds a quote, backslash or control byte."""
-    if path.startswith(b'"') or any(c < 0x20 or c in (0x22, 0x5C, 0x7F) for c in path):
-        out = bytearray(b'"')
-        for c in path:
-            if c in (0x22, 0x5C):
-                out += b"\\" + bytes([c])
-            elif c < 0x20 or c == 0x7F:
-                out += f"\\{c:03o}".encode()
-            else:
-                out.append(c)
-        return bytes(out + b'"')
-    return path
 
 
 def _patch_path(text: str) -> str | None:

@@ -7,15 +7,19 @@ temporary directory. Each round runs, on its own copy of the tree:
 
   phoenix:  `ShadowRepo.take` (the checkpoint executor): the first checkpoint,
             then an "after" checkpoint with its changes (what a tool call pays,
-            diff included) once 3 files changed
+            diff included) once 3 existing files changed, then one once 3 new
+            files were added (new names: the ignore rules are asked)
   git:      `git add -A && git commit` in a scratch copy (a fresh repository,
-            then again after changing the same 3 files)
+            then again after the same changes)
   cp -r:    copying the whole tree (what a naive snapshot costs each time)
 
 Prints the median of ROUNDS rounds in seconds/milliseconds and the ratios
 phoenix/git and phoenix/cp, plus the targets of issue 17 (first <= 2 s,
-incremental <= 100 ms). The machine is shared: read the ratios, not the
-absolute times alone.
+incremental <= 100 ms) and the load average. The machine is shared: read the
+ratios, not the absolute times alone.
+
+(Until 2026-11-22 the "3 files changed" paths did not exist in the tree, so that
+column measured 3 files added; both are measured now.)
 """
 
 from __future__ import annotations
@@ -47,13 +51,20 @@ def make_tree(root: Path) -> None:
         (folder / f"file{i}.py").write_bytes(rng(FILE_SIZE // 2).hex().encode())
 
 
-CHANGED = ("pkg01/mod0/file101.py", "pkg02/mod0/file102.py", "pkg03/mod0/file103.py")
+CHANGED = ("pkg01/mod1/file101.py", "pkg02/mod1/file102.py", "pkg03/mod1/file103.py")
+ADDED = ("pkg04/mod2/new1.py", "pkg05/mod3/new2.py", "pkg06/mod4/new3.py")
 
 
 def change_three(root: Path, n: int) -> None:
     for rel in CHANGED:
+        assert (root / rel).is_file(), rel
         with open(root / rel, "ab") as f:
             f.write(f"\n# edit {n}\n".encode())
+
+
+def add_three(root: Path, n: int) -> None:
+    for rel in ADDED:
+        (root / rel).write_text(f"# added {n}\n")
 
 
 def clock(action: object) -> float:
@@ -62,18 +73,22 @@ def clock(action: object) -> float:
     return time.perf_counter() - start
 
 
-def run_phoenix(tree: Path, store: Path, n: int) -> tuple[float, float]:
+def run_phoenix(tree: Path, store: Path, n: int) -> tuple[float, float, float]:
     repo = ShadowRepo(store, tree, max_file_size=20 * 1024 * 1024)
     snaps: list[object] = []
     first = clock(lambda: snaps.append(repo.take("approval")[0]))
+
+    def incremental(expected: tuple[str, ...]) -> None:
+        snap, raw = repo.take("after", compare_to=snaps[-1])  # type: ignore[arg-type]
+        repo.file_changes(snaps[-1], snap, raw)  # type: ignore[arg-type]
+        assert sorted(r.path for r in raw) == sorted(expected), raw
+        snaps.append(snap)
+
     change_three(tree, n)
-
-    def incremental() -> None:
-        snap, raw = repo.take("after", compare_to=snaps[0])  # type: ignore[arg-type]
-        repo.file_changes(snaps[0], snap, raw)  # type: ignore[arg-type]
-        assert len(raw) == len(CHANGED), raw
-
-    return first, clock(incremental)
+    changed = clock(lambda: incremental(CHANGED))
+    add_three(tree, n)
+    added = clock(lambda: incremental(ADDED))
+    return first, changed, added
 
 
 def _git(tree: Path, *args: str) -> None:
@@ -92,7 +107,7 @@ def _git(tree: Path, *args: str) -> None:
     )
 
 
-def run_git(tree: Path, n: int) -> tuple[float, float]:
+def run_git(tree: Path, n: int) -> tuple[float, float, float]:
     _git(tree, "init", "-q")
 
     def commit() -> None:
@@ -101,17 +116,20 @@ def run_git(tree: Path, n: int) -> tuple[float, float]:
 
     first = clock(commit)
     change_three(tree, n)
-    return first, clock(commit)
+    changed = clock(commit)
+    add_three(tree, n)
+    return first, changed, clock(commit)
 
 
-def run_cp(tree: Path, scratch: Path) -> tuple[float, float]:
+def run_cp(tree: Path, scratch: Path) -> tuple[float, float, float]:
     first = clock(lambda: shutil.copytree(tree, scratch / "copy1", symlinks=True))
     second = clock(lambda: subprocess.run(["cp", "-r", str(tree), str(scratch / "copy2")]))
-    return first, second
+    return first, second, second
 
 
 def main() -> None:
-    results: dict[str, list[tuple[float, float]]] = {"phoenix": [], "git": [], "cp": []}
+    results: dict[str, list[tuple[float, float, float]]] = {"phoenix": [], "git": [], "cp": []}
+    load_before = os.getloadavg()
     with tempfile.TemporaryDirectory(prefix="bench-cp-") as tmp:
         base = Path(tmp) / "tree"
         base.mkdir()
@@ -127,25 +145,29 @@ def main() -> None:
             results["cp"].append(run_cp(base, work))
             shutil.rmtree(work)
     med = {
-        name: (
-            statistics.median(r[0] for r in rounds),
-            statistics.median(r[1] for r in rounds),
-        )
+        name: tuple(statistics.median(r[i] for r in rounds) for i in range(3))
         for name, rounds in results.items()
     }
     p, g, c = med["phoenix"], med["git"], med["cp"]
+    load_after = os.getloadavg()
     print(f"tree: {FILES:,} files, {FILES * FILE_SIZE / 1e6:.0f} MB; median of {ROUNDS} rounds")
-    print(f"{'':24}{'first':>10}{'3 files changed':>18}")
-    for name, (first, inc) in med.items():
-        print(f"{name:<24}{first:>9.3f}s{inc * 1000:>16.1f}ms")
-    print(f"ratio phoenix/git:      {p[0] / g[0]:>9.2f}x{p[1] / g[1]:>17.2f}x")
-    print(f"ratio phoenix/cp -r:    {p[0] / c[0]:>9.2f}x{p[1] / c[1]:>17.3f}x")
+    print(
+        "load average (1/5/15 min): before "
+        + "/".join(f"{x:.2f}" for x in load_before)
+        + ", after "
+        + "/".join(f"{x:.2f}" for x in load_after)
+    )
+    print(f"{'':24}{'first':>10}{'3 files changed':>18}{'3 files added':>16}")
+    for name, (first, inc, add) in med.items():
+        print(f"{name:<24}{first:>9.3f}s{inc * 1000:>16.1f}ms{add * 1000:>14.1f}ms")
+    print(f"ratio phoenix/git:      {p[0] / g[0]:>9.2f}x{p[1] / g[1]:>17.2f}x{p[2] / g[2]:>15.2f}x")
+    print(f"ratio phoenix/cp -r:    {p[0] / c[0]:>9.2f}x{p[1] / c[1]:>17.3f}x{p[2] / c[2]:>15.3f}x")
     ok_first = p[0] <= TARGET_FIRST
-    ok_inc = p[1] <= TARGET_INCREMENTAL
+    ok_inc = max(p[1], p[2]) <= TARGET_INCREMENTAL
     print(
         f"targets: first {p[0]:.2f} s <= {TARGET_FIRST} s: {'met' if ok_first else 'NOT met'}; "
-        f"incremental {p[1] * 1000:.0f} ms <= {TARGET_INCREMENTAL * 1000:.0f} ms: "
-        f"{'met' if ok_inc else 'NOT met'}"
+        f"incremental {p[1] * 1000:.0f} ms (changed) / {p[2] * 1000:.0f} ms (added) "
+        f"<= {TARGET_INCREMENTAL * 1000:.0f} ms: {'met' if ok_inc else 'NOT met'}"
     )
     sys.stdout.flush()
 

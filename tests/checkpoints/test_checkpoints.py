@@ -7,8 +7,8 @@ against a shadow store) and checks the folder byte for byte afterwards.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import os
+import shutil
 import stat
 import subprocess
 from collections.abc import Callable
@@ -25,50 +25,9 @@ from phoenix_nb.checkpoints.recorder import (
 )
 from phoenix_nb.core.displays import BashDisplay, stored_display
 from phoenix_nb.core.values import Mode, ToolResult
+from tests.checkpoints.scratch import git_dir_state, tree_state, user_git
 
 pytestmark = pytest.mark.timeout(120)
-
-
-def tree_state(root: Path) -> dict[str, tuple[str, str]]:
-    """path -> (permission bits or "link", sha256 of the bytes or the link target)."""
-    out: dict[str, tuple[str, str]] = {}
-    for dirpath, dirs, files in os.walk(root):
-        dirs[:] = [d for d in dirs if d != ".git"]
-        for name in files:
-            path = Path(dirpath) / name
-            rel = path.relative_to(root).as_posix()
-            st = os.lstat(path)
-            if stat.S_ISLNK(st.st_mode):
-                out[rel] = ("link", os.readlink(path))
-            else:
-                out[rel] = (
-                    oct(stat.S_IMODE(st.st_mode)),
-                    hashlib.sha256(path.read_bytes()).hexdigest(),
-                )
-    return out
-
-
-def git_dir_state(git_dir: Path) -> dict[str, str]:
-    """Every file of a .git folder and its sha256: the user's repository, byte for byte."""
-    return {
-        p.relative_to(git_dir).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
-        for p in sorted(git_dir.rglob("*"))
-        if p.is_file()
-    }
-
-
-def user_git(repo: Path, *args: str) -> str:
-    env = {
-        "PATH": os.environ["PATH"],
-        "HOME": str(repo.parent),
-        "GIT_CONFIG_NOSYSTEM": "1",
-        "GIT_AUTHOR_NAME": "u",
-        "GIT_AUTHOR_EMAIL": "u@x",
-        "GIT_COMMITTER_NAME": "u",
-        "GIT_COMMITTER_EMAIL": "u@x",
-    }
-    done = subprocess.run(["git", *args], cwd=repo, env=env, capture_output=True, check=True)
-    return done.stdout.decode()
 
 
 class Agent:
@@ -421,23 +380,56 @@ def test_pruning_keeps_what_a_revert_may_want_and_says_what_it_removed(
     assert not (project / "one.txt").exists() and not (project / "two.txt").exists()
 
 
-def test_the_first_snapshot_matches_what_git_itself_records(
-    project: Path, checkpoints: Checkpoints
+def _git_tree_of(folder: Path, repo_env: dict[str, str], index: Path) -> str:
+    """The tree `git add -A && git write-tree` records for the folder (a scratch index)."""
+    env = {**repo_env, "GIT_INDEX_FILE": str(index)}
+    index.unlink(missing_ok=True)
+    subprocess.run(["git", "add", "-A"], cwd=folder, env=env, check=True)
+    done = subprocess.run(
+        ["git", "write-tree"], cwd=folder, env=env, check=True, capture_output=True
+    )
+    return done.stdout.decode().strip()
+
+
+def _fsck(repo_env: dict[str, str], cwd: Path) -> None:
+    done = subprocess.run(
+        ["git", "fsck", "--strict", "--full", "--no-dangling"],
+        cwd=cwd,
+        env=repo_env,
+        capture_output=True,
+    )
+    problems = [
+        line
+        for line in done.stderr.decode().splitlines()
+        if not line.startswith("notice: HEAD points to an unborn branch")
+    ]
+    assert done.returncode == 0 and not problems, problems
+
+
+@pytest.mark.parametrize("files", [5, 400], ids=["loose", "packed"])
+def test_snapshots_are_the_trees_git_itself_records_and_the_store_is_sound(
+    project: Path, checkpoints: Checkpoints, files: int
 ) -> None:
-    """The first checkpoint writes its own index: the same tree as `git add -A`, and stat
-    data git accepts (nothing reported changed), so the next checkpoint is incremental."""
+    """Objects, trees and packs are written here in git's formats: every checkpoint's
+    tree equals `git add -A`'s, and `git fsck --strict` finds nothing wrong."""
+    for i in range(files):
+        folder = project / "many" / f"d{i % 7}"
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"f{i}.txt").write_bytes(os.urandom(40) + b"\n" * (i % 3))
+    os.chmod(project / "run.sh", 0o755)
     agent = Agent(checkpoints, project)
     agent.approve()
     repo = agent.history().repo
-    env = {**repo._env, "GIT_INDEX_FILE": str(project.parent / "plain-index")}
-    subprocess.run(["git", "add", "-A"], cwd=project, env=env, check=True)
-    plain = subprocess.run(
-        ["git", "write-tree"], cwd=project, env=env, check=True, capture_output=True
-    ).stdout.decode()
+    scratch = project.parent / "plain-index"
     first = agent.history().checkpoints()[0]
-    assert agent.history().snapshot(first).tree == plain.strip()
-    assert repo.git("diff-files", "--name-only") == b""
-    assert b"error" not in repo.git("fsck", "--no-dangling", check=False)
+    assert agent.history().snapshot(first).tree == _git_tree_of(project, repo._env, scratch)
+    agent.bash(
+        "echo changed >> README.md; rm many/d1/f1.txt; mkdir -p many/new && echo n > many/new/n;"
+        " chmod -x run.sh; ln -s README.md many/d2/ln; printf 'x' > 'many/d3/sp ace'"
+    )
+    latest = agent.history().checkpoints()[-1]
+    assert agent.history().snapshot(latest).tree == _git_tree_of(project, repo._env, scratch)
+    _fsck(repo._env, project)
 
 
 def test_an_empty_folder_and_a_crashed_first_attempt(tmp_path: Path) -> None:
@@ -451,14 +443,19 @@ def test_an_empty_folder_and_a_crashed_first_attempt(tmp_path: Path) -> None:
     history = agent.history()
     asyncio.run(history.arevert(1))
     assert list(empty.iterdir()) == []
-    # A first attempt that died after writing its index: the next one starts afresh.
+    # A first attempt that died after writing objects and its stat cache, but no ref:
+    # the next one starts afresh.
     other = Agent(Checkpoints(tmp_path / "cp2"), empty, cid="c2")
     repo = other.history().repo
-    repo.ensure()
     (empty / "a.txt").write_text("a")
-    repo.git("add", "-A")  # an index without any checkpoint
+    repo.take("approval")
+    for ref in (repo.git_dir / "refs" / "phoenix" / "cp").iterdir():
+        ref.unlink()
+    (repo.root / "last").unlink()
+    (empty / "b.txt").write_text("b")
+    repo._last = None
     snap, _ = repo.take("approval")
-    assert "a.txt" in snap.perms
+    assert snap.checkpoint.number == 1 and {"a.txt", "b.txt"} <= set(snap.perms)
 
 
 def test_a_store_inside_the_folder_is_never_checkpointed_or_reverted(project: Path) -> None:
@@ -479,3 +476,104 @@ def test_a_store_inside_the_folder_is_never_checkpointed_or_reverted(project: Pa
     asyncio.run(history.arevert(history.resolve_target(None, to_approval=True).number))
     assert not (project / "made.txt").exists()
     assert (home / "db" / "conversations.json").read_text() == '{"grown": true}'
+
+
+def test_empty_folders_and_folder_modes_are_recorded_and_restored(
+    project: Path, checkpoints: Checkpoints
+) -> None:
+    (project / "empty").mkdir()
+    (project / "keep").mkdir()  # an empty folder the agent removes
+    os.chmod(project / "data", 0o750)
+    start = tree_state(project)
+    agent = Agent(checkpoints, project)
+    agent.approve()
+    changes = agent.bash(
+        "rmdir keep; mkdir -p made/deeper; chmod 711 empty; rm data/blob.bin; chmod 555 data"
+    )
+    assert changes is not None
+    made = oct(stat.S_IMODE(os.lstat(project / "made" / "deeper").st_mode))[2:].zfill(4)
+    assert {f.path: (f.kind, f.old_mode, f.new_mode) for f in changes.files} == {
+        "keep/": ("deleted", "0755", None),
+        "made/deeper/": ("added", None, made),  # the leaf: "made/" goes without saying
+        "empty/": ("mode", "0755", "0711"),
+        "data/": ("mode", "0750", "0555"),
+        "data/blob.bin": ("deleted", "0644", None),
+    }
+    history = agent.history()
+    report = asyncio.run(history.arevert(history.resolve_target(None, to_approval=True).number))
+    assert tree_state(project) == start, "folders back, with their modes; made/ gone"
+    assert "keep/" in report.recreated and "made/deeper/" in report.removed
+    assert {"empty/", "data/"} <= set(report.modes) and "data/blob.bin" in report.recreated
+    assert report.not_restorable == ()
+
+
+def test_a_nested_repository_is_covered_like_any_folder_and_its_git_untouched(
+    tmp_path: Path, checkpoints: Checkpoints
+) -> None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    user_git(repo, "init", "-q", "-b", "main")
+    (repo / "top.py").write_text("top\n")
+    user_git(repo, "add", "-A")
+    user_git(repo, "commit", "-q", "-m", "top")
+    lib = repo / "vendor" / "lib"
+    (lib / "pkg").mkdir(parents=True)
+    user_git(lib, "init", "-q", "-b", "main")
+    (lib / ".gitignore").write_text("*.tmp\n")
+    (lib / "a.py").write_text("a = 1\n")
+    (lib / "b.py").write_text("b = 1\n")
+    (lib / "pkg" / "c.py").write_text("c = 1\n")
+    user_git(lib, "add", "-A")
+    user_git(lib, "commit", "-q", "-m", "lib")
+    (lib / "a.py").write_text("a = 'stashed'\n")
+    user_git(lib, "stash", "-q")
+    (lib / "staged.py").write_text("s\n")
+    user_git(lib, "add", "staged.py")
+    (lib / "cache.tmp").write_text("ignored by the nested repository's own rules\n")
+    outer, inner = git_dir_state(repo / ".git"), git_dir_state(lib / ".git")
+    start = tree_state(repo)
+
+    agent = Agent(checkpoints, repo)
+    agent.approve()
+    changes = agent.bash(
+        "echo 2 > vendor/lib/a.py; rm vendor/lib/b.py; echo new > vendor/lib/pkg/new.py;"
+        " echo more >> vendor/lib/cache.tmp; chmod +x vendor/lib/pkg/c.py"
+    )
+    assert changes is not None
+    assert {f.path: f.kind for f in changes.files} == {
+        "vendor/lib/a.py": "modified",
+        "vendor/lib/b.py": "deleted",
+        "vendor/lib/pkg/new.py": "added",
+        "vendor/lib/pkg/c.py": "mode",
+    }
+    # A repository the agent makes: its files are recorded, never its .git.
+    made = agent.bash("git init -q made && echo x > made/f.txt && mkdir made/empty")
+    assert made is not None
+    assert {f.path for f in made.files} == {"made/f.txt", "made/empty/"}
+
+    history = agent.history()
+    report = asyncio.run(history.arevert(history.resolve_target(None, to_approval=True).number))
+    assert (lib / "cache.tmp").read_text().endswith("more\n"), "ignored there: left alone"
+    (lib / "cache.tmp").write_text("ignored by the nested repository's own rules\n")
+    assert (repo / "made" / ".git").is_dir(), "a .git is never touched, even one the agent made"
+    assert "made/" in report.not_restorable, "so its folder stays, and the report says so"
+    shutil.rmtree(repo / "made")
+    assert tree_state(repo) == start
+    assert git_dir_state(repo / ".git") == outer, "the outer repository byte-identical"
+    assert git_dir_state(lib / ".git") == inner, "the nested one too (index, stash, refs)"
+
+
+def test_a_lost_stat_cache_only_costs_reading_again(project: Path, tmp_path: Path) -> None:
+    root = tmp_path / "cp"
+    start = tree_state(project)
+    agent = Agent(Checkpoints(root), project)
+    agent.approve()
+    agent.bash("echo changed > README.md")
+    (root / "conv-1" / "state").unlink()
+    agent = Agent(Checkpoints(root), project)  # a new kernel, and no stat cache
+    changes = agent.bash("echo two > two.txt; chmod 700 src")
+    assert changes is not None
+    assert {f.path: f.kind for f in changes.files} == {"two.txt": "added", "src/": "mode"}
+    history = agent.history()
+    asyncio.run(history.arevert(history.resolve_target(None, to_approval=True).number))
+    assert tree_state(project) == start
