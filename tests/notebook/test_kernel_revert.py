@@ -7,7 +7,6 @@ real `git`; the user's side is cells, clicks and edits made from this process.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import stat
@@ -20,32 +19,10 @@ import pytest
 
 from phoenix_nb.store import Store
 from phoenix_nb.testing import FakeAnthropic, Turn, text, tool_use
+from tests.checkpoints.scratch import git_dir_state, tree_state
 from tests.notebook.kernel_harness import MIME, Kernel
 
 pytestmark = pytest.mark.timeout(240)
-
-
-def tree_state(root: Path) -> dict[str, tuple[str, str]]:
-    """path -> (permission bits, sha256), every file but the .git folder."""
-    out: dict[str, tuple[str, str]] = {}
-    for dirpath, dirs, files in os.walk(root):
-        dirs[:] = [d for d in dirs if d != ".git"]
-        for name in files:
-            path = Path(dirpath) / name
-            mode = oct(stat.S_IMODE(os.lstat(path).st_mode))
-            out[path.relative_to(root).as_posix()] = (
-                mode,
-                hashlib.sha256(path.read_bytes()).hexdigest(),
-            )
-    return out
-
-
-def git_dir_state(git_dir: Path) -> dict[str, str]:
-    return {
-        p.relative_to(git_dir).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
-        for p in sorted(git_dir.rglob("*"))
-        if p.is_file()
-    }
 
 
 def _user_git(repo: Path, *args: str) -> None:
