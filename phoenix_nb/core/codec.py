@@ -101,6 +101,18 @@ def to_json(value: Any) -> Any:
     raise CodecError(f"cannot encode {type(value).__name__}: not a core value")
 
 
+def _untyped_display(tag: str, data: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A ToolResult in a state persisted before tool displays were typed holds its display
+    as the stored JSON (checkpoint `changes` inside): read back by its keys."""
+    display = data.get("display")
+    if tag != "ToolResult" or not isinstance(display, Mapping) or "type" in display:
+        return data
+    from phoenix_nb.core.displays import read_stored
+
+    typed, changes = read_stored(display)
+    return {**data, "display": to_json(typed), "changes": to_json(changes)}
+
+
 def from_json(data: Any) -> Any:
     """Decode what `to_json` produced; raises CodecError naming what is wrong."""
     if isinstance(data, list):
@@ -115,6 +127,7 @@ def from_json(data: Any) -> Any:
                 return cls(data.get("value"))
             except ValueError as exc:
                 raise CodecError(f"bad {tag} value: {data.get('value')!r}") from exc
+        data = _untyped_display(cls.__name__, data)
         raw = _raw_fields(cls)
         kwargs: dict[str, Any] = {}
         names = {f.name for f in dataclasses.fields(cls)}

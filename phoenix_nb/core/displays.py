@@ -18,7 +18,7 @@ stored next to these keys under `"changes"`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from enum import StrEnum
 from typing import Any
@@ -59,6 +59,19 @@ class BashDisplay:
                 del out[key]
         return out
 
+    @classmethod
+    def read(cls, display: object) -> BashDisplay:
+        log = display.get("log") if isinstance(display, Mapping) else None
+        return cls(
+            command=_text(display, "command"),
+            exit_code=_int(display, "exit_code"),
+            timed_out=_flag(display, "timed_out"),
+            output_truncated=_flag(display, "output_truncated"),
+            background=_flag(display, "background"),
+            pgid=_int(display, "pgid"),
+            log=log if isinstance(log, str) else None,
+        )
+
 
 @dataclass(frozen=True)
 class PatchDisplay:
@@ -68,6 +81,10 @@ class PatchDisplay:
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
 
+    @classmethod
+    def read(cls, display: object) -> PatchDisplay:
+        return cls(_text(display, "path"), _text(display, "diff"))
+
 
 @dataclass(frozen=True)
 class ThinkDisplay:
@@ -75,6 +92,10 @@ class ThinkDisplay:
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
+
+    @classmethod
+    def read(cls, display: object) -> ThinkDisplay:
+        return cls(_text(display, "thoughts"))
 
 
 @dataclass(frozen=True)
@@ -148,6 +169,33 @@ class SearchDisplay:
         if self.ranked_by_helper is not None:
             out["ranked_by_helper"] = self.ranked_by_helper
         return out
+
+    @classmethod
+    def read(cls, display: object) -> SearchDisplay:
+        raw_terms = display.get("terms") if isinstance(display, Mapping) else None
+        raw_files = display.get("files") if isinstance(display, Mapping) else None
+        ranked = display.get("ranked_by_helper") if isinstance(display, Mapping) else None
+        terms = tuple(
+            SearchTerm(
+                term=_text(t, "term"),
+                files=_int(t, "files") or 0,
+                hits=_int(t, "hits") or 0,
+                dropped=_text(t, "dropped"),
+            )
+            for t in (raw_terms if isinstance(raw_terms, list) else [])
+            if isinstance(t, Mapping)
+        )
+        files = (
+            tuple(f for f in raw_files if isinstance(f, str)) if isinstance(raw_files, list) else ()
+        )
+        return cls(
+            root=_text(display, "root"),
+            query=_text(display, "query"),
+            terms=terms,
+            files=files,
+            truncated=_flag(display, "truncated"),
+            ranked_by_helper=ranked if isinstance(ranked, bool) else None,
+        )
 
 
 # ------------------------------------------------------------------ kernel tools
@@ -285,3 +333,33 @@ def stored_display(
     if changes is not None:
         out["changes"] = changes.to_json()
     return out
+
+
+# The keys that tell each display apart when the tool is not known (`read_stored`).
+_TELLING_KEYS: tuple[tuple[str, Callable[[object], ToolDisplay | None]], ...] = (
+    ("command", BashDisplay.read),
+    ("diff", PatchDisplay.read),
+    ("thoughts", ThinkDisplay.read),
+    ("agents", SubAgentsDisplay.read),
+    ("terms", SearchDisplay.read),
+    ("names", InspectDisplay.read),
+    ("last", HistoryDisplay.read),
+    ("elapsed", RunPythonDisplay.read),
+    ("proposed_cell", ProposalDisplay.read),
+    ("error", ErrorDisplay.read),
+)
+
+
+def read_stored(data: object) -> tuple[ToolDisplay | None, ToolChanges | None]:
+    """A stored display's JSON back as typed values, told apart by its keys.
+
+    For where the tool that made it is not at hand: a conversation state persisted
+    before displays were typed holds its finished results' displays as this JSON
+    (`core.codec` reads them through here). Unknown shapes read as no display."""
+    if not isinstance(data, Mapping):
+        return None, None
+    changes = ToolChanges.from_json(data.get("changes"))
+    for key, read in _TELLING_KEYS:
+        if key in data:
+            return read(data), changes
+    return None, changes

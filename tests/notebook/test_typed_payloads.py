@@ -45,10 +45,12 @@ from phoenix_nb.core.displays import (
     SubAgentsDisplay,
     ThinkDisplay,
     ToolErrorKind,
+    read_stored,
     stored_display,
 )
 from phoenix_nb.core.notices import Notice, NoticeData
-from phoenix_nb.core.values import ToolResult
+from phoenix_nb.core.states import ConvState, ToolExecuting
+from phoenix_nb.core.values import Mode, ToolResult, ToolUseBlock, Usage
 from phoenix_nb.notebook._render import view as v
 from phoenix_nb.runtime import updates as up
 from phoenix_nb.testing import FakeAnthropic, Turn, text, tool_use
@@ -269,6 +271,44 @@ def test_changes_are_stored_next_to_the_display_and_survive_the_codec() -> None:
     ):
         result = ToolResult("t1", "out", display=display, changes=changes)
         assert from_json(json.loads(json.dumps(to_json(result)))) == result
+
+
+ALL_KINDS = (
+    BashDisplay("ls", 0),
+    BashDisplay("serve", None, background=True, pgid=41, log="/run/bg/output.log"),
+    PatchDisplay("a.py", "-a\n+b\n"),
+    ThinkDisplay("first A"),
+    SubAgentsDisplay((AgentReport("a1", "count", "success", "2", "c-7"),)),
+    SearchDisplay("/p", "q", (SearchTerm("t", 1, 2, ""),), ("a.py",), True, True),
+    InspectDisplay(("df",), 1),
+    HistoryDisplay(20),
+    RunPythonDisplay(timed_out=False, signal=None, exit_code=1, images=0, elapsed=0.5),
+    ProposalDisplay("x = 1", "Set x."),
+    ErrorDisplay(ToolErrorKind.KERNEL_ACCESS_OFF),
+)
+
+
+@pytest.mark.parametrize("display", ALL_KINDS, ids=lambda d: type(d).__name__)
+def test_a_stored_display_reads_back_by_its_keys_alone(display: Any) -> None:
+    """Where the tool is not known (a state persisted before displays were typed), the
+    stored JSON still reads back as the display that made it, changes apart."""
+    changes = ToolChanges(1, 2, (FileChange("a.py", "added"),))
+    stored = json.loads(json.dumps(stored_display(display, changes)))
+    assert read_stored(stored) == (display, changes)
+    assert read_stored(display.to_json()) == (display, None)
+
+
+def test_a_state_persisted_with_untyped_displays_still_restores() -> None:
+    """A finished result's display in state_data written before the types existed."""
+    call = ToolUseBlock("t2", "bash", {"command": "ls"})
+    changes = ToolChanges(3, 4)
+    done = ToolResult("t1", "patched", display=PatchDisplay("a.py", "-a\n+a2\n"), changes=changes)
+    state = ConvState(ToolExecuting(call, (call,), (done,)), Mode.UNRESTRICTED, Usage(1))
+    encoded = to_json(state)
+    [old] = encoded["phase"]["completed"]
+    old["display"] = stored_display(done.display, done.changes)  # as the old version wrote it
+    del old["changes"]
+    assert from_json(json.loads(json.dumps(encoded))) == state
 
 
 def test_old_records_missing_keys_still_read() -> None:
