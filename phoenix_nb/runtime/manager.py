@@ -491,7 +491,7 @@ class Phoenix:
                     starting_up=True,
                 )
             except PhoenixError as exc:  # damaged, or a store that cannot be written:
-                log.warning("phoenix: %s left mid-work, not restored: %s", record["slug"], exc)
+                log.info("phoenix: %s left mid-work, not restored: %s", record["slug"], exc)
                 continue  # the others start; this one says why when it is used
             if claimed is None:
                 continue

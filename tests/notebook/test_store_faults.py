@@ -190,9 +190,14 @@ def test_a_damaged_journal_is_contained_quarantined_and_repaired(
         damaged = b"".join(lines)
         journal.write_bytes(damaged)
         lost, kept = "TWO", ["one", "echo: one", "echo: two", "three", "echo: three"]
+    # Left mid-work, so start-up restore reads it first (where the issue saw the traceback).
+    (store / "locks").mkdir(exist_ok=True)
+    (store / "locks" / f"{journal.stem}.working").touch()
     kernel = _start(tmp_path, fresh.base_url, monkeypatch)
     kernels.append(kernel)
     assert "Traceback" not in _load(kernel)
+    _clean(kernel.run("%%phoenix --new\na new conversation works"))
+    assert _texts(_requests(fresh)[-1]) == ["a new conversation works"]
 
     status = kernel.run("%phoenix status alpha")
     assert _clean(status) == ""
@@ -236,6 +241,7 @@ def test_a_damaged_journal_is_contained_quarantined_and_repaired(
     alpha = next(x for x in after.text("stdout").splitlines() if " alpha " in x)
     assert "damaged" not in alpha
     assert (journal.parent / (journal.name + ".damaged")).read_bytes() == damaged
+    assert not (store / "locks" / f"{journal.stem}.working").exists(), "at rest after repair"
 
 
 def _one_line_out(cell: Execution) -> str:
