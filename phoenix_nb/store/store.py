@@ -750,7 +750,19 @@ class Store:
             while len(self._open) > self.OPEN_CONVERSATIONS:
                 _, old = self._open.popitem(last=False)
                 old.close()
-            return db
+        self._backfill_record(conversation_id, db)
+        return db
+
+    def _backfill_record(self, conversation_id: str, db: JournalDB) -> None:
+        """A journal written before journals held their record gets it on first use, so
+        the index stays derivable for old stores too (best effort: read-only, damaged)."""
+        with contextlib.suppress(OSError, PhoenixError):
+            record = self.get_conversation(conversation_id)
+            if record is None:  # being created: create_conversation writes it
+                return
+            with db.journal.locked():
+                if db.journal.damage is None and not db.journal.raw_table(_RECORD):
+                    db.journal.commit([["put", _RECORD, 1, record]])
 
     @property
     def index_journal(self) -> JournalStorage:

@@ -280,3 +280,18 @@ def test_a_full_disk_leaves_the_journal_and_memory_as_they_were(tmp_path: Path) 
 def test_every_store_error_is_a_phoenix_error() -> None:
     for cls in (StoreError, StoreWriteError, ConversationDamaged):
         assert issubclass(cls, PhoenixError)
+
+
+def test_an_old_journal_gets_its_record_on_first_use(tmp_path: Path) -> None:
+    """Stores written before journals held their record: the record is added when the
+    conversation is first used, and from then on the index can be rebuilt with it."""
+    alpha, _, path = _filled(tmp_path)
+    lines = [x for x in _lines(path) if b'"conversation"' not in x]
+    path.write_bytes(b"".join(lines))  # as an older phoenix_nb wrote it
+    with Store(tmp_path) as s:
+        assert _texts(s, alpha) == list("abcde")
+    assert any(b'"conversation"' in x for x in _lines(path))
+    (tmp_path / "index.jsonl").unlink()
+    with Store(tmp_path) as s:
+        record = s.get_conversation("alpha")
+        assert record is not None and record["state"] == {"type": "idle", "n": 1}
