@@ -21,6 +21,7 @@ two sides together three ways:
 from __future__ import annotations
 
 import json
+import re
 import textwrap
 from dataclasses import fields
 from pathlib import Path
@@ -377,6 +378,25 @@ def test_a_consumer_reading_a_renamed_field_fails_type_checking(tmp_path: Path) 
     ):
         assert wrong in out, (wrong, out)
     assert out.count("error:") == 10, out
+
+
+RENDER_TS = Path(__file__).parents[2] / "labextension" / "src" / "render.ts"
+
+
+def test_the_labextension_reads_only_the_producers_keys() -> None:
+    """The labextension reads the same stored JSON in TypeScript: every display, changes
+    and file-change key it reads is a field of the producer's types, so renaming a field
+    on one side fails here instead of drawing empty in JupyterLab."""
+    source = RENDER_TS.read_text(encoding="utf-8")
+    display_fields = {f.name for kind in ALL_KINDS for f in fields(kind)} | ADDED_ELSEWHERE
+    for obj, known in (
+        ("display", display_fields),
+        ("changes", {f.name for f in fields(ToolChanges)}),
+        ("file", {f.name for f in fields(FileChange)}),
+    ):
+        read = set(re.findall(rf"\b{obj}\.([a-z_]+)\b", source))
+        assert read, f"render.ts reads no {obj} keys: has it moved?"
+        assert read <= known, (obj, read - known)
 
 
 @pytest.mark.parametrize("path", FIXTURES, ids=lambda p: p.name)
