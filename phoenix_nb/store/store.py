@@ -616,7 +616,8 @@ class Store:
                 end = data.find(b"\n", offset)
                 line = data[offset : end if end >= 0 else len(data)]
                 lost |= {int(m) for m in _LOST_MESSAGE.findall(line) if int(m) not in present}
-            original = _keep_copy(journal.path, data)
+            with contextlib.suppress(OSError):  # repair makes it before rewriting, or fails
+                original = _keep_copy(journal.path, data)
         summary = found.describe()
         if lost:
             ids = sorted(lost)
@@ -662,6 +663,8 @@ class Store:
             with journal.locked():
                 if journal.path.is_dir():  # kept as it is, beside the new journal
                     journal.path.rename(_free_name(journal.path))
+                elif journal.damage is not None:  # never rewritten without its copy kept
+                    _keep_copy(journal.path, journal.path.read_bytes())
                 messages: dict[str, Any] = {}
                 for seq, (mtype, content, display, usage) in enumerate(specs, start=1):
                     messages[str(seq)] = {
@@ -792,8 +795,8 @@ def _free_name(path: Path) -> Path:
     return candidate
 
 
-def _keep_copy(path: Path, data: bytes) -> Path | None:
-    """Keep the damaged file's bytes beside it, once (None if that cannot be written)."""
+def _keep_copy(path: Path, data: bytes) -> Path:
+    """Keep the damaged file's bytes beside it, once (OSError if that cannot be written)."""
     first = path.with_name(path.name + ".damaged")
     n = 2
     candidate = first
@@ -810,5 +813,5 @@ def _keep_copy(path: Path, data: bytes) -> Path | None:
     except OSError:
         with contextlib.suppress(OSError):
             tmp.unlink()
-        return None
+        raise
     return candidate
