@@ -73,6 +73,9 @@ def test_proposed_cell_appears_below_unexecuted(
     # The record says what inspect_variables' display holds, in the fallbacks' words.
     status = lab.page.locator('[data-phoenix-tool="inspect_variables"] [data-phoenix-call-status]')
     expect(status).to_have_text("df", timeout=WAIT_MS)
+    lab.page.locator("summary", has_text="looked at variables").click()
+    expect(status).to_be_visible()
+    lab.screenshot("inspect-variables-call.png", '[data-phoenix-tool="inspect_variables"]')
     lab.screenshot("propose-cell.png", ".jp-NotebookPanel")
 
     # Two proposals in one turn: one cell, in order.
