@@ -3,6 +3,9 @@
 A tool is a name, a static description and schema (REQ-BED-017: descriptions
 never change with the mode), and an async `run` that never raises for bad input:
 a missing or mistyped field becomes an error `ToolResult` naming the field.
+What a tool shows beyond the model's text is its result's `display`, one of the
+frozen dataclasses in `core/displays.py` (`ToolDisplay`), never a dict: the
+renderers read the same types back from the stored record.
 Cancelling the task that awaits `run` must stop the tool's work (and kill any
 process tree it started) and let `CancelledError` propagate.
 """
