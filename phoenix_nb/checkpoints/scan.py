@@ -223,10 +223,13 @@ class Scanner:
                     if stat.S_ISREG(st.st_mode) or stat.S_ISLNK(st.st_mode):
                         found.stats[rel] = st
                     continue
-                with os.scandir(full) as it:
-                    entries = list(it)
             except OSError:
                 continue
+            try:
+                with os.scandir(full) as it:
+                    entries = list(it)
+            except OSError:  # unreadable: recorded with its mode; listed once its stat changes
+                entries = []
             names = {e.name for e in entries}
             if ".git" in names and rel != self.scope and rel not in roots:
                 roots.add(rel)  # a nested repository: its own rules judge its files
@@ -301,6 +304,15 @@ class Scanner:
         changed_dirs: list[tuple[str, os.stat_result, DirRec]] = []
         lstat = os.lstat
         top = self.top
+        items = list(state.files.items())
+        if len(items) >= _THREADED_FROM:  # the files in two threads, the folders here
+            half = len(items) // 2
+            checks = [
+                _POOL.submit(_check_files, top, items[:half], racy),
+                _POOL.submit(_check_files, top, items[half:], racy),
+            ]
+        else:
+            checks = []
         for rel, rec in state.dirs.items():
             try:
                 st = lstat(f"{top}/{rel}" if rel else top)
@@ -322,14 +334,7 @@ class Scanner:
             else:
                 found.dirs[rel] = rec
         found.files = dict(state.files)
-        items = list(state.files.items())
-        if len(items) >= _THREADED_FROM:
-            half = len(items) // 2
-            parts = list(
-                _POOL.map(_check_files, (top, top), (items[:half], items[half:]), (racy, racy))
-            )
-        else:
-            parts = [_check_files(top, items, racy)]
+        parts = [c.result() for c in checks] if checks else [_check_files(top, items, racy)]
         for changed, removed, became_dirs in parts:
             found.stats.update(changed)
             found.removed.update(removed)
@@ -342,8 +347,15 @@ class Scanner:
             try:
                 with os.scandir(self._full(rel)) as it:
                     names = {e.name for e in it}
-            except OSError:
-                continue
+            except OSError:  # unreadable now: its mode is recorded, its names listed afresh
+                found.dirs[rel] = (
+                    st.st_mtime_ns,
+                    st.st_ctime_ns,
+                    st.st_ino,
+                    st.st_mode,
+                    frozenset(),
+                )
+                continue  # once readable again (a chmod changes its stat)
             kept = set(rec[4] & names)
             for name in sorted(names - rec[4]):
                 if name == ".git":

@@ -652,6 +652,11 @@ class ShadowRepo:
             self._saving.result()
         self._saving = _POOL.submit(save)
 
+    def wait_saved(self) -> None:
+        """Wait until the stat cache of the last checkpoint is on disk."""
+        if self._saving is not None:
+            self._saving.result()
+
     def _flat(self, tree: str) -> Flat:
         """path -> (git mode, object name) of every file in a tree."""
         flat = self._flats.get(tree)

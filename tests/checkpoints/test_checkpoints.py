@@ -569,6 +569,7 @@ def test_a_lost_stat_cache_only_costs_reading_again(project: Path, tmp_path: Pat
     agent = Agent(Checkpoints(root), project)
     agent.approve()
     agent.bash("echo changed > README.md")
+    agent.history().repo.wait_saved()
     (root / "conv-1" / "state").unlink()
     agent = Agent(Checkpoints(root), project)  # a new kernel, and no stat cache
     changes = agent.bash("echo two > two.txt; chmod 700 src")
