@@ -152,7 +152,10 @@ def write_failure(exc: OSError, root: Path, what: str) -> StoreWriteError:
         todo = "make it writable, or set PHOENIX_HOME to a writable folder and restart the kernel"
     elif code in (errno.EACCES, errno.EPERM):
         why = "permission denied"
-        todo = "give this user write access there, or set PHOENIX_HOME to another folder"
+        todo = (
+            "give this user write access there, or set PHOENIX_HOME to another folder "
+            "and restart the kernel"
+        )
     else:
         why = f"I/O error ({exc.strerror or exc})"
         todo = "check that disk, then run it again"
