@@ -311,6 +311,11 @@ def test_odd_file_names_round_trip(project: Path, checkpoints: Checkpoints) -> N
     assert not any((project / n).exists() for n in names)
     asyncio.run(history.arevert(changes.after))
     assert tree_state(project) == before
+    repo = history.repo
+    latest = history.checkpoints()[-1]
+    tree = _git_tree_of(project, repo._env, project.parent / "plain-index")
+    assert history.snapshot(latest).tree == tree, "odd names sort and encode as git's do"
+    _fsck(repo._env, project)
 
 
 def test_a_failing_store_never_fails_the_tool_call(project: Path, tmp_path: Path) -> None:
