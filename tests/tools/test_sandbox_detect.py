@@ -12,6 +12,9 @@ import json
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
+
+import pytest
 
 SCRIPT = textwrap.dedent(
     """
@@ -61,3 +64,26 @@ def test_early_detection_runs_once_and_every_caller_gets_its_answer() -> None:
     assert len(result["probes"]) == 1, result
     assert result["answers"] == 5 and result["same"], result
     assert result["launchers"] <= 1, result
+
+
+@pytest.mark.timeout(120)
+def test_in_a_kernel_without_the_sandbox_the_first_phoenix_cell_says_so_once(
+    tmp_path: Path,
+) -> None:
+    """`%load_ext` only starts the detection; the first cell that uses phoenix (not an
+    ordinary cell before it) says the sandbox is unavailable, and no later one repeats it."""
+    from phoenix_nb.testing import FakeAnthropic
+    from tests.notebook.kernel_harness import loaded_kernel
+
+    warning = "phoenix: the kernel sandbox (Landlock) is unavailable here"
+    with (
+        FakeAnthropic() as fake,
+        loaded_kernel(tmp_path, fake.base_url, extra_env={"PHOENIX_SANDBOX": "off"}) as kern,
+    ):
+        ordinary = kern.ok("x = 1\nprint(x)").text()
+        first = kern.ok("%phoenix status").text("stdout")
+        second = kern.ok("%phoenix status").text("stdout")
+        loaded = kern.executions[next(iter(kern.executions))].text()
+    assert warning not in loaded + ordinary, (loaded, ordinary)
+    assert first.startswith(warning) and "PHOENIX_SANDBOX=off" in first.splitlines()[0], first
+    assert warning not in second, second
