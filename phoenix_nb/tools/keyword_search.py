@@ -51,6 +51,7 @@ MAX_FILES_PER_TERM = 400  # a term matching more files than this is too broad
 BROAD_FRACTION = 0.5  # ... or more than this share of a tree of >= BROAD_MIN_TREE files
 BROAD_MIN_TREE = 20
 MAX_LINE_CHARS = 240
+MAX_RG_LINE_BYTES = 1 << 20  # a longer line of rg output is dropped and counted, not shown
 MAX_SUMMARY_CHARS = 24_000
 HELPER_TIMEOUT = 90.0
 DEFAULT_CONTEXT_LINES = 1
@@ -148,17 +149,40 @@ def rg_spec(ctx: ToolContext, root: Path, binary: str) -> sandbox.RunSpec:
 
 
 class RgProcess:
-    """One running rg: its stdout as lines, and how it ended."""
+    """One running rg: its stdout as lines, and how it ended.
 
-    def __init__(self, process: sandbox.Process, lines: asyncio.StreamReader) -> None:
+    Lines longer than MAX_RG_LINE_BYTES (a minified bundle, a data dump) are dropped
+    whole and counted in `overlong`, instead of failing the search as the stream
+    reader's own readline would."""
+
+    def __init__(self, process: sandbox.Process, output: asyncio.StreamReader) -> None:
         self.process = process
-        self._lines = lines
+        self._output = output
         self._last = b""
+        self.overlong = 0
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
-        async for line in self._lines:
-            self._last = line
-            yield line
+        pending = bytearray()
+        skipping = False  # inside a line already known to be too long
+        while chunk := await self._output.read(1 << 16):
+            pending += chunk
+            while (end := pending.find(b"\n")) != -1:
+                line = bytes(pending[: end + 1])
+                del pending[: end + 1]
+                if skipping or len(line) > MAX_RG_LINE_BYTES:
+                    skipping = False
+                    self.overlong += 1
+                    continue
+                self._last = line
+                yield line
+            if len(pending) > MAX_RG_LINE_BYTES:
+                pending.clear()
+                skipping = True
+        if pending and not skipping:
+            self._last = bytes(pending)
+            yield self._last
+        elif skipping:
+            self.overlong += 1
 
     async def wait(self) -> None:
         """Wait for rg to end; SearchError if it could not run or was killed."""
@@ -180,7 +204,7 @@ async def _rg(args: list[str], spec: sandbox.RunSpec) -> AsyncIterator[RgProcess
     except (sandbox.SandboxError, OSError) as error:
         raise SearchError(f"could not start rg: {error}") from error
     loop = asyncio.get_running_loop()
-    reader = asyncio.StreamReader(limit=1 << 20, loop=loop)
+    reader = asyncio.StreamReader(loop=loop)
     transport: asyncio.BaseTransport | None = None
     try:
         pipe = os.fdopen(process.output_fd, "rb", buffering=0)  # the transport closes it
@@ -239,8 +263,9 @@ def _text_of(data: Mapping[str, Any]) -> str:
 
 async def _collect_hits(
     terms: list[str], spec: sandbox.RunSpec, context_lines: int
-) -> tuple[dict[str, FileHits], int, bool]:
-    """Hits of the kept terms with context, in rg's order; (files, shown, truncated)."""
+) -> tuple[dict[str, FileHits], int, bool, int]:
+    """Hits of the kept terms with context, in rg's order; (files, shown, truncated,
+    lines too long to show)."""
     args = ["--json", "-i", "-F", "--no-require-git", f"--max-count={MAX_HITS_PER_FILE}"]
     if context_lines:
         args.append(f"--context={context_lines}")
@@ -256,6 +281,8 @@ async def _collect_hits(
                 message = json.loads(raw)
             except ValueError:
                 continue
+            if not isinstance(message, dict):
+                continue
             kind = message.get("type")
             if kind not in ("match", "context"):
                 continue
@@ -269,7 +296,7 @@ async def _collect_hits(
             is_match = kind == "match"
             if is_match:
                 if shown >= MAX_TOTAL_HITS:
-                    return files, shown, True
+                    return files, shown, True, process.overlong
                 shown += 1
                 hits.matches += 1
                 line_lower = _text_of(data["lines"]).lower()
@@ -279,7 +306,7 @@ async def _collect_hits(
                 number, text, is_match or bool(existing and existing.is_match)
             )
         await process.wait()
-    return files, shown, False
+    return files, shown, False, process.overlong
 
 
 def _render_hits(files: list[FileHits]) -> str:
@@ -409,9 +436,9 @@ class KeywordSearchTool:
                 s.dropped = f"too broad (matches {s.files} of {total_files} files)"
         kept = [s.term for s in stats if not s.dropped and s.files]
         files: dict[str, FileHits] = {}
-        shown, truncated = 0, False
+        shown, truncated, overlong = 0, False, 0
         if kept:
-            files, shown, truncated = await _collect_hits(kept, spec, context_lines)
+            files, shown, truncated, overlong = await _collect_hits(kept, spec, context_lines)
         ranked = sorted(files.values(), key=lambda h: (-len(h.terms), -h.matches))
         header = [
             f"Searched {total_files} files under {root} (case-insensitive, literal).",
@@ -425,6 +452,11 @@ class KeywordSearchTool:
         else:
             cut = f", capped at {MAX_TOTAL_HITS}" if truncated else ""
             header.append(f"Hits: {shown} matching lines in {len(files)} files{cut}.")
+        if overlong:
+            header.append(
+                f"{overlong} line{'s' if overlong != 1 else ''} longer than "
+                f"{MAX_RG_LINE_BYTES >> 20} MiB {'were' if overlong != 1 else 'was'} not shown."
+            )
         summary = "\n".join(header)
         if files:
             summary += "\n\n" + _render_hits(ranked)

@@ -239,3 +239,14 @@ async def test_restricted_search_never_reads_hidden_credential_paths(tmp_path: P
         assert f"secret-{n}" not in restricted.content
     assert "secret-1" in unrestricted.content and "secret-2" in unrestricted.content
     assert "secret-4" in unrestricted.content
+
+
+async def test_a_line_longer_than_the_reader_limit_is_reported_not_fatal(tmp_path: Path) -> None:
+    """A minified bundle or a data dump can hold a multi-megabyte line: the search goes on,
+    shows the other hits and says how many lines it could not show."""
+    (tmp_path / "bundle.js").write_text("var a=1;" + "x" * (3 << 20) + " frobnicator;\n")
+    (tmp_path / "config.py").write_text("FROBNICATOR_LEVEL = 3\n")
+    result = await search(tmp_path, "frobnicator")
+    assert not result.is_error, result.content
+    assert "  1: FROBNICATOR_LEVEL = 3" in result.content
+    assert "1 line longer than 1 MiB was not shown." in result.content
