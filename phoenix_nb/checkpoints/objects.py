@@ -93,14 +93,24 @@ class ObjectSink:
 
     def _write_loose(self, kind: int, data: bytes, sha: bytes) -> None:
         hexsha = sha.hex()
-        folder = self.objects / hexsha[:2]
-        target = folder / hexsha[2:]
-        if target.exists():
+        folder = f"{self.objects}/{hexsha[:2]}"
+        target = f"{folder}/{hexsha[2:]}"
+        if os.path.exists(target):
             return
-        folder.mkdir(exist_ok=True)
         body = zlib.compress(b"%s %d\0" % (_NAMES[kind], len(data)) + data, 1)
-        tmp = folder / f"tmp_obj_{os.getpid()}_{hexsha[2:10]}"
-        tmp.write_bytes(body)
+        tmp = f"{folder}/tmp_obj_{os.getpid()}_{hexsha[2:10]}"
+        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC
+        try:
+            fd = os.open(tmp, flags, 0o644)
+        except FileNotFoundError:
+            os.makedirs(folder, exist_ok=True)
+            fd = os.open(tmp, flags, 0o644)
+        try:
+            view = memoryview(body)
+            while view:
+                view = view[os.write(fd, view) :]
+        finally:
+            os.close(fd)
         os.replace(tmp, target)
 
     def _write_pack(self, objs: list[tuple[int, bytes, bytes]], counter: int) -> None:

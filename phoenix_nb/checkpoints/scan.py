@@ -23,7 +23,6 @@ is walked again; the stat cache still spares reading unchanged files.
 
 from __future__ import annotations
 
-import concurrent.futures
 import hashlib
 import marshal
 import os
@@ -41,8 +40,6 @@ FileRec = tuple[int, int, int, int, int, bytes, int]
 DirRec = tuple[int, int, int, int, frozenset[str]]
 SourceKey = tuple[int, int, int, int] | None
 RACY_MARGIN_NS = 20_000_000  # timestamps within this of a scan count as racy
-_THREADED_FROM = 2_000  # recorded files from which two threads lstat them
-_POOL = concurrent.futures.ThreadPoolExecutor(2, thread_name_prefix="phoenix-scan")
 
 # (context root relative to top, pathspecs relative to it) -> ignored paths (relative to
 # the context root; folders end with "/")
@@ -304,15 +301,6 @@ class Scanner:
         changed_dirs: list[tuple[str, os.stat_result, DirRec]] = []
         lstat = os.lstat
         top = self.top
-        items = list(state.files.items())
-        if len(items) >= _THREADED_FROM:  # the files in two threads, the folders here
-            half = len(items) // 2
-            checks = [
-                _POOL.submit(_check_files, top, items[:half], racy),
-                _POOL.submit(_check_files, top, items[half:], racy),
-            ]
-        else:
-            checks = []
         for rel, rec in state.dirs.items():
             try:
                 st = lstat(f"{top}/{rel}" if rel else top)
@@ -334,11 +322,10 @@ class Scanner:
             else:
                 found.dirs[rel] = rec
         found.files = dict(state.files)
-        parts = [c.result() for c in checks] if checks else [_check_files(top, items, racy)]
-        for changed, removed, became_dirs in parts:
-            found.stats.update(changed)
-            found.removed.update(removed)
-            new.extend(became_dirs)
+        changed, removed, became_dirs = _check_files(top, state.files.items(), racy)
+        found.stats.update(changed)
+        found.removed.update(removed)
+        new.extend(became_dirs)
         for path in found.removed:
             del found.files[path]
         for path in found.stats:
@@ -399,8 +386,8 @@ class Scanner:
 def _check_files(
     top: str, items: Iterable[tuple[str, FileRec]], racy: int
 ) -> tuple[dict[str, os.stat_result], list[str], list[str]]:
-    """lstat recorded files: (changed: their stat, removed, now folders). Runs in two
-    threads for large folders: os.lstat releases the GIL, so the calls overlap."""
+    """lstat recorded files: (changed: their stat, removed, now folders). One thread: two
+    were no faster here (each lstat is too short for the GIL to let them overlap)."""
     changed: dict[str, os.stat_result] = {}
     removed: list[str] = []
     dirs: list[str] = []
