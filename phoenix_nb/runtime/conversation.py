@@ -23,7 +23,7 @@ import asyncio
 import collections
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -41,12 +41,13 @@ from phoenix_nb.core.states import (
     AwaitingModeApproval,
     ConvContext,
     ConvState,
+    Failed,
     LlmRequesting,
     context_fraction,
     persisted_fields,
 )
 from phoenix_nb.core.transition import Outcome, Rejection, continuation_prompt, transition
-from phoenix_nb.core.values import Mode, SubAgentOutcome, ToolResult
+from phoenix_nb.core.values import ErrorKind, Mode, SubAgentOutcome, ToolResult
 from phoenix_nb.errors import ConversationBusy, Rejected
 from phoenix_nb.llm.provider import LlmRequest
 from phoenix_nb.runtime import updates as up
@@ -239,12 +240,17 @@ class ConversationRuntime:
         (REQ-BED-007); work already started is aborted. The conversation rests as restore
         would bring it back from what was saved (calls left open are answered when it is
         next claimed, once saving works again), and the user reads the store's one line.
+        A sub-agent ends Failed with that line and tells its parent at once, so the parent
+        neither waits for it nor reads "a kernel restart" as the cause.
         """
         self._llm.abort()
         self._timers.abort()
         for task in self._tools.live():
             task.cancel()
         self.state = restore(self.state, self.history, is_sub_agent=self.context.is_sub_agent)[0]
+        if self.context.is_sub_agent and isinstance(self.state.phase, Failed):
+            stopped = Failed(f"The sub-agent stopped because its save failed: {exc}")
+            self.state = replace(self.state, phase=stopped)
         kept = False
         try:
             self.record = self.services.store.update_conversation(
@@ -254,6 +260,9 @@ class ConversationRuntime:
             kept = True  # the stored state is still busy: the marker makes start-up restore it
         self.hub.publish(up.NoticeText(str(exc)))
         self._publish_state()
+        phase = self.state.phase
+        if self.on_parent is not None and isinstance(phase, Failed):
+            self.on_parent(SubAgentOutcome("failure", phase.error, ErrorKind.UNKNOWN))
         if self._lease is not None and self._lease.is_locked:
             release(self.services.store.root, self.id, self._lease, keep_marker=kept)
         return Rejection(str(exc))

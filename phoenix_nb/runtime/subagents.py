@@ -5,9 +5,12 @@ runtime, stored with its parent's id and marked non-user-initiated. Children
 run concurrently, bounded by a semaphore so a request for many agents cannot
 exhaust the machine. Every child ends in exactly one report to its parent:
 its submitted result, a failure (error after retries, context exhausted, turn
-limit, no result), or a timeout — and then its runtime is closed, which kills
-its tools' process trees. Cancelling the parent cancels the children the same
-way, so no child task or process outlives the parent's turn.
+limit, no result, a save that failed), or a timeout — and then its runtime is
+closed, which kills its tools' process trees. A child that tells its parent how
+it ended (NotifyParent, or a failed save) is stopped at once: the parent never
+waits for a child that has already said it is done. Cancelling the parent
+cancels the children the same way, so no child task or process outlives the
+parent's turn.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ from phoenix_nb.core.values import ErrorKind, SubAgentOutcome, SubAgentStatus, S
 from phoenix_nb.errors import Rejected
 from phoenix_nb.runtime.conversation import ConversationRuntime, is_rest
 from phoenix_nb.runtime.ports import Parent
-from phoenix_nb.store import Store
+from phoenix_nb.store import Store, StoreError
 
 log = logging.getLogger(__name__)
 
@@ -70,6 +73,7 @@ class _Child:
     runtime: ConversationRuntime | None = None
     outcome: SubAgentOutcome | None = None  # what the child itself said (NotifyParent)
     reported: bool = False
+    told: asyncio.Event = field(default_factory=asyncio.Event)  # set with `outcome`
 
 
 @dataclass
@@ -172,6 +176,7 @@ class SubAgentSpawner:
             # nothing of the child runs any more.
             if child.outcome is None:
                 child.outcome = _with_id(outcome, record["id"])
+                child.told.set()
 
         return self.host.open_child(record, keep)
 
@@ -187,8 +192,12 @@ class SubAgentSpawner:
                     try:
                         async with asyncio.timeout(timeout):
                             await created.submit(ev.UserMessage(task.task))
-                            state = await created.wait_settled()
+                            state = await _settled_or_told(created, child)
                         outcome = child.outcome or _outcome_of(state.phase, created.id)
+                    except Rejected as exc:  # its first message refused (store unwritable)
+                        outcome = SubAgentOutcome(
+                            "failure", f"The sub-agent could not start: {exc}", None, created.id
+                        )
                     except TimeoutError:
                         outcome = SubAgentOutcome(
                             "timeout",
@@ -201,6 +210,8 @@ class SubAgentSpawner:
                         self.host.forget(created.id)
         except asyncio.CancelledError:
             raise
+        except StoreError as exc:  # its conversation could not be created (store unwritable)
+            outcome = SubAgentOutcome("failure", f"The sub-agent could not start: {exc}", None)
         except Exception as exc:  # never leave the parent waiting
             log.exception("phoenix: sub-agent %s crashed", child.agent_id)
             outcome = SubAgentOutcome("failure", f"internal error: {exc}", None)
@@ -218,6 +229,19 @@ def _requested_timeout(history: list[dict[str, Any]], tool_use_id: str) -> Any:
             if isinstance(block, dict) and block.get("id") == tool_use_id:
                 return (block.get("input") or {}).get("timeout")
     return None
+
+
+async def _settled_or_told(runtime: ConversationRuntime, child: _Child) -> Any:
+    """The child's state once it settles, or as soon as it has told its outcome (a
+    failed save ends it at once, even while a cancelled tool is still winding down)."""
+    settled = asyncio.ensure_future(runtime.wait_settled())
+    told = asyncio.ensure_future(child.told.wait())
+    try:
+        await asyncio.wait((settled, told), return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for waiter in (settled, told):
+            waiter.cancel()
+    return runtime.state
 
 
 async def _stop(runtime: ConversationRuntime) -> None:

@@ -1,0 +1,78 @@
+"""A sub-agent whose save fails mid-turn (issue 19): its parent learns at once, and why.
+
+The store is a real full filesystem: a small tmpfs mounted as PHOENIX_HOME in a
+private mount namespace (CI runs as root), filled by the fake Messages API while
+the sub-agent waits for its reply (`full_store_child.py` runs parent, child, the
+real SDK and the fake model in that namespace). The sub-agent timeout is an hour;
+the run waits only for the parent to settle, so a parent left waiting for its
+child would fail the test by its timeout instead of passing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytestmark = pytest.mark.timeout(180)
+
+REPO = Path(__file__).resolve().parents[2]
+CHILD = Path(__file__).with_name("full_store_child.py")
+
+
+def _run(tmp_path: Path, free: int) -> dict[str, Any]:
+    if os.geteuid() != 0 or shutil.which("unshare") is None:
+        pytest.fail("this test needs root and unshare (CI runs as root)")
+    store = tmp_path / "store"
+    store.mkdir()
+    script = 'mount -t tmpfs -o size=2m phoenix-full "$1/store" && exec "$2" "$3" "$1" "$4"'
+    argv = ["unshare", "--mount", "--propagation", "private", "--", "sh", "-c", script, "sh"]
+    result = subprocess.run(
+        [*argv, str(tmp_path), sys.executable, str(CHILD), str(free)],
+        capture_output=True,
+        text=True,
+        timeout=150,
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert not any(store.iterdir()), "the tmpfs was only ever visible to the child"
+    return dict(json.loads(result.stdout.splitlines()[-1]))
+
+
+def _store_lines(lines: list[str]) -> list[str]:
+    return [line for line in lines if "Could not save" in line]
+
+
+def test_the_parent_is_told_at_once_that_its_sub_agent_could_not_save(tmp_path: Path) -> None:
+    """Room is left for the parent's small result, not for the child's big reply."""
+    out = _run(tmp_path, free=64 * 1024)
+    [result] = out["results"]
+    body = result.split("Status: failure\n", 1)[1]
+    assert "\n" not in body, "one line"
+    assert body.startswith("The sub-agent stopped because its save failed: Could not save")
+    assert "the disk is full" in body and "(PHOENIX_HOME)" in body
+    assert "kernel restart" not in result
+    [shown] = _store_lines(out["shown"])  # the user sees the store's line once
+    assert shown == body
+    assert out["parent_state"] == "idle" and out["parent_valid"]
+    assert out["child_state"] == "Failed" and out["child_error"] == body
+    assert out["child_valid"]
+    assert out["parent_valid_after"] and out["parent_state_after"] == "idle"
+
+
+def test_with_no_room_for_the_parent_either_the_user_sees_one_line(tmp_path: Path) -> None:
+    """The parent cannot save its result either: it stops with its own line (the same
+    cause, said once), sends nothing unsaved, and goes on once space is freed."""
+    out = _run(tmp_path, free=0)
+    [shown] = _store_lines(out["shown"])
+    assert "the disk is full" in shown and "\n" not in shown
+    assert out["results"] == [], "nothing unsaved reached the parent's model"
+    assert out["parent_state"] == "idle"
+    assert out["parent_valid_after"] and out["parent_state_after"] == "idle"
