@@ -12,13 +12,17 @@ it would take from someone other than the agent, and refuses unless forced.
 Git runs in a worker thread (`asyncio.to_thread`) so the kernel's loop stays
 free for Cancel clicks; one asyncio lock per conversation orders the
 checkpoints, and a file lock keeps two kernels from writing one store at once.
-Failures never fail the tool call: its changes then say why they are missing.
+Failures never fail the tool call: its changes then say why they are missing
+and that the call cannot be reverted, and the user reads one line about it —
+unless the disk holding the store is full, where the store's own line (its
+saves fail for the same cause) already says it (`_failed`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
+import errno
 import itertools
 import json
 import logging
@@ -450,7 +454,7 @@ class Checkpoints:
         try:
             await history.astart(reason)
         except (CheckpointError, OSError) as exc:
-            log.warning("phoenix: checkpoint at %s failed: %s", reason, exc)
+            self._failed(f"the checkpoint at {reason}", exc, "changes from here on")
 
     async def around_tool(
         self,
@@ -471,8 +475,7 @@ class Checkpoints:
         try:
             before, _ = await history.atake("before", tool_use_id=tool_use_id, tool=tool)
         except (CheckpointError, OSError) as exc:
-            error = str(exc)
-            log.warning("phoenix: checkpoint before %s failed: %s", tool, exc)
+            error = self._failed(f"the checkpoint before {tool}", exc)
         try:
             result = await run()
         except asyncio.CancelledError:
@@ -481,7 +484,8 @@ class Checkpoints:
             raise
         changes: ToolChanges | None = None
         if before is not None:
-            changes, error = await self._after(history, before, tool, tool_use_id)
+            changes, failure = await self._after(history, before, tool, tool_use_id)
+            error = self._failed(f"the checkpoint after {tool}", failure) if failure else None
         if changes is None:
             changes = ToolChanges(before=0, after=0, error=error or "no checkpoint")
         return dataclasses.replace(result, changes=changes)
@@ -506,15 +510,39 @@ class Checkpoints:
     @staticmethod
     async def _after(
         history: WorkTreeHistory, before: Snapshot, tool: str, tool_use_id: str
-    ) -> tuple[ToolChanges | None, str | None]:
+    ) -> tuple[ToolChanges | None, BaseException | None]:
         try:
             _, changes = await history.atake(
                 "after", tool_use_id=tool_use_id, tool=tool, compare_to=before
             )
             return changes, None
         except (CheckpointError, OSError) as exc:
-            log.warning("phoenix: checkpoint after %s failed: %s", tool, exc)
-            return None, str(exc)
+            return None, exc
+
+    def _failed(self, what: str, exc: BaseException, lost: str = "this call's changes") -> str:
+        """Say once that a checkpoint failed and what it means for undo; returns the
+        reason the call's changes record.
+
+        On a full disk inside the store's own folder (`exclude` holds it: the
+        manager keeps checkpoints under PHOENIX_HOME/checkpoints) the store's saves
+        fail for the same cause and its one line is what the user reads, so this
+        one is only logged at info: one cause, one line.
+        """
+        why = " ".join(str(exc).split()) or type(exc).__name__
+        full = _disk_full(exc)
+        if full:
+            why = f"the disk is full ({why})"
+        reason = f"{what} failed: {why}; {lost} cannot be reverted"
+        if full and any(self.root.is_relative_to(folder) for folder in self.exclude):
+            log.info("phoenix: %s (the store's own line says the disk is full)", reason)
+            return reason
+        todo = (
+            f"Free some space in {self.root} so later calls are checkpointed"
+            if full
+            else f"Check {self.root}, or turn checkpoints off (%config Phoenix.checkpoints = False)"
+        )
+        log.warning("phoenix: %s. %s.", reason, todo)
+        return reason
 
 
 class _Both:
@@ -537,6 +565,17 @@ class _Both:
             self.file_lock.release()
         finally:
             self.thread_lock.release()
+
+
+def _disk_full(exc: BaseException) -> bool:
+    """ENOSPC/EDQUOT anywhere in the exception's chain, or git saying so."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, OSError) and seen.errno in (errno.ENOSPC, errno.EDQUOT):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    text = str(exc)
+    return "No space left on device" in text or "Disk quota exceeded" in text
 
 
 def _safe(conversation_id: str) -> str:
