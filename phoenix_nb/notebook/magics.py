@@ -94,7 +94,9 @@ def _dispatch_now(command: Subcommand, session: Session) -> None:
             mark = "*" if row["slug"] == session.current else " "
             state = state_words(str(row["state"]))
             damaged = f"  damaged: {row['damaged']}" if row.get("damaged") else ""
-            print(f"{mark} {row['slug']:<28} {state:<28} {row['mode']:<12} {row['cwd']}{damaged}")
+            # Read-only for good once its context is full, as `status` says: no mode word.
+            mode = "read-only" if row["state"] == "context_exhausted" else row["mode"]
+            print(f"{mark} {row['slug']:<28} {state:<28} {mode:<12} {row['cwd']}{damaged}")
     elif name == "new":
         conv = phoenix.create(cwd=session.cwd)
         session.current = conv.slug

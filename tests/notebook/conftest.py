@@ -6,11 +6,14 @@ kernel with a fresh script on the fake and any cell a failed test left running
 interrupted afterwards. A module with special needs overrides one small fixture
 locally: `kernel_env` (extra environment, e.g. JPY_SESSION_NAME), `kernel_setup`
 (cells run once after `%load_ext`), or `kernel` itself (e.g. one kernel per test).
+`notebook_kernel` is a fresh kernel per test started as Jupyter Server starts one for a
+notebook (JPY_SESSION_NAME set), for tests that restart it or count on an empty store.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
 
 import pytest
 
@@ -55,3 +58,12 @@ def kern(kernel: Kernel, fake: FakeAnthropic) -> Iterator[Kernel]:
     fake.clear()
     yield kernel
     settle(kernel)
+
+
+@pytest.fixture
+def notebook_kernel(fake: FakeAnthropic, tmp_path: Path) -> Iterator[Kernel]:
+    """A kernel started the way Jupyter Server starts one for `work/analysis.ipynb`."""
+    fake.clear()
+    env = {"JPY_SESSION_NAME": "work/analysis.ipynb"}
+    with loaded_kernel(tmp_path, fake.base_url, extra_env=env) as k:
+        yield k

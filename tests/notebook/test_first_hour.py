@@ -35,15 +35,6 @@ def kernel(fake: FakeAnthropic, tmp_path: Path) -> Iterator[Kernel]:
         yield k
 
 
-@pytest.fixture
-def notebook_kernel(fake: FakeAnthropic, tmp_path: Path) -> Iterator[Kernel]:
-    """A kernel started the way Jupyter Server starts one for `work/analysis.ipynb`."""
-    fake.clear()
-    env = {"JPY_SESSION_NAME": "work/analysis.ipynb"}
-    with loaded_kernel(tmp_path, fake.base_url, extra_env=env) as k:
-        yield k
-
-
 def _slugs(kernel: Kernel) -> list[str]:
     with Store(kernel.home) as store:
         return [c["slug"] for c in store.list_conversations()]

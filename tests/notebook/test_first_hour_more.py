@@ -3,7 +3,8 @@ of stored images wherever the record shows the request, `%config Phoenix.env_all
 `%load_ext`, and `%phoenix status` of a conversation whose context is exhausted.
 
 Each test starts its own kernel(s) with a fresh store (they restart kernels or count on
-an empty one), against this module's fake Messages API.
+an empty one), against the module's fake Messages API; the fixtures are the shared ones of
+conftest.py (`fake`, `notebook_kernel`, and `kernel_env` for this module's environment).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 import base64
 import io
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -26,24 +27,16 @@ pytestmark = pytest.mark.timeout(240)
 
 
 @pytest.fixture(scope="module")
-def fake() -> Iterator[FakeAnthropic]:
-    with FakeAnthropic() as server:
-        yield server
+def kernel_env() -> Mapping[str, str]:
+    """A variable only `%config Phoenix.env_allow` lets through to the agent's commands."""
+    return {"MYAPP_COLOUR": "teal-42"}
 
 
 @pytest.fixture
-def kernel(fake: FakeAnthropic, tmp_path: Path) -> Iterator[Kernel]:
+def kernel(fake: FakeAnthropic, tmp_path: Path, kernel_env: Mapping[str, str]) -> Iterator[Kernel]:
+    """One kernel per test (overrides the module-wide one in conftest.py)."""
     fake.clear()
-    with loaded_kernel(tmp_path, fake.base_url, extra_env={"MYAPP_COLOUR": "teal-42"}) as k:
-        yield k
-
-
-@pytest.fixture
-def notebook_kernel(fake: FakeAnthropic, tmp_path: Path) -> Iterator[Kernel]:
-    """A kernel started the way Jupyter Server starts one for `work/analysis.ipynb`."""
-    fake.clear()
-    env = {"JPY_SESSION_NAME": "work/analysis.ipynb"}
-    with loaded_kernel(tmp_path, fake.base_url, extra_env=env) as k:
+    with loaded_kernel(tmp_path, fake.base_url, extra_env=kernel_env) as k:
         yield k
 
 
@@ -226,3 +219,7 @@ def test_status_of_an_exhausted_conversation_says_read_only_and_what_to_do(
     [mode] = [line for line in status.splitlines() if line.startswith("mode ")]
     assert "read-only" in mode and "%phoenix continue" in mode, mode
     assert "restricted" not in mode.lower(), "no mode word for a conversation that can run nothing"
+    listed = kernel.ok("%phoenix list").text("stdout")
+    [row] = [line for line in listed.splitlines() if line[2:].startswith("full ")]
+    assert "`%phoenix continue` read-only " in row, "the state, then read-only for its mode"
+    assert " restricted " not in row and " unrestricted " not in row, row
