@@ -31,7 +31,7 @@ SHA-256 only ("not restorable").
 
 from __future__ import annotations
 
-import concurrent.futures
+import atexit
 import contextlib
 import hashlib
 import json
@@ -39,9 +39,10 @@ import os
 import shutil
 import stat
 import subprocess
+import threading
 import time
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -197,7 +198,6 @@ class ShadowRepo:
         self._state: TreeState | None = None
         self._trees: Trees | None = None  # the trees of the checkpoint `self._state` describes
         self._flats: OrderedDict[str, Flat] = OrderedDict()
-        self._saving: concurrent.futures.Future[None] | None = None
 
     # -- running git --------------------------------------------------------------------------
     def _environment(self) -> dict[str, str]:
@@ -405,6 +405,17 @@ class ShadowRepo:
         changed since that snapshot (and stores the count in the checkpoint,
         for listings).
         """
+        with _SAVER.busy():
+            return self._take(kind, tool_use_id, tool, compare_to, extra)
+
+    def _take(
+        self,
+        kind: CheckpointKind,
+        tool_use_id: str | None,
+        tool: str | None,
+        compare_to: Snapshot | None,
+        extra: Mapping[str, Any] | None,
+    ) -> tuple[Snapshot, list[RawChange]]:
         self.ensure()
         last = self._latest()
         number = last.checkpoint.number + 1 if last is not None else 1
@@ -629,8 +640,7 @@ class ShadowRepo:
         return cache
 
     def _load_state(self) -> TreeState | None:
-        if self._saving is not None:
-            self._saving.result()
+        _SAVER.flush(self.state_file)
         try:
             data = self.state_file.read_bytes()
         except OSError:
@@ -638,24 +648,15 @@ class ShadowRepo:
         return TreeState.load(data)
 
     def _save_state(self, state: TreeState) -> None:
-        """Written in the background: a lost or stale file only costs reading files again."""
-        path, root = self.state_file, self.root
-
-        def save() -> None:
-            data = state.dump()
-            tmp = root / f"state.tmp{os.getpid()}"
-            with contextlib.suppress(OSError):
-                tmp.write_bytes(data)
-                os.replace(tmp, path)
-
-        if self._saving is not None:
-            self._saving.result()
-        self._saving = _POOL.submit(save)
+        """Written a moment later by a timer thread (and at exit): serializing the cache
+        holds the GIL for milliseconds, which right after a checkpoint would delay the
+        caller's next steps (the diff of the tool call). A lost or stale file only costs
+        reading the files again."""
+        _SAVER.schedule(self.state_file, state)
 
     def wait_saved(self) -> None:
-        """Wait until the stat cache of the last checkpoint is on disk."""
-        if self._saving is not None:
-            self._saving.result()
+        """Write the stat cache of the last checkpoint now, if it is still pending."""
+        _SAVER.flush(self.state_file)
 
     def _flat(self, tree: str) -> Flat:
         """path -> (git mode, object name) of every file in a tree."""
@@ -976,7 +977,66 @@ class ShadowRepo:
         return done
 
 
-_POOL = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="phoenix-checkpoints")
+class _StateSaver:
+    """Stat caches waiting to be written: by a timer thread once no checkpoint has been
+    taken for `SAVE_DELAY` seconds and none is under way, by `flush` when one is needed
+    now, and at interpreter exit."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._write_lock = threading.Lock()
+        self._pending: dict[Path, TreeState] = {}
+        self._timer: threading.Timer | None = None
+        self._busy = 0
+
+    @contextlib.contextmanager
+    def busy(self) -> Iterator[None]:
+        """A checkpoint is being taken: writing now would hold the GIL under it."""
+        with self._lock:
+            self._busy += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._busy -= 1
+
+    def schedule(self, path: Path, state: TreeState) -> None:
+        with self._lock:
+            self._pending[path] = state
+            self._restart_timer()
+
+    def _restart_timer(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+        self._timer = threading.Timer(SAVE_DELAY, self._fire)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def _fire(self) -> None:
+        with self._lock:
+            if self._busy:
+                self._restart_timer()
+                return
+        self.flush()
+
+    def flush(self, only: Path | None = None) -> None:
+        with self._write_lock:
+            with self._lock:
+                if only is None:
+                    items, self._pending = list(self._pending.items()), {}
+                else:
+                    state = self._pending.pop(only, None)
+                    items = [] if state is None else [(only, state)]
+            for path, state in items:
+                tmp = path.with_name(f"{path.name}.tmp{os.getpid()}")
+                with contextlib.suppress(OSError):
+                    tmp.write_bytes(state.dump())
+                    os.replace(tmp, path)
+
+
+SAVE_DELAY = 1.0
+_SAVER = _StateSaver()
+atexit.register(_SAVER.flush)
 
 
 def _depth(path: str) -> int:
