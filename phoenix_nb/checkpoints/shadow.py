@@ -87,6 +87,7 @@ _CONFIG = {
     "maintenance.auto": "false",
 }
 _IDENT = b"phoenix checkpoints <phoenix@localhost>"
+_EXCLUDE_PLACEHOLDER = "# rules: each listing's core.excludesFile (exclude* beside git/)\n"
 
 
 def _config_text() -> str:
@@ -276,8 +277,16 @@ class ShadowRepo:
                 config.write(_config_text())  # process per setting cost 5 ms each
             (tmp / "info").mkdir(exist_ok=True)
             (tmp / "info" / "attributes").write_text(_ATTRIBUTES)
-            (tmp / "info" / "exclude").write_text("# rules: see core.excludesFile per listing\n")
+            (tmp / "info" / "exclude").write_text(_EXCLUDE_PLACEHOLDER)
             os.replace(tmp, self.git_dir)
+        exclude = self.git_dir / "info" / "exclude"
+        try:
+            stale = exclude.read_text() != _EXCLUDE_PLACEHOLDER
+        except OSError:
+            stale = True
+        if stale:  # a store of an older version kept top-anchored rules here
+            exclude.parent.mkdir(exist_ok=True)
+            exclude.write_text(_EXCLUDE_PLACEHOLDER)
         # An index of an older version of this store would make git see tracked files.
         self.no_index.unlink(missing_ok=True)
 
