@@ -2,9 +2,13 @@
 
 Run by tests/runtime/test_subagent_store_faults.py inside a private mount
 namespace where ``ROOT/store`` (PHOENIX_HOME) is a small tmpfs:
-``python full_store_child.py ROOT FREE``. The fake model fills that tmpfs when
-the sub-agent asks for its first reply, leaving FREE bytes, and answers with a
-reply too big for them, so the sub-agent's save fails. Prints one JSON object:
+``python full_store_child.py ROOT FREE [long]``. The fake model fills that tmpfs
+when the sub-agent asks for its first reply, leaving FREE bytes, and answers with
+a reply too big for them, so the sub-agent's save fails. With ``long`` the
+parent works in a folder whose path is 4,000 bytes long: its record (which holds
+its cwd) no longer fits in the slack of a page a file already holds (tmpfs
+counts pages), so with no room left its first save after the report fails for
+sure, instead of by the luck of where its journals' last pages end. Prints one JSON object:
 what the parent's model was told, what the parent's watchers were shown, and the
 histories and states that were saved.
 """
@@ -61,7 +65,16 @@ def valid(history: list[dict[str, Any]]) -> bool:
     return validate_chain(history) == [] and all(a != b for a, b in itertools.pairwise(roles))
 
 
-async def main(root: Path, free: int) -> dict[str, Any]:
+def deep_project(root: Path) -> Path:
+    """A project folder whose absolute path is 4,000 bytes long (PATH_MAX is 4,096)."""
+    path = project_dir(root)
+    while len(str(path)) < 4000:
+        path = path / ("d" * min(200, 4000 - len(str(path)) - 1))
+    path.mkdir(parents=True)
+    return path
+
+
+async def main(root: Path, free: int, long: bool) -> dict[str, Any]:
     store = root / "store"
 
     def child_reply(req: FakeRequest) -> Turn:
@@ -74,7 +87,7 @@ async def main(root: Path, free: int) -> dict[str, Any]:
         fake.add_rule(is_child(TASK), child_reply)
         # A child timeout far beyond the caller's wait: only an early report can end it.
         async with phoenix_for(fake, root, sub_agent_timeout=3600) as phoenix:
-            parent = phoenix.create(cwd=project_dir(root))
+            parent = phoenix.create(cwd=deep_project(root) if long else project_dir(root))
             sub = parent.subscribe()
             await parent.run("look around")
             out["shown"] = [line for u in sub.pending() for line in shown(u)]
@@ -85,7 +98,11 @@ async def main(root: Path, free: int) -> dict[str, Any]:
                 if is_parent(r) and r.tool_results
             ]
             out["parent_state"] = parent.state.name
-            out["parent_valid"] = valid(phoenix.store.messages(parent.id))
+            saved = phoenix.store.messages(parent.id)
+            out["parent_valid"] = valid(saved)
+            out["saved_results"] = [
+                m["content"]["content"] for m in saved if m["message_type"] == "tool"
+            ]
             [child] = phoenix.store.children(parent.id)
             out["child_state"] = from_persisted(child).phase.__class__.__name__
             out["child_error"] = getattr(from_persisted(child).phase, "error", "")
@@ -98,5 +115,6 @@ async def main(root: Path, free: int) -> dict[str, Any]:
 
 
 if __name__ == "__main__":
-    result = asyncio.run(main(Path(sys.argv[1]), int(sys.argv[2])))
+    long = sys.argv[3:] == ["long"]
+    result = asyncio.run(main(Path(sys.argv[1]), int(sys.argv[2]), long))
     print(json.dumps(result))

@@ -26,15 +26,15 @@ REPO = Path(__file__).resolve().parents[2]
 CHILD = Path(__file__).with_name("full_store_child.py")
 
 
-def _run(tmp_path: Path, free: int) -> dict[str, Any]:
+def _run(tmp_path: Path, free: int, *extra: str) -> dict[str, Any]:
     if os.geteuid() != 0 or shutil.which("unshare") is None:
         pytest.fail("this test needs root and unshare (CI runs as root)")
     store = tmp_path / "store"
     store.mkdir()
-    script = 'mount -t tmpfs -o size=2m phoenix-full "$1/store" && exec "$2" "$3" "$1" "$4"'
+    script = 'mount -t tmpfs -o size=2m phoenix-full "$1/store" && exec "$2" "$3" "$1" "$4" "$5"'
     argv = ["unshare", "--mount", "--propagation", "private", "--", "sh", "-c", script, "sh"]
     result = subprocess.run(
-        [*argv, str(tmp_path), sys.executable, str(CHILD), str(free)],
+        [*argv, str(tmp_path), sys.executable, str(CHILD), str(free), " ".join(extra)],
         capture_output=True,
         text=True,
         timeout=150,
@@ -68,11 +68,13 @@ def test_the_parent_is_told_at_once_that_its_sub_agent_could_not_save(tmp_path: 
 
 
 def test_with_no_room_for_the_parent_either_the_user_sees_one_line(tmp_path: Path) -> None:
-    """The parent cannot save its result either: it stops with its own line (the same
-    cause, said once), sends nothing unsaved, and goes on once space is freed."""
-    out = _run(tmp_path, free=0)
+    """The parent cannot save either (its record, holding a 4,000-byte cwd, is longer
+    than a page and fits in no page's slack): it stops with its own line — the same
+    cause, said once — sends nothing unsaved, and goes on once space is freed."""
+    out = _run(tmp_path, 0, "long")
     [shown] = _store_lines(out["shown"])
-    assert "the disk is full" in shown and "\n" not in shown
-    assert out["results"] == [], "nothing unsaved reached the parent's model"
+    assert shown.startswith("Could not save conversation ") and "the disk is full" in shown
+    assert "\n" not in shown
+    assert out["results"] == [] == out["saved_results"], "nothing unsaved reached its model"
     assert out["parent_state"] == "idle"
     assert out["parent_valid_after"] and out["parent_state_after"] == "idle"
