@@ -59,6 +59,7 @@ def test_the_parent_is_told_at_once_that_its_sub_agent_could_not_save(tmp_path: 
     assert body.startswith("The sub-agent stopped because its save failed: Could not save")
     assert "the disk is full" in body and "(PHOENIX_HOME)" in body
     assert "kernel restart" not in result
+    assert out["saved_results"] == [result], "the parent's model got it only once it was saved"
     [shown] = _store_lines(out["shown"])  # the user sees the store's line once
     assert shown == body
     assert out["parent_state"] == "idle" and out["parent_valid"]
