@@ -491,7 +491,7 @@ class ShadowRepo:
         if last is not None and perms == last.perms:
             perms_sha = self._last_perms_sha
         else:
-            body = json.dumps(dict(sorted(perms.items())), separators=(",", ":")).encode()
+            body = json.dumps(perms, sort_keys=True, separators=(",", ":")).encode()
             perms_sha = sink.add(BLOB, body).hex()
             self._perms_cache[perms_sha] = perms
         created = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
