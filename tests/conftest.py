@@ -50,6 +50,15 @@ def pytest_report_header() -> str:
     return _randomness()
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    # Exploration runs thousands of examples: a test's own time limit (a marker, which
+    # pytest-timeout prefers to the command line) would cut it short mid-example and
+    # read as a hang.
+    if EXPLORING:
+        for item in items:
+            item.add_marker(pytest.mark.timeout(0), append=False)
+
+
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     # The header is hidden under -q (the README's command): say it again at the end.
     terminalreporter.write_line(_randomness())
