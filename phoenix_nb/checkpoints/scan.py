@@ -41,6 +41,12 @@ DirRec = tuple[int, int, int, int, frozenset[str]]
 SourceKey = tuple[int, int, int, int] | None
 RACY_MARGIN_NS = 20_000_000  # timestamps within this of a scan count as racy
 
+
+def _dir_rec(st: os.stat_result, names: frozenset[str]) -> DirRec:
+    """What is remembered of a folder: its stat (a changed one is listed again) and names."""
+    return (st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_mode, names)
+
+
 # (context root relative to top, pathspecs relative to it) -> ignored paths (relative to
 # the context root; folders end with "/")
 Lister = Callable[[str, list[str]], list[str]]
@@ -253,13 +259,7 @@ class Scanner:
                 else:
                     continue  # sockets, fifos, devices: git records none
                 kept.add(name)
-            found.dirs[rel] = (
-                st.st_mtime_ns,
-                st.st_ctime_ns,
-                st.st_ino,
-                st.st_mode,
-                frozenset(kept),
-            )
+            found.dirs[rel] = _dir_rec(st, frozenset(kept))
             if len(found.stats) + len(found.files) > self.max_files:
                 raise TooManyFiles(len(found.stats) + len(found.files))
 
@@ -335,13 +335,7 @@ class Scanner:
                 with os.scandir(self._full(rel)) as it:
                     names = {e.name for e in it}
             except OSError:  # unreadable now: its mode is recorded, its names listed afresh
-                found.dirs[rel] = (
-                    st.st_mtime_ns,
-                    st.st_ctime_ns,
-                    st.st_ino,
-                    st.st_mode,
-                    frozenset(),
-                )
+                found.dirs[rel] = _dir_rec(st, frozenset())
                 continue  # once readable again (a chmod changes its stat)
             kept = set(rec[4] & names)
             for name in sorted(names - rec[4]):
@@ -357,13 +351,7 @@ class Scanner:
                     continue
                 new.append(path)
                 kept.add(name)
-            found.dirs[rel] = (
-                st.st_mtime_ns,
-                st.st_ctime_ns,
-                st.st_ino,
-                st.st_mode,
-                frozenset(kept),
-            )
+            found.dirs[rel] = _dir_rec(st, frozenset(kept))
         if any(p.rpartition("/")[2] == ".gitignore" for p in (*found.stats, *found.removed, *new)):
             found.rules_changed = True
         if found.rules_changed:

@@ -25,30 +25,21 @@ phoenix's outputs can reach it) and how large phoenix's own part is. Nothing her
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from tests.test_quickstart import offline_env
+
 NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 BASELINE_HTML = 433_914  # the executed quickstart's HTML when issue 18 was filed
 BASELINE_IPYNB = 252_584  # and its .ipynb
 TARGET_HTML = BASELINE_HTML // 2
 MIME = "application/vnd.phoenix.conversation+json"
-
-
-def _env(home: Path) -> dict[str, str]:
-    """Offline, as a new user runs it: no key, no base URL, the demo model, no pacing."""
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if k not in ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "PHOENIX_MODEL")
-    }
-    env["PHOENIX_HOME"] = str(home)
-    env["PHOENIX_DEMO_PACE"] = "0"
-    return env
 
 
 def _nbconvert(args: list[str], cwd: Path, env: dict[str, str]) -> None:
@@ -97,7 +88,7 @@ def main() -> None:
         root = Path(tmp)
         work = root / "notebooks"
         shutil.copytree(NOTEBOOKS, work, ignore=shutil.ignore_patterns("scratch", "__pycache__"))
-        env = _env(root / "home")
+        env = offline_env(root / "home")
         _empty(work / "empty.ipynb")
         _cleared(work / "quickstart.ipynb", work / "cleared.ipynb")
         _nbconvert(

@@ -29,24 +29,10 @@ from phoenix_nb.runtime import updates as up
 from phoenix_nb.testing import FakeAnthropic, FakeRequest, Turn, text
 from tests.runtime.harness import phoenix_for, project_dir
 from tests.runtime.test_subagents import is_child, is_parent, result_text, scripted, spawn
+from tests.small_disk import fill
 
 TASK = "survey the repository"
 BIG_REPLY = "y" * 400_000  # far more than the room left
-
-
-def fill(store: Path, free: int) -> None:
-    """Fill the store's filesystem, then give `free` bytes back."""
-    fd = os.open(store / "filler", os.O_WRONLY | os.O_CREAT)
-    try:
-        for chunk in (65536, 512):
-            try:
-                while True:
-                    os.write(fd, b"x" * chunk)
-            except OSError as exc:
-                assert exc.errno == 28, exc  # ENOSPC: the disk is really full
-        os.ftruncate(fd, max(0, os.fstat(fd).st_size - free))
-    finally:
-        os.close(fd)
 
 
 def shown(update: up.Update) -> list[str]:

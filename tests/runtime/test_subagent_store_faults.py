@@ -11,38 +11,22 @@ child would fail the test by its timeout instead of passing.
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.small_disk import run_on_small_tmpfs
+
 pytestmark = pytest.mark.timeout(180)
 
-REPO = Path(__file__).resolve().parents[2]
 CHILD = Path(__file__).with_name("full_store_child.py")
 
 
 def _run(tmp_path: Path, free: int, *extra: str) -> dict[str, Any]:
-    if os.geteuid() != 0 or shutil.which("unshare") is None:
-        pytest.fail("this test needs root and unshare (CI runs as root)")
-    store = tmp_path / "store"
-    store.mkdir()
-    script = 'mount -t tmpfs -o size=2m phoenix-full "$1/store" && exec "$2" "$3" "$1" "$4" "$5"'
-    argv = ["unshare", "--mount", "--propagation", "private", "--", "sh", "-c", script, "sh"]
-    result = subprocess.run(
-        [*argv, str(tmp_path), sys.executable, str(CHILD), str(free), " ".join(extra)],
-        capture_output=True,
-        text=True,
-        timeout=150,
-        cwd=REPO,
-        env={**os.environ, "PYTHONPATH": str(REPO)},
-    )
+    args = [str(CHILD), str(tmp_path), str(free), " ".join(extra)]
+    result = run_on_small_tmpfs(tmp_path / "store", "2m", args)
     assert result.returncode == 0, result.stderr[-3000:]
-    assert not any(store.iterdir()), "the tmpfs was only ever visible to the child"
     return dict(json.loads(result.stdout.splitlines()[-1]))
 
 

@@ -14,24 +14,21 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from phoenix_nb.checkpoints.recorder import Checkpoints
 from phoenix_nb.core.values import Mode, ToolResult
-
-REPO = Path(__file__).resolve().parents[2]
+from tests.small_disk import run_on_small_tmpfs
 
 CHILD = r"""
 import asyncio, json, logging, os, sys
 from pathlib import Path
 from phoenix_nb.checkpoints.recorder import Checkpoints
 from phoenix_nb.core.values import Mode, ToolResult
+from tests.small_disk import fill
 
 store, project, in_store = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3] == "store"
 lines = []
@@ -47,22 +44,9 @@ logger.setLevel(logging.INFO)
 checkpoints = Checkpoints(store / "checkpoints", exclude=(store,) if in_store else ())
 
 
-def fill():
-    fd = os.open(store / "filler", os.O_WRONLY | os.O_CREAT)
-    try:
-        for chunk in (65536, 512):
-            try:
-                while True:
-                    os.write(fd, b"x" * chunk)
-            except OSError:
-                pass
-    finally:
-        os.close(fd)
-
-
 async def main():
     await checkpoints.writes_possible("c1", str(project), "approval")
-    fill()
+    fill(store)
 
     async def run():
         (project / "new.bin").write_bytes(os.urandom(300_000))
@@ -81,23 +65,11 @@ print(json.dumps({"error": error, "log": lines}))
 
 
 def _full_disk(tmp_path: Path, where: str) -> dict[str, object]:
-    if os.geteuid() != 0 or shutil.which("unshare") is None:
-        pytest.fail("this test needs root and unshare (CI runs as root)")
     store, project = tmp_path / "store", tmp_path / "project"
-    store.mkdir()
     project.mkdir()
     (project / "app.py").write_text("print('hi')\n")
-    script = 'mount -t tmpfs -o size=256k phoenix-full "$1" && exec "$2" -c "$3" "$1" "$4" "$5"'
-    argv = ["unshare", "--mount", "--propagation", "private", "--", "sh", "-c", script, "sh"]
-    result = subprocess.run(
-        [*argv, str(store), sys.executable, CHILD, str(project), where],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=REPO,
-    )
+    result = run_on_small_tmpfs(store, "256k", ["-c", CHILD, str(store), str(project), where])
     assert result.returncode == 0, result.stderr[-3000:]
-    assert not any(store.iterdir()), "the tmpfs was only ever visible to the child"
     return dict(json.loads(result.stdout.splitlines()[-1]))
 
 
