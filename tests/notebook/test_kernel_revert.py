@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import stat
-import subprocess
 import time
 from pathlib import Path
 from typing import Any
@@ -19,41 +18,28 @@ import pytest
 
 from phoenix_nb.store import Store
 from phoenix_nb.testing import FakeAnthropic, Turn, text, tool_use
-from tests.checkpoints.scratch import git_dir_state, tree_state
+from tests.checkpoints.scratch import git_dir_state, tree_state, user_git
 from tests.notebook.kernel_harness import MIME, Kernel
 
 pytestmark = pytest.mark.timeout(240)
 
 
-def _user_git(repo: Path, *args: str) -> None:
-    env = {
-        "PATH": os.environ["PATH"],
-        "HOME": str(repo),
-        "GIT_CONFIG_NOSYSTEM": "1",
-        "GIT_AUTHOR_NAME": "u",
-        "GIT_AUTHOR_EMAIL": "u@x",
-        "GIT_COMMITTER_NAME": "u",
-        "GIT_COMMITTER_EMAIL": "u@x",
-    }
-    subprocess.run(["git", *args], cwd=repo, env=env, check=True, capture_output=True)
-
-
 def make_project(root: Path) -> Path:
     """A user's repository with a commit, a stash, a staged file and a branch."""
     root.mkdir(parents=True)
-    _user_git(root, "init", "-q", "-b", "main")
+    user_git(root, "init", "-q", "-b", "main")
     (root / "app.py").write_text("def add(a, b):\n    return a - b\n")
     (root / "README.md").write_text("# demo project\n")
     (root / "run.sh").write_text("#!/bin/sh\necho run\n")
     (root / "data.txt").write_text("old data\n")
     (root / ".gitignore").write_text("*.log\n")
-    _user_git(root, "add", "-A")
-    _user_git(root, "commit", "-q", "-m", "start")
+    user_git(root, "add", "-A")
+    user_git(root, "commit", "-q", "-m", "start")
     (root / "README.md").write_text("# demo project\nwork in progress\n")
-    _user_git(root, "stash", "-q")
-    _user_git(root, "branch", "topic")
+    user_git(root, "stash", "-q")
+    user_git(root, "branch", "topic")
     (root / "notes.md").write_text("staged notes\n")
-    _user_git(root, "add", "notes.md")
+    user_git(root, "add", "notes.md")
     (root / "secret.txt").write_text("mine only\n")
     os.chmod(root / "secret.txt", 0o600)
     (root / "debug.log").write_text("ignored\n")
