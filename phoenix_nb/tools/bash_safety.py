@@ -709,16 +709,48 @@ def _simple_words(script: str, env: Env, checker: _Interpreter) -> list[Val] | N
     source = script.encode("utf-8", "surrogatepass")
     expander = _Expander(env, checker)
     words: list[Val] = []
-    for child in commands[0].children:
-        if child.type == "variable_assignment" or child.type.endswith("redirect"):
-            continue
-        node = child.children[0] if child.type == "command_name" and child.children else child
-        words.extend(expander.words(_src(node, source)))
+    for group in _word_groups(commands[0], source):
+        words.extend(expander.words(_group_src(group, source)))
     return words
 
 
 def _src(node: Node, source: bytes) -> str:
     return source[node.start_byte : node.end_byte].decode("utf-8", "surrogatepass")
+
+
+# Bytes between two nodes that bash reads as nothing at all: line continuations.
+_NOTHING_BETWEEN = re.compile(rb"(?:\\\n)*")
+
+
+def _word_groups(command: Node, source: bytes) -> list[list[Node]]:
+    """The command's words as bash splits them: one list of grammar nodes per word.
+
+    The grammar splits some single bash words in two: it reads a line
+    continuation as a blank (`r\\<newline>m` is the one word `rm` to bash) and
+    ends a command name at a backquote (`r`true`m` is `rm`). Nodes that touch,
+    or are separated only by line continuations, are one word; judging them
+    apart would judge a command bash never runs and miss the one it does.
+    """
+    groups: list[list[Node]] = []
+    previous: Node | None = None
+    for child in command.children:
+        if child.type == "variable_assignment" or child.type.endswith("redirect"):
+            previous = None
+            continue
+        glued = previous is not None and _NOTHING_BETWEEN.fullmatch(
+            source[previous.end_byte : child.start_byte]
+        )
+        if glued:
+            groups[-1].append(child)
+        else:
+            groups.append([child])
+        previous = child
+    return groups
+
+
+def _group_src(group: Sequence[Node], source: bytes) -> str:
+    """One bash word's source text (continuations kept: the expander drops them)."""
+    return source[group[0].start_byte : group[-1].end_byte].decode("utf-8", "surrogatepass")
 
 
 # ------------------------------------------------------------- judging paths
@@ -1197,10 +1229,13 @@ class _Interpreter:
         if not check:
             expander.checker = _Interpreter(self.places, quiet=True)
         words: list[Val] = []
-        for child in node.children:
-            if child.type == "variable_assignment" or child.type.endswith("redirect"):
-                continue
-            if child.type == "process_substitution":
+        for group in _word_groups(node, source):
+            child = group[0]
+            if len(group) > 1:
+                if any(c.type == "process_substitution" for c in group):
+                    raise _TooDynamic("a word glues a process substitution to other text")
+                words.extend(expander.words(_group_src(group, source)))
+            elif child.type == "process_substitution":
                 inner = _src(child, source)[2:-1]
                 if check:
                     self.check_script(inner, env.child("<(…)"))
@@ -2129,8 +2164,16 @@ def check_command(command: str, *, cwd: str | os.PathLike[str] | None = None) ->
     else:
         places = _Places(_FAKE_CWD, home, also=_process_cwd())
     env = Env(cwd=places.cwd, home=places.home)
+    # Bash drops every backslash-newline before it splits words, except inside
+    # single quotes and quoted here-documents. Judging the script as written and
+    # with every continuation joined covers both readings without modelling
+    # which quotes a continuation sits in: a command runs only if both pass.
+    readings = [command]
+    if "\\\n" in command:
+        readings.append(command.replace("\\\n", ""))
     try:
-        _Interpreter(places).check_script(command, env)
+        for reading in readings:
+            _Interpreter(places).check_script(reading, env)
     except _Refused as refusal:
         return str(refusal)
     except _TooDynamic as unknown:

@@ -696,10 +696,12 @@ def test_words_are_expanded_exactly_as_bash_expands_them(tmp_path: Path, word: s
 
 # Spellings generated from parts: a quoting of "rm", a way to say recursive, a target.
 _RM_SPELLINGS = st.sampled_from(
-    ["rm", "\\rm", "'rm'", '"rm"', "r''m", "$'rm'", r"$'\x72\x6d'", "/bin/rm"]
-)
+    # Line continuations and a glued backquote: words the grammar splits that bash joins.
+    ["rm", "\\rm", "'rm'", '"rm"', "r''m", "$'rm'", r"$'\x72\x6d'", "/bin/rm",
+     "r\\\nm", "\\\nrm", "r\\\n\\\nm", "r`echo`m", "r`printf m`"]
+)  # fmt: skip
 _FLAGS = st.sampled_from(
-    ["-rf", "-fr", "-r -f", "-Rf", "--rec --force", "--recursive", "-r", "-rfv"]
+    ["-rf", "-fr", "-r -f", "-Rf", "--rec --force", "--recursive", "-r", "-rfv", "-r\\\nf"]
 )
 _TARGETS = st.sampled_from(
     [
@@ -748,7 +750,14 @@ async def test_refused_in_a_real_run_and_nothing_is_deleted(
     (work / "build").mkdir(parents=True)
     monkeypatch.setenv("HOME", str(home))
     ctx = ToolContext(cwd=work, mode=Mode.UNRESTRICTED, sandbox=detect_sandbox())
-    for command in ["rm --rec --force ~", "x=rm; $x -rf ~", "echo ~ | xargs rm -rf"]:
+    for command in [
+        "rm --rec --force ~",
+        "x=rm; $x -rf ~",
+        "echo ~ | xargs rm -rf",
+        "r\\\nm -rf ~",  # a line continuation inside the command name
+        "rm -r\\\nf ~/\\\n",
+        "r`echo`m -rf ~",  # the grammar ends a name at a backquote; bash does not
+    ]:
         result = await BashTool().run({"command": command}, ctx, "t")
         assert result.is_error and result.content.startswith("Refused: "), result.content
     assert (home / "keep" / "canary").read_text() == "alive"
