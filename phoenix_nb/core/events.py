@@ -68,7 +68,10 @@ class UserDenyUpgrade:
 
 @dataclass(frozen=True)
 class UserRequestDowngrade:
-    pass
+    """Back to Restricted now. `stopped_jobs`: the commands of the background jobs
+    the runtime stopped first (they ran with write access), so the note can say so."""
+
+    stopped_jobs: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

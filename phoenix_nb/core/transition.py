@@ -546,14 +546,43 @@ def _cancel_approval(
     return _stopped(state, ctx, effects)
 
 
-def _downgrade(state: ConvState, ctx: ConvContext, _phase: Any, _e: Any) -> Outcome:
-    """Immediate, in any live phase, never touching a running tool (REQ-BED-016)."""
+def stopped_jobs_text(commands: Sequence[str]) -> str:
+    """The note's line for background jobs stopped because they had write access."""
+    shown = "\n".join(f"- {_code_span(' '.join(c.split())[:200])}" for c in commands)
+    return (
+        f"Stopped {len(commands)} background job(s) that ran with write access, and "
+        f"every process they started:\n{shown}"
+    )
+
+
+def _code_span(text: str) -> str:
+    """`text` as one Markdown code span, whatever backquotes it holds (CommonMark)."""
+    longest = 0
+    run = 0
+    for ch in text:
+        run = run + 1 if ch == "`" else 0
+        longest = max(longest, run)
+    fence = "`" * (longest + 1)
+    return f"{fence} {text} {fence}"
+
+
+def _downgrade(
+    state: ConvState, ctx: ConvContext, _phase: Any, event: UserRequestDowngrade
+) -> Outcome:
+    """Immediate, in any live phase, never touching a running tool (REQ-BED-016).
+
+    Background jobs are not tool calls: they outlive the call that started them
+    with the mode it had, so the runtime stops them first and the note names them.
+    """
     if not ctx.sandbox_available:
         return Rejection(RESTRICTED_UNAVAILABLE_MESSAGE)
     if state.mode is Mode.RESTRICTED:
         return Transition(state)
+    text = MODE_RESTRICTED_TEXT
+    if event.stopped_jobs:
+        text = f"{text}\n\n{stopped_jobs_text(event.stopped_jobs)}"
     effects: list[Effect] = [
-        system_message(MODE_RESTRICTED_TEXT),
+        system_message(text),
         Notify(Notice.MODE_CHANGED, ModeChanged(Mode.RESTRICTED.value)),
     ]
     return _done(replace(state, mode=Mode.RESTRICTED), effects)

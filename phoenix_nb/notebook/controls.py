@@ -17,7 +17,7 @@ import ipywidgets as w
 from phoenix_nb.core.notices import RetryScheduled
 from phoenix_nb.runtime.manager import Conversation, PhoenixError
 
-Action = Callable[[], Awaitable[None]]
+Action = Callable[[], Awaitable[object]]
 
 
 class Controls:

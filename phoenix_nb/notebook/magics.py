@@ -19,6 +19,7 @@ from IPython.core.magic import Magics, line_magic, magics_class
 from IPython.display import display
 
 from phoenix_nb.core.states import ContextExhausted
+from phoenix_nb.core.transition import stopped_jobs_text
 from phoenix_nb.notebook._render.cost import Spending
 from phoenix_nb.notebook._render.view import folded_line, state_words
 from phoenix_nb.notebook.cell import TurnView, decorate, front_end_can_answer, say
@@ -215,8 +216,10 @@ async def _dispatch_awaiting(command: Subcommand, session: Session, shell: Any) 
         await view.run(action)
     elif name == "restrict":
         conv = session.current_conversation()
-        await conv.restrict()
+        stopped = await conv.restrict()
         print(f"{conv.slug} is now Restricted (read-only, no network).")
+        if stopped:
+            print(stopped_jobs_text(stopped))
     elif name == "cancel":
         conv = session.current_conversation()
         await conv.cancel()

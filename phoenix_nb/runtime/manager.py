@@ -38,7 +38,12 @@ from phoenix_nb.core.states import (
     from_persisted,
     persisted_fields,
 )
-from phoenix_nb.core.transition import RESTRICTED_UNAVAILABLE_MESSAGE, Rejection, initial_state
+from phoenix_nb.core.transition import (
+    RESTRICTED_UNAVAILABLE_MESSAGE,
+    Rejection,
+    initial_state,
+    stopped_jobs_text,
+)
 from phoenix_nb.core.values import ImageData, Mode, SubAgentOutcome, Usage
 from phoenix_nb.errors import PhoenixError, Rejected, UnknownConversation
 from phoenix_nb.llm.model_limits import LimitsSource, ModelLimits
@@ -62,6 +67,7 @@ from phoenix_nb.runtime.settings import DEMO_MODEL, Settings
 from phoenix_nb.runtime.subagents import SubAgentLimits, SubAgentSpawner
 from phoenix_nb.store import Store, store_problem
 from phoenix_nb.store.store import default_root
+from phoenix_nb.tools.bash import stop_unrestricted_jobs
 from phoenix_nb.tools.kernel_port import KernelPort
 from phoenix_nb.tools.sandbox import configure_from_settings as _configure_sandbox
 from phoenix_nb.tools.sandbox import detect_sandbox
@@ -247,11 +253,26 @@ class Conversation:
     async def deny(self) -> None:
         await self._submit(ev.UserDenyUpgrade())
 
-    async def restrict(self) -> None:
-        """Back to Restricted at once, without asking the agent (REQ-BED-016)."""
+    async def restrict(self) -> list[str]:
+        """Back to Restricted at once, without asking the agent (REQ-BED-016).
+
+        "At once" includes what already runs with write access in the background:
+        those jobs are stopped before the mode changes, and the note that tells
+        the agent and the record about the change names them. A job started by a
+        tool call already under way when the mode changed is stopped right after.
+        Returns the commands of the jobs it stopped.
+        """
         if not self._phoenix.sandbox.available:
             raise PhoenixError(RESTRICTED_UNAVAILABLE_MESSAGE)
-        await self._submit(ev.UserRequestDowngrade())
+        stopped = await stop_unrestricted_jobs(self.id)
+        await self._submit(ev.UserRequestDowngrade(stopped_jobs=tuple(stopped)))
+        late = await stop_unrestricted_jobs(self.id)
+        if late:
+            try:
+                self.runtime.annotate(stopped_jobs_text(late))
+            except Rejected:
+                log.warning("stopped background jobs after restrict, unannounced: %s", late)
+        return stopped + late
 
     async def trigger_continuation(self) -> None:
         """Ask for a continuation summary now (REQ-BED-023), ending this conversation."""

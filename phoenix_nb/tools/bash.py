@@ -146,7 +146,12 @@ class BackgroundJob:
     log_path: Path
     directory: Path
     command: str
+    restricted: bool
     watcher: asyncio.Future[dict[str, Any]] | None = field(default=None, repr=False)
+
+    @property
+    def running(self) -> bool:
+        return self.watcher is None or not self.watcher.done()
 
 
 _JOBS: dict[str, list[BackgroundJob]] = {}
@@ -162,6 +167,24 @@ async def kill_background_jobs(conversation_id: str) -> int:
             await asyncio.wait_for(job.process.wait(), _KILL_WAIT)
         remove_tree(str(job.directory))
     return len(jobs)
+
+
+async def stop_unrestricted_jobs(conversation_id: str) -> list[str]:
+    """Stop the conversation's running background jobs that have write access.
+
+    For "back to Restricted now": such a job outlives the call that started it,
+    with that call's mode. Each is killed through its supervisor, which returns
+    only once every process of the job's tree is gone. The jobs stay registered,
+    so their logs remain readable until the conversation ends. Returns their
+    commands, in the order they were started.
+    """
+    jobs = [j for j in _JOBS.get(conversation_id, []) if not j.restricted and j.running]
+    for job in jobs:
+        job.process.kill()
+    for job in jobs:
+        with contextlib.suppress(TimeoutError, OSError):
+            await asyncio.wait_for(job.process.wait(), _KILL_WAIT)
+    return [job.command for job in jobs]
 
 
 def background_jobs(conversation_id: str) -> list[BackgroundJob]:
@@ -347,7 +370,7 @@ class BashTool:
             return _error(tool_use_id, command, f"Could not start the command: {exc}")
         finally:
             os.close(log_fd)
-        job = BackgroundJob(ctx.conversation_id, proc, log_path, directory, command)
+        job = BackgroundJob(ctx.conversation_id, proc, log_path, directory, command, restricted)
         _JOBS.setdefault(ctx.conversation_id, []).append(job)
         job.watcher = asyncio.ensure_future(proc.wait())
         text = (
