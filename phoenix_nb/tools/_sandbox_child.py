@@ -62,6 +62,7 @@ import signal
 import socket
 import sys
 import tempfile
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import ModuleType
@@ -820,7 +821,8 @@ def _namespace_report(chan: socket.socket) -> tuple[int | None, int | None, list
 
 
 def _alive(owner: str) -> bool:
-    """Whether the kernel named ``<pid>-<start time>`` still runs."""
+    """Whether the kernel named ``<pid>-<start time>`` still runs (an exited kernel
+    its parent has not reaped yet, a zombie, does not)."""
     pid, _, start = owner.partition("-")
     start = start.split("-")[0]  # "<pid>-<start>-fork": the kernel's own fork cgroups
     try:
@@ -828,7 +830,10 @@ def _alive(owner: str) -> bool:
             stat = fh.read()
     except (OSError, ValueError):
         return False
-    return not start or stat[stat.rindex(b")") + 2 :].split()[19].decode() == start
+    fields = stat[stat.rindex(b")") + 2 :].split()
+    if fields[0] in (b"Z", b"X"):
+        return False
+    return not start or fields[19].decode() == start
 
 
 def remove_stale(restrictions: Restrictions | None) -> None:
@@ -843,6 +848,58 @@ def remove_stale(restrictions: Restrictions | None) -> None:
                     cleanup.remove_tree(path)
     if restrictions is not None and restrictions.cgroups is not None:
         cgroups.remove_stale(restrictions.cgroups, _alive)
+
+
+_WIND_DOWN_SECONDS = 10.0
+
+
+def wind_down(restrictions: Restrictions | None) -> None:
+    """The kernel closed its end: remove its run folder and cgroups once nothing uses them.
+
+    Each supervisor kills its command's tree when its caller goes away, so
+    once the launcher has no child left and the kernel itself has exited,
+    nothing can use the folder (TMPDIR mount points, the placeholders bound
+    over hidden paths, job logs, run_python scratch): removing it then cannot
+    unhide a path from a command still running. A kernel that only closed its
+    launcher to start another is still alive, and its folder stays. Bounded:
+    whatever is not over within the limit is left to the next kernel's
+    launcher, as after a crash.
+    """
+    deadline = time.monotonic() + _WIND_DOWN_SECONDS
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGCHLD})
+    _reap()
+    while _has_children():
+        left = deadline - time.monotonic()
+        if left <= 0 or signal.sigtimedwait({signal.SIGCHLD}, left) is None:
+            return
+        _reap()
+    owner = os.environ.get("PHOENIX_OWNER", "")
+    if not _kernel_exited(owner, deadline):
+        return
+    run_dir = os.environ.get("PHOENIX_RUN_DIR", "")
+    if run_dir and os.path.basename(run_dir) == owner:
+        cleanup.remove_tree(run_dir)
+        with contextlib.suppress(OSError):
+            os.rmdir(os.path.dirname(run_dir))  # only if no other kernel's folder is in it
+    if restrictions is not None and restrictions.cgroups is not None:
+        cgroups.remove_stale(restrictions.cgroups, _alive)
+
+
+def _kernel_exited(owner: str, deadline: float) -> bool:
+    """Wait (until `deadline`) for the kernel named `owner` to exit; whether it did."""
+    if not owner or not _alive(owner):
+        return bool(owner)
+    try:
+        pidfd = os.pidfd_open(int(owner.partition("-")[0]))
+    except (OSError, ValueError):
+        return not _alive(owner)
+    try:
+        poller = select.poll()
+        poller.register(pidfd, select.POLLIN)
+        poller.poll(max(0, int((deadline - time.monotonic()) * 1000)))
+    finally:
+        os.close(pidfd)
+    return not _alive(owner)
 
 
 def serve(plain: socket.socket, restricted_sock: socket.socket | None) -> None:
@@ -892,7 +949,8 @@ def serve(plain: socket.socket, restricted_sock: socket.socket | None) -> None:
             sock, is_restricted = pipes.pop(fd)
             os.close(fd)
             if word == b"E":
-                return  # the kernel closed its end
+                wind_down(restrictions)  # the kernel closed its end
+                return
             expect = None
             if word.startswith(b"T"):
                 failures = 0
