@@ -14,5 +14,5 @@ export PHOENIX_CRASH_TRIALS="${PHOENIX_CRASH_TRIALS:-200}"
 # thousands of examples take as long as they take.
 exec python -m pytest -q -p no:cacheprovider --timeout=0 \
   tests/core tests/runtime/test_crash_restore.py tests/runtime/test_runtime_stateful.py \
-  tests/tools/test_tool_fuzz.py tests/tools/test_bash_safety.py \
+  tests/tools/test_tool_fuzz.py tests/tools/test_bash_guard.py \
   tests/notebook/test_render_safety.py "$@"

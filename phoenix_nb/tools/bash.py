@@ -4,7 +4,7 @@ Every command goes through the sandbox launcher (``sandbox.py``): in
 Restricted mode it runs under Landlock + seccomp + rlimits; in both modes it
 runs under a subreaper supervisor, so a timeout or a cancel kills the whole
 tree, ``setsid``'d descendants included (REQ-BED-005). Safety checks
-(``bash_safety``) refuse a few catastrophic commands first, in both modes and
+(``bash_guard``) refuse a few catastrophic commands first, in both modes and
 without a sandbox too (REQ-BASH-007/009).
 
 Output is stdout and stderr combined, read as it comes into a bounded buffer:
@@ -30,7 +30,7 @@ from typing import Any
 
 from phoenix_nb.core.displays import BashDisplay
 from phoenix_nb.core.values import Mode, ToolResult
-from phoenix_nb.tools import bash_safety
+from phoenix_nb.tools import bash_guard
 from phoenix_nb.tools.base import ToolContext
 from phoenix_nb.tools.environment import command_environment
 from phoenix_nb.tools.sandbox import (
@@ -220,7 +220,7 @@ class BashTool:
         command: str = input["command"]
         timeout = float(input.get("timeout", DEFAULT_TIMEOUT))
         background = bool(input.get("background", False))
-        refusal = bash_safety.check_command(command, cwd=ctx.cwd)
+        refusal = bash_guard.check_command(command, cwd=ctx.cwd)
         if refusal:
             return _error(tool_use_id, command, refusal)
         restricted = ctx.mode == Mode.RESTRICTED
