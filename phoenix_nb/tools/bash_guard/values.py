@@ -10,22 +10,12 @@ from dataclasses import dataclass, field, replace
 from tree_sitter import Node
 
 _MAX_DEPTH = 24  # nested shells, evals, functions and aliases followed
-
-
 MAX_WORDS = 512  # brace expansion and loop values considered per word
-
-
 MAX_STEPS = 50_000  # tree nodes and commands visited per check (about 0.5 s at worst)
-
-
 UNKNOWN = "\0"  # stands for text only known at run time
-
-
 # When the working directory is not given, it is a deep path of unknowable
 # names: its parents are then recognisable without knowing them.
 FAKE_CWD = "/\x01cwd1/\x01cwd2/\x01cwd3/\x01cwd4/\x01cwd5/\x01cwd6/\x01cwd7/\x01cwd8"
-
-
 GLOB_CHARS = frozenset("*?[")
 
 

@@ -39,11 +39,7 @@ from phoenix_nb.tools.bash_guard.words import (
 )
 
 _INTERPRETER = re.compile(r"python[\d.]*|pypy[\d.]*|perl|ruby|node(js)?|php[\d.]*|deno|bun")
-
-
 _STRING_LITERAL = re.compile(r"'((?:\\.|[^'\\\n])*)'|\"((?:\\.|[^\"\\\n])*)\"")
-
-
 _SHELL_API = re.compile(
     r"os\.system|os\.popen|subprocess|\bsystem\s*\(|\bexec[a-z]*\s*\(|child_process|"
     r"execSync|spawnSync|shell_exec|passthru|popen|`"
@@ -51,20 +47,14 @@ _SHELL_API = re.compile(
 
 
 _TREE_DELETE = re.compile(r"rmtree|rm_rf|\brm_r\b|rimraf|\brmSync\b|\bfs\.rm\b|remove_tree|rm\(")
-
-
 _HOME_EXPR = re.compile(
     r"expanduser|Path\.home|homedir|ENV\[.HOME.\]|environ\[.HOME.\]|getenv\(.HOME."
 )
 
 
 _STDIN_PATHS = frozenset({"/dev/stdin", "/dev/fd/0", "/proc/self/fd/0", "-"})
-
-
 # Names a same-named function must not hide: the plain command is judged too.
 _DANGEROUS_NAMES = frozenset({"rm", "git", "find", "rsync", "xargs", "eval", "bash", "sh"})
-
-
 _SHELLS = frozenset({"bash", "sh", "dash", "zsh", "ksh", "mksh", "ash", "yash", "posh", "rbash"})
 
 

@@ -216,8 +216,6 @@ _NARROWING = {
 
 
 _NAME_TESTS = {"-name", "-iname", "-path", "-ipath", "-wholename", "-iwholename"}
-
-
 _ACTIONS = {"-delete", "-exec", "-execdir", "-ok", "-okdir"}
 
 
