@@ -244,3 +244,22 @@ async def test_demo_answers_a_follow_up_from_the_real_history(
     await settle(fresh.run("What did you change?"))
     assert "I have not changed any file in this conversation." in agent_texts(fresh)[-1]
     assert agent_texts(fresh)[-1].startswith(INTRO), "a new conversation gets it once"
+
+
+async def test_demo_sub_agent_summary_keeps_reports_out_of_markdown(
+    phoenix: Phoenix, project: Path
+) -> None:
+    """The reports are quoted, not pasted: no heading of the tool result becomes a heading
+    of the answer, and `__init__.py` is not read as bold 'init.py'."""
+    import mistune
+
+    conv = phoenix.create(cwd=project)
+    await settle(conv.run("Use sub-agents to survey the project."))
+    final = agent_texts(conv)[-1]
+    assert not [line for line in final.splitlines() if line.startswith("#")], final
+    assert "**Task 1** (success)" in final and "**Task 2** (success)" in final, final
+    html = str(mistune.html(final))
+    assert "<h1" not in html and "<h2" not in html
+    assert "__init__.py" in html and "<strong>init.py</strong>" not in html
+    assert html.count("<pre><code") == 2, "each report in its own code block"
+    assert LABEL not in final.split("\n", 1)[1], "the sub-agents' disclaimer is not repeated"
