@@ -8,6 +8,7 @@ real subprocesses under the real Landlock sandbox, patch edits real files.
 from __future__ import annotations
 
 import asyncio
+import re
 import shutil
 import subprocess
 import sys
@@ -263,3 +264,4 @@ async def test_demo_sub_agent_summary_keeps_reports_out_of_markdown(
     assert "__init__.py" in html and "<strong>init.py</strong>" not in html
     assert html.count("<pre><code") == 2, "each report in its own code block"
     assert LABEL not in final.split("\n", 1)[1], "the sub-agents' disclaimer is not repeated"
+    assert re.search(r"^```text\n +\d+ \./", final, re.MULTILINE), "wc's column kept its indent"

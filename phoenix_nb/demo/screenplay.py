@@ -642,7 +642,7 @@ class DemoScript:
                     "submit",
                     "submit_result",
                     {
-                        "result": f"{LABEL}\n{_clip(done.content, 1200)}",
+                        "result": f"{LABEL}\n{_trim(done.content, 1200)}",
                         "success": not done.is_error,
                     },
                 )
@@ -699,8 +699,8 @@ def _sub_agent_reports(content: str) -> str:
     parts = []
     for match, following in zip(found, [*found[1:], None], strict=True):
         end = following.start() if following is not None else len(content)
-        report = content[match.end() : end].strip()
-        report = report.removeprefix(LABEL).strip()
+        report = content[match.end() : end].strip("\n")
+        report = report.removeprefix(LABEL).strip("\n")  # the sub-agent's own disclaimer
         number, task, status = match.groups()
         parts.append(f"**Task {number}** ({status}): {task}\n\n{_quote(report, 700)}")
     return "\n\n".join(parts)
@@ -708,7 +708,7 @@ def _sub_agent_reports(content: str) -> str:
 
 def _quote(value: str, limit: int = 800) -> str:
     """A tool's output as a fenced block: Markdown in it is shown, never rendered."""
-    body = _clip(value, limit)
+    body = _trim(value, limit)
     fence = "```"
     while fence in body:
         fence += "`"
@@ -740,6 +740,12 @@ def _price_fix(frame: str, column: str, failing_cell: str) -> str:
         f'    {frame}["{column}"].astype(str).str.replace(",", ".", regex=False).astype(float)\n'
         f")\n{failing_cell}"
     )
+
+
+def _trim(value: str, limit: int) -> str:
+    """Like `_clip` for command output: a first line's indent is part of a column."""
+    value = value.strip("\n").rstrip()
+    return value if len(value) <= limit else value[:limit] + " …"
 
 
 def _clip(value: str, limit: int = 800) -> str:
