@@ -265,3 +265,69 @@ async def test_demo_sub_agent_summary_keeps_reports_out_of_markdown(
     assert html.count("<pre><code") == 2, "each report in its own code block"
     assert LABEL not in final.split("\n", 1)[1], "the sub-agents' disclaimer is not repeated"
     assert re.search(r"^```text\n +\d+ \./", final, re.MULTILINE), "wc's column kept its indent"
+
+
+def _patch_then(*after: dict[str, Any]) -> dict[str, Any]:
+    """A request body: the demo patched pricing.py, then `after` happened."""
+    call = {
+        "type": "tool_use",
+        "id": "toolu_demo_patch_ab1",
+        "name": "patch",
+        "input": {
+            "path": "shop/pricing.py",
+            "patches": [{"operation": "replace", "oldText": "a > b", "newText": "a >= b"}],
+        },
+    }
+    result = {"type": "tool_result", "tool_use_id": "toolu_demo_patch_ab1", "content": "ok"}
+    return {
+        "tools": [{"name": "bash"}],
+        "messages": [
+            {"role": "user", "content": "fix it"},
+            {"role": "assistant", "content": [call]},
+            {"role": "user", "content": [result]},
+            {"role": "assistant", "content": [{"type": "text", "text": "`>` became `>=`"}]},
+            *after,
+        ],
+    }
+
+
+def test_request_view_drops_patches_a_revert_undid() -> None:
+    notice = (
+        "[phoenix notice] The user reverted the working tree to checkpoint 1; files you "
+        "changed since then are back as they were. Re-read files before editing them.\n"
+        "  restored: shop/pricing.py"
+    )
+    ask = {"type": "text", "text": "What did you change?"}
+    reverted = RequestView.of(
+        _patch_then({"role": "user", "content": [{"type": "text", "text": notice}, ask]})
+    )
+    assert reverted.patches == [] and not reverted.fixed_before
+    assert reverted.reverted == [("shop/pricing.py", "a > b", "a >= b")]
+    assert reverted.question == "What did you change?", "the notice is not the user's words"
+    kept = RequestView.of(_patch_then({"role": "user", "content": [ask]}))
+    assert kept.patches == [("shop/pricing.py", "a > b", "a >= b")] and kept.fixed_before
+
+
+def test_a_new_message_wins_over_the_results_a_cancel_left() -> None:
+    from phoenix_nb.demo.screenplay import DemoScript
+    from phoenix_nb.demo.turns import FakeRequest, TextSpec, ToolUseSpec
+
+    call = {"type": "tool_use", "id": "toolu_demo_tests_ab2", "name": "bash", "input": {}}
+    cancelled = {
+        "type": "tool_result",
+        "tool_use_id": "toolu_demo_tests_ab2",
+        "content": "Cancelled by the user while this tool was running.",
+        "is_error": True,
+    }
+    body = {
+        "tools": [{"name": "bash"}],
+        "messages": [
+            {"role": "user", "content": "The tests fail."},
+            {"role": "assistant", "content": [call]},
+            {"role": "user", "content": [cancelled, {"type": "text", "text": "Please fix them."}]},
+        ],
+    }
+    turn = DemoScript(pace=0).reply(FakeRequest(1, "POST", "/v1/messages", {}, body))
+    said, explore = turn.blocks
+    assert isinstance(said, TextSpec) and said.text.startswith("(You cancelled my last step")
+    assert isinstance(explore, ToolUseSpec) and explore.id.startswith("toolu_demo_explore_")
