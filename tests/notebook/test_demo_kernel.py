@@ -149,6 +149,8 @@ def test_demo_plays_the_kernel_tools_and_proposes_a_working_cell(kern: Kernel) -
     if detect_sandbox().available:
         assert not trial["is_error"], trial["content"]
         assert "14.7" in trial["content"], "the fork computed the fixed totals"
+        said = "\n".join(agent_texts(kern, "kernel-scene"))
+        assert "14.7" in said, "the model quoted the result it received"
     else:
         assert trial["is_error"] and "sandbox" in trial["content"]
     assert not proposed["is_error"]
