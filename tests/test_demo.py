@@ -8,6 +8,7 @@ real subprocesses under the real Landlock sandbox, patch edits real files.
 from __future__ import annotations
 
 import asyncio
+import re
 import shutil
 import subprocess
 import sys
@@ -244,3 +245,89 @@ async def test_demo_answers_a_follow_up_from_the_real_history(
     await settle(fresh.run("What did you change?"))
     assert "I have not changed any file in this conversation." in agent_texts(fresh)[-1]
     assert agent_texts(fresh)[-1].startswith(INTRO), "a new conversation gets it once"
+
+
+async def test_demo_sub_agent_summary_keeps_reports_out_of_markdown(
+    phoenix: Phoenix, project: Path
+) -> None:
+    """The reports are quoted, not pasted: no heading of the tool result becomes a heading
+    of the answer, and `__init__.py` is not read as bold 'init.py'."""
+    import mistune
+
+    conv = phoenix.create(cwd=project)
+    await settle(conv.run("Use sub-agents to survey the project."))
+    final = agent_texts(conv)[-1]
+    assert not [line for line in final.splitlines() if line.startswith("#")], final
+    assert "**Task 1** (success)" in final and "**Task 2** (success)" in final, final
+    html = str(mistune.html(final))
+    assert "<h1" not in html and "<h2" not in html
+    assert "__init__.py" in html and "<strong>init.py</strong>" not in html
+    assert html.count("<pre><code") == 2, "each report in its own code block"
+    assert LABEL not in final.split("\n", 1)[1], "the sub-agents' disclaimer is not repeated"
+    assert re.search(r"^```text\n +\d+ \./", final, re.MULTILINE), "wc's column kept its indent"
+
+
+def _patch_then(*after: dict[str, Any]) -> dict[str, Any]:
+    """A request body: the demo patched pricing.py, then `after` happened."""
+    call = {
+        "type": "tool_use",
+        "id": "toolu_demo_patch_ab1",
+        "name": "patch",
+        "input": {
+            "path": "shop/pricing.py",
+            "patches": [{"operation": "replace", "oldText": "a > b", "newText": "a >= b"}],
+        },
+    }
+    result = {"type": "tool_result", "tool_use_id": "toolu_demo_patch_ab1", "content": "ok"}
+    return {
+        "tools": [{"name": "bash"}],
+        "messages": [
+            {"role": "user", "content": "fix it"},
+            {"role": "assistant", "content": [call]},
+            {"role": "user", "content": [result]},
+            {"role": "assistant", "content": [{"type": "text", "text": "`>` became `>=`"}]},
+            *after,
+        ],
+    }
+
+
+def test_request_view_drops_patches_a_revert_undid() -> None:
+    notice = (
+        "[phoenix notice] The user reverted the working tree to checkpoint 1; files you "
+        "changed since then are back as they were. Re-read files before editing them.\n"
+        "  restored: shop/pricing.py"
+    )
+    ask = {"type": "text", "text": "What did you change?"}
+    reverted = RequestView.of(
+        _patch_then({"role": "user", "content": [{"type": "text", "text": notice}, ask]})
+    )
+    assert reverted.patches == [] and not reverted.fixed_before
+    assert reverted.reverted == [("shop/pricing.py", "a > b", "a >= b")]
+    assert reverted.question == "What did you change?", "the notice is not the user's words"
+    kept = RequestView.of(_patch_then({"role": "user", "content": [ask]}))
+    assert kept.patches == [("shop/pricing.py", "a > b", "a >= b")] and kept.fixed_before
+
+
+def test_a_new_message_wins_over_the_results_a_cancel_left() -> None:
+    from phoenix_nb.demo.screenplay import DemoScript
+    from phoenix_nb.demo.turns import FakeRequest, TextSpec, ToolUseSpec
+
+    call = {"type": "tool_use", "id": "toolu_demo_tests_ab2", "name": "bash", "input": {}}
+    cancelled = {
+        "type": "tool_result",
+        "tool_use_id": "toolu_demo_tests_ab2",
+        "content": "Cancelled by the user while this tool was running.",
+        "is_error": True,
+    }
+    body = {
+        "tools": [{"name": "bash"}],
+        "messages": [
+            {"role": "user", "content": "The tests fail."},
+            {"role": "assistant", "content": [call]},
+            {"role": "user", "content": [cancelled, {"type": "text", "text": "Please fix them."}]},
+        ],
+    }
+    turn = DemoScript(pace=0).reply(FakeRequest(1, "POST", "/v1/messages", {}, body))
+    said, explore = turn.blocks
+    assert isinstance(said, TextSpec) and said.text.startswith("(You cancelled my last step")
+    assert isinstance(explore, ToolUseSpec) and explore.id.startswith("toolu_demo_explore_")

@@ -135,26 +135,48 @@ def test_quickstart_executes_offline_and_shows_the_whole_conversation(
     ) == 1, "the shipped sample stays buggy"
 
 
-def test_nbval_passes_on_both_notebooks(workdir: Path, tmp_path: Path) -> None:
-    env = offline_env(tmp_path / "home")
-    done = run(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "--nbval",
-            "--nbval-current-env",
-            "--nbval-sanitize-with",
-            "nbval_sanitize.cfg",
-            "-p",
-            "no:cacheprovider",
-            "--rootdir",
-            str(workdir),
-            "-q",
-            "quickstart.ipynb",
-            "tour.ipynb",
-        ],
-        workdir,
-        env,
+def _files(root: Path) -> set[str]:
+    """Every file under `root` but the notebooks' scratch folder and pytest's own."""
+    skip = ("scratch", ".pytest_cache", "__pycache__", ".ipynb_checkpoints")
+    return {
+        str(path.relative_to(root))
+        for path in root.rglob("*")
+        if path.is_file() and not any(part in skip for part in path.relative_to(root).parts)
+    }
+
+
+def test_nbval_as_a_user_types_it_passes_twice_from_a_fresh_copy(tmp_path: Path) -> None:
+    """`pytest --nbval-lax notebooks/` (twice: the second run finds the first one's
+    scratch/ copies) and `pytest --nbval notebooks/*.ipynb`, from the root of a fresh
+    copy of the repository's notebooks and pytest configuration; the runs leave nothing
+    new beside the notebooks (the tour's export goes to the ignored scratch/)."""
+    root = tmp_path / "clone"
+    shutil.copytree(
+        NOTEBOOKS,
+        root / "notebooks",
+        ignore=shutil.ignore_patterns("scratch", "__pycache__", "*.out.ipynb"),
     )
-    assert " passed" in done.stdout and "failed" not in done.stdout
+    shutil.copy(NOTEBOOKS.parent / "pyproject.toml", root / "pyproject.toml")
+    before = _files(root)
+    env = offline_env(tmp_path / "home")
+    pytest_ = [sys.executable, "-m", "pytest", "-q"]
+    for _ in range(2):
+        done = run([*pytest_, "--nbval-lax", "notebooks/"], root, env)
+        assert " passed" in done.stdout and "failed" not in done.stdout, done.stdout[-2000:]
+        assert "sample_project" not in done.stdout, "the sample project's tests are not collected"
+        assert _files(root) == before, "nothing new beside the notebooks"
+    notebooks = sorted(str(p.relative_to(root)) for p in (root / "notebooks").glob("*.ipynb"))
+    assert notebooks == ["notebooks/quickstart.ipynb", "notebooks/tour.ipynb"]
+    done = run([*pytest_, "--nbval", *notebooks], root, env)
+    assert " passed" in done.stdout and "failed" not in done.stdout, done.stdout[-2000:]
+    assert _files(root) == before
+
+
+def test_tour_names_each_export_option_once() -> None:
+    """The tour's prose shows `%phoenix export` as it is typed: one --format, one --output."""
+    tour = json.loads((NOTEBOOKS / "tour.ipynb").read_text())
+    prose = "".join(joined(c["source"]) for c in tour["cells"] if c["cell_type"] == "markdown")
+    commands = [part for part in prose.split("`") if part.startswith("%phoenix export")]
+    assert commands
+    for command in commands:
+        assert command.count("--output") <= 1 and command.count("--format") <= 1, command

@@ -10,8 +10,14 @@ fixed project, sub-agents running in parallel, a continuation summary. Each
 tool call carries its step in its id (`toolu_demo_<step>_…`); the next request
 answers it with a tool_result, which tells the script where it is and what the
 tool really returned. The screenplay fits `notebooks/sample_project/` (the
-`shop` package with an off-by-one bulk discount) but degrades to plain,
-truthful answers anywhere else.
+`shop` package with an off-by-one bulk discount) and, for the kernel tools,
+the tour's `orders` DataFrame whose prices carry a decimal comma; it degrades
+to plain, truthful answers anywhere else.
+
+A new message from the user always wins: the results of calls it interrupted
+(a cancel) are acknowledged, never mistaken for the step the script was on.
+What the script says it changed comes from the patches that applied and were
+not reverted since (a revert reaches it as a phoenix notice).
 """
 
 from __future__ import annotations
@@ -54,6 +60,10 @@ SUB_AGENT_TASKS = (
     "List every function and method defined in the shop package, with line numbers.",
 )
 SEEDED_PREFIX = "This conversation continues"  # runtime/manager.py: seeded_message
+NOTICE_PREFIX = "[phoenix notice] "  # core/messages.py SYSTEM_PREFIX: not the user's words
+REVERT_MARK = "The user reverted the working tree"  # checkpoints/changes.py agent_message
+INTERRUPTED_STARTS = ("Cancelled", "Skipped", "cancelled", "Tool call interrupted")
+KERNEL_WORDS = ("traceback", "last cell", "my cell", "dataframe", "kernel", "variable")
 SEED_SEPARATOR = "\n---\n"
 FIXED_MARK = "`>` became `>=`"
 MODE_UNRESTRICTED_MARK = "Mode changed to Unrestricted"
@@ -61,6 +71,11 @@ MODE_RESTRICTED_MARK = "Mode changed to Restricted"
 _STEP = re.compile(r"^toolu_demo_([a-z0-9]+)_")
 _FAILED_TEST = re.compile(r"^(?:FAIL|ERROR): (\w+) \(([\w.]+)\)", re.MULTILINE)
 _RAN = re.compile(r"^Ran (\d+) tests?", re.MULTILINE)
+_FRAME_ROW = re.compile(r"^- ([A-Za-z_][\w.]*): (?:[\w.]+\.)?DataFrame\b", re.MULTILINE)
+_LAST_ERROR = re.compile(r"^Last exception(?: \(cell \[(\d+)\]\))?: (\w+): (.*)$", re.MULTILINE)
+_TO_FLOAT = re.compile(r"could not convert string to float: '([^']*)'")
+_FLOAT_OF_COLUMN = re.compile(r"float\(\s*(\w+)\[\s*['\"](\w+)['\"]\s*\]\s*\)")
+_SUB_TASK = re.compile(r"^## Task (\d+): (.*)\nStatus: (\w+)\n", re.MULTILINE)
 
 
 def _result_text(block: Mapping[str, Any]) -> str:
@@ -96,24 +111,32 @@ class RequestView:
     continuation: bool
     first_reply: bool
     unrestricted: bool
-    user_text: str
+    user_text: str  # every text block of the last user message, phoenix's notices included
+    user_words: str = ""  # what the user said in it (no notices)
     images: list[Mapping[str, Any]] = field(default_factory=list)
     outcomes: list[ToolOutcome] = field(default_factory=list)
     unknown_results: int = 0
     tool_names_used: list[str] = field(default_factory=list)
     patches: list[tuple[str, str, str]] = field(default_factory=list)  # applied: path, old, new
-    transcript: str = ""  # the whole request's messages as JSON, for "was it fixed already?"
+    reverted: list[tuple[str, str, str]] = field(default_factory=list)  # applied, then reverted
+    calls: dict[str, Mapping[str, Any]] = field(default_factory=dict)  # step: latest input
+    transcript: str = ""  # the messages since the last revert, as JSON: "was it fixed already?"
 
     @property
     def question(self) -> str:
         """The user's own words, without the summary a continued conversation starts with."""
-        if self.user_text.startswith(SEEDED_PREFIX) and SEED_SEPARATOR in self.user_text:
-            return self.user_text.rsplit(SEED_SEPARATOR, 1)[1]
-        return self.user_text
+        if self.user_words.startswith(SEEDED_PREFIX) and SEED_SEPARATOR in self.user_words:
+            return self.user_words.rsplit(SEED_SEPARATOR, 1)[1]
+        return self.user_words
+
+    @property
+    def interrupted(self) -> bool:
+        """The last user message answers calls a cancel cut short (synthetic results)."""
+        return any(o.is_error and o.content.startswith(INTERRUPTED_STARTS) for o in self.outcomes)
 
     @property
     def fixed_before(self) -> bool:
-        return "patch" in self.tool_names_used or FIXED_MARK in self.transcript
+        return bool(self.patches) or FIXED_MARK in self.transcript
 
     @classmethod
     def of(cls, body: Mapping[str, Any]) -> RequestView:
@@ -121,47 +144,54 @@ class RequestView:
         tool_names = {str(t.get("name")) for t in body.get("tools") or [] if isinstance(t, Mapping)}
         unrestricted = False
         used: list[str] = []
+        calls: dict[str, Mapping[str, Any]] = {}
         patch_inputs: dict[str, Mapping[str, Any]] = {}
-        applied: list[str] = []
+        applied: list[tuple[str, str, str]] = []
+        reverted: list[tuple[str, str, str]] = []
+        since_revert: list[Mapping[str, Any]] = []
         for message in messages:
+            since_revert.append(message)
             for block in _blocks(message):
-                if block.get("type") == "tool_use" and block.get("name") == "patch":
-                    patch_inputs[str(block.get("id"))] = block.get("input") or {}
-                if block.get("type") == "tool_result" and not block.get("is_error"):
-                    applied.append(str(block.get("tool_use_id")))
-                if message.get("role") == "user" and block.get("type") == "text":
+                kind = block.get("type")
+                if kind == "tool_use":
+                    used.append(str(block.get("name", "")))
+                    step = _STEP.match(str(block.get("id", "")))
+                    given = block.get("input")
+                    if step is not None and isinstance(given, Mapping):
+                        calls[step.group(1)] = given
+                    if block.get("name") == "patch" and isinstance(given, Mapping):
+                        patch_inputs[str(block.get("id"))] = given
+                if kind == "tool_result" and not block.get("is_error"):
+                    applied += _edits(patch_inputs.get(str(block.get("tool_use_id"))))
+                if message.get("role") == "user" and kind == "text":
                     said = str(block.get("text", ""))
                     if MODE_UNRESTRICTED_MARK in said:
                         unrestricted = True
                     if MODE_RESTRICTED_MARK in said:
                         unrestricted = False
-                if message.get("role") == "assistant" and block.get("type") == "tool_use":
-                    used.append(str(block.get("name", "")))
+                    if said.startswith(NOTICE_PREFIX) and REVERT_MARK in said:
+                        # The files it names are back as they were: their patches are undone.
+                        undone = [e for e in applied if _names_path(said, e[0])]
+                        reverted += undone
+                        applied = [e for e in applied if e not in undone]
+                        since_revert = []
         last = _blocks(messages[-1]) if messages and messages[-1].get("role") == "user" else []
+        texts = [str(b.get("text", "")) for b in last if b.get("type") == "text"]
         view = cls(
             # Sub-agents, and only they, are offered submit_result (tools/registry.py).
             is_sub_agent="submit_result" in tool_names,
             continuation=not body.get("tools"),
             first_reply=not any(m.get("role") == "assistant" for m in messages),
             unrestricted=unrestricted,
-            user_text="\n".join(str(b.get("text", "")) for b in last if b.get("type") == "text"),
+            user_text="\n".join(texts),
+            user_words="\n".join(t for t in texts if not t.startswith(NOTICE_PREFIX)),
             images=[b for b in last if b.get("type") == "image"],
             tool_names_used=used,
-            transcript=json.dumps(messages, ensure_ascii=False),
+            patches=applied,
+            reverted=reverted,
+            calls=calls,
+            transcript=json.dumps(since_revert, ensure_ascii=False),
         )
-        for call_id in applied:
-            patch = patch_inputs.get(call_id)
-            if not isinstance(patch, Mapping):
-                continue
-            for edit in patch.get("patches") or []:
-                if isinstance(edit, Mapping):
-                    view.patches.append(
-                        (
-                            str(patch.get("path", "")),
-                            str(edit.get("oldText", "")),
-                            str(edit.get("newText", "")),
-                        )
-                    )
         for block in last:
             if block.get("type") != "tool_result":
                 continue
@@ -176,6 +206,24 @@ class RequestView:
 
     def outcome(self, step: str) -> ToolOutcome | None:
         return next((o for o in self.outcomes if o.step == step), None)
+
+
+def _edits(patch: Mapping[str, Any] | None) -> list[tuple[str, str, str]]:
+    """(path, old, new) of each edit of a patch call's input."""
+    if not isinstance(patch, Mapping):
+        return []
+    path = str(patch.get("path", ""))
+    return [
+        (path, str(edit.get("oldText", "")), str(edit.get("newText", "")))
+        for edit in patch.get("patches") or []
+        if isinstance(edit, Mapping)
+    ]
+
+
+def _names_path(notice: str, path: str) -> bool:
+    """Whether a revert notice lists `path` among the files it put back."""
+    path = path.removeprefix("./")
+    return any(line.strip().endswith((f": {path}", f"/{path}")) for line in notice.splitlines())
 
 
 class DemoScript:
@@ -207,9 +255,13 @@ class DemoScript:
             return self._summary(view)
         if view.is_sub_agent:
             return self._sub_agent(view)
+        if view.question.strip() or view.images:
+            # A new message wins over the results of calls it interrupted (a cancel):
+            # those say "Cancelled…", not what the step the script was on returned.
+            return self._answer_user(view)
         if view.outcomes:
             return self._next_step(view)
-        if view.unknown_results and not view.user_text.strip():
+        if view.unknown_results:
             return self._turn(
                 self._say(
                     f"{LABEL} Those tool calls were interrupted before I saw their results. "
@@ -223,8 +275,14 @@ class DemoScript:
         return INTRO if view.first_reply else ""
 
     def _lead(self, view: RequestView, sep: str = " ") -> str:
-        opening = self._opening(view)
-        return opening + sep if opening else ""
+        """The disclaimer (first reply) and, after a cancel, that the script starts over."""
+        parts = [self._opening(view)]
+        if view.interrupted:
+            parts.append(
+                "(You cancelled my last step before it finished; I start again from your message.)"
+            )
+        lead = sep.join(p for p in parts if p)
+        return lead + sep if lead else ""
 
     # -- a new user message -----------------------------------------------------------
     def _answer_user(self, view: RequestView) -> Turn:
@@ -233,6 +291,15 @@ class DemoScript:
             return self._describe_images(view)
         if "change" in said:
             return self._turn(self._say(f"{self._lead(view)}{self._what_changed(view)}"))
+        if any(word in said for word in KERNEL_WORDS):
+            return self._turn(
+                self._say(
+                    f"{self._lead(view, chr(10) * 2)}I'll look at your kernel rather than "
+                    "guess: first which variables it holds. (Reading it changes nothing: "
+                    "phoenix reads a disposable copy of the kernel.)"
+                ),
+                self._call("vars", "inspect_variables", {}),
+            )
         if any(word in said for word in ("sub-agent", "subagent", "sub agent", "parallel")):
             return self._turn(
                 self._say(
@@ -259,15 +326,17 @@ class DemoScript:
         return self._turn(
             self._say(
                 f"{self._lead(view)}I'm a scripted stand-in for Claude and can only play a "
-                "few scenes: ask me to *fix the failing tests* (in the sample project), attach "
-                "an image with `--image`, ask me to *use sub-agents*, or ask what I changed. "
+                "few scenes: ask me to *fix the failing tests* (in the sample project), to "
+                "*look at the traceback of your last cell* (the tour's `orders` DataFrame), "
+                "attach an image with `--image`, ask me to *use sub-agents*, or ask what I "
+                "changed. "
                 "Set ANTHROPIC_API_KEY and start a new conversation to talk to the real model."
             )
         )
 
     @staticmethod
     def _what_changed(view: RequestView) -> str:
-        """From the conversation's real history: the patches that applied, in one sentence."""
+        """From the conversation's real history: the patches that applied and still stand."""
         if view.patches:
             parts = [_describe_patch(path, old, new) for path, old, new in view.patches]
             effect = (
@@ -276,6 +345,14 @@ class DemoScript:
                 else ""
             )
             return f"{'; '.join(parts)}{effect}."
+        if view.reverted:
+            parts = [_describe_patch(path, old, new) for path, old, new in view.reverted]
+            files = ", ".join(sorted({f"`{path}`" for path, _, _ in view.reverted}))
+            return (
+                f"{'; '.join(parts)} — but you reverted that, so {files} is back as it was: "
+                "as things stand I have changed nothing. Ask me to fix the tests again if "
+                "you want the change back."
+            )
         if not view.fixed_before:
             return "I have not changed any file in this conversation."
         return (
@@ -306,6 +383,11 @@ class DemoScript:
             ("patch", self._after_patch),
             ("retest", self._after_retest),
             ("spawn", self._after_spawn),
+            ("vars", self._after_vars),
+            ("frame", self._after_frame),
+            ("khist", self._after_kernel_history),
+            ("trypy", self._after_try),
+            ("propose", self._after_propose),
         ):
             outcome = view.outcome(step)
             if outcome is not None:
@@ -440,7 +522,114 @@ class DemoScript:
         return self._turn(
             self._say(
                 "Both sub-agents reported back (they worked read-only, in the sandbox):\n\n"
-                f"{_clip(outcome.content, 1500)}"
+                + _sub_agent_reports(outcome.content)
+            )
+        )
+
+    # -- the kernel-tools screenplay ------------------------------------------------------
+    def _after_vars(self, view: RequestView, outcome: ToolOutcome) -> Turn:
+        frames = _FRAME_ROW.findall(outcome.content)
+        if outcome.is_error:
+            return self._turn(
+                self._say(f"I cannot read the kernel here:\n\n{_quote(outcome.content)}")
+            )
+        if not frames:
+            return self._turn(
+                self._say("There is no DataFrame in the kernel; reading what it ran instead:"),
+                self._call("khist", "kernel_history", {"last": 5}),
+            )
+        name = frames[0]
+        return self._turn(
+            self._say(f"`{name}` is a DataFrame. Its columns, dtypes and first rows:"),
+            self._call("frame", "inspect_variables", {"names": [name]}),
+        )
+
+    def _after_frame(self, view: RequestView, outcome: ToolOutcome) -> Turn:
+        return self._turn(
+            self._say(
+                "Now what the kernel actually ran, and the last error with each frame's "
+                "local variables:"
+            ),
+            self._call("khist", "kernel_history", {"last": 5}),
+        )
+
+    def _after_kernel_history(self, view: RequestView, outcome: ToolOutcome) -> Turn:
+        report = outcome.content
+        error = _LAST_ERROR.search(report)
+        if error is None:
+            return self._turn(
+                self._say(
+                    "Your kernel has raised no exception so far, so there is no traceback to "
+                    "explain. (In the tour, the cell that computes `total` raises one.)"
+                )
+            )
+        cell, kind, message = error.groups()
+        bad = _TO_FLOAT.search(message)
+        column = _FLOAT_OF_COLUMN.search(report)
+        frame = _frame_name(view)
+        source = _cell_source(report, cell)
+        if bad is None or column is None or frame is None or source is None or "," not in bad[1]:
+            return self._turn(
+                self._say(
+                    f"The last error is `{kind}: {message}`. My script only knows the tour's "
+                    "decimal-comma price, so I stop here rather than guess; Claude would "
+                    "go on from the traceback."
+                )
+            )
+        name = column.group(2)
+        code = _price_fix(frame, name, source)
+        return self._turn(
+            self._say(
+                f"Found it: `{kind}: {message}`. The traceback's locals show the row being "
+                f"priced: its `{name}` is the string `'{bad[1]}'`, written with a decimal "
+                f"comma, so `float()` refuses it: `{frame}` holds `{name}` as text, "
+                "not numbers. Let me try the fix on a disposable copy of your "
+                "kernel first (`run_python`; your variables stay as they are):"
+            ),
+            self._call("trypy", "run_python", {"code": f"{code}\nprint({frame})"}),
+        )
+
+    def _after_try(self, view: RequestView, outcome: ToolOutcome) -> Turn:
+        code = str(view.calls.get("trypy", {}).get("code", ""))
+        proposal = code.rsplit("\nprint(", 1)[0]
+        frame = _frame_name(view) or "the DataFrame"
+        if outcome.is_error:
+            said = (
+                "The scratchpad could not try it here:\n\n"
+                f"{_quote(outcome.content)}\n\nSo the cell I propose is untried:"
+            )
+        else:
+            said = (
+                "It works on the copy (your kernel is untouched):\n\n"
+                f"{_quote(outcome.content)}\n\nI propose it as a cell for you to run:"
+            )
+        return self._turn(
+            self._say(said),
+            self._call(
+                "propose",
+                "propose_cell",
+                {
+                    "code": proposal,
+                    "explanation": (
+                        f"Reads the decimal commas in `{frame}`'s prices as points, makes "
+                        "the column numeric, then computes `total` again"
+                        + ("." if outcome.is_error else " (tried first with run_python).")
+                    ),
+                },
+            ),
+        )
+
+    def _after_propose(self, view: RequestView, outcome: ToolOutcome) -> Turn:
+        if outcome.is_error:
+            return self._turn(
+                self._say(f"I could not propose the cell:\n\n{_quote(outcome.content)}")
+            )
+        return self._turn(
+            self._say(
+                "**What was wrong:** one price was typed with a decimal comma, so the "
+                "column is text and `float()` failed on it.\n\n**What to do:** the proposed "
+                "cell below this one fixes the column and computes `total`. It is not run: "
+                "read it, then run it yourself — I never change your kernel's state."
             )
         )
 
@@ -453,7 +642,7 @@ class DemoScript:
                     "submit",
                     "submit_result",
                     {
-                        "result": f"{LABEL}\n{_clip(done.content, 1200)}",
+                        "result": f"{LABEL}\n{_trim(done.content, 1200)}",
                         "success": not done.is_error,
                     },
                 )
@@ -499,6 +688,64 @@ def _describe_patch(path: str, old: str, new: str) -> str:
     lines = max(old.count("\n"), new.count("\n")) + 1
     what = "one line" if lines == 1 else f"{lines} lines"
     return f"In `{path}` I changed {what}" + (f": {change}" if change else "")
+
+
+def _sub_agent_reports(content: str) -> str:
+    """spawn_agents' result as Markdown that reads as written: each task a bold line and
+    its report a code block, so headings in it stay text and `__init__.py` stays itself."""
+    found = list(_SUB_TASK.finditer(content))
+    if not found:
+        return _quote(content, 1500)
+    parts = []
+    for match, following in zip(found, [*found[1:], None], strict=True):
+        end = following.start() if following is not None else len(content)
+        report = content[match.end() : end].strip("\n")
+        report = report.removeprefix(LABEL).strip("\n")  # the sub-agent's own disclaimer
+        number, task, status = match.groups()
+        parts.append(f"**Task {number}** ({status}): {task}\n\n{_quote(report, 700)}")
+    return "\n\n".join(parts)
+
+
+def _quote(value: str, limit: int = 800) -> str:
+    """A tool's output as a fenced block: Markdown in it is shown, never rendered."""
+    body = _trim(value, limit)
+    fence = "```"
+    while fence in body:
+        fence += "`"
+    return f"{fence}text\n{body}\n{fence}"
+
+
+def _frame_name(view: RequestView) -> str | None:
+    names = view.calls.get("frame", {}).get("names")
+    return str(names[0]) if isinstance(names, list) and names else None
+
+
+def _cell_source(report: str, cell: str | None) -> str | None:
+    """The source of cell `In [cell]` from a kernel_history report."""
+    if cell is None:
+        return None
+    match = re.search(
+        rf"^In \[{cell}\]:\n(.*?)(?=^In \[\d+\]:|^  \[\w+\]|\Z)", report, re.MULTILINE | re.DOTALL
+    )
+    if match is None:
+        return None
+    source = match.group(1).strip()
+    return source or None
+
+
+def _price_fix(frame: str, column: str, failing_cell: str) -> str:
+    """The failing cell again, after the column's decimal commas become points."""
+    return (
+        f'{frame}["{column}"] = (\n'
+        f'    {frame}["{column}"].astype(str).str.replace(",", ".", regex=False).astype(float)\n'
+        f")\n{failing_cell}"
+    )
+
+
+def _trim(value: str, limit: int) -> str:
+    """Like `_clip` for command output: a first line's indent is part of a column."""
+    value = value.strip("\n").rstrip()
+    return value if len(value) <= limit else value[:limit] + " …"
 
 
 def _clip(value: str, limit: int = 800) -> str:

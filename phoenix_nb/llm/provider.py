@@ -24,6 +24,7 @@ in `repr`, in failure messages or in logs written here.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 from collections.abc import AsyncIterator, Mapping
@@ -182,6 +183,12 @@ def _usage(raw: Any, base: Usage | None = None) -> Usage:
     )
 
 
+def _import_sdk() -> None:
+    """Import the SDK (or wait for the import under way on another thread)."""
+    import anthropic  # noqa: F401
+    import httpx2  # noqa: F401
+
+
 class AnthropicProvider:
     """Streams Messages API responses as StreamUpdates ending in one LlmOutcome."""
 
@@ -202,25 +209,43 @@ class AnthropicProvider:
         self._cache = CachePlanner(cache_ttl)
         self._stall_timeout = stall_timeout
         self.base_url = url or "https://api.anthropic.com"
-        # The SDK is imported here, on first use, not at `%load_ext` (it costs ~1.5 s).
-        import anthropic
-        import httpx2
+        self._options = (key, url, timeout, connect_timeout)
+        self._sdk_client: Any = None
 
-        # `read` bounds the wait for headers and every gap between stream chunks: a stall.
-        self._client = anthropic.AsyncAnthropic(
-            api_key=key,
-            base_url=url,
-            max_retries=0,
-            timeout=httpx2.Timeout(timeout, connect=connect_timeout, read=stall_timeout),
-        )
+    async def _client(self) -> Any:
+        """The SDK client, built for the first request.
+
+        `import anthropic` costs 1-7 s; `%load_ext` starts it on a thread. A provider
+        is made with every conversation, also for commands that only read the store
+        (`%phoenix status`, `list`, `history`), so it must not import the SDK: the
+        first request does, on a worker thread, waiting for what is left of the
+        import that is under way while the kernel's loop (Cancel, widgets) stays free.
+        """
+        if self._sdk_client is None:
+            await asyncio.to_thread(_import_sdk)
+            import anthropic
+            import httpx2
+
+            key, url, timeout, connect_timeout = self._options
+            # `read` bounds the wait for headers and every gap between stream chunks.
+            client = anthropic.AsyncAnthropic(
+                api_key=key,
+                base_url=url,
+                max_retries=0,
+                timeout=httpx2.Timeout(timeout, connect=connect_timeout, read=self._stall_timeout),
+            )
+            if self._sdk_client is None:  # two first requests at once: keep one client
+                self._sdk_client = client
+        return self._sdk_client
 
     def __repr__(self) -> str:
         key = "set" if self._secret else "unset"
         return f"AnthropicProvider(base_url={self.base_url!r}, api_key={key})"
 
     async def aclose(self) -> None:
-        """Release pooled connections."""
-        await self._client.close()
+        """Release pooled connections (none if no request was made)."""
+        if self._sdk_client is not None:
+            await self._sdk_client.close()
 
     def _params(self, request: LlmRequest) -> dict[str, Any]:
         params: dict[str, Any] = {
@@ -261,7 +286,8 @@ class AnthropicProvider:
         connection, which the server sees as a disconnect.
         """
         try:
-            raw = await self._client.messages.create(**self._params(request), stream=True)
+            client = await self._client()
+            raw = await client.messages.create(**self._params(request), stream=True)
         except Exception as exc:
             yield LlmOutcome(failure=self._failure(exc, request.model))
             return
@@ -360,7 +386,7 @@ class AnthropicProvider:
         if not self._secret:
             return None
         try:
-            info = await self._client.models.retrieve(model)
+            info = await (await self._client()).models.retrieve(model)
         except Exception as exc:  # any fault: the registry answers instead
             return (None, None) if getattr(exc, "status_code", None) == 404 else None
         return info.max_input_tokens, info.max_tokens
@@ -380,7 +406,7 @@ class AnthropicProvider:
     async def complete_text(self, request: LlmRequest) -> str:
         """A small non-streamed call (keyword_search, summaries): its text, or LlmCallError."""
         try:
-            message = await self._client.messages.create(**self._params(request))
+            message = await (await self._client()).messages.create(**self._params(request))
         except Exception as exc:
             raise LlmCallError(self._failure(exc, request.model)) from exc
         return "".join(b.text or "" for b in message.content if b.type == "text")

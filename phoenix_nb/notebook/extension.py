@@ -6,11 +6,14 @@ registration needs — the cell transformer, a stand-in for the `%phoenix`
 magic and the `Phoenix` configurable that `%config Phoenix.…` talks to — and
 the rest (the magics proper, the runtime, the SDK) is imported on a background
 thread right away, so it is usually ready by the first `%%phoenix` cell. If it
-is not, the first use imports it (the import lock makes the two wait for each
-other, never import twice). Sandbox detection (which starts the launcher, ~0.2 s)
-runs on a thread too; what it found, when that is a warning (unavailable, or
-partial with what is lost), is said once at the top of the first cell that uses
-phoenix (`%%phoenix` or `%phoenix …`), which waits for it if it is not done yet.
+is not, the first use imports what it needs (the import lock makes the two wait
+for each other, never import twice) — and only that: commands that read the store
+(`%phoenix status`, `list`, `history`) never need the SDK, and the first model
+request awaits what is left of its import on a worker thread (llm/provider.py).
+Sandbox detection (which starts the launcher, ~0.2 s) runs on a thread too; what
+it found, when that is a warning (unavailable, or partial with what is lost), is
+said once at the top of the first cell that uses phoenix (`%%phoenix` or
+`%phoenix …`), which waits for it if it is not done yet.
 """
 
 from __future__ import annotations

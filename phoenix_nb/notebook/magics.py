@@ -91,13 +91,8 @@ def _dispatch_now(command: Subcommand, session: Session) -> None:
         rows = phoenix.list()
         if not rows:
             print("No conversations yet: run a %%phoenix cell.")
-        for row in rows:
-            mark = "*" if row["slug"] == session.current else " "
-            state = state_words(str(row["state"]))
-            damaged = f"  damaged: {row['damaged']}" if row.get("damaged") else ""
-            # Read-only for good once its context is full, as `status` says: no mode word.
-            mode = "read-only" if row["state"] == "context_exhausted" else row["mode"]
-            print(f"{mark} {row['slug']:<28} {state:<28} {mode:<12} {row['cwd']}{damaged}")
+        for line in list_lines(rows, session.current):
+            print(line)
     elif name == "new":
         conv = phoenix.create(cwd=session.cwd)
         session.current = conv.slug
@@ -121,6 +116,42 @@ def _dispatch_now(command: Subcommand, session: Session) -> None:
 
         panel = ChatPanel(session, asyncio.get_event_loop())
         display(panel.widget)
+
+
+def list_lines(rows: list[dict[str, Any]], current: str | None) -> list[str]:
+    """`%phoenix list`: one row per conversation, each column as wide as its widest cell.
+
+    A summarised conversation is read-only for good (as `status` says: no mode word).
+    One that already goes on in a conversation seeded from it says which; only one whose
+    context filled up with no successor gets the advice, on a line of its own so the
+    table stays narrow.
+    """
+    successor = {str(r["seeded_from"]): str(r["slug"]) for r in rows if r.get("seeded_from")}
+    table: list[tuple[str, str, str, str]] = []
+    stuck: list[str] = []
+    for row in rows:
+        slug = str(row["slug"])
+        if row["state"] == "context_exhausted":
+            after = successor.get(str(row["id"]))
+            state, mode = (f"continued in {after}" if after else "context full"), "read-only"
+            if after is None:
+                stuck.append(slug)
+        else:
+            state, mode = state_words(str(row["state"])), str(row["mode"])
+        damaged = f"  damaged: {row['damaged']}" if row.get("damaged") else ""
+        table.append((slug, state, mode, f"{row['cwd']}{damaged}"))
+    widths = [max((len(r[i]) for r in table), default=0) for i in range(3)]
+    lines = [
+        f"{'*' if slug == current else ' '} {slug:<{widths[0]}}  {state:<{widths[1]}}  "
+        f"{mode:<{widths[2]}}  {where}"
+        for slug, state, mode, where in table
+    ]
+    for slug in stuck:
+        lines.append(
+            f"{slug}: its context is full — `%phoenix use {slug}`, then `%phoenix continue`, "
+            "goes on in a new conversation seeded with its summary."
+        )
+    return lines
 
 
 def _announce_store(session: Session) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import difflib
 import shlex
+import textwrap
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
@@ -109,9 +110,32 @@ SUBCOMMAND_HELP = (
 )
 
 
+HELP_WIDTH = 100  # a notebook's output column: longer lines wrap mid-word there
+
+
 def _table(lines: tuple[HelpLine, ...], prefix: str) -> list[str]:
-    width = max(len(prefix + h.usage) for h in lines) + 2
-    return [f"  {(prefix + h.usage).ljust(width)}{h.what}   e.g. {h.example}" for h in lines]
+    """Each entry as its usage, then what it does and an example indented below it (an
+    example is never split): a usage column as wide as the longest usage would push
+    lines past HELP_WIDTH."""
+    indent = " " * 6
+    out: list[str] = []
+    for h in lines:
+        out.append(f"  {prefix}{h.usage}")
+        what = textwrap.wrap(
+            h.what,
+            HELP_WIDTH,
+            initial_indent=indent,
+            subsequent_indent=indent,
+            break_long_words=False,
+            break_on_hyphens=False,
+        )
+        example = f"e.g. {h.example}"
+        if len(what[-1]) + 3 + len(example) <= HELP_WIDTH:
+            what[-1] += f"   {example}"
+        else:
+            what.append(indent + example)
+        out += what
+    return out
 
 
 HELP_TEXT = "\n".join(
@@ -200,7 +224,7 @@ def parse_cell_options(line: str) -> CellOptions:
     try:
         argv = shlex.split(line)
     except ValueError as exc:
-        raise OptionsError(f"%%phoenix: cannot parse options: {exc}") from None
+        raise OptionsError(f"cannot parse the %%phoenix options: {exc}") from None
     if any(a in HELP_FLAGS for a in argv):
         return CellOptions(help=True)
     ns = _parse(_cell_parser(), argv)
@@ -233,7 +257,7 @@ def parse_subcommand(line: str) -> Subcommand:
     try:
         argv = shlex.split(line)
     except ValueError as exc:
-        raise OptionsError(f"%phoenix: cannot parse: {exc}") from None
+        raise OptionsError(f"cannot parse the %phoenix line: {exc}") from None
     if not argv:
         return Subcommand("status")
     name, rest = argv[0], argv[1:]
@@ -241,7 +265,7 @@ def parse_subcommand(line: str) -> Subcommand:
         return Subcommand("help")
     if name not in SUBCOMMANDS:
         raise OptionsError(
-            f"%phoenix: unknown subcommand {name!r}{_closest(name, list(SUBCOMMANDS))}; "
+            f"unknown subcommand {name!r}{_closest(name, list(SUBCOMMANDS))}; "
             "`%phoenix help` lists them"
         )
     parser = _Parser(prog=f"%phoenix {name}", add_help=False, allow_abbrev=False)

@@ -221,5 +221,6 @@ def test_status_of_an_exhausted_conversation_says_read_only_and_what_to_do(
     assert "restricted" not in mode.lower(), "no mode word for a conversation that can run nothing"
     listed = kernel.ok("%phoenix list").text("stdout")
     [row] = [line for line in listed.splitlines() if line[2:].startswith("full ")]
-    assert "`%phoenix continue` read-only " in row, "the state, then read-only for its mode"
+    assert "context full" in row and "read-only" in row, "the state, then read-only for its mode"
     assert " restricted " not in row and " unrestricted " not in row, row
+    assert "full: its context is full — `%phoenix use full`, then `%phoenix continue`" in listed

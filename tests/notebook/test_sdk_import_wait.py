@@ -1,0 +1,95 @@
+"""Commands that do not call the model never wait for the SDK import `%load_ext` starts.
+
+The kernel's environment holds a `sitecustomize` whose import hook holds `anthropic`'s
+import on a gate file the test controls (it writes a marker when the import starts):
+so the test checks what waits for the SDK, not how long anything takes. While the
+gate is closed, `%phoenix new`, `status`, `list` and `history` complete and the SDK is
+still not imported; a model turn started then runs once the gate opens.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+import pytest
+
+from phoenix_nb.testing import FakeAnthropic, Turn, text
+from tests.notebook.kernel_harness import Kernel, state_name
+
+pytestmark = pytest.mark.timeout(240)
+
+REPO = Path(__file__).resolve().parents[2]
+WAIT = 60.0  # generous: a command that waited for the gate would never finish
+
+HOOK = '''
+"""Test hook: `import anthropic` waits until the gate file exists."""
+import os
+import sys
+import time
+from pathlib import Path
+
+_GATE = os.environ.get("PHOENIX_TEST_SDK_GATE")
+
+
+class _HoldAnthropic:
+    def find_spec(self, name, path=None, target=None):
+        if name == "anthropic" and _GATE:
+            gate = Path(_GATE)
+            (gate.parent / "import-started").touch()
+            while not gate.exists():
+                time.sleep(0.01)
+        return None
+
+
+sys.meta_path.insert(0, _HoldAnthropic())
+'''
+
+
+@pytest.fixture(scope="module")
+def gate_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("sdk-gate")
+    (folder / "sitecustomize.py").write_text(HOOK)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def kernel_env(gate_dir: Path) -> Mapping[str, str]:
+    return {
+        "PYTHONPATH": f"{gate_dir}:{REPO}",
+        "PHOENIX_TEST_SDK_GATE": str(gate_dir / "open"),
+    }
+
+
+def sdk_imported(kern: Kernel) -> bool:
+    return bool(kern.eval("'anthropic' in __import__('sys').modules"))
+
+
+def test_commands_without_the_model_do_not_wait_for_the_sdk_import(
+    kern: Kernel, fake: FakeAnthropic, gate_dir: Path
+) -> None:
+    kern.wait_until(
+        lambda: (gate_dir / "import-started").exists(), WAIT, "the warm-up to import anthropic"
+    )
+    created = kern.ok("%phoenix new", timeout=WAIT).text("stdout")
+    assert created.startswith("New conversation"), created
+    status = kern.ok("%phoenix status", timeout=WAIT).text("stdout")
+    assert "state         idle" in status, status
+    listed = kern.ok("%phoenix list", timeout=WAIT).text("stdout")
+    assert "idle" in listed, listed
+    shown = kern.ok("%phoenix history", timeout=WAIT)
+    assert shown.records(), "the history record is displayed"
+    assert not (gate_dir / "open").exists()
+    assert not sdk_imported(kern), "nothing above imported the SDK"
+
+    # A turn started now waits for what is left of that import, then runs.
+    fake.script(Turn([text("Hello after the import.")]))
+    turn = kern.submit("%%phoenix\nhello")
+    (gate_dir / "open").touch()
+    kern.finish(turn, timeout=WAIT)
+    assert turn.status == "ok", turn.error()
+    record = turn.last_bundle()
+    assert state_name(record["application/vnd.phoenix.conversation+json"]) == "idle"
+    assert "Hello after the import." in record["text/plain"]
+    assert len(fake.requests) == 1
+    assert sdk_imported(kern)
