@@ -60,6 +60,13 @@ def plain(s: str) -> str:
     return _LINE_START.sub(r"\1\\\2", escape_text(s)).replace("\n", "  \n")
 
 
+def inline_md(s: str) -> str:
+    """phoenix's own line with content in it ("ran `CMD`", a note naming a slug): the
+    backticked parts as code spans, the rest escaped, so content in either stays text."""
+    parts = s.split("`")
+    return "".join(code_span(p) if i % 2 else plain(p) for i, p in enumerate(parts) if p)
+
+
 def _indent(block: str, prefix: str) -> str:
     return "\n".join(prefix + line if line else prefix.rstrip() for line in block.split("\n"))
 
@@ -122,7 +129,7 @@ class _Md:
 
     def notes(self, record: Mapping[str, Any]) -> None:
         for note in v.notes(record):
-            self.para(f"_{note}_")
+            self.para(f"_{inline_md(note)}_")
 
     def record(self, record: Mapping[str, Any], *, document: bool) -> None:
         self.document = document
@@ -291,7 +298,7 @@ class _Md:
         calls = v.visible_calls(group)
         if not calls:
             return
-        self.w(f"**{v.group_title(group)}**\n\n")
+        self.w(f"**{inline_md(v.group_title(group))}**\n\n")
         for call in calls:
             self.call(call)
         self.w("\n")
