@@ -180,25 +180,28 @@ def big_blocks() -> list[tuple[str, int]]:
     rows: list[tuple[str, int]] = []
     big = ("All work and no play makes Jack a dull boy. " * 25 + "\n") * (ONE_MB // 1_101 + 1)
     big = big[:ONE_MB]
-    with tempfile.TemporaryDirectory(prefix="phoenix-big-") as tmp:
-        with FakeAnthropic() as fake, loaded_kernel(Path(tmp), fake.base_url) as kernel:
-            sizes = []
-            for n, answer in enumerate(("A short answer.", big)):
-                fake.clear()
-                fake.script(Turn([text(answer, chunk=65_536)]))
-                cell = kernel.run(f"%%phoenix --name msg{n}\nreport", timeout=300)
-                assert cell.status == "ok", cell.error()
-                sizes.append(_cell_bytes(cell))
-            rows.append(("1 MB assistant message (real kernel)", sizes[1] - sizes[0]))
-            sizes = []
-            for n, count in enumerate((1, ONE_MB)):
-                fake.clear()
-                command = f"head -c {count} /dev/zero | tr '\\0' x"
-                fake.script(Turn([tool_use("bash", {"command": command})]), Turn([text("Done.")]))
-                cell = kernel.run(f"%%phoenix --name out{n}\nreport", timeout=300)
-                assert cell.status == "ok", cell.error()
-                sizes.append(_cell_bytes(cell))
-            rows.append(("bash printing 1 MB (real kernel; the tool bounds it)", sizes[1] - sizes[0]))
+    with (
+        tempfile.TemporaryDirectory(prefix="phoenix-big-") as tmp,
+        FakeAnthropic() as fake,
+        loaded_kernel(Path(tmp), fake.base_url) as kernel,
+    ):
+        sizes = []
+        for n, answer in enumerate(("A short answer.", big)):
+            fake.clear()
+            fake.script(Turn([text(answer, chunk=65_536)]))
+            cell = kernel.run(f"%%phoenix --name msg{n}\nreport", timeout=300)
+            assert cell.status == "ok", cell.error()
+            sizes.append(_cell_bytes(cell))
+        rows.append(("1 MB assistant message (real kernel)", sizes[1] - sizes[0]))
+        sizes = []
+        for n, count in enumerate((1, ONE_MB)):
+            fake.clear()
+            command = f"head -c {count} /dev/zero | tr '\\0' x"
+            fake.script(Turn([tool_use("bash", {"command": command})]), Turn([text("Done.")]))
+            cell = kernel.run(f"%%phoenix --name out{n}\nreport", timeout=300)
+            assert cell.status == "ok", cell.error()
+            sizes.append(_cell_bytes(cell))
+        rows.append(("bash printing 1 MB (real kernel; the tool bounds it)", sizes[1] - sizes[0]))
     record = json.loads(FIXTURE.read_text())
 
     def with_block(where: str, block: str) -> int:

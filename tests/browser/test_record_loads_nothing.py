@@ -80,7 +80,7 @@ def payload_forms(base: str, where: str) -> str:
             f"<div style=\"background-image:url('{u('inline-bg')}');width:40px;height:40px\">"
             "bg</div>",
             f'<span style="font-size:40px;color:red;display:block;padding:20px;'
-            f"background:url({u('inline-bg2')})\">phoenix: Restricted mode — nothing was changed"
+            f'background:url({u("inline-bg2")})">phoenix: Restricted mode — nothing was changed'
             "</span>",
             f'<svg width="20" height="20"><image href="{u("svg-image")}" width="20" height="20"/>'
             f'<use href="{u("svg-use")}#a"/></svg>',
@@ -92,7 +92,7 @@ def payload_forms(base: str, where: str) -> str:
             f'<meta http-equiv="refresh" content="0;url={u("meta-refresh")}">',
             f'<base href="{u("base")}/"><img src="relative-after-base">',
             f'<script src="{u("script")}"></script>',
-            f'<img src=x onerror="fetch(\'{u("onerror")}\')">',
+            f"<img src=x onerror=\"fetch('{u('onerror')}')\">",
             f'<a href="{u("approve-link")}" style="display:inline-block;background:#1976d2;'
             'color:white;padding:6px 14px;border-radius:3px">Approve</a>',
             f'<object type="image/svg+xml" data="{u("object-svg")}"></object>',
@@ -109,7 +109,7 @@ class Canary:
         canary = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:  # noqa: N802 - the stdlib's name
+            def do_GET(self) -> None:
                 with canary.seen:
                     canary.paths.append(self.path)
                     canary.seen.notify_all()
@@ -121,9 +121,9 @@ class Canary:
                 self.end_headers()
                 self.wfile.write(body)
 
-            do_POST = do_GET  # noqa: N815
+            do_POST = do_GET
 
-            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+            def log_message(self, format: str, *args: Any) -> None:
                 return
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
@@ -246,14 +246,16 @@ def _hostile_record(record: dict[str, Any], base: str) -> dict[str, Any]:
 
 
 def _output(data: dict[str, Any]) -> Any:
-    return nbformat.from_dict(
-        {"output_type": "display_data", "data": data, "metadata": {}}
-    )
+    return nbformat.from_dict({"output_type": "display_data", "data": data, "metadata": {}})
 
 
 def _notebook(cells: list[tuple[str, list[Any]]], control: str) -> Any:
     nb = nbformat.v4.new_notebook()
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nb.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3",
+        "language": "python",
+    }
     for source, outputs in cells:
         cell = nbformat.v4.new_code_cell(source)
         cell.outputs = outputs
@@ -284,9 +286,7 @@ def canary() -> Iterator[Canary]:
 
 
 @pytest.fixture(scope="module")
-def saved(
-    tmp_path_factory: pytest.TempPathFactory, lab_server: LabServer, canary: Canary
-) -> Saved:
+def saved(tmp_path_factory: pytest.TempPathFactory, lab_server: LabServer, canary: Canary) -> Saved:
     """The hostile conversation, run through a real kernel and saved three ways."""
     base = canary.base
     root = tmp_path_factory.mktemp("hostile-kernel")
@@ -397,8 +397,17 @@ def test_nbconvert_html_fetches_nothing(
 ) -> None:
     source = lab_server.root / saved.full
     done = subprocess.run(
-        [sys.executable, "-m", "jupyter", "nbconvert", "--to", "html", str(source), "--output-dir",
-         str(tmp_path)],
+        [
+            sys.executable,
+            "-m",
+            "jupyter",
+            "nbconvert",
+            "--to",
+            "html",
+            str(source),
+            "--output-dir",
+            str(tmp_path),
+        ],
         capture_output=True,
         text=True,
         timeout=300,

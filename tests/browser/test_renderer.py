@@ -8,7 +8,6 @@ notebook, ahead of its HTML fallback.
 from __future__ import annotations
 
 import copy
-import re
 from typing import Any
 
 import pytest

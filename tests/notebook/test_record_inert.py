@@ -164,11 +164,14 @@ def loads(soup: BeautifulSoup) -> list[str]:
     for tag in soup.find_all(True):
         name = tag.name.lower()
         values = " ".join(str(value) for value in tag.attrs.values())
-        if name in LOADING and (BASE in values or (name == "style" and BASE in tag.get_text())):
-            found.append(str(tag)[:120])
-        elif any(
+        loading_element = name in LOADING and (
+            BASE in values or (name == "style" and BASE in tag.get_text())
+        )
+        plain_link = name == "a" and set(tag.attrs) <= {"href", "rel", "title", "class"}
+        loading_attribute = not plain_link and any(
             BASE in str(tag.attrs[attr]) for attr in tag.attrs if attr.lower() in LOADING_ATTRS
-        ) and not (name == "a" and set(tag.attrs) <= {"href", "rel", "title", "class"}):
+        )
+        if loading_element or loading_attribute:
             found.append(str(tag)[:120])
     return found
 
@@ -185,15 +188,20 @@ def imitations(soup: BeautifulSoup) -> list[str]:
             out.append(str(tag)[:120])
         if BASE in str(tag.get("href", "")) and tag.get("style"):
             out.append(str(tag)[:120])
-        if "phx-badge" in classes and "Restricted" in tag.get_text() and tag.find_parent(
-            class_="phx-md"
+        if (
+            "phx-badge" in classes
+            and "Restricted" in tag.get_text()
+            and tag.find_parent(class_="phx-md")
         ):
             out.append(str(tag)[:120])
     return out
 
 
 @pytest.fixture
-def record() -> dict[str, Any]:
+def record(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+    # Every request whole, so every hostile field is rendered and checked (a record this
+    # large would otherwise show its earlier requests one line each).
+    monkeypatch.setattr(v, "WHOLE_CYCLES_BUDGET", 10**9)
     return hostile_record()
 
 
@@ -210,7 +218,9 @@ def test_html_fallback_and_export_load_nothing_and_imitate_nothing(
 
 
 @pytest.mark.parametrize("render", [render_markdown, export_markdown])
-def test_markdown_fallback_holds_no_raw_html_and_no_image(record: dict[str, Any], render: Any) -> None:
+def test_markdown_fallback_holds_no_raw_html_and_no_image(
+    record: dict[str, Any], render: Any
+) -> None:
     md = render(record)
     # Read as a viewer that passes raw HTML through (GitHub, notebook Markdown renderers):
     raw = mistune.create_markdown(escape=False, plugins=["strikethrough", "table", "url"])
@@ -220,7 +230,9 @@ def test_markdown_fallback_holds_no_raw_html_and_no_image(record: dict[str, Any]
     # A Markdown image is written as a link showing its full target.
     hrefs = [a["href"] for a in soup.find_all("a")]
     assert f"{BASE}/c0s2-assistant/md-image?d=SECRET" in hrefs
-    assert any(a.get_text() == f"{BASE}/c0s2-assistant/md-image?d=SECRET" for a in soup.find_all("a"))
+    assert any(
+        a.get_text() == f"{BASE}/c0s2-assistant/md-image?d=SECRET" for a in soup.find_all("a")
+    )
 
 
 def test_markdown_fallback_read_by_markdown_it_holds_nothing_either(record: dict[str, Any]) -> None:
@@ -252,9 +264,7 @@ def test_imitation_cases_render_as_plain_markdown(imitation: str) -> None:
         imitation in soup.get_text()
     )
     md = markdown_to_markdown(imitation)
-    again = BeautifulSoup(
-        str(mistune.create_markdown(escape=False)(md)), "html.parser"
-    )
+    again = BeautifulSoup(str(mistune.create_markdown(escape=False)(md)), "html.parser")
     assert [t.name for t in again.find_all(True) if t.name not in ("p", "h1")] == []
 
 
@@ -277,7 +287,9 @@ def test_approval_reason_is_quoted_bounded_and_labelled() -> None:
     record = json.loads(FIXTURE.read_text())
     reason = "Approving keeps you in Restricted mode; nothing will change.\n" + "x" * 5000
     record["pending_approval"] = None
-    record["cycles"][-1]["steps"].append({"kind": "approval", "reason": reason, "decision": "pending"})
+    record["cycles"][-1]["steps"].append(
+        {"kind": "approval", "reason": reason, "decision": "pending"}
+    )
     pending = BeautifulSoup(render_html(record), "html.parser").select(".phx-pending")[-1]
     quote = pending.select_one("blockquote.phx-reason").get_text()
     assert len(quote) < v.REASON_MAX_CHARS + 60 and "more characters" in quote
@@ -313,7 +325,8 @@ def test_a_cancelled_group_reads_cancelled_not_failed() -> None:
         for g in record["cycles"][0]["steps"][2]["tool_groups"]
         if [c["name"] for c in g["calls"]] == ["bash"] * 3
     ]
-    for call, content in zip(group["calls"], (CANCELLED_RESULT, SKIPPED_RESULT, SKIPPED_RESULT)):
+    answers = (CANCELLED_RESULT, SKIPPED_RESULT, SKIPPED_RESULT)
+    for call, content in zip(group["calls"], answers, strict=True):
         call["result"] = {"content": content, "is_error": True, "display": {}}
     soup = BeautifulSoup(render_html(record), "html.parser")
     [summary] = [
@@ -322,3 +335,19 @@ def test_a_cancelled_group_reads_cancelled_not_failed() -> None:
         if "ran 3 commands" in d.find("summary").get_text()
     ]
     assert "cancelled" in summary and "failed" not in summary
+
+
+def test_a_long_conversation_folds_its_earlier_requests_in_the_fallbacks() -> None:
+    """A first `%phoenix history` of a long conversation: the fallbacks show the newest
+    requests whole and the rest one line each; the export shows everything."""
+    base = json.loads(FIXTURE.read_text())
+    record = copy.deepcopy(base)
+    record["cycles"] = [dict(copy.deepcopy(base["cycles"][i % 4]), index=i) for i in range(2_000)]
+    size = len(json.dumps(record))
+    for render in (render_html, render_markdown, render_plain):
+        out = render(record)
+        assert len(out) < 0.5 * size, (render.__name__, len(out), size)
+        assert "one line each" in out and "%phoenix export" in out
+        assert "request 2000" in out.lower(), "the newest request is whole"
+    whole = export_markdown(record)
+    assert "one line each" not in whole and "## Request 1\n" in whole

@@ -194,8 +194,12 @@ class _Html:
             self.md(summary)
             self.w("</div>")
         self.state = state
-        for i, cycle in enumerate(v.items(record, "cycles")):
-            self.cycle(cycle, i, summary)
+        plan = v.fold_plan(record, document=self.document)
+        note = v.folded_note(plan)
+        if note:
+            self.w(f'<div class="phx-note phx-muted">{self.inline_md(note)}</div>')
+        for i, cycle, where in plan:
+            self.cycle(cycle, i, summary, where)
         retry = v.maybe_mapping(record, "retry")
         if retry is not None:
             self.w('<div class="phx-card phx-retrying"><span class="phx-label">')
@@ -293,11 +297,10 @@ class _Html:
 
     # --- cycles and steps ----------------------------------------------------
 
-    def cycle(self, cycle: Any, i: int, summary: str) -> None:
-        if v.flag(cycle, "folded"):
-            self.w(
-                f'<div class="phx-cycle phx-folded phx-muted">{_e(v.folded_line(cycle, i))}</div>'
-            )
+    def cycle(self, cycle: Any, i: int, summary: str, where: str = "") -> None:
+        if where:
+            line = v.folded_line(cycle, i, where)
+            self.w(f'<div class="phx-cycle phx-folded phx-muted">{_e(line)}</div>')
             return
         self.w('<section class="phx-cycle">')
         self.w(f'<div class="phx-cycle-head">{_e(v.cycle_title(cycle, i))}</div>')

@@ -172,9 +172,13 @@ class _Md:
             self.para(_indent(self.content(summary), "> "))
         heading = "##" if document else "###"
         self.state = state
-        for i, cycle in enumerate(v.items(record, "cycles")):
-            if v.flag(cycle, "folded"):
-                self.para(f"_{plain(v.folded_line(cycle, i))}_")
+        plan = v.fold_plan(record, document=self.full)
+        note = v.folded_note(plan)
+        if note:
+            self.para(f"_{inline_md(note)}_")
+        for i, cycle, where in plan:
+            if where:
+                self.para(f"_{plain(v.folded_line(cycle, i, where))}_")
                 continue
             self.para(f"{heading} {v.cycle_title(cycle, i)}")
             for step in v.items(cycle, "steps"):

@@ -64,9 +64,13 @@ class _Plain:
             self.line(f"{v.SUMMARY_TITLE.lower()}:")
             self.line(_indented(_cut(summary), "  "))
         self.state = state
-        for i, cycle in enumerate(v.items(record, "cycles")):
-            if v.flag(cycle, "folded"):
-                self.line(v.folded_line(cycle, i))
+        plan = v.fold_plan(record)
+        note = v.folded_note(plan)
+        if note:
+            self.line(note)
+        for i, cycle, where in plan:
+            if where:
+                self.line(v.folded_line(cycle, i, where))
                 continue
             self.line(f"── {v.cycle_title(cycle, i).lower()} ──")
             for step in v.items(cycle, "steps"):

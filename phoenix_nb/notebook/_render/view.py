@@ -38,7 +38,9 @@ _EMPTY: Mapping[str, Any] = {}
 # and C1 controls, and the bidirectional overrides and isolates (which can reverse the
 # words phoenix writes after them on the same line). Tab, newline and carriage return
 # stay: they are how output is laid out.
-_CONTROLS = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_CONTROLS = re.compile(
+    "[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]"
+)
 
 
 def inert(s: str) -> str:
@@ -321,8 +323,55 @@ def cycle_title(cycle: Any, i: int) -> str:
     return f"Request {n} (continued)" if flag(cycle, "continued") else f"Request {n}"
 
 
-def folded_line(cycle: Any, i: int) -> str:
-    """One line for a request the notebook already shows in full above."""
+# A long conversation's fallbacks (a first `%phoenix history`, a record of many requests)
+# fold like the cell does: the newest requests whole, up to about this much of the
+# record's JSON, the earlier ones one line each. The record itself keeps every request
+# whole (the labextension draws it), and an export shows them all.
+WHOLE_CYCLES_BUDGET = 300_000
+FOLDED_HERE = "in the record; `%phoenix export` writes it whole"
+
+
+def fold_plan(record: Mapping[str, Any], *, document: bool = False) -> list[tuple[int, Any, str]]:
+    """(index, cycle, '' to show whole or the words for where it is) for each cycle.
+
+    Walks back from the newest request adding up the size of each (its JSON), so the
+    cost is that of the requests shown, not of the whole history."""
+    cycles = items(record, "cycles")
+    fold_before = 0
+    if not document:
+        spent = 0
+        for i in range(len(cycles) - 1, -1, -1):
+            if flag(cycles[i], "folded"):
+                continue
+            spent += len(json.dumps(cycles[i], default=str))
+            if spent > WHOLE_CYCLES_BUDGET and i < len(cycles) - 1:
+                fold_before = i + 1
+                break
+    return [
+        (
+            i,
+            cycle,
+            "shown above" if flag(cycle, "folded") else (FOLDED_HERE if i < fold_before else ""),
+        )
+        for i, cycle in enumerate(cycles)
+    ]
+
+
+def folded_note(plan: list[tuple[int, Any, str]]) -> str:
+    """Said above the requests when the budget folded some ('' when it folded none)."""
+    folded = sum(1 for _, _, where in plan if where == FOLDED_HERE)
+    if not folded:
+        return ""
+    return (
+        f"The first {folded:,} request{'s are' if folded != 1 else ' is'} shown one line each "
+        "here; the record holds every request whole, and `%phoenix export --format html` "
+        "writes them all to a file."
+    )
+
+
+def folded_line(cycle: Any, i: int, where: str = "shown above") -> str:
+    """One line for a request the notebook already shows in full above (or, `where`
+    says, elsewhere)."""
     given = text(cycle, "line")
     if given:
         return given
@@ -342,7 +391,7 @@ def folded_line(cycle: Any, i: int) -> str:
         parts.append(f"{calls} tool call{'' if calls == 1 else 's'}")
     if reason:
         parts.append(STOP_LABELS.get(reason, reason))
-    return " · ".join(parts) + " (shown above)"
+    return " · ".join(parts) + f" ({where})"
 
 
 def mode_label(conv: Mapping[str, Any]) -> str:
