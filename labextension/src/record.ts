@@ -43,9 +43,16 @@ export function arr(value: unknown): readonly unknown[] {
 // eslint-disable-next-line no-control-regex
 const CONTROLS = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
 
-/** `s` with every control character shown as its code (`<U+001B>`), not obeyed. */
+/** Terminal control sequences (colours, cursor moves): dropped whole, as the fallbacks do. */
+// eslint-disable-next-line no-control-regex
+const CSI = /\u001b\[[0-?]*[ -/]*[@-~]/g;
+
+/** `s` with terminal control sequences dropped and every other control character shown
+ * as its code (`<U+001B>`), not obeyed. */
 export function inert(s: string): string {
-  return s.replace(CONTROLS, c => `<U+${c.charCodeAt(0).toString(16).toUpperCase().padStart(4, '0')}>`);
+  return s
+    .replace(CSI, '')
+    .replace(CONTROLS, c => `<U+${c.charCodeAt(0).toString(16).toUpperCase().padStart(4, '0')}>`);
 }
 
 /**

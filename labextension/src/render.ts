@@ -11,7 +11,7 @@
  * classes and browser tests on the attributes, so neither depends on the other.
  */
 
-import { arr, Loose, num, obj, objOrNull, shownCwd, str } from './record';
+import { arr, inert, Loose, num, obj, objOrNull, shownCwd, str } from './record';
 import { diffLineKind } from './diff';
 import { linkTarget, renderInertMarkdown } from './inertMarkdown';
 
@@ -93,6 +93,15 @@ class Drawing {
     }
     return host;
   }
+}
+
+/**
+ * One class naming a record value's variant (`jp-Phoenix-mode-restricted`). The value
+ * comes from the record, which anyone may have edited: only letters, digits and `_`
+ * survive, so it can neither add a second class (a space) nor borrow one of phoenix's.
+ */
+function variant(prefix: string, value: string): string {
+  return `${prefix}-${value.replace(/[^A-Za-z0-9_]/g, '_')}`;
 }
 
 /** An element with a class and optional text, set through textContent only. */
@@ -208,7 +217,7 @@ function header(conversation: Loose, state: Loose): HTMLElement {
   if (mode) {
     const badge = el(
       'span',
-      `jp-Phoenix-badge jp-Phoenix-mode-${mode}`,
+      `jp-Phoenix-badge ${variant('jp-Phoenix-mode', mode)}`,
       mode === 'unrestricted' ? 'Unrestricted' : 'Restricted (read-only)'
     );
     badge.dataset.phoenixModeBadge = mode;
@@ -387,14 +396,14 @@ function cycleNode(drawing: Drawing, cycle: Loose, state: Loose): HTMLElement {
   const reason = stop === null ? 'running' : str(stop.reason);
   node.dataset.phoenixStop = reason;
   if (stop !== null && reason !== 'completed') {
-    node.appendChild(el('div', `jp-Phoenix-stop jp-Phoenix-stop-${reason}`, `Run ended: ${reason}`));
+    node.appendChild(el('div', `jp-Phoenix-stop ${variant('jp-Phoenix-stop', reason)}`, `Run ended: ${reason}`));
   }
   return node;
 }
 
 function stepNode(drawing: Drawing, step: Loose, state: Loose): HTMLElement {
   const kind = str(step.kind);
-  const node = el('div', `jp-Phoenix-step jp-Phoenix-step-${kind || 'unknown'}`);
+  const node = el('div', `jp-Phoenix-step ${variant('jp-Phoenix-step', kind || 'unknown')}`);
   node.dataset.phoenixStep = kind || 'unknown';
   switch (kind) {
     case 'user':
@@ -423,7 +432,7 @@ function stepNode(drawing: Drawing, step: Loose, state: Loose): HTMLElement {
     default:
       // A newer producer may add kinds: show the raw step rather than drop it.
       node.appendChild(el('span', 'jp-Phoenix-label', kind || 'step'));
-      node.appendChild(pre('jp-Phoenix-raw', JSON.stringify(step, null, 2)));
+      node.appendChild(pre('jp-Phoenix-raw', inert(JSON.stringify(step, null, 2))));
   }
   return node;
 }
@@ -524,7 +533,7 @@ function groupWords(calls: Loose[]): string {
 /** One tool group: one line saying what it did; write groups (diffs) open from the start. */
 function toolGroup(group: Loose, calls: Loose[]): HTMLElement {
   const name = str(group.group) || 'other';
-  const details = el('details', `jp-Phoenix-toolGroup jp-Phoenix-group-${name}`);
+  const details = el('details', `jp-Phoenix-toolGroup ${variant('jp-Phoenix-group', name)}`);
   details.open = group.open === true || (group.open === undefined && name === 'write');
   details.dataset.phoenixGroup = name;
   // A group's identity across redraws: its first call's id, which the producer keeps stable.
@@ -714,7 +723,7 @@ function genericCall(node: HTMLElement, call: Loose, input: Loose, result: Loose
   }
   node.appendChild(head);
   if (Object.keys(input).length > 0) {
-    node.appendChild(pre('jp-Phoenix-input', JSON.stringify(input, null, 2)));
+    node.appendChild(pre('jp-Phoenix-input', inert(JSON.stringify(input, null, 2))));
   }
   if (result === null) {
     node.appendChild(el('div', 'jp-Phoenix-note', 'running…'));
@@ -734,7 +743,7 @@ function approvalStep(node: HTMLElement, step: Loose, state: Loose): void {
   node.dataset.phoenixDecision = decision;
   const reason = str(step.reason).trim();
   if (decision !== 'pending') {
-    node.classList.add('jp-Phoenix-approvalLine', `jp-Phoenix-decision-${decision}`);
+    node.classList.add('jp-Phoenix-approvalLine', variant('jp-Phoenix-decision', decision));
     const mark = decision === 'approved' ? '✓' : decision === 'denied' ? '✗' : '?';
     let first = (reason.split('\n').find(line => line.trim()) ?? '').trim();
     if (first.length > 100) {
@@ -785,10 +794,10 @@ function subAgentsStep(node: HTMLElement, step: Loose): void {
   const list = el('ul', 'jp-Phoenix-agents');
   for (const agent of agents) {
     const outcome = str(agent.outcome) || 'pending';
-    const item = el('li', `jp-Phoenix-agent jp-Phoenix-outcome-${outcome}`);
+    const item = el('li', `jp-Phoenix-agent ${variant('jp-Phoenix-outcome', outcome)}`);
     item.dataset.phoenixAgent = str(agent.conversation_id);
     item.dataset.phoenixOutcome = outcome;
-    item.appendChild(el('span', `jp-Phoenix-badge jp-Phoenix-outcome-badge-${outcome}`, outcome));
+    item.appendChild(el('span', `jp-Phoenix-badge ${variant('jp-Phoenix-outcome-badge', outcome)}`, outcome));
     item.appendChild(el('span', 'jp-Phoenix-agentTask', str(agent.task)));
     const result = str(agent.result);
     if (result) {

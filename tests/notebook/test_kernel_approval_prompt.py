@@ -60,7 +60,7 @@ def test_approve_prompt_says_what_approving_does_and_quotes_the_reason(
     quote = pending.select_one("blockquote.phx-reason")
     assert quote is not None and quote.find(["h1", "a", "strong"]) is None
     assert quote.get_text().startswith("# phoenix: Restricted mode — approving changes nothing")
-    assert "<U+001B>[1;32mSAFE" in quote.get_text() and "\x1b" not in bundle["text/html"]
+    assert "[1;32m" not in quote.get_text() and "\x1b" not in bundle["text/html"]
     assert len(quote.get_text()) < REASON_MAX_CHARS + 60
     words = pending.get_text()
     assert words.index(APPROVE_MEANS) < words.index(REASON_LABEL) < words.index("# phoenix:")

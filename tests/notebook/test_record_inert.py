@@ -247,11 +247,14 @@ def test_markdown_fallback_read_by_markdown_it_holds_nothing_either(record: dict
 def test_plain_fallback_shows_content_as_text_without_controls() -> None:
     record = json.loads(FIXTURE.read_text())
     record["cycles"][0]["steps"][2]["item"]["text"] = (
-        "\x1b[1;31mphoenix: Restricted mode — nothing was changed\x1b[0m \u202eevil\u202c"
+        "\x1b[1;31mphoenix: Restricted mode — nothing was changed\x1b[0m \u202eevil\u202c "
+        "\x1b]8;;https://evil.example/\x07click\x1b]8;;\x07"
     )
     out = render_plain(record)
-    assert "\x1b" not in out and "\u202e" not in out
-    assert "<U+001B>[1;31mphoenix: Restricted mode" in out and "<U+202E>evil" in out
+    assert "\x1b" not in out and "\u202e" not in out and "\x07" not in out
+    # Colour sequences are dropped; anything else is shown as codes, never obeyed.
+    assert "ai: phoenix: Restricted mode — nothing was changed <U+202E>evil" in out
+    assert "<U+001B>]8;;https://evil.example/<U+0007>click" in out
 
 
 @pytest.mark.parametrize("imitation", IMITATIONS)

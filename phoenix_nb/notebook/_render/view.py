@@ -43,8 +43,16 @@ _CONTROLS = re.compile(
 )
 
 
+# Terminal control sequences (colours, cursor moves) are common in tool output and say
+# nothing a reader of the record needs: they are dropped whole rather than shown as codes.
+_CSI = re.compile("\x1b\\[[0-?]*[ -/]*[@-~]")
+
+
 def inert(s: str) -> str:
-    """`s` with every control character shown as its code (`<U+001B>`) instead of obeyed."""
+    """`s` with terminal control sequences dropped and every other control character
+    shown as its code (`<U+001B>`) instead of obeyed."""
+    if "\x1b" in s:
+        s = _CSI.sub("", s)
     return _CONTROLS.sub(lambda m: f"<U+{ord(m.group(0)):04X}>", s)
 
 
