@@ -37,10 +37,10 @@ def test_approve_prompt_says_what_approving_does_and_quotes_the_reason(
     )
     since = time.monotonic()
     cell = kern.submit("%%phoenix --name posing-reason\nlook around")
-    deny = kern.wait_for_button("Deny", since)
+    deny = kern.wait_for_button("Deny", since, timeout=90)
     kern.wait_until(
         lambda: any(state_name(r) == "awaiting_mode_approval" for r in cell.records()),
-        20,
+        90,
         "the approval request to show",
     )
     states = [state for _, state in kern.widgets(since)]
