@@ -5,7 +5,6 @@
  * JupyterLab's rendermime runs, including Notebook 7 and untrusted notebooks.
  */
 
-import { renderMarkdown } from '@jupyterlab/rendermime';
 import { IRenderMime } from '@jupyterlab/rendermime-interfaces';
 import { Widget } from '@lumino/widgets';
 
@@ -22,7 +21,7 @@ export const RENDER_MEASURE = 'phoenix-render';
 
 /** Draws one record; re-rendered in place as the kernel updates the display. */
 export class RenderedConversation extends Widget implements IRenderMime.IRenderer {
-  constructor(private readonly options: IRenderMime.IRendererOptions) {
+  constructor(_options: IRenderMime.IRendererOptions) {
     super();
     this.addClass(CLASS_NAME);
   }
@@ -35,33 +34,9 @@ export class RenderedConversation extends Widget implements IRenderMime.IRendere
       return;
     }
     const start = performance.now();
-    await renderRecord(this.node, data as Loose, (host, source) => this.markdown(host, source));
+    await renderRecord(this.node, data as Loose);
     // Lets benchmarks read render cost from the page (performance entries named RENDER_MEASURE).
     performance.measure(RENDER_MEASURE, { start, end: performance.now() });
-  }
-
-  /**
-   * AI text through JupyterLab's Markdown pipeline, always as untrusted so the
-   * sanitizer strips scripts and event handlers whatever the notebook's trust.
-   */
-  private async markdown(host: HTMLElement, source: string): Promise<void> {
-    const parser = this.options.markdownParser ?? null;
-    if (parser === null) {
-      host.textContent = source;
-      return;
-    }
-    await renderMarkdown({
-      host,
-      source,
-      trusted: false,
-      sanitizer: this.options.sanitizer,
-      resolver: this.options.resolver,
-      linkHandler: this.options.linkHandler,
-      latexTypesetter: this.options.latexTypesetter,
-      markdownParser: parser,
-      translator: this.options.translator,
-      shouldTypeset: false
-    });
   }
 
   /** A record we cannot draw is named and shown raw, so nothing in it is lost. */

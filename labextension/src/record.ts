@@ -35,10 +35,40 @@ export function arr(value: unknown): readonly unknown[] {
   return Array.isArray(value) ? value : [];
 }
 
-/** A string for display: strings as they are, numbers and booleans printed, anything else empty. */
+/**
+ * Characters that change how other text looks instead of showing themselves: C0/C1
+ * controls other than tab, newline and carriage return, and the bidirectional overrides
+ * and isolates (which can reverse the words phoenix draws after them). Shown as codes.
+ */
+// eslint-disable-next-line no-control-regex
+const CONTROLS = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
+
+/** Terminal control sequences (colours, cursor moves): dropped whole, as the fallbacks do. */
+// eslint-disable-next-line no-control-regex
+const CSI = /\u001b\[[0-?]*[ -/]*[@-~]/g;
+
+/** `s` with terminal control sequences dropped and every other control character shown
+ * as its code (`<U+001B>`), not obeyed. */
+export function inert(s: string): string {
+  return s
+    .replace(CSI, '')
+    .replace(CONTROLS, c => `<U+${c.charCodeAt(0).toString(16).toUpperCase().padStart(4, '0')}>`);
+}
+
+/**
+ * The working folder as a shared record shows it: relative to a home (`~/…`).
+ * The absolute path names the user and tells a reader nothing they need; the
+ * same rule as the fallbacks' `view.shown_cwd`.
+ */
+export function shownCwd(cwd: string): string {
+  return cwd.replace(/^\/(?:home|Users)\/[^/]+(?=\/|$)|^\/root(?=\/|$)/, '~');
+}
+
+/** A string for display: strings with controls made visible (`inert`), numbers and
+ * booleans printed, anything else empty. */
 export function str(value: unknown): string {
   if (typeof value === 'string') {
-    return value;
+    return inert(value);
   }
   if (typeof value === 'number' || typeof value === 'boolean') {
     return String(value);

@@ -1,18 +1,19 @@
 /**
  * Drawing a conversation record as DOM.
  *
- * Every payload string reaches the page through `textContent`, except AI text,
- * which goes through the caller's Markdown renderer (JupyterLab's, sanitizing).
- * Elements carry stable `jp-Phoenix-*` classes and `data-phoenix-*` attributes:
- * styles hang on the classes and browser tests on the attributes, so neither
- * depends on the other.
+ * Every payload string reaches the page through `textContent`, except the
+ * model's Markdown (AI text, reasoning, summaries), which is drawn by
+ * `inertMarkdown` from a parser's tokens: no raw HTML, no image, no style, every
+ * link showing its target (README "Security model"). The approval request's
+ * reason is the model's too: it is a labelled, bounded quotation in plain text,
+ * under phoenix's own line saying what approving does. Elements carry stable
+ * `jp-Phoenix-*` classes and `data-phoenix-*` attributes: styles hang on the
+ * classes and browser tests on the attributes, so neither depends on the other.
  */
 
-import { arr, Loose, num, obj, objOrNull, str } from './record';
+import { arr, inert, Loose, num, obj, objOrNull, shownCwd, str } from './record';
 import { diffLineKind } from './diff';
-
-/** Renders Markdown into `host`; must sanitize, since the text comes from the model. */
-export type MarkdownRenderer = (host: HTMLElement, source: string) => Promise<void>;
+import { linkTarget, renderInertMarkdown } from './inertMarkdown';
 
 /**
  * Words for states and tool groups. The kernel puts its own words in the record
@@ -37,6 +38,18 @@ const PAUSED_WORDS = 'paused — run `%phoenix approve` or `%phoenix deny`';
 const APPROVAL_TITLE = 'The agent asks for write access (Unrestricted mode)';
 const APPROVE_HOWTO =
   'Answer with the Approve / Deny buttons, or in a headless run with `%phoenix approve` or `%phoenix deny`.';
+/** Said by phoenix, not the model: what the Approve button does (notebook/_render/view.py). */
+const APPROVE_MEANS =
+  'Approving switches this conversation to Unrestricted mode: the agent may then change ' +
+  'files in its folder and run commands without the sandbox. Deny keeps it read-only.';
+const REASON_LABEL = "The agent's reason, in its own words:";
+const REASON_MAX_CHARS = 600;
+const REASON_MAX_LINES = 12;
+/** The results core/transition.py gives calls the user cancelled (or skipped by cancelling). */
+const CANCELLED_RESULTS = new Set([
+  'Cancelled by the user while this tool was running.',
+  'Skipped: the user cancelled before this tool ran.'
+]);
 
 /** Calls the approval step already tells (so they get no row of their own). */
 const HIDDEN_TOOLS = new Set(['request_mode_upgrade']);
@@ -67,23 +80,28 @@ function inlineCode(className: string, text: string): HTMLElement {
   return node;
 }
 
-/** Collects Markdown renders so the whole record can be awaited once. */
+/** Draws the model's Markdown blocks (see `inertMarkdown`). */
 class Drawing {
-  readonly pending: Promise<void>[] = [];
-
-  constructor(private readonly markdown: MarkdownRenderer) {}
-
-  /** A Markdown block; rendering is asynchronous and awaited by `renderRecord`. */
+  /** A Markdown block of model content, inert. */
   markdownBlock(className: string, source: string): HTMLElement {
     const host = el('div', `${className} jp-Phoenix-markdown`);
-    this.pending.push(
-      this.markdown(host, source).catch(() => {
-        // A renderer failure must not lose the text: show it plainly.
-        host.textContent = source;
-      })
-    );
+    try {
+      renderInertMarkdown(host, source);
+    } catch {
+      // A parser failure must not lose the text: show it plainly.
+      host.textContent = source;
+    }
     return host;
   }
+}
+
+/**
+ * One class naming a record value's variant (`jp-Phoenix-mode-restricted`). The value
+ * comes from the record, which anyone may have edited: only letters, digits and `_`
+ * survive, so it can neither add a second class (a space) nor borrow one of phoenix's.
+ */
+function variant(prefix: string, value: string): string {
+  return `${prefix}-${value.replace(/[^A-Za-z0-9_]/g, '_')}`;
 }
 
 /** An element with a class and optional text, set through textContent only. */
@@ -109,13 +127,9 @@ function formatTokens(n: number): string {
   return Math.round(n).toLocaleString('en-US');
 }
 
-/** Draws `record` into `host`, replacing what was there; resolves when Markdown is in. */
-export async function renderRecord(
-  host: HTMLElement,
-  record: Loose,
-  markdown: MarkdownRenderer
-): Promise<void> {
-  const drawing = new Drawing(markdown);
+/** Draws `record` into `host`, replacing what was there. */
+export async function renderRecord(host: HTMLElement, record: Loose): Promise<void> {
+  const drawing = new Drawing();
   const root = el('div', 'jp-Phoenix-record');
   const conversation = obj(record.conversation);
   const state = obj(conversation.state);
@@ -166,10 +180,9 @@ export async function renderRecord(
     // Only an old record lacks the pending step: show the request once, here.
     const node = el('div', 'jp-Phoenix-step jp-Phoenix-step-approval');
     node.dataset.phoenixStep = 'approval';
-    approvalStep(drawing, node, { reason: approval.reason, decision: 'pending' }, state);
+    approvalStep(node, { reason: approval.reason, decision: 'pending' }, state);
     root.appendChild(node);
   }
-  await Promise.all(drawing.pending);
   keepOpenGroups(host, root);
   host.replaceChildren(root);
 }
@@ -204,7 +217,7 @@ function header(conversation: Loose, state: Loose): HTMLElement {
   if (mode) {
     const badge = el(
       'span',
-      `jp-Phoenix-badge jp-Phoenix-mode-${mode}`,
+      `jp-Phoenix-badge ${variant('jp-Phoenix-mode', mode)}`,
       mode === 'unrestricted' ? 'Unrestricted' : 'Restricted (read-only)'
     );
     badge.dataset.phoenixModeBadge = mode;
@@ -220,7 +233,9 @@ function header(conversation: Loose, state: Loose): HTMLElement {
     }
     node.appendChild(label);
   }
-  const facts = [str(conversation.model), str(conversation.cwd)].filter(Boolean).join(' · ');
+  const facts = [str(conversation.model), shownCwd(str(conversation.cwd))]
+    .filter(Boolean)
+    .join(' · ');
   if (facts) {
     node.appendChild(el('span', 'jp-Phoenix-facts', facts));
   }
@@ -290,12 +305,15 @@ function citationList(item: Loose): HTMLElement | null {
     entry.value = i + 1;
     const url = str(cite.url);
     const title = str(cite.title) || url || str(cite.cited_text).slice(0, 60) || `source ${i + 1}`;
-    if (/^https?:\/\//i.test(url)) {
-      const link = el('a', '', title);
+    if (/^https?:\/\//i.test(url) && linkTarget(url)) {
+      const link = el('a', 'jp-Phoenix-contentLink', title);
       link.href = url;
       link.target = '_blank';
-      link.rel = 'noopener noreferrer';
+      link.rel = 'nofollow noopener noreferrer';
       entry.appendChild(link);
+      if (title !== url) {
+        entry.appendChild(el('span', 'jp-Phoenix-href', ` (${url})`));
+      }
     } else {
       entry.textContent = title;
     }
@@ -378,14 +396,14 @@ function cycleNode(drawing: Drawing, cycle: Loose, state: Loose): HTMLElement {
   const reason = stop === null ? 'running' : str(stop.reason);
   node.dataset.phoenixStop = reason;
   if (stop !== null && reason !== 'completed') {
-    node.appendChild(el('div', `jp-Phoenix-stop jp-Phoenix-stop-${reason}`, `Run ended: ${reason}`));
+    node.appendChild(el('div', `jp-Phoenix-stop ${variant('jp-Phoenix-stop', reason)}`, `Run ended: ${reason}`));
   }
   return node;
 }
 
 function stepNode(drawing: Drawing, step: Loose, state: Loose): HTMLElement {
   const kind = str(step.kind);
-  const node = el('div', `jp-Phoenix-step jp-Phoenix-step-${kind || 'unknown'}`);
+  const node = el('div', `jp-Phoenix-step ${variant('jp-Phoenix-step', kind || 'unknown')}`);
   node.dataset.phoenixStep = kind || 'unknown';
   switch (kind) {
     case 'user':
@@ -399,7 +417,7 @@ function stepNode(drawing: Drawing, step: Loose, state: Loose): HTMLElement {
       node.appendChild(el('span', 'jp-Phoenix-text', str(step.text)));
       break;
     case 'approval':
-      approvalStep(drawing, node, step, state);
+      approvalStep(node, step, state);
       break;
     case 'sub_agents':
       subAgentsStep(node, step);
@@ -414,7 +432,7 @@ function stepNode(drawing: Drawing, step: Loose, state: Loose): HTMLElement {
     default:
       // A newer producer may add kinds: show the raw step rather than drop it.
       node.appendChild(el('span', 'jp-Phoenix-label', kind || 'step'));
-      node.appendChild(pre('jp-Phoenix-raw', JSON.stringify(step, null, 2)));
+      node.appendChild(pre('jp-Phoenix-raw', inert(JSON.stringify(step, null, 2))));
   }
   return node;
 }
@@ -472,11 +490,15 @@ function aiStep(drawing: Drawing, node: HTMLElement, step: Loose): void {
   }
 }
 
-/** Tool calls are not settled until they have a result; errors win over success. */
-function callStatus(call: Loose): 'running' | 'error' | 'ok' {
+/** Tool calls are not settled until they have a result; errors win over success; a call
+ * the user cancelled is neither. */
+function callStatus(call: Loose): 'running' | 'error' | 'cancelled' | 'ok' {
   const result = objOrNull(call.result);
   if (result === null) {
     return 'running';
+  }
+  if (result.is_error === true && CANCELLED_RESULTS.has(str(result.content))) {
+    return 'cancelled';
   }
   return result.is_error === true ? 'error' : 'ok';
 }
@@ -511,7 +533,7 @@ function groupWords(calls: Loose[]): string {
 /** One tool group: one line saying what it did; write groups (diffs) open from the start. */
 function toolGroup(group: Loose, calls: Loose[]): HTMLElement {
   const name = str(group.group) || 'other';
-  const details = el('details', `jp-Phoenix-toolGroup jp-Phoenix-group-${name}`);
+  const details = el('details', `jp-Phoenix-toolGroup ${variant('jp-Phoenix-group', name)}`);
   details.open = group.open === true || (group.open === undefined && name === 'write');
   details.dataset.phoenixGroup = name;
   // A group's identity across redraws: its first call's id, which the producer keeps stable.
@@ -521,7 +543,9 @@ function toolGroup(group: Loose, calls: Loose[]): HTMLElement {
     ? 'running'
     : statuses.includes('error')
       ? 'error'
-      : 'ok';
+      : statuses.includes('cancelled')
+        ? 'cancelled'
+        : 'ok';
   details.dataset.phoenixStatus = status;
   const summary = el('summary', 'jp-Phoenix-groupSummary');
   const label = inlineCode('jp-Phoenix-groupLabel', str(group.label) || groupWords(calls));
@@ -532,6 +556,9 @@ function toolGroup(group: Loose, calls: Loose[]): HTMLElement {
     summary.appendChild(el('span', 'jp-Phoenix-status jp-Phoenix-status-running', 'running…'));
   } else if (failed > 0) {
     summary.appendChild(el('span', 'jp-Phoenix-status jp-Phoenix-status-error', `${failed} failed`));
+  } else if (status === 'cancelled') {
+    // Not a failure, and not a count that reads like a test result.
+    summary.appendChild(el('span', 'jp-Phoenix-status jp-Phoenix-status-cancelled', 'cancelled'));
   }
   details.appendChild(summary);
   for (const call of calls) {
@@ -696,7 +723,7 @@ function genericCall(node: HTMLElement, call: Loose, input: Loose, result: Loose
   }
   node.appendChild(head);
   if (Object.keys(input).length > 0) {
-    node.appendChild(pre('jp-Phoenix-input', JSON.stringify(input, null, 2)));
+    node.appendChild(pre('jp-Phoenix-input', inert(JSON.stringify(input, null, 2))));
   }
   if (result === null) {
     node.appendChild(el('div', 'jp-Phoenix-note', 'running…'));
@@ -711,23 +738,36 @@ function genericCall(node: HTMLElement, call: Loose, input: Loose, result: Loose
 }
 
 /** One block while the request waits (reason as Markdown), one line once answered. */
-function approvalStep(drawing: Drawing, node: HTMLElement, step: Loose, state: Loose): void {
+function approvalStep(node: HTMLElement, step: Loose, state: Loose): void {
   const decision = str(step.decision) || 'pending';
   node.dataset.phoenixDecision = decision;
-  const reason = str(step.reason);
+  const reason = str(step.reason).trim();
   if (decision !== 'pending') {
-    node.classList.add('jp-Phoenix-approvalLine', `jp-Phoenix-decision-${decision}`);
+    node.classList.add('jp-Phoenix-approvalLine', variant('jp-Phoenix-decision', decision));
     const mark = decision === 'approved' ? '✓' : decision === 'denied' ? '✗' : '?';
-    const first = (reason.split('\n').find(line => line.trim()) ?? '').trim().replace(/\*\*|__/g, '');
+    let first = (reason.split('\n').find(line => line.trim()) ?? '').trim();
+    if (first.length > 100) {
+      first = `${first.slice(0, 99)}…`;
+    }
     node.appendChild(
-      inlineCode('jp-Phoenix-approvalText', `${mark} write access ${decision}${first ? `: ${first}` : ''}`)
+      el(
+        'span',
+        'jp-Phoenix-approvalText',
+        `${mark} write access ${decision}${first ? `: the agent asked “${first}”` : ''}`
+      )
     );
     return;
   }
   node.classList.add('jp-Phoenix-approvalBlock');
   node.dataset.phoenixPendingApproval = 'true';
   node.appendChild(el('div', 'jp-Phoenix-label', APPROVAL_TITLE));
-  node.appendChild(drawing.markdownBlock('jp-Phoenix-approvalReason', reason));
+  node.appendChild(el('div', 'jp-Phoenix-approveMeans', APPROVE_MEANS));
+  if (reason) {
+    node.appendChild(el('div', 'jp-Phoenix-note', REASON_LABEL));
+    const quote = el('blockquote', 'jp-Phoenix-approvalReason', boundedReason(reason));
+    quote.dataset.phoenixReason = '';
+    node.appendChild(quote);
+  }
   const paused = state.paused === true;
   node.appendChild(
     inlineCode('jp-Phoenix-approvalState', paused ? PAUSED_WORDS : 'waiting for your approval')
@@ -735,6 +775,15 @@ function approvalStep(drawing: Drawing, node: HTMLElement, step: Loose, state: L
   if (!paused && str(state.name) !== 'awaiting_mode_approval') {
     node.appendChild(inlineCode('jp-Phoenix-note', APPROVE_HOWTO));
   }
+}
+
+/** The reason's head (so many lines and characters), the rest counted. */
+function boundedReason(reason: string): string {
+  let shown = reason.split('\n').slice(0, REASON_MAX_LINES).join('\n').slice(0, REASON_MAX_CHARS);
+  if (shown.length < reason.length) {
+    shown = `${shown.trimEnd()} … (${(reason.length - shown.length).toLocaleString('en-US')} more characters)`;
+  }
+  return shown;
 }
 
 function subAgentsStep(node: HTMLElement, step: Loose): void {
@@ -745,10 +794,10 @@ function subAgentsStep(node: HTMLElement, step: Loose): void {
   const list = el('ul', 'jp-Phoenix-agents');
   for (const agent of agents) {
     const outcome = str(agent.outcome) || 'pending';
-    const item = el('li', `jp-Phoenix-agent jp-Phoenix-outcome-${outcome}`);
+    const item = el('li', `jp-Phoenix-agent ${variant('jp-Phoenix-outcome', outcome)}`);
     item.dataset.phoenixAgent = str(agent.conversation_id);
     item.dataset.phoenixOutcome = outcome;
-    item.appendChild(el('span', `jp-Phoenix-badge jp-Phoenix-outcome-badge-${outcome}`, outcome));
+    item.appendChild(el('span', `jp-Phoenix-badge ${variant('jp-Phoenix-outcome-badge', outcome)}`, outcome));
     item.appendChild(el('span', 'jp-Phoenix-agentTask', str(agent.task)));
     const result = str(agent.result);
     if (result) {

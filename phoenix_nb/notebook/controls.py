@@ -15,6 +15,7 @@ from collections.abc import Awaitable, Callable
 import ipywidgets as w
 
 from phoenix_nb.core.notices import RetryScheduled
+from phoenix_nb.notebook._render.view import APPROVE_MEANS
 from phoenix_nb.runtime.manager import Conversation, PhoenixError
 
 Action = Callable[[], Awaitable[object]]
@@ -42,14 +43,24 @@ class Controls:
         self.loop = loop
         self.errors: list[str] = []
         self.cancel_button = w.Button(description="Cancel", button_style="warning", icon="stop")
-        self.approve_button = w.Button(description="Approve", button_style="success")
-        self.deny_button = w.Button(description="Deny", button_style="danger")
+        # What approving does is phoenix's own fixed sentence, next to the buttons; the
+        # agent's reason (model-authored) is never put into the prompt: it is quoted, as
+        # the agent's words, in the record above. A Label shows text, never HTML.
+        self.approve_button = w.Button(
+            description="Approve",
+            button_style="success",
+            tooltip="Give the agent write access (Unrestricted mode)",
+        )
+        self.deny_button = w.Button(
+            description="Deny", button_style="danger", tooltip="Keep the agent read-only"
+        )
+        self.approve_means = w.Label(value=APPROVE_MEANS, layout=w.Layout(width="auto"))
         self.restrict_button = w.Button(description="Restrict", tooltip="Back to read-only now")
         self.continue_button = w.Button(
             description="Continue in a new conversation", layout=w.Layout(width="auto")
         )
         self.notice = w.HTML()
-        self.approval_box = w.HBox([self.approve_button, self.deny_button])
+        self.approval_box = w.HBox([self.approve_button, self.deny_button, self.approve_means])
         self.approval_box.layout.display = "none"
         self.continue_button.layout.display = "none"
         self.sandbox_available = sandbox_available
@@ -119,6 +130,7 @@ class Controls:
             self.cancel_button,
             self.approve_button,
             self.deny_button,
+            self.approve_means,
             self.restrict_button,
             self.continue_button,
             self.notice,

@@ -4,7 +4,10 @@
 title and a metadata list, so it stands alone as a document; JSON is the record
 itself, indented and with sorted keys, so exports of the same conversation diff
 cleanly; HTML is the record's HTML fallback in a page of its own (no script, no
-external resource), to open in any browser or attach to a message.
+external resource), to open in any browser or attach to a message. Exports are
+where the notebook's fallbacks send a reader for a block they abbreviate, so they
+render every block whole (`document=True`); content in them is as inert as in the
+notebook (README "Security model").
 """
 
 from __future__ import annotations
@@ -60,7 +63,11 @@ def export_html(record: Mapping[str, Any]) -> str:
     slug = str(conv.get("slug") or "conversation") if isinstance(conv, Mapping) else "conversation"
     return (
         '<!DOCTYPE html>\n<html lang="en">\n<head><meta charset="utf-8">'
+        # Defence in depth for a file opened from disk: even a renderer bug could not
+        # make this page load anything but its own inline style and data: thumbnails.
+        '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
+        "style-src 'unsafe-inline'; img-src data:\">"
         f"<title>phoenix conversation {escape(slug)}</title></head>\n"
         '<body style="max-width:60em;margin:1em auto">\n'
-        f"{_render_html(checked)}\n</body>\n</html>\n"
+        f"{_render_html(checked, document=True)}\n</body>\n</html>\n"
     )

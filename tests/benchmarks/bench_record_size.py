@@ -1,6 +1,6 @@
 """Benchmark: what the executed quickstart weighs, and how much of it is phoenix's.
 
-Run: /work/venv/bin/python tests/benchmarks/bench_record_size.py
+Run: /work/venv/bin/python tests/benchmarks/bench_record_size.py [--big-blocks-only]
 
 Issue 18 asked for the executed quickstart's HTML (nbconvert's default `--to html`)
 to be at most half of 434 KB. This script measures, in one run, with the same
@@ -20,20 +20,43 @@ the conversation record removed. Every figure is printed as a ratio to the 434 K
 (433,914 B) baseline the issue measured and to its 217 KB target, so a reader sees
 at once that an empty notebook's page is already above the target (no change in
 phoenix's outputs can reach it) and how large phoenix's own part is. Nothing here is timed.
+
+Then, big blocks (target: each adds <= 1.5 MB to the .ipynb, because the record's JSON
+carries a block once and the three fallbacks show only a bounded head and tail of it):
+
+  * a 1 MB assistant message, through a real kernel and the fake Messages API;
+  * a bash command printing 1 MB, through the same kernel (the tool keeps a head and a
+    tail of it in the result);
+  * a 1 MB tool result and a 1 MB message put into a record directly (as a tool without
+    its own bound, or an edited notebook, would have it), rendered by `render_bundle`.
+
+Each is the saved cell's size minus the same cell with a one-line block, so the figures
+are what the block itself costs.
 """
 
 from __future__ import annotations
 
+import copy
 import json
 import shutil
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+import nbformat
+
+from phoenix_nb.notebook.render import render_bundle
+from phoenix_nb.testing import FakeAnthropic, Turn, text, tool_use
+from tests.notebook.kernel_harness import Execution, loaded_kernel
 from tests.test_quickstart import offline_env
+
+ONE_MB = 1_000_000
+BIG_BLOCK_TARGET = 1_500_000
+FIXTURE = Path(__file__).resolve().parents[1] / "notebook" / "fixtures" / "record_full.json"
 
 NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 BASELINE_HTML = 433_914  # the executed quickstart's HTML when issue 18 was filed
@@ -135,6 +158,77 @@ def main() -> None:
     )
 
 
+def _ipynb_bytes(outputs: list[dict[str, Any]]) -> int:
+    """The size of a one-cell notebook holding `outputs` as a front end saves them."""
+    nb = nbformat.v4.new_notebook()
+    cell = nbformat.v4.new_code_cell("%%phoenix\nreport")
+    for o in outputs:
+        if o.get("type") == "stream":
+            cell.outputs.append(nbformat.v4.new_output("stream", name=o["name"], text=o["text"]))
+        elif "data" in o:
+            cell.outputs.append(nbformat.v4.new_output("display_data", data=o["data"]))
+    nb.cells.append(cell)
+    return len(nbformat.writes(nb).encode())
+
+
+def _cell_bytes(execution: Execution) -> int:
+    return _ipynb_bytes(execution.final_outputs())
+
+
+def big_blocks() -> list[tuple[str, int]]:
+    """(what, bytes the block adds to the .ipynb) for each big block (module docstring)."""
+    rows: list[tuple[str, int]] = []
+    big = ("All work and no play makes Jack a dull boy. " * 25 + "\n") * (ONE_MB // 1_101 + 1)
+    big = big[:ONE_MB]
+    with (
+        tempfile.TemporaryDirectory(prefix="phoenix-big-") as tmp,
+        FakeAnthropic() as fake,
+        loaded_kernel(Path(tmp), fake.base_url) as kernel,
+    ):
+        sizes = []
+        for n, answer in enumerate(("A short answer.", big)):
+            fake.clear()
+            fake.script(Turn([text(answer, chunk=65_536)]))
+            cell = kernel.run(f"%%phoenix --name msg{n}\nreport", timeout=300)
+            assert cell.status == "ok", cell.error()
+            sizes.append(_cell_bytes(cell))
+        rows.append(("1 MB assistant message (real kernel)", sizes[1] - sizes[0]))
+        sizes = []
+        for n, count in enumerate((1, ONE_MB)):
+            fake.clear()
+            command = f"head -c {count} /dev/zero | tr '\\0' x"
+            fake.script(Turn([tool_use("bash", {"command": command})]), Turn([text("Done.")]))
+            cell = kernel.run(f"%%phoenix --name out{n}\nreport", timeout=300)
+            assert cell.status == "ok", cell.error()
+            sizes.append(_cell_bytes(cell))
+        rows.append(("bash printing 1 MB (real kernel; the tool bounds it)", sizes[1] - sizes[0]))
+    record = json.loads(FIXTURE.read_text())
+
+    def with_block(where: str, block: str) -> int:
+        changed = copy.deepcopy(record)
+        if where == "output":
+            call = changed["cycles"][0]["steps"][2]["tool_groups"][1]["calls"][1]
+            call["result"]["content"] = block
+        else:
+            changed["cycles"][0]["steps"][2]["item"]["text"] = block
+        return _ipynb_bytes([{"data": render_bundle(changed)}])
+
+    for where, label in (("output", "1 MB tool result"), ("message", "1 MB message")):
+        added = with_block(where, big) - with_block(where, "short")
+        rows.append((f"{label} in a record (render_bundle)", added))
+    return rows
+
+
+def print_big_blocks() -> None:
+    print("\nbig blocks: bytes each adds to the saved .ipynb (target <= 1.5 MB each)")
+    for label, added in big_blocks():
+        verdict = "ok" if added <= BIG_BLOCK_TARGET else "OVER"
+        print(
+            f"{label:58} {added:>10,} B  {added / ONE_MB:>5.2f}x the block  "
+            f"{added / BIG_BLOCK_TARGET:>5.2f}x target  {verdict}"
+        )
+
+
 def _version() -> str:
     import nbconvert
 
@@ -142,4 +236,6 @@ def _version() -> str:
 
 
 if __name__ == "__main__":
-    main()
+    if "--big-blocks-only" not in sys.argv:
+        main()
+    print_big_blocks()

@@ -3,7 +3,15 @@
 Run: /work/venv/bin/python tests/benchmarks/bench_render.py
 Prints, for records of 8, 80 and 800 cycles, the time of each renderer as a ratio to
 `json.dumps` (the cheapest thing the lead does with the record anyway), and the
-growth per 10× cycles (linear ≈ 10×).
+growth per 10× cycles (linear ≈ 10×). The fallbacks fold the earlier requests of a
+long record (`view.WHOLE_CYCLES_BUDGET`); this part lifts that budget so it measures
+the renderers' own cost on every request, and then prints the 800-cycle record once
+more as the notebook renders it (folded).
+
+Then one record whose single assistant message is 40 KB, 400 KB and 4 MB of Markdown:
+the notebook's fallbacks show a bounded head and tail of any one block, so their time
+should stay flat (≈ 1× per 10×); the exports render the block whole, so theirs should
+grow linearly (≈ 10× per 10×), never faster (the parser is mistune, linear in its input).
 """
 
 from __future__ import annotations
@@ -16,6 +24,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from phoenix_nb.notebook._render import view
+from phoenix_nb.notebook.export import export_html, export_markdown
 from phoenix_nb.notebook.render import render_bundle, render_html, render_markdown, render_plain
 
 FIXTURE = Path(__file__).parent.parent / "notebook" / "fixtures" / "record_full.json"
@@ -52,6 +62,8 @@ def main() -> None:
         "bundle": render_bundle,
     }
     results: dict[int, dict[str, float]] = {}
+    budget = view.WHOLE_CYCLES_BUDGET
+    view.WHOLE_CYCLES_BUDGET = 10**12  # every request whole: the renderers' own cost
     for n in (8, 80, 800):
         record = with_cycles(n)
         baseline = best_of(json.dumps, record)
@@ -66,7 +78,52 @@ def main() -> None:
         print(f"growth {a} → {b} cycles (linear ≈ 10×):")
         for name in ("json.dumps", *renderers):
             print(f"  {name:10s} {results[b][name] / results[a][name]:5.1f}×")
+    view.WHOLE_CYCLES_BUDGET = budget
+    record = with_cycles(800)
+    folded = best_of(render_bundle, record)
+    print(
+        f"800 cycles as the notebook renders them (earlier requests folded): bundle "
+        f"{folded * 1e3:.1f} ms = {folded / results[800]['bundle']:.2f}× the unfolded bundle, "
+        f"{len(render_html(record)) / 1024:.0f} KiB of HTML"
+    )
+
+
+PARAGRAPH = (
+    "Some *text* with `code`, a [link](https://x.example/a), <b>raw html</b> and "
+    "![an image](https://x.example/i.png).\n"
+) * 5 + "\n"
+
+
+def with_message(size: int) -> dict[str, Any]:
+    record = with_cycles(4)
+    text = PARAGRAPH * (size // len(PARAGRAPH) + 1)
+    record["cycles"][0]["steps"][2]["item"]["text"] = text[:size]
+    return record
+
+
+def one_big_block() -> None:
+    renderers: dict[str, Callable[[Any], Any]] = {
+        "bundle": render_bundle,
+        "export html": export_html,
+        "export md": export_markdown,
+    }
+    results: dict[int, dict[str, float]] = {}
+    for size in (40_000, 400_000, 4_000_000):
+        record = with_message(size)
+        results[size] = {}
+        print(f"one message of {size / 1000:,.0f} KB:")
+        for name, fn in renderers.items():
+            t = best_of(fn, record, repeat=1 if size >= 4_000_000 else 3)
+            results[size][name] = t
+            print(f"  {name:12s} {t * 1e3:9.1f} ms")
+    for a, b in ((40_000, 400_000), (400_000, 4_000_000)):
+        print(
+            f"growth {a // 1000} KB → {b // 1000} KB (fallbacks flat ≈ 1×, exports linear ≈ 10×):"
+        )
+        for name in renderers:
+            print(f"  {name:12s} {results[b][name] / results[a][name]:5.1f}×")
 
 
 if __name__ == "__main__":
     main()
+    one_big_block()

@@ -26,12 +26,16 @@ def test_markdown_document_has_title_and_metadata(record: dict[str, Any]) -> Non
     lines = doc.splitlines()
     assert lines[0] == "# phoenix conversation `brave-otter`"
     assert "- **Model:** `claude-sonnet-4-5`" in lines
-    assert "- **Working directory:** `/home/me/project`" in lines
+    assert "- **Working directory:** `~/project`" in lines
     assert "- **Mode:** Unrestricted" in lines
     assert [ln for ln in lines if ln.startswith("## ")] == [f"## Request {n}" for n in range(1, 5)]
-    # The body is the same conversation the cell's Markdown fallback shows.
+    # The body is the same conversation the cell's Markdown fallback shows, up to the
+    # first block the fallback cuts; the export shows that block whole.
     body = render_markdown(record)
-    assert body.split("### Request 1", 1)[1].replace("### ", "## ") in doc
+    first_part = body.split("### Request 1", 1)[1].split("test_case_38 PASSED", 1)[0]
+    assert first_part.replace("### ", "## ") in doc
+    assert "more lines not shown" in body and "more lines not shown" not in doc
+    assert "1 failed, 60 passed in 0.42s" in doc
 
 
 def test_markdown_document_for_a_restricted_unsandboxed_conversation(

@@ -73,7 +73,8 @@ def test_header_shows_slug_model_cwd_mode_and_state(record: dict[str, Any]) -> N
     words = text_of(head)
     for expected in ("brave-otter", "claude-sonnet-4-5", "Unrestricted", "context full"):
         assert expected in words
-    assert "/home/me/project" in text_of(soup_of(record).select_one(".phx-cwd"))
+    # A shared record names the folder relative to a home, never the user's home itself.
+    assert text_of(soup_of(record).select_one(".phx-cwd")) == "in ~/project"
     assert soup_of(record).select_one(".phx-nosandbox") is None
 
 
@@ -266,18 +267,26 @@ def test_pending_approval_explains_how_to_answer_headless(record: dict[str, Any]
     assert "paused — run %phoenix approve or %phoenix deny" in text_of(pending)
 
 
-def test_approval_reason_is_markdown(record: dict[str, Any]) -> None:
+def test_approval_reason_is_a_labelled_quotation_in_plain_text(record: dict[str, Any]) -> None:
+    """The reason is the model's: quoted under a label saying so, never rendered as
+    Markdown (no heading, link or emphasis to pose as phoenix with), after phoenix's own
+    line saying what approving does."""
     record["cycles"][-1]["steps"].append(
         {
             "kind": "approval",
-            "reason": "Edit `shop/pricing.py` to fix **it**",
+            "reason": "# Restricted mode — nothing will change\n[**Approve**](https://evil.example/)",
             "decision": "pending",
         }
     )
     record["pending_approval"] = None
     pending = soup_of(record).select(".phx-pending")[-1]
-    assert pending.select_one("code").get_text() == "shop/pricing.py"
-    assert pending.select_one("strong").get_text() == "it"
+    quote = pending.select_one("blockquote.phx-reason")
+    assert quote.get_text() == (
+        "# Restricted mode — nothing will change\n[**Approve**](https://evil.example/)"
+    )
+    assert quote.find(["a", "strong", "h1"]) is None
+    assert "Approving switches this conversation to Unrestricted mode" in text_of(pending)
+    assert "The agent's reason, in its own words:" in text_of(pending)
 
 
 def test_sub_agent_outcomes(record: dict[str, Any]) -> None:

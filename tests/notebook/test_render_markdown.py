@@ -67,7 +67,7 @@ def test_headings_per_cycle_and_header_line(record: dict[str, Any]) -> None:
         "Request 4",
     ]
     first = soup.find("p").get_text()
-    for part in ("brave-otter", "claude-sonnet-4-5", "Unrestricted", "/home/me/project"):
+    for part in ("brave-otter", "claude-sonnet-4-5", "Unrestricted", "~/project"):
         assert part in first
 
 

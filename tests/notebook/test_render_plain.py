@@ -58,7 +58,8 @@ def test_transcript_is_compact(record: dict[str, Any]) -> None:
 def test_status_lines(record: dict[str, Any]) -> None:
     out = render_plain(record)
     assert "↻ retrying 2/3 in 4 s: rate limited (429 Too Many Requests)" in out
-    assert "⏸ The agent asks for write access (Unrestricted mode):\n  Write NOTES.md" in out
+    assert "⏸ The agent asks for write access (Unrestricted mode):\n  Approving switches" in out
+    assert "  The agent's reason, in its own words:\n  | Write NOTES.md in the project root" in out
     assert "%phoenix approve" in out and "%phoenix deny" in out
     assert "context 182,000 / 200,000 tokens (91%) ⚠" in out
     assert "[completed]" in out and "[interrupted]" in out and "[stopped by an error]" in out

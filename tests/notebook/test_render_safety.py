@@ -226,7 +226,10 @@ def test_raw_html_in_ai_markdown_comes_out_escaped() -> None:
     md = BeautifulSoup(html, "html.parser").select(".phx-ai .phx-md")[1]
     assert md.find("b") is None and md.find("img") is None
     assert "<script>alert(1)</script>" in md.get_text()
-    assert [a["href"] for a in md.find_all("a")] == ["#harmful-link", "http://evil.example/p.png"]
+    # The javascript: link is not a link at all; the image is a link showing its target.
+    assert [a["href"] for a in md.find_all("a")] == ["http://evil.example/p.png"]
+    assert md.find("a").get_text() == "http://evil.example/p.png"
+    assert "javascript:alert(1)" in md.get_text()
 
 
 def test_markdown_and_plain_survive_hostile_records() -> None:

@@ -29,9 +29,11 @@ def with_cycles(n: int) -> dict[str, Any]:
 
 @pytest.mark.parametrize("render", [render_html, render_markdown, render_plain])
 def test_ten_times_the_steps_is_ten_times_the_bytes(render: Callable[[Any], str]) -> None:
-    fixed = len(render(with_cycles(0)).encode())
-    small = len(render(with_cycles(8)).encode()) - fixed
-    large = len(render(with_cycles(80)).encode()) - fixed
+    # The base is one period of the fixture's four cycles, not none: without the cycle
+    # holding the pending approval step the record shows that request at record level.
+    fixed = len(render(with_cycles(4)).encode())
+    small = len(render(with_cycles(12)).encode()) - fixed
+    large = len(render(with_cycles(84)).encode()) - fixed
     assert small > 0
     assert 9.5 <= large / small <= 10.5, large / small
 

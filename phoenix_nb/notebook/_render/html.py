@@ -7,6 +7,15 @@ every string of the record, and carries the colours of diffs and badges also as
 inline translucent backgrounds, which survive a stripped `<style>` and read on
 light and dark themes alike. Parts are appended to one list and joined once, so
 the cost is linear in the record (the lead re-renders while streaming).
+
+Content is hostile (README "Security model"): the model's Markdown goes through
+`markdown_html` (no raw HTML, no image, every link showing its target), every
+other content string is escaped text, and no `style` or `class` comes from
+content; only phoenix's own parts carry colours, and content headings are capped
+at the size of body text plus a little, so nothing in a message can pass for the
+record's state line or a control. The approval request's reason is a labelled,
+bounded quotation in plain text. A single large block is abbreviated to a head
+and a tail (`view.abbreviate`); an export (`document=True`) shows everything.
 """
 
 from __future__ import annotations
@@ -110,6 +119,16 @@ padding:2px 0}
 .phx-note{margin-top:6px}
 .phx-lead{margin:0 0 6px}
 .phx-folded{font-size:12px;margin:2px 0;padding-top:2px}
+.phx-md h1,.phx-md h2,.phx-md h3,.phx-md h4,.phx-md h5,.phx-md h6{font-size:1.08em;
+margin:6px 0 2px;font-weight:600;color:inherit;background:none}
+.phx-md a,.phx-cites a{color:inherit;text-decoration:underline;background:none;padding:0;
+border:0;font:inherit}
+.phx-href{opacity:.75;font-size:12px;overflow-wrap:anywhere}
+.phx-imglink{opacity:.85}
+.phx-reason{margin:4px 0;padding:2px 8px;border-left:3px solid rgba(127,127,127,.6);
+white-space:pre-wrap;font-style:italic}
+.phx-means{font-weight:600}
+.phx-cut{font-style:italic;opacity:.75;font-size:12px;margin:4px 0}
 """
 
 
@@ -125,10 +144,33 @@ def _badge(label: str, bg: str, title: str = "") -> str:
 class _Html:
     """One rendering pass; `out` is the list of parts joined once at the end."""
 
-    def __init__(self) -> None:
+    def __init__(self, document: bool = False) -> None:
         self.out: list[str] = []
         self.w = self.out.append
         self.state: Mapping[str, Any] = {}
+        self.document = document
+
+    # --- content blocks, abbreviated unless this is an export -------------------
+
+    def cut_note(self, omitted: int) -> None:
+        self.w(f'<div class="phx-cut">{self.inline_md(v.omitted_note(omitted))}</div>')
+
+    def md(self, source: str, cls: str = "phx-md", tag: str = "div") -> None:
+        """Model Markdown as inert HTML (markdown_html), head and tail if it is large."""
+        head, omitted, tail = (source, 0, "") if self.document else v.abbreviate(source)
+        self.w(f'<{tag} class="{cls}">{markdown_to_html(head)}')
+        if omitted:
+            self.cut_note(omitted)
+            self.w(markdown_to_html(tail))
+        self.w(f"</{tag}>")
+
+    def block(self, source: str, cls: str, tag: str = "div") -> None:
+        """Content shown as escaped text, head and tail if it is large."""
+        head, omitted, tail = (source, 0, "") if self.document else v.abbreviate(source)
+        self.w(f'<{tag} class="{cls}">{_e(head)}</{tag}>')
+        if omitted:
+            self.cut_note(omitted)
+            self.w(f'<{tag} class="{cls}">{_e(tail)}</{tag}>')
 
     # --- record level --------------------------------------------------------
 
@@ -149,10 +191,15 @@ class _Html:
         if summary:
             self.w('<div class="phx-card phx-summary"><div class="phx-label">')
             self.w(f"{v.SUMMARY_TITLE}</div>")
-            self.w(f'<div class="phx-md">{markdown_to_html(summary)}</div></div>')
+            self.md(summary)
+            self.w("</div>")
         self.state = state
-        for i, cycle in enumerate(v.items(record, "cycles")):
-            self.cycle(cycle, i, summary)
+        plan = v.fold_plan(record, document=self.document)
+        note = v.folded_note(plan)
+        if note:
+            self.w(f'<div class="phx-note phx-muted">{self.inline_md(note)}</div>')
+        for i, cycle, where in plan:
+            self.cycle(cycle, i, summary, where)
         retry = v.maybe_mapping(record, "retry")
         if retry is not None:
             self.w('<div class="phx-card phx-retrying"><span class="phx-label">')
@@ -202,7 +249,7 @@ class _Html:
         self.w("</div>")
         cwd = v.text(conv, "cwd")
         if cwd:
-            self.w(f'<div class="phx-cwd">in <code>{_e(cwd)}</code></div>')
+            self.w(f'<div class="phx-cwd">in <code>{_e(v.shown_cwd(cwd))}</code></div>')
 
     def meter(self, m: v.Meter) -> None:
         if not m.known:
@@ -233,7 +280,12 @@ class _Html:
         self.w('<ol class="phx-cites" data-phoenix-citations>')
         for n, url, title in cites:
             label = _e(title)
-            link = f'<a href="{_e(url)}" rel="noopener noreferrer">{label}</a>' if url else label
+            link = (
+                f'<a href="{_e(url)}" rel="nofollow noopener noreferrer">{label}</a>'
+                + ("" if title == url else f' <span class="phx-href">({_e(url)})</span>')
+                if url
+                else label
+            )
             self.w(f'<li value="{n}">{link}</li>')
         self.w("</ol>")
 
@@ -245,11 +297,10 @@ class _Html:
 
     # --- cycles and steps ----------------------------------------------------
 
-    def cycle(self, cycle: Any, i: int, summary: str) -> None:
-        if v.flag(cycle, "folded"):
-            self.w(
-                f'<div class="phx-cycle phx-folded phx-muted">{_e(v.folded_line(cycle, i))}</div>'
-            )
+    def cycle(self, cycle: Any, i: int, summary: str, where: str = "") -> None:
+        if where:
+            line = v.folded_line(cycle, i, where)
+            self.w(f'<div class="phx-cycle phx-folded phx-muted">{_e(line)}</div>')
             return
         self.w('<section class="phx-cycle">')
         self.w(f'<div class="phx-cycle-head">{_e(v.cycle_title(cycle, i))}</div>')
@@ -269,7 +320,7 @@ class _Html:
         elif kind == "ai":
             self.ai(step)
         elif kind == "system":
-            self.w(f'<div class="phx-step phx-system phx-prewrap">{_e(v.text(step, "text"))}</div>')
+            self.block(v.text(step, "text"), "phx-step phx-system phx-prewrap")
         elif kind == "approval":
             self.approval(step, self.state)
         elif kind == "sub_agents":
@@ -284,8 +335,9 @@ class _Html:
             if text and text == summary:
                 self.w("Continuation summary (shown above)</div></div>")
             else:
-                self.w(f'Continuation summary</div><div class="phx-md">{markdown_to_html(text)}')
-                self.w("</div></div>")
+                self.w("Continuation summary</div>")
+                self.md(text)
+                self.w("</div>")
         else:
             self.w('<div class="phx-step phx-unknown"><div class="phx-label">')
             self.w(f"Unrecognised step {_e(kind)}</div><pre>{_e(v.dumps(step))}</pre></div>")
@@ -293,7 +345,7 @@ class _Html:
     def user(self, step: Mapping[str, Any]) -> None:
         who = v.USER_KIND_LABELS.get(v.text(step, "user_kind"), "You")
         self.w(f'<div class="phx-step phx-user"><div class="phx-who">{_e(who)}</div>')
-        self.w(f'<div class="phx-prewrap">{_e(v.text(step, "text"))}</div>')
+        self.block(v.text(step, "text"), "phx-prewrap")
         images = v.items(step, "images")
         if images:
             self.w('<ul class="phx-images">')
@@ -314,12 +366,13 @@ class _Html:
         self.w('<div class="phx-step phx-ai">')
         item = v.maybe_mapping(step, "item")
         if item is not None:
-            body = markdown_to_html(v.text(item, "text"))
+            body = v.text(item, "text")
             if v.text(item, "type") == "reasoning":
                 self.w('<details class="phx-reasoning"><summary>Reasoning</summary>')
-                self.w(f'<div class="phx-md">{body}</div></details>')
+                self.md(body)
+                self.w("</details>")
             else:
-                self.w(f'<div class="phx-md">{body}</div>')
+                self.md(body)
                 self.footnotes(item)
         for group in v.items(step, "tool_groups"):
             self.tool_group(group)
@@ -334,12 +387,10 @@ class _Html:
         opened = " open" if v.group_open(group) else ""
         self.w(f'<details class="phx-tools phx-group-{gcls}"{opened}><summary>')
         self.w(f'<span class="phx-gname">{self.inline_md(v.group_title(group))}</span>')
-        running = sum(1 for c in calls if v.maybe_mapping(c, "result") is None)
-        failed = sum(1 for c in calls if v.flag(v.maybe_mapping(c, "result"), "is_error"))
-        if running:
-            self.w(' <span class="phx-running">running…</span>')
-        if failed:
-            self.w(f' <span class="phx-bad">{failed} failed</span>')
+        badge, words = v.group_badge(calls)
+        cls = {"running": "phx-running", "failed": "phx-bad"}.get(badge, "phx-muted")
+        if badge:
+            self.w(f' <span class="{cls} phx-badge-{badge}">{_e(words)}</span>')
         self.w("</summary>")
         for call in calls:
             self.call(call)
@@ -354,7 +405,7 @@ class _Html:
         if name == "bash":
             command = v.bash_display(display).command or v.text(inp, "command")
             status = v.bash_status(display, result)
-            self.w(f'<pre class="phx-cmd">$ {_e(command)}</pre>')
+            self.block(f"$ {command}", "phx-cmd", "pre")
             if status:
                 bad = result is None or v.flag(result, "is_error") or status != "exit 0"
                 cls = "phx-running" if result is None else ("phx-bad" if bad else "phx-muted")
@@ -370,7 +421,7 @@ class _Html:
             if not diff or v.flag(result, "is_error") or result is None:
                 self.output(result, show_empty=False)
         elif name == "think":
-            self.w(f'<div class="phx-prewrap phx-muted">{_e(v.text(inp, THINK_THOUGHTS))}</div>')
+            self.block(v.text(inp, THINK_THOUGHTS), "phx-prewrap phx-muted")
         else:
             head = f'<div class="phx-call-head"><span class="phx-gname">{_e(name or "tool")}</span>'
             self.w(head)
@@ -383,12 +434,13 @@ class _Html:
                 self.w(f'<span class="phx-status phx-muted">{_e(status)}</span>')
             code, explanation = v.kernel_code(call)
             if code:
-                self.w(f'<pre class="phx-cmd">{_e(code)}</pre>')
+                self.block(code, "phx-cmd", "pre")
             if explanation:
-                self.w(f'<div class="phx-prewrap phx-muted">{_e(explanation)}</div>')
+                self.block(explanation, "phx-prewrap phx-muted")
             if inp:
                 self.w('<details class="phx-input"><summary>input</summary>')
-                self.w(f"<pre>{_e(v.dumps(dict(inp)))}</pre></details>")
+                self.block(v.inert(v.dumps(dict(inp))), "phx-input-json", "pre")
+                self.w("</details>")
             files = v.search_files(display)
             if files:
                 self.w('<ul class="phx-files">')
@@ -425,16 +477,27 @@ class _Html:
         content = v.text(result, "content")
         if not content and not show_empty:
             return
-        shown, omitted = v.clip_lines(content, MAX_OUTPUT_LINES, MAX_OUTPUT_CHARS)
         cls = "phx-out phx-out-error" if v.flag(result, "is_error") else "phx-out"
+        if self.document:
+            self.w(f'<pre class="{cls}">{_e(content)}</pre>')
+            return
+        shown, omitted = v.clip_lines(content, MAX_OUTPUT_LINES, MAX_OUTPUT_CHARS)
         self.w(f'<pre class="{cls}">{_e(shown)}</pre>')
         if omitted:
             self.w(
                 f'<div class="phx-muted">… {omitted} more line{"s" if omitted != 1 else ""} '
-                "not shown here (the record keeps the whole output).</div>"
+                f"not shown here (the record keeps the whole output; "
+                f"{self.inline_md(v.MORE_HOWTO)}).</div>"
             )
 
     def diff(self, diff: str) -> None:
+        head, omitted, tail = (diff, 0, "") if self.document else v.abbreviate(diff)
+        self.diff_lines(head)
+        if omitted:
+            self.cut_note(omitted)
+            self.diff_lines(tail)
+
+    def diff_lines(self, diff: str) -> None:
         self.w('<pre class="phx-diff">')
         lines = diff.split("\n")
         if lines and lines[-1] == "":
@@ -452,11 +515,15 @@ class _Html:
         dcls = decision if decision in v.DECISION_LABELS else "unknown"
         if decision != "pending":
             self.w(f'<div class="phx-step phx-approval-line phx-dec-{dcls}">')
-            self.w(f"{self.inline_md(v.approval_line(step))}</div>")
+            self.w(f"{_e(v.approval_line(step))}</div>")
             return
         self.w('<div class="phx-card phx-approval phx-pending">')
         self.w(f'<div class="phx-label">{_e(v.APPROVAL_TITLE)}</div>')
-        self.w(f'<div class="phx-md">{markdown_to_html(v.text(step, "reason"))}</div>')
+        self.w(f'<div class="phx-means">{_e(v.APPROVE_MEANS)}</div>')
+        reason = v.reason_text(step)
+        if reason:
+            self.w(f'<div class="phx-muted">{_e(v.REASON_LABEL)}</div>')
+            self.w(f'<blockquote class="phx-reason">{_e(reason)}</blockquote>')
         paused = v.flag(state, "paused")
         words = v.PAUSED_WORDS if paused else v.DECISION_LABELS["pending"]
         self.w(f'<div class="phx-decision">{self.inline_md(words)}</div>')
@@ -475,7 +542,7 @@ class _Html:
             self.w(f"<li>{_badge(label, bg)} {_e(v.text(agent, 'task'))}")
             result = v.text(agent, "result")
             if result:
-                self.w(f'<div class="phx-prewrap">{_e(result)}</div>')
+                self.block(result, "phx-prewrap")
             cid = v.text(agent, "conversation_id")
             if cid:
                 self.w(f'<div class="phx-muted">conversation <code>{_e(cid)}</code></div>')
@@ -489,7 +556,7 @@ class _Html:
             self.w(f' <code class="phx-kind">{_e(kind)}</code>')
         self.w("</div>")
         if message:
-            self.w(f'<div class="phx-prewrap">{_e(message)}</div>')
+            self.block(message, "phx-prewrap")
         if retry is not None:
             self.w(f'<div class="phx-retry">{_e(v.retry_line(retry, kind))}</div>')
         else:
@@ -497,8 +564,9 @@ class _Html:
         self.w("</div>")
 
 
-def render_html(record: Mapping[str, Any]) -> str:
-    """The record as self-contained, script-free HTML (see the module docstring)."""
-    r = _Html()
+def render_html(record: Mapping[str, Any], *, document: bool = False) -> str:
+    """The record as self-contained, script-free HTML (see the module docstring);
+    `document` (an export) shows every block whole."""
+    r = _Html(document)
     r.record(record)
     return "".join(r.out)

@@ -1,12 +1,17 @@
 """The `text/markdown` fallback: the conversation as a document that reads on its own.
 
 It is what GitHub-style viewers and `%phoenix export --format md` show, so it
-must carry the whole conversation (every user and AI text in full) while
-keeping tool output short enough to skim (≤ 40 lines each, with a note).
+must carry the whole conversation while keeping tool output short enough to
+skim (≤ 40 lines each, with a note); a single very large block (a message, a
+diff, a sub-agent's result) shows its head and tail with a note saying how to
+read it whole (`%phoenix export`), whose document mode shows everything.
 Content goes into code spans and fences sized from the content itself, so a
 command or output containing backticks cannot close them early. AI text is
-kept as Markdown (it is Markdown); texts from tools and errors, shown outside
-code, have their HTML-significant characters escaped.
+Markdown, but hostile: it is parsed and written back by `markdown_html`
+(`markdown_to_markdown`) with no raw HTML and no image left in it, so neither a
+notebook viewer nor GitHub (whose image proxy fetches every image) loads
+anything from it. Other texts shown outside code have every Markdown- and
+HTML-significant character escaped.
 """
 
 from __future__ import annotations
@@ -19,12 +24,12 @@ from phoenix_nb.checkpoints.changes import changes_of
 from phoenix_nb.core.tool_fields import THINK_THOUGHTS
 from phoenix_nb.notebook._render import cost as c
 from phoenix_nb.notebook._render import view as v
+from phoenix_nb.notebook._render.markdown_html import escape_text, markdown_to_markdown
 
 MAX_OUTPUT_LINES = 40
 MAX_OUTPUT_CHARS = 6_000
 
 _BACKTICKS = re.compile(r"`+")
-_MD_SPECIAL = re.compile(r"([\\`*\[\]<>|~&])|(?<!\w)_|_(?!\w)|^(?=[#=+-])", re.MULTILINE)
 
 
 def fence_for(content: str) -> str:
@@ -44,29 +49,22 @@ def code_span(content: str) -> str:
     return f"{ticks}{pad}{content}{pad}{ticks}"
 
 
+# A line beginning like a block marker ("- ", "+ ", "=", "1. ", "2) ") has it escaped too
+# ("#" and ">" are escaped everywhere by `escape_text`).
+_LINE_START = re.compile(r"^(\s*(?:\d+)?)([-+=]|(?<=\d)[.)])", re.MULTILINE)
+
+
 def plain(s: str) -> str:
-    """Tool/error text outside code: Markdown and HTML specials escaped, lines kept."""
-    return _MD_SPECIAL.sub(lambda m: "\\" + m.group(0), s).replace("\n", "  \n")
+    """Content shown as text outside code: every Markdown and HTML special escaped
+    (`markdown_html.escape_text`), block markers at line starts too, lines kept."""
+    return _LINE_START.sub(r"\1\\\2", escape_text(s)).replace("\n", "  \n")
 
 
-_FENCE_LINE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
-
-
-def close_fences(text: str) -> str:
-    """AI Markdown with any fence it left open closed, so it cannot swallow what follows."""
-    opened = ""
-    for line in text.split("\n"):
-        m = _FENCE_LINE.match(line)
-        if not m:
-            continue
-        run = m.group(1)
-        if not opened:
-            opened = run
-        elif run[0] == opened[0] and len(run) >= len(opened) and not line.strip()[len(run) :]:
-            opened = ""
-    if opened:
-        return text + ("" if text.endswith("\n") else "\n") + opened
-    return text
+def inline_md(s: str) -> str:
+    """phoenix's own line with content in it ("ran `CMD`", a note naming a slug): the
+    backticked parts as code spans, the rest escaped, so content in either stays text."""
+    parts = s.split("`")
+    return "".join(code_span(p) if i % 2 else plain(p) for i, p in enumerate(parts) if p)
 
 
 def _indent(block: str, prefix: str) -> str:
@@ -75,6 +73,7 @@ def _indent(block: str, prefix: str) -> str:
 
 class _Md:
     def __init__(self) -> None:
+        self.full = False  # an export shows every block whole
         self.out: list[str] = []
         self.w = self.out.append
         self.state: Mapping[str, Any] = {}
@@ -85,6 +84,37 @@ class _Md:
     def para(self, s: str) -> None:
         self.w(s)
         self.w("\n\n")
+
+    def cut(self, s: str) -> tuple[str, str]:
+        """(head, note + tail) of a large block; (s, "") when it is shown whole."""
+        head, omitted, tail = (s, 0, "") if self.full else v.abbreviate(s)
+        if not omitted:
+            return s, ""
+        return head, f"_{v.omitted_note(omitted)}_\n\n{tail}"
+
+    def content(self, s: str) -> str:
+        """Model Markdown, inert, its head and tail when large."""
+        head, rest = self.cut(s)
+        if not rest:
+            return markdown_to_markdown(head)
+        note, _, tail = rest.partition("\n\n")
+        return f"{markdown_to_markdown(head)}\n\n{note}\n\n{markdown_to_markdown(tail)}"
+
+    def text_block(self, s: str) -> str:
+        """Content shown as text (escaped), its head and tail when large."""
+        head, rest = self.cut(s)
+        if not rest:
+            return plain(head)
+        note, _, tail = rest.partition("\n\n")
+        return f"{plain(head)}\n\n{note}\n\n{plain(tail)}"
+
+    def fenced_cut(self, content: str, lang: str = "", indent: str = "") -> None:
+        """A fenced block of content, its head and tail when large."""
+        head, omitted, tail = (content, 0, "") if self.full else v.abbreviate(content)
+        self.fenced(head, lang, indent)
+        if omitted:
+            self.w(f"{indent}_{v.omitted_note(omitted)}_\n")
+            self.fenced(tail, lang, indent)
 
     def fenced(self, content: str, lang: str = "", indent: str = "") -> None:
         fence = fence_for(content)
@@ -99,10 +129,11 @@ class _Md:
 
     def notes(self, record: Mapping[str, Any]) -> None:
         for note in v.notes(record):
-            self.para(f"_{note}_")
+            self.para(f"_{inline_md(note)}_")
 
     def record(self, record: Mapping[str, Any], *, document: bool) -> None:
         self.document = document
+        self.full = document
         conv = v.mapping(record, "conversation")
         state = v.mapping(conv, "state")
         slug = v.text(conv, "slug") or v.text(conv, "id") or "conversation"
@@ -112,7 +143,8 @@ class _Md:
         if document:
             self.para(f"# phoenix conversation {code_span(slug)}")
             self.w(f"- **Model:** {code_span(v.text(conv, 'model') or 'unknown')}\n")
-            self.w(f"- **Working directory:** {code_span(v.text(conv, 'cwd') or 'unknown')}\n")
+            cwd = v.shown_cwd(v.text(conv, "cwd")) or "unknown"
+            self.w(f"- **Working directory:** {code_span(cwd)}\n")
             self.w(f"- **Mode:** {plain(mode)}\n")
             self.w(f"- **State:** {plain(v.state_line(state, record))}\n\n")
             self.notes(record)
@@ -123,7 +155,7 @@ class _Md:
                 line += f" · {code_span(v.text(conv, 'model'))}"
             line += f" · **{plain(mode)}** · {plain(v.state_line(state, record))}"
             if v.text(conv, "cwd"):
-                line += f" · in {code_span(v.text(conv, 'cwd'))}"
+                line += f" · in {code_span(v.shown_cwd(v.text(conv, 'cwd')))}"
             self.para(line)
         meter = v.Meter(v.mapping(record, "context"))
         if meter.known:
@@ -137,12 +169,16 @@ class _Md:
         summary = v.text(record, "summary")
         if summary:
             self.para(f"**{v.SUMMARY_TITLE}:**")
-            self.para(_indent(summary, "> "))
+            self.para(_indent(self.content(summary), "> "))
         heading = "##" if document else "###"
         self.state = state
-        for i, cycle in enumerate(v.items(record, "cycles")):
-            if v.flag(cycle, "folded"):
-                self.para(f"_{plain(v.folded_line(cycle, i))}_")
+        plan = v.fold_plan(record, document=self.full)
+        note = v.folded_note(plan)
+        if note:
+            self.para(f"_{inline_md(note)}_")
+        for i, cycle, where in plan:
+            if where:
+                self.para(f"_{plain(v.folded_line(cycle, i, where))}_")
                 continue
             self.para(f"{heading} {v.cycle_title(cycle, i)}")
             for step in v.items(cycle, "steps"):
@@ -168,7 +204,7 @@ class _Md:
         if kind == "user":
             who = v.USER_KIND_LABELS.get(v.text(step, "user_kind"), "You")
             text = v.text(step, "text")
-            lines = [f"**{who}:**", *text.split("\n")]
+            lines = [f"**{who}:**", *self.content(text).split("\n")]
             for img in v.items(step, "images"):
                 media = v.text(img, "media_type")
                 lines.append(
@@ -184,11 +220,17 @@ class _Md:
             if item is not None:
                 text = v.text(item, "text")
                 if v.text(item, "type") == "reasoning":
-                    self.para(_indent("_Reasoning:_\n" + text, "> "))
+                    self.para(_indent("_Reasoning:_\n\n" + self.content(text), "> "))
                 else:
-                    self.para(close_fences(text))
+                    self.para(self.content(text))
                     notes = [
-                        f"[{n}] " + (f"[{plain(title)}](<{url}>)" if url else plain(title))
+                        f"[{n}] "
+                        + (
+                            f"[{plain(title)}](<{url}>)"
+                            + ("" if title == url else f" ({code_span(url)})")
+                            if url
+                            else plain(title)
+                        )
                         for n, url, title in c.citations(item)
                     ]
                     if notes:
@@ -196,7 +238,7 @@ class _Md:
             for group in v.items(step, "tool_groups"):
                 self.tool_group(group)
         elif kind == "system":
-            self.para(f"**{plain(v.text(step, 'text'))}**")
+            self.para(f"**{self.text_block(v.text(step, 'text'))}**")
         elif kind == "approval":
             self.approval(step)
         elif kind == "sub_agents":
@@ -208,7 +250,7 @@ class _Md:
                 self.w(f"- **{plain(label)}**: {plain(v.text(agent, 'task'))}")
                 result = v.text(agent, "result")
                 if result:
-                    self.w(f" — {plain(result)}")
+                    self.w(f" — {self.text_block(result)}")
                 self.w("\n")
             self.w("\n")
         elif kind == "error":
@@ -221,7 +263,7 @@ class _Md:
                 self.para("**Continuation summary** (shown at the top).")
             else:
                 self.para("**Continuation summary:**")
-                self.para(_indent(text, "> "))
+                self.para(_indent(self.content(text), "> "))
         else:
             self.para(f"**Unrecognised step {code_span(kind or '?')}:**")
             self.fenced(v.dumps(step), "json")
@@ -233,7 +275,11 @@ class _Md:
             self.para(f"**{plain(v.approval_line(step))}**")
             return
         self.para(f"**⏸ {v.APPROVAL_TITLE}:**")
-        self.para(_indent(close_fences(v.text(step, "reason")), "> "))
+        self.para(v.APPROVE_MEANS)
+        reason = v.reason_text(step)
+        if reason:
+            self.para(f"_{v.REASON_LABEL}_")
+            self.para(_indent(plain(reason), "> "))
         if v.flag(self.state, "paused"):
             self.para(f"_{v.PAUSED_WORDS}_")
         else:
@@ -245,7 +291,7 @@ class _Md:
             line += f" ({plain(kind)})"
         line += ":**"
         if message:
-            line += f" {plain(message)}"
+            line += f" {self.text_block(message)}"
         if retry is not None:
             line += f"  \n**↻ {plain(v.retry_line(retry, kind))}**"
         else:
@@ -256,7 +302,7 @@ class _Md:
         calls = v.visible_calls(group)
         if not calls:
             return
-        self.w(f"**{v.group_title(group)}**\n\n")
+        self.w(f"**{inline_md(v.group_title(group))}**\n\n")
         for call in calls:
             self.call(call)
         self.w("\n")
@@ -270,9 +316,9 @@ class _Md:
         if name == "bash":
             command = v.bash_display(display).command or v.text(inp, "command")
             status = v.bash_status(display, result)
-            if "\n" in command:
+            if "\n" in command or len(command) > v.BLOCK_HEAD:
                 self.w(f"- **bash**{' — ' + status if status else ''}\n")
-                self.fenced(command, "sh", ind)
+                self.fenced_cut(command, "sh", ind)
             else:
                 self.w(f"- **bash** {code_span(command)}{' — ' + status if status else ''}\n")
             self.output(result, ind)
@@ -281,7 +327,7 @@ class _Md:
             path, diff = patched.path or v.text(inp, "path"), patched.diff
             self.w(f"- **patch** {code_span(path)}{' — running' if result is None else ''}\n")
             if diff:
-                self.fenced(diff, "diff", ind)
+                self.fenced_cut(diff, "diff", ind)
             if not diff or v.flag(result, "is_error"):
                 self.output(result, ind)
         else:
@@ -295,14 +341,14 @@ class _Md:
             self.w("\n")
             code, explanation = v.kernel_code(call)
             if code:
-                self.fenced(code, "python", ind)
+                self.fenced_cut(code, "python", ind)
             if explanation:
-                self.w(_indent(explanation, ind + "> ") + "\n")
+                self.w(_indent(self.text_block(explanation), ind + "> ") + "\n")
             files = v.search_files(display)
             if name == "think":
                 thought = v.text(inp, THINK_THOUGHTS)
                 if thought and thought.strip() != summary.strip():
-                    self.w(_indent(thought, ind + "> ") + "\n")
+                    self.w(_indent(self.text_block(thought), ind + "> ") + "\n")
             elif files:
                 for f in files:
                     self.w(f"{ind}- {code_span(f)}\n")
@@ -319,7 +365,7 @@ class _Md:
         for f in found.files:
             self.w(f"{ind}  - {code_span(f.describe())}\n")
             if f.diff and name != "patch":  # a patch shows its diff above
-                self.fenced(f.diff, "diff", ind + "    ")
+                self.fenced_cut(f.diff, "diff", ind + "    ")
         if found.omitted:
             self.w(f"{ind}  - … and {found.omitted} more\n")
 
@@ -329,12 +375,18 @@ class _Md:
         content = v.text(result, "content")
         if not content:
             return
-        shown, omitted = v.clip_lines(content, MAX_OUTPUT_LINES, MAX_OUTPUT_CHARS)
+        if self.full:
+            shown, omitted = content, 0
+        else:
+            shown, omitted = v.clip_lines(content, MAX_OUTPUT_LINES, MAX_OUTPUT_CHARS)
         if v.flag(result, "is_error"):
             self.w(f"{ind}error:\n")
         self.fenced(shown, "", ind)
         if omitted:
-            self.w(f"{ind}_… {omitted} more line{'s' if omitted != 1 else ''} not shown_\n")
+            self.w(
+                f"{ind}_… {omitted} more line{'s' if omitted != 1 else ''} not shown; "
+                f"{v.MORE_HOWTO}_\n"
+            )
 
 
 def render_markdown(record: Mapping[str, Any], *, document: bool = False) -> str:

@@ -2,7 +2,10 @@
 
 Every user and AI text appears in full (a transcript that drops words misleads);
 tool calls take one line each plus a short head of their output, because a
-terminal reader wants the story, not the logs.
+terminal reader wants the story, not the logs. A single very large text shows its
+head and tail around a note saying how to read it whole. Control characters in
+content (terminal colour escapes, bidirectional overrides) are shown as codes, not
+obeyed (`view.text`), so content cannot recolour or reorder the transcript.
 """
 
 from __future__ import annotations
@@ -21,6 +24,12 @@ MAX_DIFF_LINES = 40  # a patch is what the reader came for: shown, not counted
 
 def _indented(s: str, prefix: str) -> str:
     return "\n".join(prefix + line for line in s.split("\n"))
+
+
+def _cut(s: str) -> str:
+    """A large text as its head, a note, and its tail."""
+    head, omitted, tail = v.abbreviate(s)
+    return f"{head}\n[{v.omitted_note(omitted)}]\n{tail}" if omitted else s
 
 
 class _Plain:
@@ -43,7 +52,7 @@ class _Plain:
             self.line(note)
         self.line(" · ".join(h for h in head if h))
         if v.text(conv, "cwd"):
-            self.line(f"in {v.text(conv, 'cwd')}")
+            self.line(f"in {v.shown_cwd(v.text(conv, 'cwd'))}")
         meter = v.Meter(v.mapping(record, "context"))
         if meter.known:
             self.line(meter.line + (f" ⚠ {meter.advice}" if meter.advice else ""))
@@ -53,11 +62,15 @@ class _Plain:
         summary = v.text(record, "summary")
         if summary:
             self.line(f"{v.SUMMARY_TITLE.lower()}:")
-            self.line(_indented(summary, "  "))
+            self.line(_indented(_cut(summary), "  "))
         self.state = state
-        for i, cycle in enumerate(v.items(record, "cycles")):
-            if v.flag(cycle, "folded"):
-                self.line(v.folded_line(cycle, i))
+        plan = v.fold_plan(record)
+        note = v.folded_note(plan)
+        if note:
+            self.line(note)
+        for i, cycle, where in plan:
+            if where:
+                self.line(v.folded_line(cycle, i, where))
                 continue
             self.line(f"── {v.cycle_title(cycle, i).lower()} ──")
             for step in v.items(cycle, "steps"):
@@ -84,7 +97,11 @@ class _Plain:
             self.line(v.approval_line(step))
             return
         self.line(f"⏸ {v.APPROVAL_TITLE}:")
-        self.line(_indented(v.text(step, "reason"), "  "))
+        self.line("  " + v.APPROVE_MEANS)
+        reason = v.reason_text(step)
+        if reason:
+            self.line(f"  {v.REASON_LABEL}")
+            self.line(_indented(reason, "  | "))
         paused = v.flag(self.state, "paused")
         self.line("  " + (v.PAUSED_WORDS if paused else v.APPROVE_HOWTO))
 
@@ -92,14 +109,14 @@ class _Plain:
         kind = v.text(step, "kind")
         if kind == "user":
             who = v.USER_KIND_LABELS.get(v.text(step, "user_kind"), "You").lower()
-            self.line(f"{who}: " + _indented(v.text(step, "text"), "  ").lstrip())
+            self.line(f"{who}: " + _indented(_cut(v.text(step, "text")), "  ").lstrip())
             for img in v.items(step, "images"):
                 self.line(f"  [image {v.text(img, 'name') or '?'}]")
         elif kind == "ai":
             item = v.maybe_mapping(step, "item")
             if item is not None:
                 label = "reasoning" if v.text(item, "type") == "reasoning" else "ai"
-                self.line(f"{label}: " + _indented(v.text(item, "text"), "  ").lstrip())
+                self.line(f"{label}: " + _indented(_cut(v.text(item, "text")), "  ").lstrip())
                 for n, url, title in c.citations(item):
                     self.line(f"  [{n}] {title}" + (f" <{url}>" if url and url != title else ""))
             for group in v.items(step, "tool_groups"):
@@ -109,7 +126,7 @@ class _Plain:
                 for call in calls:
                     self.call(call)
         elif kind == "system":
-            self.line(f"* {v.text(step, 'text')}")
+            self.line(f"* {_cut(v.text(step, 'text'))}")
         elif kind == "approval":
             self.approval(step)
         elif kind == "sub_agents":
@@ -119,7 +136,7 @@ class _Plain:
                 result = v.text(agent, "result")
                 self.line(
                     f"  sub-agent {label}: {v.text(agent, 'task')}"
-                    + (f" → {result}" if result else "")
+                    + (f" → {_cut(result)}" if result else "")
                 )
         elif kind == "error":
             ekind = v.text(step, "error_kind")
@@ -132,7 +149,7 @@ class _Plain:
                 self.line("continuation summary: (above)")
             else:
                 self.line("continuation summary:")
-                self.line(_indented(text, "  "))
+                self.line(_indented(_cut(text), "  "))
         else:
             self.line(f"? unrecognised step {kind!r}: {v.dumps(step)}")
 
@@ -173,7 +190,7 @@ class _Plain:
                 if omitted:
                     self.line(f"    … {omitted} more line{'s' if omitted != 1 else ''}")
             if explanation:
-                self.line(_indented(explanation, "    "))
+                self.line(_indented(_cut(explanation), "    "))
         self.changes(name, display)
         if name == "patch" and not v.flag(result, "is_error"):
             diff = v.patch_display(display).diff

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -26,24 +27,69 @@ from phoenix_nb.core.displays import (
 )
 from phoenix_nb.core.states import CONTINUATION_THRESHOLD, WARNING_THRESHOLD
 from phoenix_nb.core.tool_fields import THINK_THOUGHTS
+from phoenix_nb.core.transition import CANCELLED_RESULT, SKIPPED_RESULT
 
 RECORD_FORMAT = "phoenix.conversation/1"
 
 _EMPTY: Mapping[str, Any] = {}
 
+# Characters that change how *other* text looks rather than showing themselves: terminal
+# escapes (a text/plain viewer such as JupyterLab's colours ANSI sequences), the other C0
+# and C1 controls, and the bidirectional overrides and isolates (which can reverse the
+# words phoenix writes after them on the same line). Tab, newline and carriage return
+# stay: they are how output is laid out.
+_CONTROLS = re.compile(
+    "[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]"
+)
+
+
+# Terminal control sequences (colours, cursor moves) are common in tool output and say
+# nothing a reader of the record needs: they are dropped whole rather than shown as codes.
+_CSI = re.compile("\x1b\\[[0-?]*[ -/]*[@-~]")
+
+
+def inert(s: str) -> str:
+    """`s` with terminal control sequences dropped and every other control character
+    shown as its code (`<U+001B>`) instead of obeyed."""
+    if "\x1b" in s:
+        s = _CSI.sub("", s)
+    return _CONTROLS.sub(lambda m: f"<U+{ord(m.group(0)):04X}>", s)
+
 
 def text(m: Any, key: str, default: str = "") -> str:
-    """A string field; None and absent give `default`, other types their JSON/str form."""
+    """A string field; None and absent give `default`, other types their JSON/str form.
+    Control characters are shown, not obeyed (`inert`): every string a renderer shows
+    comes through here."""
     if not isinstance(m, Mapping):
         return default
     value = m.get(key)
     if value is None:
         return default
     if isinstance(value, str):
-        return value
+        return inert(value)
     if isinstance(value, bool | int | float):
         return str(value)
-    return dumps(value)
+    return inert(dumps(value))
+
+
+_HOME_PREFIX = re.compile(r"^/(?:home|Users)/[^/]+(?=/|$)|^/root(?=/|$)")
+
+
+def shown_cwd(cwd: str) -> str:
+    """The working folder as a shared record shows it: relative to a home as `~/…`.
+
+    The absolute path names the user (`/home/alice/…`) and says nothing a reader of a
+    shared notebook needs; `~/projects/shop` keeps what orients them (which project)
+    and drops who ran it. Any home counts (`/home/<x>`, `/Users/<x>`, `/root`, and this
+    process's own home), because the record may be rendered again on another machine.
+    Folders outside every home (`/srv/data/shop`) are shared places and stay whole.
+    """
+    if not cwd:
+        return cwd
+    home = os.path.expanduser("~").rstrip("/")
+    if home and home != "/" and (cwd == home or cwd.startswith(home + "/")):
+        return "~" + cwd[len(home) :]
+    return _HOME_PREFIX.sub("~", cwd, count=1)
 
 
 def mapping(m: Any, key: str) -> Mapping[str, Any]:
@@ -130,6 +176,33 @@ def clip_lines(s: str, max_lines: int, max_chars: int) -> tuple[str, int]:
     return shown, omitted
 
 
+# The fallbacks are for reading; the record's JSON carries every block whole, once. So
+# one large block (a message, a tool output, a file's diff) is shown in a fallback as a
+# bounded head and tail around a note, and the notebook grows by about one copy of it,
+# not four. An export (`document`) renders everything whole: it is where the note sends
+# the reader.
+BLOCK_HEAD = 6_000
+BLOCK_TAIL = 1_500
+MORE_HOWTO = "`%phoenix export --format md` (or `html`) writes the whole conversation"
+
+
+def abbreviate(s: str, head: int = BLOCK_HEAD, tail: int = BLOCK_TAIL) -> tuple[str, int, str]:
+    """(head, characters left out, tail) of `s`; (s, 0, "") when it is short enough.
+    Cuts at line ends where one is near, so a head does not end mid-word."""
+    if len(s) <= head + tail + 200:
+        return s, 0, ""
+    cut = s.rfind("\n", head - 400, head)
+    first = s[: cut + 1] if cut > 0 else s[:head]
+    start = s.find("\n", len(s) - tail, len(s) - tail + 400)
+    last = s[start + 1 :] if start > 0 else s[len(s) - tail :]
+    return first, len(s) - len(first) - len(last), last
+
+
+def omitted_note(n: int) -> str:
+    """What the reader is told where a block was cut, and how to read it whole."""
+    return f"… {n:,} characters not shown here; {MORE_HOWTO}."
+
+
 def fmt_int(n: float | None) -> str:
     return "?" if n is None else f"{round(n):,}"
 
@@ -203,13 +276,36 @@ CONTINUE_HOWTO = "Run `%phoenix continue` to summarise and carry on in a fresh c
 SUMMARY_TITLE = "Continuation summary"
 
 
+# The approval request's reason is the model's text: it is shown as a quotation under a
+# label saying whose words they are, as plain text (no Markdown: no headings, links or
+# emphasis to pose with), and bounded, so it cannot speak for phoenix or bury the line
+# that says what approving does.
+REASON_LABEL = "The agent's reason, in its own words:"
+REASON_MAX_CHARS = 600
+REASON_MAX_LINES = 12
+APPROVE_MEANS = (
+    "Approving switches this conversation to Unrestricted mode: the agent may then change "
+    "files in its folder and run commands without the sandbox. Deny keeps it read-only."
+)
+
+
+def reason_text(step: Mapping[str, Any]) -> str:
+    """The request's reason, bounded (head kept, the rest counted)."""
+    reason = text(step, "reason").strip()
+    shown, omitted = clip_lines(reason, REASON_MAX_LINES, REASON_MAX_CHARS)
+    if omitted or len(shown) < len(reason):
+        shown = shown.rstrip() + f" … ({len(reason) - len(shown):,} more characters)"
+    return shown
+
+
 def approval_line(step: Mapping[str, Any]) -> str:
-    """The one line an answered request leaves: '✓ write access approved: <reason>'."""
+    """The one line an answered request leaves: '✓ write access approved: the agent asked
+    “…”' (the reason quoted and shortened, never read as phoenix's words)."""
     decision = text(step, "decision")
     mark = {"approved": "✓", "denied": "✗"}.get(decision, "?")
     label = DECISION_LABELS.get(decision, decision or "unknown")
-    reason = one_line(text(step, "reason"), 100).replace("**", "").replace("__", "")
-    return f"{mark} write access {label}" + (f": {reason}" if reason else "")
+    reason = one_line(text(step, "reason"), 100)
+    return f"{mark} write access {label}" + (f": the agent asked “{reason}”" if reason else "")
 
 
 def has_pending_step(record: Mapping[str, Any]) -> bool:
@@ -235,8 +331,55 @@ def cycle_title(cycle: Any, i: int) -> str:
     return f"Request {n} (continued)" if flag(cycle, "continued") else f"Request {n}"
 
 
-def folded_line(cycle: Any, i: int) -> str:
-    """One line for a request the notebook already shows in full above."""
+# A long conversation's fallbacks (a first `%phoenix history`, a record of many requests)
+# fold like the cell does: the newest requests whole, up to about this much of the
+# record's JSON, the earlier ones one line each. The record itself keeps every request
+# whole (the labextension draws it), and an export shows them all.
+WHOLE_CYCLES_BUDGET = 300_000
+FOLDED_HERE = "in the record; `%phoenix export` writes it whole"
+
+
+def fold_plan(record: Mapping[str, Any], *, document: bool = False) -> list[tuple[int, Any, str]]:
+    """(index, cycle, '' to show whole or the words for where it is) for each cycle.
+
+    Walks back from the newest request adding up the size of each (its JSON), so the
+    cost is that of the requests shown, not of the whole history."""
+    cycles = items(record, "cycles")
+    fold_before = 0
+    if not document:
+        spent = 0
+        for i in range(len(cycles) - 1, -1, -1):
+            if flag(cycles[i], "folded"):
+                continue
+            spent += len(json.dumps(cycles[i], default=str))
+            if spent > WHOLE_CYCLES_BUDGET and i < len(cycles) - 1:
+                fold_before = i + 1
+                break
+    return [
+        (
+            i,
+            cycle,
+            "shown above" if flag(cycle, "folded") else (FOLDED_HERE if i < fold_before else ""),
+        )
+        for i, cycle in enumerate(cycles)
+    ]
+
+
+def folded_note(plan: list[tuple[int, Any, str]]) -> str:
+    """Said above the requests when the budget folded some ('' when it folded none)."""
+    folded = sum(1 for _, _, where in plan if where == FOLDED_HERE)
+    if not folded:
+        return ""
+    return (
+        f"The first {folded:,} request{'s are' if folded != 1 else ' is'} shown one line each "
+        "here; the record holds every request whole, and `%phoenix export --format html` "
+        "writes them all to a file."
+    )
+
+
+def folded_line(cycle: Any, i: int, where: str = "shown above") -> str:
+    """One line for a request the notebook already shows in full above (or, `where`
+    says, elsewhere)."""
     given = text(cycle, "line")
     if given:
         return given
@@ -256,7 +399,7 @@ def folded_line(cycle: Any, i: int) -> str:
         parts.append(f"{calls} tool call{'' if calls == 1 else 's'}")
     if reason:
         parts.append(STOP_LABELS.get(reason, reason))
-    return " · ".join(parts) + " (shown above)"
+    return " · ".join(parts) + f" ({where})"
 
 
 def mode_label(conv: Mapping[str, Any]) -> str:
@@ -564,6 +707,31 @@ def kernel_code(call: Mapping[str, Any]) -> tuple[str, str]:
     return "", ""
 
 
+CANCELLED_WORDS = "cancelled"
+
+
+def cancelled(result: Mapping[str, Any] | None) -> bool:
+    """Was this call stopped by the user (or skipped because of it), rather than failing?"""
+    return flag(result, "is_error") and text(result, "content") in (
+        CANCELLED_RESULT,
+        SKIPPED_RESULT,
+    )
+
+
+def group_badge(calls: Sequence[Mapping[str, Any]]) -> tuple[str, str]:
+    """('running' | 'failed' | 'cancelled' | '', words) for a group's summary line: a
+    cancelled call is not a failure, and its badge must not read like a test count."""
+    results = [maybe_mapping(c, "result") for c in calls]
+    if any(r is None for r in results):
+        return "running", "running…"
+    failed = sum(1 for r in results if flag(r, "is_error") and not cancelled(r))
+    if failed:
+        return "failed", f"{failed} failed"
+    if any(cancelled(r) for r in results):
+        return "cancelled", CANCELLED_WORDS
+    return "", ""
+
+
 def bash_status(display: Mapping[str, Any], result: Mapping[str, Any] | None) -> str:
     """'exit 1', 'timed out', 'output truncated' — what a reader checks first."""
     if result is None:
@@ -576,7 +744,9 @@ def bash_status(display: Mapping[str, Any], result: Mapping[str, Any] | None) ->
         parts.append(f"exit {shown.exit_code}")
     if shown.output_truncated:
         parts.append("output truncated")
-    if not parts and flag(result, "is_error"):
+    if not parts and cancelled(result):
+        parts.append(CANCELLED_WORDS)
+    elif not parts and flag(result, "is_error"):
         parts.append("error")
     return ", ".join(parts)
 
