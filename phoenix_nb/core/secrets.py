@@ -155,18 +155,19 @@ class SecretValues:
     def memory_forms(self, minimum: int = MIN_ENCODED) -> tuple[tuple[bytes, bytes], ...]:
         """(needle, same-length filler) pairs for overwriting the values in raw memory.
 
-        A str lives in memory as UTF-8 (C strings, bytes, ASCII str objects)
-        or, when it is not ASCII, as Latin-1, UCS-2 or UCS-4 (CPython's str
-        kinds); each spelling gets a filler of asterisks in the same encoding,
-        so a str object that held the value stays a valid (starred) str.
+        A str lives in memory as UTF-8 (C strings, bytes, ASCII str objects),
+        Latin-1, UCS-2 or UCS-4 (CPython's str kinds: an ASCII value inside a
+        text that also holds an emoji is stored four bytes per character);
+        each spelling gets a filler of asterisks in the same encoding, so a
+        str object that held the value stays a valid (starred) str.
         """
         out: dict[bytes, bytes] = {}
         for value in self.values:
             if len(value) < minimum:
                 continue
-            encodings = ["utf-8"]
+            encodings = ["utf-8", "utf-16-le", "utf-32-le"]
             if not value.isascii():
-                encodings += ["latin-1", "utf-16-le", "utf-32-le"]
+                encodings.append("latin-1")
             for encoding in encodings:
                 try:
                     needle = value.encode(encoding)
