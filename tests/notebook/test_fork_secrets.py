@@ -10,7 +10,8 @@ connection file come from the kernel manager.
 
 The scripted model then sends one `run_python` job that hunts for every one of
 them: it reads all of its readable memory (`/proc/self/mem`, or `ctypes` where
-the confined fork may not open it), walks `gc`, reads every history structure,
+the confined, non-dumpable fork may not open it: every anonymous and every
+writable mapping), walks `gc`, reads every history structure,
 the environment, argv and the kernel's session and application objects. The
 job carries only a 6-byte prefix and a SHA-256 of each secret (never the value:
 the fork would find its own copy), and prints whatever it finds reversed,
@@ -110,8 +111,8 @@ for line in open("/proc/self/maps").read().splitlines():
                 data = mem.read(size)
             except OSError:
                 data = b""
-        elif not path.startswith("/"):
-            data = ctypes.string_at(at, size)
+        elif not path.startswith("/") or fields[1][1] == "w":
+            data = ctypes.string_at(at, size)  # anonymous, or a library's data segment
         if data:
             hunt("memory " + line[:60], data)
 # 2. gc: every str/bytes a tracked object refers to
