@@ -93,6 +93,9 @@ _libc.munmap.argtypes = (ctypes.c_void_p, ctypes.c_size_t)
 _libc.mincore.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p)
 _libc.memmem.restype = ctypes.c_void_p
 _libc.memmem.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_size_t)
+_libc.mallopt.argtypes = (ctypes.c_int, ctypes.c_int)
+_libc.memcmp.restype = ctypes.c_int
+_libc.memcmp.argtypes = (ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t)
 _libc.mprotect.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
 _FAILED = ctypes.c_void_p(-1).value
 # mincore's vector: bit 0 of each page's byte says "resident"; the others are reserved.
@@ -265,6 +268,121 @@ def _minus(
 
 
 _SPECIAL = ("[vvar]", "[vvar_vclock]", "[vdso]", "[vsyscall]")
+_M_TRIM_THRESHOLD = -1
+_PROBE = ctypes.create_string_buffer(_CHUNK_PAGES := (1 << 20) // _PAGE + 2)
+
+
+def _mapped(start: int, end: int) -> bool:
+    """Whether [start, end) is still wholly mapped (mincore fails with ENOMEM if not)."""
+    first = start // _PAGE * _PAGE
+    size = end - first
+    pages = -(-size // _PAGE)
+    probe = _PROBE if pages <= _CHUNK_PAGES else ctypes.create_string_buffer(pages)
+    return bool(_libc.mincore(first, size, probe) == 0)
+
+
+_WORD_MIN = 15  # a needle this long covers a whole aligned 8-byte word wherever it lies
+_MEMMEM_MAX = 6  # up to this many needles, one memmem pass each is cheaper than hashing
+_CHUNK = 1 << 20  # bytes hashed at a time (stays in cache; bounded temporaries)
+_HASH_BITS = 20
+_GOLDEN = 0x9E3779B97F4A7C15
+
+
+def _scan_each(placed: Sequence[tuple[int, int, int]], ranges: Sequence[tuple[int, int]]) -> int:
+    """One memmem pass over every range per needle; overwrite each hit."""
+    overwritten = 0
+    memmem, memmove = _libc.memmem, ctypes.memmove
+    for needle_at, filler_at, length in placed:
+        for start, end in ranges:
+            position = start
+            if not _mapped(start, end):
+                continue
+            while end - position >= length:
+                hit = memmem(position, end - position, needle_at, length)
+                if not hit:
+                    break
+                memmove(hit, filler_at, length)
+                overwritten += 1
+                position = hit + length
+    return overwritten
+
+
+def _scan_words(
+    np: Any, ranges: Sequence[tuple[int, int]], placed: Sequence[tuple[int, int, int]]
+) -> int:
+    """All needles in one pass: every aligned 8-byte word of memory is hashed and looked up.
+
+    A needle of 15 bytes or more contains, wherever it lies, a whole aligned
+    word: its bytes [o, o+8) for o = the distance to the next multiple of 8.
+    The 8 such words of every needle form the set looked for; a word of memory
+    in the set (a hash table of 2^20 bits, then an exact comparison) marks a
+    candidate, and each candidate is compared with each needle in place
+    (memcmp, no copy). Cost: one pass at NumPy's speed whatever the number of
+    needles, against one memmem pass per needle (measured in bench_fork.py).
+    Every array that held a fragment of a needle is zeroed before it is freed:
+    freed memory is not cleared, and the job runs next.
+    """
+    memcmp, memmove = _libc.memcmp, ctypes.memmove
+    pairs = [
+        (i, o) for i, (_a, _f, length) in enumerate(placed) for o in range(8) if o + 8 <= length
+    ]
+    views = [
+        np.frombuffer((ctypes.c_char * 8).from_address(placed[i][0] + o), dtype="<u8")
+        for i, o in pairs
+    ]
+    unsorted = np.concatenate(views)
+    order = np.argsort(unsorted, kind="stable")
+    words = unsorted[order]  # sorted; words[k] comes from pairs[order[k]]
+    unsorted.fill(0)
+    multiplier, shift = np.uint64(_GOLDEN), np.uint64(64 - _HASH_BITS)
+    table = np.zeros(1 << _HASH_BITS, dtype=bool)
+    hashed = words * multiplier
+    hashed >>= shift
+    table[hashed] = True
+    hashed.fill(0)
+    scratch = np.empty(_CHUNK // 8, dtype=np.uint64)
+    marks = np.empty(_CHUNK // 8, dtype=bool)
+    overwritten = 0
+    try:
+        for start, end in ranges:
+            first, last = -(-start // 8) * 8, end // 8 * 8
+            for chunk in range(first, last, _CHUNK):
+                size = min(_CHUNK, last - chunk)
+                memory = candidates = values = low = high = hit = None
+                if not _mapped(chunk, chunk + size):
+                    continue
+                memory = np.frombuffer((ctypes.c_char * size).from_address(chunk), dtype="<u8")
+                n = memory.shape[0]
+                np.multiply(memory, multiplier, out=scratch[:n])
+                np.right_shift(scratch[:n], shift, out=scratch[:n])
+                table.take(scratch[:n], out=marks[:n])
+                if not marks[:n].any():
+                    continue
+                candidates = np.flatnonzero(marks[:n])
+                values = memory[candidates]
+                low = np.searchsorted(words, values, side="left")
+                high = np.searchsorted(words, values, side="right")
+                values.fill(0)
+                hit = high > low
+                for index, k_low, k_high in zip(
+                    candidates[hit].tolist(), low[hit].tolist(), high[hit].tolist(), strict=True
+                ):
+                    at = chunk + 8 * index
+                    for k in range(k_low, k_high):
+                        i, o = pairs[int(order[k])]
+                        needle_at, filler_at, length = placed[i]
+                        begin = at - o
+                        if begin < start or begin + length > end:
+                            continue
+                        if memcmp(begin, needle_at, length) == 0:
+                            memmove(begin, filler_at, length)
+                            overwritten += 1
+    finally:
+        words.fill(0)
+        table.fill(False)
+        scratch.fill(0)
+        del views
+    return overwritten
 
 
 def scrub_secrets(
@@ -279,6 +397,11 @@ def scrub_secrets(
     started = time.perf_counter()
     if not forms:
         return ScrubReport(0, 0, 0, 0, 0.0)
+    # Memory that was mapped when the ranges were taken must stay mapped while they
+    # are read: no heap trimming (free() would otherwise give the top of the heap
+    # back), and every chunk is checked with mincore (ENOMEM: no longer mapped)
+    # right before it is read.
+    _libc.mallopt(_M_TRIM_THRESHOLD, 0x7FFFFFFF)
     ranges: list[tuple[int, int]] = []
     for m in _mappings():
         if m.perms[:2] != "rw" or m.perms[3] != "p" or m.path in _SPECIAL:
@@ -301,19 +424,12 @@ def scrub_secrets(
         scratch[at + len(needle) : at + 2 * len(needle)] = filler
         placed.append((base + at, base + at + len(needle), len(needle)))
         at += 2 * len(needle)
-    del needle, filler
-    overwritten = 0
-    memmem, memmove = _libc.memmem, ctypes.memmove
-    for needle_at, filler_at, length in placed:
-        for start, end in ranges:
-            position = start
-            while end - position >= length:
-                hit = memmem(position, end - position, needle_at, length)
-                if not hit:
-                    break
-                memmove(hit, filler_at, length)
-                overwritten += 1
-                position = hit + length
+    numpy = sys.modules.get("numpy")
+    wide = [p for p in placed if p[2] >= _WORD_MIN]
+    if numpy is None or len(wide) <= _MEMMEM_MAX:
+        wide = []
+    overwritten = _scan_words(numpy, ranges, wide) if wide else 0
+    overwritten += _scan_each([p for p in placed if p not in wide], ranges)
     searched = sum(e - s for s, e in ranges)
     # Zero the scratch before letting it go (it is not scanned).
     ctypes.memset(base, 0, scratch_size)
