@@ -71,7 +71,7 @@ CELLS = (
     "x = 41 + 1",
 )
 
-HUNT = r'''
+HUNT = r"""
 import base64, ctypes, gc, hashlib, json, os, sys, urllib.parse
 PROBES = json.loads(PROBES_JSON)
 texts = []  # (where, bytes)
@@ -163,7 +163,7 @@ for name, where, window in found:
           base64.urlsafe_b64encode(window).decode(), window.hex(),
           urllib.parse.quote(window, safe=""))
 print("PORTS", ports)
-'''
+"""
 
 
 def _probes(secrets: Mapping[str, str]) -> list[tuple[str, str, int, str]]:
@@ -288,9 +288,7 @@ def test_a_fork_holds_no_secret_and_none_leaves_in_any_spelling(
 
 def test_the_kernel_keeps_its_secrets_and_still_works(kern: Kernel, fake: FakeAnthropic) -> None:
     """The scrub is the fork's alone: the kernel's own values are untouched afterwards."""
-    fake.script(
-        Turn([tool_use("run_python", {"code": "print(len(In))"})]), Turn([text("ok")])
-    )
+    fake.script(Turn([tool_use("run_python", {"code": "print(len(In))"})]), Turn([text("ok")]))
     cell = kern.run("%%phoenix --new\nCount the cells.", timeout=120)
     assert cell.status == "ok", cell.error()
     state: dict[str, Any] = kern.eval(

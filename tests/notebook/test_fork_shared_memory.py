@@ -101,9 +101,7 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 @pytest.fixture(scope="module")
 def kernel_setup(files: dict[str, Path]) -> Callable[[Kernel], None]:
-    cell = MAP.format(
-        ro=str(files["ro_file"]), rw=str(files["rw_file"]), memory=MEMORY, size=SIZE
-    )
+    cell = MAP.format(ro=str(files["ro_file"]), rw=str(files["rw_file"]), memory=MEMORY, size=SIZE)
     return lambda kernel: kernel.ok(cell)
 
 
