@@ -126,7 +126,8 @@ hm = ip.history_manager
 for name in ("input_hist_raw", "input_hist_parsed"):
     for source in getattr(hm, name, []):
         add("history " + name, source)
-for value in list(getattr(hm, "output_hist", {}).values()) + list(getattr(hm, "output_hist_reprs", {}).values()):
+outputs = list(getattr(hm, "output_hist", {}).values())
+for value in outputs + list(getattr(hm, "output_hist_reprs", {}).values()):
     add("history output", repr(value))
 try:
     for _session, _line, cell in hm.get_range(raw=True, output=False):

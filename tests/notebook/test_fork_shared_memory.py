@@ -40,15 +40,18 @@ MAP = """
 import ctypes, mmap, os
 libc = ctypes.CDLL(None, use_errno=True)
 libc.mmap.restype = ctypes.c_void_p
-libc.mmap.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long)
+libc.mmap.argtypes = (
+    ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long
+)
+RW, SHARED = mmap.PROT_READ | mmap.PROT_WRITE, mmap.MAP_SHARED
 libc.mprotect.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
 shared = {{}}
 _ro = open({ro!r}, "r+b")
 shared["ro_file"] = libc.mmap(None, {size}, mmap.PROT_READ, mmap.MAP_SHARED, _ro.fileno(), 0)
 _rw = open({rw!r}, "r+b")
-shared["rw_file"] = libc.mmap(None, {size}, mmap.PROT_READ | mmap.PROT_WRITE, mmap.MAP_SHARED, _rw.fileno(), 0)
+shared["rw_file"] = libc.mmap(None, {size}, RW, SHARED, _rw.fileno(), 0)
 for _name, _data in {memory!r}.items():
-    _at = libc.mmap(None, {size}, mmap.PROT_READ | mmap.PROT_WRITE, mmap.MAP_SHARED | mmap.MAP_ANONYMOUS, -1, 0)
+    _at = libc.mmap(None, {size}, RW, SHARED | mmap.MAP_ANONYMOUS, -1, 0)
     ctypes.memmove(_at, _data[:{size}], {size})
     shared[_name] = _at
 assert libc.mprotect(shared["ro_anon"], {size}, mmap.PROT_READ) == 0
@@ -65,7 +68,10 @@ libc.mremap.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_size_t, ctype
 MADV_REMOVE, MREMAP_MAYMOVE = 9, 1
 maps = open("/proc/self/maps").read()
 for name, at in shared.items():
-    line = next((l for l in maps.splitlines() if int(l.split("-")[0], 16) <= at < int(l.split()[0].split("-")[1], 16)), "unmapped")
+    def holds(entry):
+        low, high = (int(x, 16) for x in entry.split()[0].split("-"))
+        return low <= at < high
+    line = next((entry for entry in maps.splitlines() if holds(entry)), "unmapped")
     print(name, "mapping:", line.split()[1] if line != "unmapped" else line)
     rc = libc.mprotect(at, 4096, mmap.PROT_READ | mmap.PROT_WRITE)
     print(name, "mprotect rw:", rc, os.strerror(ctypes.get_errno()) if rc else "")
