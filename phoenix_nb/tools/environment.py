@@ -34,8 +34,8 @@ hidden from Restricted work with the other credential paths
 must scrub from its memory (``kernel_fork``): every value that is or looks
 like a credential; not a short, numeric or path-only value (``/usr/share``,
 ``1``, ``true``) — those are withheld from commands as everything unknown is,
-but they are no secret, and overwriting every copy of a path in memory would
-break the fork's own imports.
+but they are no secret, and overwriting every copy of a path or a word in
+memory would break the fork's own imports and lookups.
 """
 
 from __future__ import annotations
@@ -427,8 +427,10 @@ _PLAIN_VALUE = re.compile(r"[0-9.:,+\-]*|true|false|yes|no|on|off", re.IGNORECAS
 
 
 def _is_plain(value: str) -> bool:
-    """Short, numeric, boolean, or only absolute paths: configuration, not a credential."""
-    if len(value) < _MIN_KEY_LEN or _PLAIN_VALUE.fullmatch(value):
+    """Short, numeric, boolean, one plain word (``production``) or only absolute paths:
+    configuration, not a credential (and a word or path starred everywhere in a
+    fork's memory would change the interpreter's own strings)."""
+    if len(value) < _MIN_KEY_LEN or _PLAIN_VALUE.fullmatch(value) or value.isalpha():
         return True
     parts = [p for p in value.split(os.pathsep) if p]
     return bool(parts) and all(p.startswith("/") and " " not in p for p in parts)

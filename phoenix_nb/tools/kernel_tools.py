@@ -10,13 +10,18 @@ network, no signals to the kernel); summaries are confined too wherever the
 sandbox exists. The kernel's state changes only through cells a human runs:
 the agent proposes them (propose_cell), it never runs them.
 
-Secrets: a variable whose name looks secret (`kernel_summarize.looks_secret`)
-is listed by name and type only; run_python does not see it; and the verbatim
-value of such a variable, of a withheld environment variable, or of the API
-key, is replaced by "[REDACTED]" in everything these tools return, cell
-sources included. Code can still compute on objects that hold secrets under
-other names (a client object with a token attribute); what these tools read
-goes to the model provider (README).
+Secrets: before any of these forks runs a line of its job, it overwrites in
+its own memory every value it must not show (`fork_secrets`: provider keys,
+the kernel's session key and connection info, withheld environment values,
+secret-named variables and the literals the history assigned to such names;
+`fork_memory.scrub_secrets` does the overwriting), and every shared mapping
+it inherited is made private. On the way out the same values are redacted
+from what the tools return, also reversed, base64, hex or percent-encoded
+(`SecretValues.redact`), with string literals assigned to secret-looking
+names. A secret-named variable is listed by name and type only, and
+run_python does not see it. Code can still compute on objects that hold
+secrets under other names (a client object with a token attribute); what
+these tools read goes to the model provider (README).
 
 Descriptions are static and the same in both modes (REQ-BED-017); with
 `c.Phoenix.kernel_access = "off"` the tools stay declared and answer with an
