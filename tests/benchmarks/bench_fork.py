@@ -29,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
+import hashlib
 import os
 import statistics
 import subprocess
@@ -84,7 +85,11 @@ async def cancel_latency(tool: RunPythonTool, ctx: ToolContext) -> float:
 
 
 def _secrets(n: int) -> dict[str, str]:
-    return {f"SECRET_{i}_TOKEN": f"bench-secret-{i:03d}-" + "x" * 24 for i in range(n)}
+    """`n` key-like values (fixed, distinct, no shared runs: like real tokens)."""
+    return {
+        f"SECRET_{i}_TOKEN": "tok-" + hashlib.sha256(f"bench {i}".encode()).hexdigest()[:36]
+        for i in range(n)
+    }
 
 
 async def scrub_cost(kernel: object, ctx: ToolContext, n: int, one_pass: bool) -> float:
