@@ -284,7 +284,7 @@ def _mapped(start: int, end: int) -> bool:
 _WORD_MIN = 15  # a needle this long covers a whole aligned 8-byte word wherever it lies
 _MEMMEM_MAX = 6  # up to this many needles, one memmem pass each is cheaper than hashing
 _CHUNK = 1 << 20  # bytes hashed at a time (stays in cache; bounded temporaries)
-_HASH_BITS = 20
+_HASH_BITS = 16
 _GOLDEN = 0x9E3779B97F4A7C15
 
 
