@@ -19,7 +19,7 @@ import pytest
 
 from phoenix_nb.core.secrets import SecretValues
 from phoenix_nb.tools import fork_memory
-from phoenix_nb.tools.kernel_fork import ChildSink, Emit, run_in_fork
+from phoenix_nb.tools.kernel_fork import ChildSink, Emit, run_in_fork, sandbox_ready
 from phoenix_nb.tools.kernel_port import DictKernel
 
 SECRET = "sk-ant-api03-Fm4Tq9Lw2Zx7Nc5Vb8Hj1Kd6-Ps3"
@@ -86,3 +86,26 @@ async def test_every_copy_is_starred_except_inside_numeric_arrays(strategy: str)
     assert SECRET.encode() in kernel_namespace["blob"]
     assert kernel_namespace["wide"].endswith(SECRET)
     assert kernel_namespace["config"]["nested"]["value"] == "prefix-" + SECRET
+
+
+@pytest.mark.skipif(not sandbox_ready(), reason="run_python needs the sandbox")
+async def test_a_service_account_key_is_scrubbed_wherever_the_kernel_holds_it(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import json
+
+    from phoenix_nb.tools.kernel_tools import RunPythonTool
+    from tests.tools.kernel_stand_in import stand_in
+
+    line = "MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7Vb8nM3qW6eR1tY4u"
+    pem = f"-----BEGIN PRIVATE KEY-----\n{line}\n-----END PRIVATE KEY-----\n"
+    key_file = tmp_path / "sa.json"
+    key_file.write_text(json.dumps({"type": "service_account", "private_key": pem}))
+    monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(key_file))
+    # An SDK that loaded the key keeps it under names phoenix cannot guess.
+    _kernel, ctx = stand_in({"client": {"signer": pem}, "copy": line[::-1]})
+    code = "print(client['signer'][::-1]); print(copy[::-1] in client['signer'])"
+    result = await RunPythonTool().run({"code": code}, ctx, "t")
+    assert not result.is_error, result.content
+    assert line not in result.content and line[::-1] not in result.content
+    assert "False" in result.content  # the fork's copy of the key no longer holds the line
