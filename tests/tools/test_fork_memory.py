@@ -6,7 +6,9 @@ scrub deliberately does not search: README). The job knows the secret only
 reversed (its own copy of the value would be starred too) and reports which
 copies still hold it; afterwards this process — the kernel — still holds
 every copy intact. Both search strategies are run: one pass over all needles
-(NumPy) and one memmem pass per needle.
+(NumPy) and one memmem pass per needle. Last, a service-account key file named
+by GOOGLE_APPLICATION_CREDENTIALS: its private key, held by the kernel under
+an ordinary name, is starred in run_python's fork.
 """
 
 from __future__ import annotations
