@@ -29,6 +29,7 @@ child's own sink, so nothing a child does reaches ZMQ.
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 import sys
 import threading
@@ -36,6 +37,7 @@ from collections import OrderedDict
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
+from phoenix_nb.core.secrets import SecretValues
 from phoenix_nb.tools.kernel_port import (
     CellOutput,
     ChildOutput,
@@ -203,12 +205,37 @@ class IPythonKernel:
     def propose_cell(self, proposal: Proposal) -> None:
         self._proposals.append(proposal)
 
+    def connection_secrets(self) -> SecretValues:
+        """The session's HMAC key, the connection file's path, its endpoints and ports."""
+        values: list[str] = []
+        ports: list[int] = []
+        for session in _sessions(self.shell):
+            key = getattr(session, "key", b"")
+            if isinstance(key, bytes) and key:
+                values.append(key.decode("utf-8", "replace"))
+        app = _kernel_app()
+        if app is not None:
+            with contextlib.suppress(Exception):
+                path = str(app.abs_connection_file or "")
+                if path:
+                    values += [path, os.path.basename(path)]
+            ip, transport = str(getattr(app, "ip", "") or ""), str(getattr(app, "transport", ""))
+            for name in _PORTS:
+                port = getattr(app, name, 0)
+                if isinstance(port, int) and port > 0:
+                    ports.append(port)
+                    if ip:
+                        values += [f"{ip}:{port}", f"{transport}://{ip}:{port}"]
+        return SecretValues.of(values, ports)
+
     def enter_child(self, sink: ChildOutput) -> None:
-        """In a forked child only: nothing may reach the kernel's sockets from here on."""
+        """In a forked child only: nothing may reach the kernel's sockets from here on, and
+        the kernel's session key and connection info are dropped (`_forget_connection`)."""
         shell = self.shell
         session = getattr(getattr(shell, "kernel", None), "session", None)
         if session is not None:
             session.send = lambda *args, **kwargs: None
+        _forget_connection(shell)
         publisher = getattr(shell, "display_pub", None)
         if publisher is not None:
             publisher.publish = lambda data, *args, **kwargs: sink.display(data)
@@ -238,6 +265,67 @@ class IPythonKernel:
             if manager is not None:
                 manager.write_payload(payload, single=False)
         return proposals
+
+
+_PORTS = ("shell_port", "iopub_port", "stdin_port", "control_port", "hb_port")
+
+
+def _kernel_app() -> Any:
+    """ipykernel's application object, if this process is an ipykernel (never imported here)."""
+    module = sys.modules.get("ipykernel.kernelapp")
+    app_class = getattr(module, "IPKernelApp", None)
+    if app_class is None or not app_class.initialized():
+        return None
+    return app_class.instance()
+
+
+def _sessions(shell: Any) -> list[Any]:
+    """Every distinct jupyter_client Session the kernel's objects hold."""
+    found: dict[int, Any] = {}
+    holders = [getattr(shell, "kernel", None), getattr(shell, "display_pub", None), _kernel_app()]
+    holders += [sys.stdout, sys.stderr, getattr(sys, "__stdout__", None)]
+    for holder in holders:
+        session = getattr(holder, "session", None) if holder is not None else None
+        if session is not None and hasattr(session, "key"):
+            found[id(session)] = session
+    return list(found.values())
+
+
+def _forget_connection(shell: Any) -> None:
+    """In a fork: the session key (and its HMAC object) and the connection info, gone.
+
+    The HMAC object holds the key's inner and outer pads, which sign as well as
+    the key does; setting the key empty makes the session drop it. The bytes
+    of the key, the path and the endpoints left in memory are overwritten by
+    the fork's scrub (`tools/fork_memory.py`).
+    """
+    for session in _sessions(shell):
+        with contextlib.suppress(Exception):
+            session.key = b""
+        with contextlib.suppress(Exception):
+            session.auth = None
+    app = _kernel_app()
+    if app is None:
+        return
+    for name in _PORTS:
+        with contextlib.suppress(Exception):
+            setattr(app, name, 0)
+    for name in ("connection_file",):
+        with contextlib.suppress(Exception):
+            setattr(app, name, "")
+    for holder, names in (
+        (app, ("_ports",)),
+        (getattr(app, "kernel", None), ("_recorded_ports",)),
+    ):
+        for name in names:
+            if holder is not None and isinstance(getattr(holder, name, None), dict):
+                with contextlib.suppress(Exception):
+                    setattr(holder, name, {})
+    heartbeat = getattr(app, "heartbeat", None)
+    if heartbeat is not None:
+        for name, value in (("port", 0), ("original_port", 0), ("addr", ("", 0))):
+            with contextlib.suppress(Exception):
+                setattr(heartbeat, name, value)
 
 
 def proposal_text(proposals: Sequence[Proposal]) -> str:

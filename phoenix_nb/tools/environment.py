@@ -21,8 +21,21 @@ with user information (``scheme://user:pw@host``, ``https://key@sentry.io/1``),
 built-in and pattern-admitted names are also checked for well-known token
 shapes (``sk-…``, ``ghp_…``, ``AKIA…``, JWTs, PEM private keys).
 
-``ANTHROPIC_API_KEY`` is never passed, whatever the user allows. What was
-withheld is reported by name count only (``%phoenix status``), never by value.
+The credentials phoenix sends to a model provider (``ANTHROPIC_API_KEY``,
+``OPENAI_API_KEY``, the AWS keys, … — ``core.secrets.PROVIDER_CREDENTIALS``) are
+never passed, whatever the user allows, and no value that contains one is.
+Files that hold a credential and are named by a variable
+(``GOOGLE_APPLICATION_CREDENTIALS``, ``AWS_SHARED_CREDENTIALS_FILE`` …) are
+hidden from Restricted work with the other credential paths
+(`credential_files`). What was withheld is reported by name count only
+(``%phoenix status``), never by value.
+
+`fork_secrets` picks, among the withheld values, those a fork of the kernel
+must scrub from its memory (``kernel_fork``): every value that is or looks
+like a credential; not a short, numeric or path-only value (``/usr/share``,
+``1``, ``true``) — those are withheld from commands as everything unknown is,
+but they are no secret, and overwriting every copy of a path or a word in
+memory would break the fork's own imports and lookups.
 """
 
 from __future__ import annotations
@@ -33,11 +46,16 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from phoenix_nb.core.secrets import CREDENTIAL_FILE_VARIABLES, PROVIDER_CREDENTIALS
+
 __all__ = [
+    "ALWAYS_WITHHELD",
     "SAFE_NAMES",
     "SAFE_PATTERNS",
     "CommandEnvironment",
     "command_environment",
+    "credential_files",
+    "fork_secrets",
     "value_embeds_credential",
     "withheld_summary",
 ]
@@ -224,8 +242,10 @@ SAFE_PATTERNS: tuple[str, ...] = (
     "CARGO_*",
 )
 
-# Never passed, whatever the user allows: the key phoenix itself talks with.
-ALWAYS_WITHHELD: frozenset[str] = frozenset({"ANTHROPIC_API_KEY"})
+# Never passed, whatever the user allows: the keys phoenix itself talks with.
+# (The variables naming a credential file are withheld like any unknown name,
+# and their files hidden in Restricted mode; a user may pass one exactly.)
+ALWAYS_WITHHELD: frozenset[str] = frozenset(PROVIDER_CREDENTIALS)
 
 # Name words that mark a secret; a user's pattern never admits such a name.
 _SECRET_WORDS = frozenset(
@@ -295,10 +315,13 @@ _TOKEN_SHAPES = re.compile(
 _MIN_KEY_LEN = 8
 
 
-def value_embeds_credential(value: str, *, api_key: str | None = None) -> bool:
-    """Whether a value carries a credential inside it (URL user info, query secret, our key)."""
-    if api_key and len(api_key) >= _MIN_KEY_LEN and api_key in value:
-        return True
+def value_embeds_credential(
+    value: str, *, api_key: str | None = None, keys: Iterable[str] = ()
+) -> bool:
+    """Whether a value carries a credential inside it (URL user info, query secret, our keys)."""
+    for key in (api_key or "", *keys):
+        if len(key) >= _MIN_KEY_LEN and key in value:
+            return True
     return bool(
         _URL_USERINFO.search(value) or _BARE_USERINFO.search(value) or _QUERY_SECRET.search(value)
     )
@@ -358,14 +381,14 @@ def command_environment(
     exact = frozenset(a for a in allowed if not any(c in a for c in "*?["))
     patterns = tuple(a for a in allowed if a not in exact)
     denied = tuple(d.lower() for d in deny if d)
-    api_key = source.get("ANTHROPIC_API_KEY") or os.environ.get("ANTHROPIC_API_KEY")
+    keys = _provider_keys(source)
     env: dict[str, str] = {}
     withheld: list[str] = []
     for name, value in source.items():
         how = _admitted(name, exact, patterns)
         if how == "pattern" and any(d in name.lower() for d in denied):
             how = None
-        if how is not None and value_embeds_credential(value, api_key=api_key):
+        if how is not None and value_embeds_credential(value, keys=keys):
             how = None
         if how is not None and how != "exact" and _TOKEN_SHAPES.search(value):
             how = None
@@ -376,6 +399,66 @@ def command_environment(
     if extra:
         env.update(extra)
     return CommandEnvironment(env, tuple(sorted(withheld)))
+
+
+def _provider_keys(source: Mapping[str, str]) -> tuple[str, ...]:
+    return tuple(
+        v
+        for name in PROVIDER_CREDENTIALS
+        for v in (source.get(name), os.environ.get(name))
+        if v and len(v) >= _MIN_KEY_LEN
+    )
+
+
+def credential_files(source: Mapping[str, str] | None = None) -> list[str]:
+    """Existing files named by a credential-file variable (``GOOGLE_APPLICATION_CREDENTIALS`` …)."""
+    source = os.environ if source is None else source
+    found = []
+    for name in CREDENTIAL_FILE_VARIABLES:
+        value = source.get(name)
+        if value and os.path.isabs(os.path.expanduser(value)):
+            path = os.path.expanduser(value)
+            if os.path.lexists(path):
+                found.append(path)
+    return found
+
+
+_PLAIN_VALUE = re.compile(r"[0-9.:,+\-]*|true|false|yes|no|on|off", re.IGNORECASE)
+
+
+def _is_plain(value: str) -> bool:
+    """Short, numeric, boolean, one plain word (``production``) or only absolute paths:
+    configuration, not a credential (and a word or path starred everywhere in a
+    fork's memory would change the interpreter's own strings)."""
+    if len(value) < _MIN_KEY_LEN or _PLAIN_VALUE.fullmatch(value) or value.isalpha():
+        return True
+    parts = [p for p in value.split(os.pathsep) if p]
+    return bool(parts) and all(p.startswith("/") and " " not in p for p in parts)
+
+
+def fork_secrets(withheld: Iterable[str], source: Mapping[str, str] | None = None) -> list[str]:
+    """The values of withheld variables a fork of the kernel scrubs from its memory.
+
+    Provider credentials and any value under a secret-looking name, embedding
+    a credential or shaped like a token always; any other withheld value
+    unless it is plainly configuration (`_is_plain`).
+    """
+    source = os.environ if source is None else source
+    keys = _provider_keys(source)
+    out = []
+    for name in withheld:
+        value = source.get(name)
+        if not value or len(value) < _MIN_KEY_LEN:
+            continue
+        credential = (
+            name in ALWAYS_WITHHELD
+            or _name_looks_secret(name)
+            or value_embeds_credential(value, keys=keys)
+            or _TOKEN_SHAPES.search(value) is not None
+        )
+        if credential or not _is_plain(value):
+            out.append(value)
+    return out
 
 
 def withheld_summary(allow: Iterable[str] = (), deny: Iterable[str] = ()) -> str:

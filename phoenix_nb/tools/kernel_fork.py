@@ -23,8 +23,9 @@ What the child does before it runs anything of the job (order matters):
    front end from a child;
 5. replaces the environment with the same allowlisted one bash gets
    (`tools/environment.py`) and overwrites the process's initial environment
-   block, which `/proc/self/environ` would still show, and makes every writable
-   shared mapping private (copy-on-write does not cover MAP_SHARED memory);
+   block, which `/proc/self/environ` would still show, and makes every shared
+   mapping private, whatever its protection (copy-on-write does not cover
+   MAP_SHARED memory; `fork_memory.privatize_shared_mappings`);
 6. for Restricted work, confines itself with the sandbox's documented entry
    point, `sandbox.confine_forked_child` (issue 12): the conversation's
    cgroup budget, fresh user/network/IPC/mount/PID namespaces (it forks once
@@ -34,7 +35,15 @@ What the child does before it runs anything of the job (order matters):
    Restricted bash command gets. If any of it fails the job does not run.
    The address-space rlimit is the kernel's own size plus the sandbox's
    allowance: a fork already maps everything the kernel maps. Unconfined
-   forks (summaries where no sandbox exists) get rlimits only.
+   forks (summaries where no sandbox exists) get rlimits only;
+7. overwrites, in its own memory, every value it must not show — the
+   `SecretValues` the caller passes: provider keys, the kernel's session key
+   and connection info, withheld environment values, secret-named variables
+   and their copies in the history — and the port drops its references to
+   the session's key (`fork_memory.scrub_secrets`, `KernelPort.enter_child`).
+   Last, in the process that runs the job, after confinement: nothing of the
+   sandbox's own set-up (hidden paths, the environment it installs) is
+   starred, and nothing runs between the scrub and the job.
 
 Fork copies one thread. Locks other kernel threads held at the instant of the
 fork stay held in the child; the child therefore only runs its job and writes
@@ -70,7 +79,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from phoenix_nb.core.secrets import SecretValues
 from phoenix_nb.tools import sandbox
+from phoenix_nb.tools.fork_memory import (
+    numeric_buffers,
+    privatize_shared_mappings,
+    scrub_secrets,
+)
 from phoenix_nb.tools.kernel_port import KernelPort
 from phoenix_nb.tools.sandbox_cleanup import remove_tree
 
@@ -84,6 +99,7 @@ _EXIT_JOB_FAILED = 70
 _EXIT_CONFINE_FAILED = 71
 
 DONE = b'{"__phoenix_fork_done__":true}\n'
+_SCRUB_KEY = "__phoenix_fork_scrub__"
 Emit = Callable[[Mapping[str, Any]], None]
 Job = Callable[[Emit, "ChildSink"], None]
 
@@ -114,6 +130,7 @@ class ForkOutcome:
     completed: bool = False  # the job returned (its DONE line arrived)
     limits_hit: list[str] = field(default_factory=list)  # cgroup budgets the fork ran into
     elapsed: float = 0.0
+    scrub: dict[str, Any] | None = None  # what the memory scrub did (when asked to report)
 
     @property
     def crashed(self) -> bool:
@@ -273,67 +290,9 @@ def _own_rlimits(limits: ForkLimits) -> None:
             resource.setrlimit(which, (value, value))
 
 
-_PROT_READ, _PROT_WRITE, _PROT_EXEC = 0x1, 0x2, 0x4
-_MAP_PRIVATE, _MAP_FIXED, _MAP_ANONYMOUS = 0x02, 0x10, 0x20
-_COPY_LIMIT = 64 << 20  # shared memory without a file is copied up to this size
-
-
-def _privatize_shared_mappings() -> None:
-    """Turn every writable *shared* mapping into a private one in the child.
-
-    Copy-on-write covers private memory only. A mapping the kernel holds with
-    MAP_SHARED — a `numpy.memmap(mode="r+")`, an `mmap` of a file,
-    `multiprocessing.shared_memory`, an anonymous shared `mmap` — is the same
-    memory in the fork, and Landlock does not look at mappings made before it:
-    a write there would reach the kernel (and the file). Making it read-only
-    is not enough (the code could `mprotect` it back), so it is replaced at
-    the same address: a file is mapped again MAP_PRIVATE from a read-only
-    descriptor (same pages, no copy, writes stay in the fork); memory without
-    a file is copied into a private mapping up to 64 MB and unmapped beyond
-    (touching it then ends the fork with SIGSEGV, which the tool reports).
-    """
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.mmap.restype = ctypes.c_void_p
-    libc.mmap.argtypes = (
-        ctypes.c_void_p,
-        ctypes.c_size_t,
-        ctypes.c_int,
-        ctypes.c_int,
-        ctypes.c_int,
-        ctypes.c_long,
-    )
-    libc.munmap.argtypes = (ctypes.c_void_p, ctypes.c_size_t)
-    failed = ctypes.c_void_p(-1).value
-    for line in Path("/proc/self/maps").read_text().splitlines():
-        fields = line.split(maxsplit=5)
-        if len(fields) < 5 or fields[1][1] != "w" or fields[1][3] != "s":
-            continue
-        start, end = (int(x, 16) for x in fields[0].split("-"))
-        size, offset = end - start, int(fields[2], 16)
-        prot = _PROT_READ | _PROT_WRITE | (_PROT_EXEC if fields[1][2] == "x" else 0)
-        path = fields[5] if len(fields) > 5 else ""
-        inode = int(fields[4])
-        remapped = False
-        if path.startswith("/") and not path.endswith("(deleted)") and inode:
-            with contextlib.suppress(OSError):
-                fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-                try:
-                    if os.fstat(fd).st_ino == inode:
-                        flags = _MAP_PRIVATE | _MAP_FIXED
-                        remapped = libc.mmap(start, size, prot, flags, fd, offset) != failed
-                finally:
-                    os.close(fd)
-        if remapped:
-            continue
-        if size <= _COPY_LIMIT:
-            data = ctypes.string_at(start, size)
-            flags = _MAP_PRIVATE | _MAP_FIXED | _MAP_ANONYMOUS
-            if libc.mmap(start, size, prot, flags, -1, 0) != failed:
-                ctypes.memmove(start, data, size)
-                continue
-        if libc.munmap(start, size) != 0:
-            err = ctypes.get_errno()
-            raise OSError(err, f"cannot detach shared memory from the fork: {os.strerror(err)}")
+def _scrub_line(report: Any) -> bytes:
+    fields = dataclasses.asdict(report)
+    return (json.dumps({_SCRUB_KEY: fields}) + "\n").encode()
 
 
 def _write_all(fd: int, data: bytes) -> None:
@@ -352,6 +311,8 @@ def _child(
     tmpdir: str,
     confined: _Confined | None,
     limits: ForkLimits,
+    memory_forms: tuple[tuple[bytes, bytes], ...],
+    report_scrub: bool,
 ) -> None:
     """Runs in the forked child; never returns."""
     result_w, out_w, err_w = pipes
@@ -392,7 +353,7 @@ def _child(
         # forked child (by pid on 3.11, by an at-fork hook from 3.12), so a job may
         # call asyncio.run (tests/tools/test_kernel_fork.py).
         gc.freeze()  # leave the kernel's objects untouched: no collection walks them
-        _privatize_shared_mappings()  # before confinement: files are still all reachable
+        privatize_shared_mappings()  # before confinement: files are still all reachable
         tempfile.tempdir = tmpdir
         if confined is not None:
             code = _EXIT_CONFINE_FAILED
@@ -404,6 +365,12 @@ def _child(
             _own_rlimits(limits)
         os.chdir(cwd)
         _wipe_initial_environment()
+        if memory_forms:
+            namespace = port.user_namespace() if port is not None else {}
+            report = scrub_secrets(memory_forms, numeric_buffers(namespace))
+            del namespace
+            if report_scrub:
+                _write_all(result_w, _scrub_line(report))
 
         def emit(record: Mapping[str, Any]) -> None:
             line = json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n"
@@ -499,17 +466,25 @@ async def run_in_fork(
     confine: bool,
     limits: ForkLimits | None = None,
     conversation_id: str = "",
+    secrets: SecretValues | None = None,
+    report_scrub: bool = False,
 ) -> ForkOutcome:
     """Fork the kernel, run `job(emit, sink)` in the child, collect what it emitted.
+
+    `secrets`: the values the child overwrites in its memory before the job
+    (see the module docstring, step 7). `report_scrub`: the child reports
+    what the scrub did as `ForkOutcome.scrub` (benchmarks and tests).
 
     A fork whose confinement failed ran nothing, so it is tried once more:
     the one failure seen here is a cgroup removed between its creation and
     the child joining it (another kernel's launcher sweeping "stale" groups).
     """
-    outcome = await _run_once(job, port, env, cwd, confine, limits, conversation_id)
+    forms = secrets.memory_forms() if secrets else ()
+    run = (job, port, env, cwd, confine, limits, conversation_id, forms, report_scrub)
+    outcome = await _run_once(*run)
     if confine and outcome.exit_code == _EXIT_CONFINE_FAILED and not outcome.records:
         log.warning("phoenix: confining a fork failed, retrying once: %s", outcome.stderr.strip())
-        outcome = await _run_once(job, port, env, cwd, confine, limits, conversation_id)
+        outcome = await _run_once(*run)
     return outcome
 
 
@@ -521,6 +496,8 @@ async def _run_once(
     confine: bool,
     limits: ForkLimits | None,
     conversation_id: str,
+    memory_forms: tuple[tuple[bytes, bytes], ...] = (),
+    report_scrub: bool = False,
 ) -> ForkOutcome:
     """One fork (see `run_in_fork`).
 
@@ -566,7 +543,18 @@ async def _run_once(
         clean_up()
         raise
     if pid == 0:  # pragma: no cover - the child never returns
-        _child(job, port, (result_w, out_w, err_w), env, str(cwd), tmpdir, confined, limits)
+        _child(
+            job,
+            port,
+            (result_w, out_w, err_w),
+            env,
+            str(cwd),
+            tmpdir,
+            confined,
+            limits,
+            memory_forms,
+            report_scrub,
+        )
     for fd in (result_w, out_w, err_w):
         os.close(fd)
     pidfd = os.pidfd_open(pid)
@@ -667,7 +655,11 @@ async def _run_once(
         outcome.elapsed = time.monotonic() - started
     outcome.stdout = streams[out_r].text()
     outcome.stderr = streams[err_r].text()
-    outcome.records = _parse_records(bytes(result.head))
+    records = _parse_records(bytes(result.head))
+    for record in records:
+        if _SCRUB_KEY in record and outcome.scrub is None:
+            outcome.scrub = dict(record[_SCRUB_KEY])
+    outcome.records = [r for r in records if _SCRUB_KEY not in r]
     return outcome
 
 

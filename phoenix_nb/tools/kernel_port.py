@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any, Protocol, runtime_checkable
 
+from phoenix_nb.core.secrets import SecretValues
+
 
 @dataclass(frozen=True)
 class CellOutput:
@@ -91,7 +93,13 @@ class KernelPort(Protocol):
         ...
 
     def enter_child(self, sink: ChildOutput) -> None:
-        """Called in a forked child only: send the kernel's display/stream channels to `sink`."""
+        """Called in a forked child only: send the kernel's display/stream channels to `sink`,
+        and drop the kernel's own references to its session key and connection info."""
+        ...
+
+    def connection_secrets(self) -> SecretValues:
+        """What the kernel itself must keep from its forks and from the model: the
+        session's HMAC key, the connection file's path, its endpoints and ports."""
         ...
 
 
@@ -111,6 +119,7 @@ class DictKernel:
     proposals: list[Proposal] = field(default_factory=list)
     hidden: frozenset[str] = frozenset()
     sink: ChildOutput | None = None
+    secrets: SecretValues = field(default_factory=SecretValues)  # stands for a session key
 
     def user_namespace(self) -> Mapping[str, Any]:
         return self.namespace
@@ -129,3 +138,6 @@ class DictKernel:
 
     def enter_child(self, sink: ChildOutput) -> None:
         self.sink = sink
+
+    def connection_secrets(self) -> SecretValues:
+        return self.secrets

@@ -10,13 +10,18 @@ network, no signals to the kernel); summaries are confined too wherever the
 sandbox exists. The kernel's state changes only through cells a human runs:
 the agent proposes them (propose_cell), it never runs them.
 
-Secrets: a variable whose name looks secret (`kernel_summarize.looks_secret`)
-is listed by name and type only; run_python does not see it; and the verbatim
-value of such a variable, of a withheld environment variable, or of the API
-key, is replaced by "[REDACTED]" in everything these tools return, cell
-sources included. Code can still compute on objects that hold secrets under
-other names (a client object with a token attribute); what these tools read
-goes to the model provider (README).
+Secrets: before any of these forks runs a line of its job, it overwrites in
+its own memory every value it must not show (`fork_secrets`: provider keys,
+the kernel's session key and connection info, withheld environment values,
+secret-named variables and the literals the history assigned to such names;
+`fork_memory.scrub_secrets` does the overwriting), and every shared mapping
+it inherited is made private. On the way out the same values are redacted
+from what the tools return, also reversed, base64, hex or percent-encoded
+(`SecretValues.redact`), with string literals assigned to secret-looking
+names. A secret-named variable is listed by name and type only, and
+run_python does not see it. Code can still compute on objects that hold
+secrets under other names (a client object with a token attribute); what
+these tools read goes to the model provider (README).
 
 Descriptions are static and the same in both modes (REQ-BED-017); with
 `c.Phoenix.kernel_access = "off"` the tools stay declared and answer with an
@@ -28,12 +33,15 @@ from __future__ import annotations
 import ast
 import asyncio
 import base64
+import contextlib
+import json
 import os
 import re
 import signal
 import sys
 import traceback
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from phoenix_nb.core.displays import (
@@ -44,9 +52,11 @@ from phoenix_nb.core.displays import (
     RunPythonDisplay,
     ToolErrorKind,
 )
+from phoenix_nb.core.secrets import PROVIDER_CREDENTIALS, SecretValues
 from phoenix_nb.core.values import ImageData, ToolResult
 from phoenix_nb.tools.base import ToolContext
-from phoenix_nb.tools.environment import command_environment
+from phoenix_nb.tools.environment import command_environment, credential_files
+from phoenix_nb.tools.environment import fork_secrets as env_fork_secrets
 from phoenix_nb.tools.kernel_fork import ChildSink, Emit, ForkLimits, ForkOutcome, run_in_fork
 from phoenix_nb.tools.kernel_port import KernelPort, Proposal
 from phoenix_nb.tools.kernel_summarize import (
@@ -110,7 +120,7 @@ def _environment(ctx: ToolContext) -> dict[str, str]:
 
 
 def secret_values(port: KernelPort, env: Mapping[str, str]) -> list[str]:
-    """Strings to redact: values of secret-named str/bytes variables and withheld env values.
+    """Values of secret-named str/bytes variables and of secret-named withheld env variables.
 
     Runs in the kernel, so it reads only exact `str`/`bytes` values (no user
     code can run: no attribute lookups, no isinstance hooks).
@@ -126,9 +136,77 @@ def secret_values(port: KernelPort, env: Mapping[str, str]) -> list[str]:
         elif type(value) is bytes:
             found.add(value.decode("utf-8", "replace"))
     for name, value in os.environ.items():
-        if env.get(name) != value and (looks_secret(name) or name == "ANTHROPIC_API_KEY"):
+        if env.get(name) != value and (looks_secret(name) or name in PROVIDER_CREDENTIALS):
             found.add(value)
     return sorted((s for s in found if len(s) >= 4), key=len, reverse=True)
+
+
+def _history_literals(port: KernelPort) -> list[str]:
+    """String literals the kernel's input history assigns to secret-looking names.
+
+    A value reassigned or deleted since is gone from the namespace but not from
+    `In`, `_i<n>` or the history manager, so it is found in the sources.
+    """
+    found: list[str] = []
+    for entry in port.history(1 << 30):
+        source = entry.source
+        if "=" not in source and ":" not in source:
+            continue
+        for pattern in (_ASSIGNMENT, _DICT_ENTRY):
+            for match in pattern.finditer(source):
+                if not looks_secret(match.group("name")):
+                    continue
+                literal = match.group("value")
+                with contextlib.suppress(ValueError, SyntaxError, MemoryError, RecursionError):
+                    value = ast.literal_eval(literal)
+                    if isinstance(value, bytes):
+                        value = value.decode("utf-8", "replace")
+                    if isinstance(value, str):
+                        found.append(value)
+                quote = match.group("q")
+                found.append(literal[literal.index(quote) + len(quote) : -len(quote)])
+    return found
+
+
+def _credential_file_values() -> list[str]:
+    """The secret fields of a service-account JSON named by GOOGLE_APPLICATION_CREDENTIALS.
+
+    Read only when small (a key file is a few KB); a PEM key is taken line by
+    line, so it is found in memory whether it was stored with real newlines
+    or JSON's escaped ones.
+    """
+    found: list[str] = []
+    for path in credential_files():
+        with contextlib.suppress(OSError, ValueError):
+            if os.path.getsize(path) > 64 << 10 or not os.path.isfile(path):
+                continue
+            data = json.loads(Path(path).read_text(encoding="utf-8"))
+            if not isinstance(data, dict):
+                continue
+            for key in ("private_key", "private_key_id", "client_secret", "refresh_token"):
+                value = data.get(key)
+                if isinstance(value, str):
+                    found.append(value)
+                    found += [line for line in value.splitlines() if "-----" not in line]
+    return found
+
+
+def fork_secrets(ctx: ToolContext, port: KernelPort) -> SecretValues:
+    """Everything a fork of the kernel must not show, as of now (built in the kernel).
+
+    The provider credentials and every withheld environment value that is or
+    may be a credential (`environment.fork_secrets`), the fields of a Google
+    service-account key file, the values of secret-named variables, the
+    literals the input history assigned to secret-named variables, and the
+    kernel's session key and connection info. Reads only exact str/bytes
+    values and the history's text: no user code runs in the kernel.
+    """
+    withheld = command_environment(allow=ctx.env_allow, deny=ctx.secret_patterns).withheld
+    values = env_fork_secrets(withheld)
+    values += _credential_file_values()
+    values += secret_values(port, {})
+    values += _history_literals(port)
+    return SecretValues.of(values) | port.connection_secrets()
 
 
 _ASSIGNMENT = re.compile(
@@ -141,11 +219,12 @@ _DICT_ENTRY = re.compile(
 )
 
 
-def redact(text: str, secrets: Sequence[str]) -> str:
-    """Replace secret values, and string literals assigned to secret-looking names."""
-    for secret in secrets:
-        if secret in text:
-            text = text.replace(secret, REDACTED)
+def redact(text: str, secrets: Sequence[str] | SecretValues) -> str:
+    """Replace secret values (in every form `SecretValues.redact` knows), and string
+    literals assigned to secret-looking names."""
+    if not isinstance(secrets, SecretValues):
+        secrets = SecretValues.of(secrets)
+    text = secrets.redact(text)
 
     def literal(match: re.Match[str]) -> str:
         if looks_secret(match.group("name")):
@@ -181,7 +260,13 @@ def _fork_trouble(outcome: ForkOutcome, what: str) -> str:
 
 
 async def _fork(
-    ctx: ToolContext, port: KernelPort, job: Any, *, timeout: float, confine: bool
+    ctx: ToolContext,
+    port: KernelPort,
+    job: Any,
+    *,
+    timeout: float,
+    confine: bool,
+    secrets: SecretValues,
 ) -> ForkOutcome:
     return await run_in_fork(
         job,
@@ -191,6 +276,7 @@ async def _fork(
         confine=confine,
         limits=ForkLimits(timeout=timeout),
         conversation_id=ctx.conversation_id,
+        secrets=secrets,
     )
 
 
@@ -253,8 +339,10 @@ class InspectVariablesTool:
                 emit(_summary_record(namespace, name, per_name))
 
         timeout = min(60.0, 5.0 + SUMMARY_SECONDS * max(len(names), 3))
-        outcome = await _fork(ctx, port, job, timeout=timeout, confine=ctx.sandbox.available)
-        secrets = secret_values(port, _environment(ctx))
+        secrets = fork_secrets(ctx, port)
+        outcome = await _fork(
+            ctx, port, job, timeout=timeout, confine=ctx.sandbox.available, secrets=secrets
+        )
         texts = [redact(str(r.get("text", "")), secrets) for r in outcome.records]
         done = {r.get("name") for r in outcome.records}
         missing = [n for n in names if n not in done]
@@ -353,8 +441,10 @@ class KernelHistoryTool:
             else:
                 emit({"text": summarize_exception(error)})
 
-        outcome = await _fork(ctx, port, job, timeout=20.0, confine=ctx.sandbox.available)
-        secrets = secret_values(port, _environment(ctx))
+        secrets = fork_secrets(ctx, port)
+        outcome = await _fork(
+            ctx, port, job, timeout=20.0, confine=ctx.sandbox.available, secrets=secrets
+        )
         texts = [redact(str(r.get("text", "")), secrets) for r in outcome.records]
         trouble = _fork_trouble(outcome, "Reading the history")
         if trouble:
@@ -417,8 +507,9 @@ class RunPythonTool:
         def job(emit: Emit, sink: ChildSink) -> None:
             emit(execute(port, code, sink))
 
-        outcome = await _fork(ctx, port, job, timeout=timeout, confine=True)
-        return _run_result(tool_use_id, outcome, timeout, secret_values(port, _environment(ctx)))
+        secrets = fork_secrets(ctx, port)
+        outcome = await _fork(ctx, port, job, timeout=timeout, confine=True, secrets=secrets)
+        return _run_result(tool_use_id, outcome, timeout, secrets)
 
 
 def compile_cell(code: str) -> tuple[Any, Any]:
@@ -528,7 +619,7 @@ def _without_our_frames(text: str) -> str:
 
 
 def _run_result(
-    tool_use_id: str, outcome: ForkOutcome, timeout: float, secrets: Sequence[str]
+    tool_use_id: str, outcome: ForkOutcome, timeout: float, secrets: SecretValues
 ) -> ToolResult:
     record = outcome.records[-1] if outcome.records else {}
     parts = []

@@ -98,6 +98,7 @@ from typing import Any
 from phoenix_nb.errors import PhoenixError
 from phoenix_nb.tools import sandbox_cgroup, sandbox_confine
 from phoenix_nb.tools.base import SandboxInfo
+from phoenix_nb.tools.environment import credential_files
 from phoenix_nb.tools.sandbox_confine import ChildPolicy
 
 log = logging.getLogger(__name__)
@@ -132,6 +133,7 @@ DEFAULT_DENY_READ: tuple[str, ...] = (
     "~/.npmrc",
     "~/.config/gh",
     "~/.password-store",
+    "~/.ipython/profile_*/history.sqlite",  # every cell's source, secrets included
     "~/.env*",
     ".env*",
 )
@@ -428,6 +430,7 @@ def hidden_paths(cwd: str | os.PathLike[str], pol: SandboxPolicy | None = None) 
             expanded = os.path.join(home, expanded)
         out.extend(glob.glob(expanded, include_hidden=True))
     out.extend(p for p in (*_runtime_dirs(), *pol.extra_hidden) if os.path.lexists(p))
+    out.extend(credential_files())  # GOOGLE_APPLICATION_CREDENTIALS and the like
     seen: set[str] = set()
     result = []
     for p in out:

@@ -280,3 +280,33 @@ def test_compaction_keeps_everything_and_shrinks_the_file(tmp_path: Path) -> Non
         assert s.get_conversation(cid)["state"] == {"type": "idle", "n": 199}
         first = json.loads((root / "index.jsonl").read_bytes().split(b" ", 1)[1].split(b"\n")[0])
         assert "snapshot" in first
+
+
+@pytest.mark.parametrize(
+    "variable",
+    ["ANTHROPIC_API_KEY", "OPENAI_API_KEY", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"],
+)
+def test_no_provider_key_is_written_in_any_spelling(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, variable: str
+) -> None:
+    import base64
+    import urllib.parse
+
+    key = "k3y-Vb8nM3qW6eR1tY4uI7oP0aS2dF5gH9jK/+"
+    monkeypatch.setenv(variable, key)
+    data = key.encode()
+    spellings = [
+        key[::-1],
+        data.hex(),
+        urllib.parse.quote(key, safe=""),
+        base64.b64encode(b"x" + data).decode(),
+        base64.urlsafe_b64encode(b"xy" + data).decode(),
+    ]
+    root = tmp_path / "s"
+    with Store(root) as s:
+        c = _conv(s)
+        s.append_message(c["id"], "agent", {"text": " | ".join(spellings)})
+    blob = b"".join(p.read_bytes() for p in root.rglob("*.jsonl")).decode()
+    assert REDACTED in blob
+    for spelled in [key, *spellings]:
+        assert spelled not in blob

@@ -245,3 +245,60 @@ def test_kernel_turn_and_status_keep_secrets_home(
     count = int(line.split()[1])
     assert count >= len(SECRET_NAMES) + len(SECRET_VALUES) - 1
     assert "canary" not in status and "OPENAI_KEY" not in status
+
+
+PROVIDER_KEYS = {
+    "ANTHROPIC_AUTH_TOKEN": "tok-anthropic-0123456789",
+    "OPENAI_API_KEY": "sk-proj-0123456789abcdef",
+    "AWS_ACCESS_KEY_ID": "AKIAIOSFODNN7EXAMPLE",
+    "AWS_SECRET_ACCESS_KEY": "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+    "AWS_SESSION_TOKEN": "FwoGZXIvYXdzEJr//////////wEaDHEXAMPLE",
+    "AWS_BEARER_TOKEN_BEDROCK": "bedrock-api-key-0123456789",
+}
+
+
+def test_provider_credentials_never_reach_a_command_even_when_allowed() -> None:
+    source = {
+        **PROVIDER_KEYS,
+        "PATH": "/usr/bin",
+        "MY_URL": "https://x/?v=sk-proj-0123456789abcdef",
+    }
+    result = command_environment(allow=[*PROVIDER_KEYS, "MY_URL", "AWS_*"], source=source)
+    assert set(result.env) == {"PATH"}
+    assert set(PROVIDER_KEYS) | {"MY_URL"} <= set(result.withheld)
+
+
+def test_credential_files_named_by_variables_are_hidden(tmp_path: Path) -> None:
+    from phoenix_nb.tools import sandbox
+    from phoenix_nb.tools.environment import credential_files
+
+    key_file = tmp_path / "service-account.json"
+    key_file.write_text("{}")
+    source = {
+        "GOOGLE_APPLICATION_CREDENTIALS": str(key_file),
+        "AWS_SHARED_CREDENTIALS_FILE": str(tmp_path / "missing"),
+    }
+    assert credential_files(source) == [str(key_file)]
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(key_file))
+        assert str(key_file) in sandbox.hidden_paths(tmp_path)
+
+
+def test_fork_secrets_are_the_withheld_values_that_may_be_credentials() -> None:
+    from phoenix_nb.tools.environment import fork_secrets
+
+    source = {
+        **PROVIDER_KEYS,
+        "SERVICE_URL": "postgres://app:pw-123456@db/app",
+        "OPAQUE_SETTING": "opaque-0123456789",
+        "JUPYTER_PATH": "/usr/share/jupyter:/opt/jupyter",
+        "JPY_PARENT_PID": "12345",
+        "FEATURE_ON": "true",
+        "SHORT": "abc",
+    }
+    withheld = command_environment(source=source).withheld
+    assert set(fork_secrets(withheld, source)) == {
+        *PROVIDER_KEYS.values(),
+        "postgres://app:pw-123456@db/app",
+        "opaque-0123456789",
+    }

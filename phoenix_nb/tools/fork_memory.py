@@ -1,0 +1,439 @@
+"""What a fork of the kernel does to its own memory before any job code runs.
+
+A `fork()`ed child is a copy of the kernel's memory: the provider's key in the
+SDK client and its headers (and in freed blocks the allocator has not reused),
+the kernel's HMAC session key, the environment block, every cell's source in
+`In`, `_i<n>` and the history manager, every output in the cache. Replacing
+`os.environ` or deleting names hides none of that from code that reads its own
+memory (`/proc/self/mem`, `ctypes.string_at`). So the fork, which knows the
+values it must not show (`core.secrets.SecretValues`, built in the kernel just
+before the fork), overwrites every occurrence of them in its own private
+memory with asterisks of the same length — copy-on-write keeps the kernel's
+pages untouched — before the job starts (`scrub_secrets`).
+
+What is searched, and why (measured in tests/benchmarks/bench_fork.py):
+
+* every *private, writable* mapping (the heap, the allocator's arenas, thread
+  stacks, the main stack with argv and the environment block, libraries'
+  data), only in its *resident* pages (`mincore`): untouched reserved memory
+  reads as zeros and costs a page fault per page to read;
+* not the buffers of numeric NumPy arrays (bool, int, float, complex dtypes)
+  the user's namespace holds, at the top level or inside a DataFrame, Series,
+  dict, list or tuple (`numeric_buffers`): a 4 GB array is the user's data,
+  not a copy of a key, and scanning it would cost ~0.1 s per GB on every
+  fork. A value *bytes-wise inside* such an array is therefore not scrubbed;
+* not read-only file mappings (library code, read-only files: their contents
+  are on disk for anyone who may read the file) and not shared mappings
+  (made private first by `privatize_shared_mappings`, below, and then holding
+  a file's contents).
+
+Each value is searched in every spelling it can have in memory: UTF-8 (C
+strings, `bytes`, ASCII `str`) and, for CPython's wider `str` kinds, Latin-1,
+UCS-2 and UCS-4 — an ASCII secret inside a cell whose source holds an emoji
+is stored four bytes per character. The search is glibc's `memmem`, over
+memory in place (no copy: a copy would itself be a new copy of the secret);
+the needles are first copied to a scratch mapping outside the scanned ranges,
+so overwriting their originals on the heap does not change what is searched.
+
+What this cannot reach: a secret stored transformed (encrypted, compressed,
+split, XOR'd) or under an ordinary name inside an object, whose value phoenix
+does not know; derived state such as an HMAC's precomputed pads (the port's
+`enter_child` drops the session's HMAC object instead); the hash CPython
+caches in a `str` object whose text was starred.
+
+Shared memory (`privatize_shared_mappings`): copy-on-write covers private
+memory only. Every mapping the kernel holds with MAP_SHARED — writable or not:
+a read-only mapping of a file opened `r+b`, or an anonymous shared one, keeps
+VM_MAYWRITE and `mprotect(PROT_WRITE)` would reopen it — is replaced at the
+same address before the job runs: a file is mapped again MAP_PRIVATE from a
+read-only descriptor (same pages until written, writes stay in the fork);
+memory without a file is copied into a private mapping up to 64 MB and
+unmapped beyond (touching it then ends the fork with SIGSEGV, which the tool
+reports). After this no mapping of the fork is shared with anybody.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import mmap
+import os
+import re
+import sys
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "ScrubReport",
+    "numeric_buffers",
+    "privatize_shared_mappings",
+    "scrub_secrets",
+]
+
+_PROT_NONE, _PROT_READ, _PROT_WRITE, _PROT_EXEC = 0x0, 0x1, 0x2, 0x4
+_MAP_PRIVATE, _MAP_FIXED, _MAP_ANONYMOUS = 0x02, 0x10, 0x20
+_COPY_LIMIT = 64 << 20  # shared memory without a file is copied up to this size
+_MIN_SKIPPED = 1 << 20  # numeric buffers smaller than this are scanned anyway
+_PAGE = mmap.PAGESIZE
+
+_libc = ctypes.CDLL(None, use_errno=True)
+_libc.mmap.restype = ctypes.c_void_p
+_libc.mmap.argtypes = (
+    ctypes.c_void_p,
+    ctypes.c_size_t,
+    ctypes.c_int,
+    ctypes.c_int,
+    ctypes.c_int,
+    ctypes.c_long,
+)
+_libc.munmap.argtypes = (ctypes.c_void_p, ctypes.c_size_t)
+_libc.mincore.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p)
+_libc.memmem.restype = ctypes.c_void_p
+_libc.memmem.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_size_t)
+_libc.mallopt.argtypes = (ctypes.c_int, ctypes.c_int)
+_libc.memcmp.restype = ctypes.c_int
+_libc.memcmp.argtypes = (ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t)
+_libc.mprotect.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
+_FAILED = ctypes.c_void_p(-1).value
+# mincore's vector: bit 0 of each page's byte says "resident"; the others are reserved.
+_RESIDENT = re.compile(b"[" + b"".join(re.escape(bytes([b])) for b in range(1, 256, 2)) + b"]+")
+
+
+@dataclass(frozen=True)
+class _Mapping:
+    start: int
+    end: int
+    perms: str
+    offset: int
+    inode: int
+    path: str
+
+
+def _mappings() -> list[_Mapping]:
+    out = []
+    for line in Path("/proc/self/maps").read_text().splitlines():
+        fields = line.split(maxsplit=5)
+        if len(fields) < 5:
+            continue
+        start, end = (int(x, 16) for x in fields[0].split("-"))
+        path = fields[5] if len(fields) > 5 else ""
+        out.append(_Mapping(start, end, fields[1], int(fields[2], 16), int(fields[4]), path))
+    return out
+
+
+# ------------------------------------------------------------------- shared memory
+
+
+def privatize_shared_mappings() -> None:
+    """Make every shared mapping of this (forked) process private, whatever its protection.
+
+    Raises OSError if one can be neither replaced nor unmapped: the caller
+    must then not run the job.
+    """
+    for m in _mappings():
+        if m.perms[3] != "s":
+            continue
+        size = m.end - m.start
+        prot = (
+            (_PROT_READ if m.perms[0] == "r" else _PROT_NONE)
+            | (_PROT_WRITE if m.perms[1] == "w" else _PROT_NONE)
+            | (_PROT_EXEC if m.perms[2] == "x" else _PROT_NONE)
+        )
+        if _remap_file_private(m, prot):
+            continue
+        if m.perms[0] != "r":
+            # Unreadable: nothing to keep. A private anonymous mapping in its place.
+            flags = _MAP_PRIVATE | _MAP_FIXED | _MAP_ANONYMOUS
+            if _libc.mmap(m.start, size, _PROT_NONE, flags, -1, 0) != _FAILED:
+                continue
+        elif size <= _COPY_LIMIT:
+            data = ctypes.string_at(m.start, size)
+            flags = _MAP_PRIVATE | _MAP_FIXED | _MAP_ANONYMOUS
+            if _libc.mmap(m.start, size, _PROT_READ | _PROT_WRITE, flags, -1, 0) != _FAILED:
+                ctypes.memmove(m.start, data, size)
+                if prot != _PROT_READ | _PROT_WRITE:
+                    _libc.mprotect(m.start, size, prot)
+                continue
+        if _libc.munmap(m.start, size) != 0:
+            err = ctypes.get_errno()
+            raise OSError(err, f"cannot detach shared memory from the fork: {os.strerror(err)}")
+
+
+def _remap_file_private(m: _Mapping, prot: int) -> bool:
+    """The same file pages at the same address, MAP_PRIVATE from a read-only descriptor."""
+    if not m.path.startswith("/") or m.path.endswith("(deleted)") or not m.inode:
+        return False
+    with contextlib.suppress(OSError):
+        fd = os.open(m.path, os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            if os.fstat(fd).st_ino != m.inode:
+                return False
+            flags = _MAP_PRIVATE | _MAP_FIXED
+            return bool(_libc.mmap(m.start, m.end - m.start, prot, flags, fd, m.offset) != _FAILED)
+        finally:
+            os.close(fd)
+    return False
+
+
+# ------------------------------------------------------------------------ secrets
+
+
+@dataclass(frozen=True)
+class ScrubReport:
+    """What one scrub did: bytes searched, occurrences overwritten, needles, seconds."""
+
+    searched: int
+    overwritten: int
+    needles: int
+    skipped: int  # bytes of numeric array buffers left out
+    seconds: float
+
+
+def numeric_buffers(namespace: Mapping[str, Any]) -> list[tuple[int, int]]:
+    """(start, end) of the numeric NumPy buffers of 1 MB or more the namespace holds.
+
+    Only exact types are looked at (ndarray, pandas' DataFrame and Series,
+    dict, list, tuple), so no user code runs: a subclass may compute anything
+    on attribute access, an exact ndarray's buffer address is a C field.
+    """
+    np = sys.modules.get("numpy")
+    if np is None:
+        return []
+    pd = sys.modules.get("pandas")
+    frames = (getattr(pd, "DataFrame", None), getattr(pd, "Series", None)) if pd is not None else ()
+    out: list[tuple[int, int]] = []
+
+    def array(value: Any) -> None:
+        if type(value) is not np.ndarray or value.dtype.kind not in "biufc":
+            return
+        if value.nbytes < _MIN_SKIPPED or not (
+            value.flags.c_contiguous or value.flags.f_contiguous
+        ):
+            return
+        start = int(value.__array_interface__["data"][0])
+        out.append((start, start + int(value.nbytes)))
+
+    def visit(value: Any, depth: int) -> None:
+        kind = type(value)
+        if kind is np.ndarray:
+            array(value)
+        elif frames and kind in frames:
+            with contextlib.suppress(Exception):
+                for block in value._mgr.blocks:
+                    array(block.values)
+        elif depth < 2 and kind in (dict, list, tuple):
+            items = value.values() if kind is dict else value
+            for item in list(items)[:10_000]:
+                visit(item, depth + 1)
+
+    for value in list(namespace.values()):
+        visit(value, 0)
+    return out
+
+
+def _resident_runs(m: _Mapping) -> list[tuple[int, int]]:
+    """(start, end) of the runs of pages of `m` that are in memory."""
+    pages = (m.end - m.start) // _PAGE
+    vector = ctypes.create_string_buffer(pages)
+    if _libc.mincore(m.start, m.end - m.start, vector) != 0:
+        return [(m.start, m.end)]
+    return [
+        (m.start + found.start() * _PAGE, m.start + found.end() * _PAGE)
+        for found in _RESIDENT.finditer(vector.raw)
+    ]
+
+
+def _minus(
+    runs: Iterable[tuple[int, int]], holes: Sequence[tuple[int, int]]
+) -> list[tuple[int, int]]:
+    out = []
+    for start, end in runs:
+        pieces = [(start, end)]
+        for h_start, h_end in holes:
+            next_pieces = []
+            for s, e in pieces:
+                if h_end <= s or h_start >= e:
+                    next_pieces.append((s, e))
+                    continue
+                if s < h_start:
+                    next_pieces.append((s, h_start))
+                if h_end < e:
+                    next_pieces.append((h_end, e))
+            pieces = next_pieces
+        out.extend(pieces)
+    return out
+
+
+_SPECIAL = ("[vvar]", "[vvar_vclock]", "[vdso]", "[vsyscall]")
+_M_TRIM_THRESHOLD = -1
+_PROBE = ctypes.create_string_buffer(_CHUNK_PAGES := (1 << 20) // _PAGE + 2)
+
+
+def _mapped(start: int, end: int) -> bool:
+    """Whether [start, end) is still wholly mapped (mincore fails with ENOMEM if not)."""
+    first = start // _PAGE * _PAGE
+    size = end - first
+    pages = -(-size // _PAGE)
+    probe = _PROBE if pages <= _CHUNK_PAGES else ctypes.create_string_buffer(pages)
+    return bool(_libc.mincore(first, size, probe) == 0)
+
+
+_WORD_MIN = 15  # a needle this long covers a whole aligned 8-byte word wherever it lies
+_MEMMEM_MAX = 6  # up to this many needles, one memmem pass each is cheaper than hashing
+_CHUNK = 1 << 20  # bytes hashed at a time (stays in cache; bounded temporaries)
+_HASH_BITS = 16
+_GOLDEN = 0x9E3779B97F4A7C15
+
+
+def _scan_each(placed: Sequence[tuple[int, int, int]], ranges: Sequence[tuple[int, int]]) -> int:
+    """One memmem pass over every range per needle; overwrite each hit."""
+    overwritten = 0
+    memmem, memmove = _libc.memmem, ctypes.memmove
+    for needle_at, filler_at, length in placed:
+        for start, end in ranges:
+            position = start
+            if not _mapped(start, end):
+                continue
+            while end - position >= length:
+                hit = memmem(position, end - position, needle_at, length)
+                if not hit:
+                    break
+                memmove(hit, filler_at, length)
+                overwritten += 1
+                position = hit + length
+    return overwritten
+
+
+def _scan_words(
+    np: Any, ranges: Sequence[tuple[int, int]], placed: Sequence[tuple[int, int, int]]
+) -> int:
+    """All needles in one pass: every aligned 8-byte word of memory is hashed and looked up.
+
+    A needle of 15 bytes or more contains, wherever it lies, a whole aligned
+    word: its bytes [o, o+8) for o = the distance to the next multiple of 8.
+    The 8 such words of every needle form the set looked for; a word of memory
+    in the set (a hash table of 2^20 bits, then an exact comparison) marks a
+    candidate, and each candidate is compared with each needle in place
+    (memcmp, no copy). Cost: one pass at NumPy's speed whatever the number of
+    needles, against one memmem pass per needle (measured in bench_fork.py).
+    Every array that held a fragment of a needle is zeroed before it is freed:
+    freed memory is not cleared, and the job runs next.
+    """
+    memcmp, memmove = _libc.memcmp, ctypes.memmove
+    pairs = [
+        (i, o) for i, (_a, _f, length) in enumerate(placed) for o in range(8) if o + 8 <= length
+    ]
+    views = [
+        np.frombuffer((ctypes.c_char * 8).from_address(placed[i][0] + o), dtype="<u8")
+        for i, o in pairs
+    ]
+    unsorted = np.concatenate(views)
+    order = np.argsort(unsorted, kind="stable")
+    words = unsorted[order]  # sorted; words[k] comes from pairs[order[k]]
+    unsorted.fill(0)
+    multiplier, shift = np.uint64(_GOLDEN), np.uint64(64 - _HASH_BITS)
+    table = np.zeros(1 << _HASH_BITS, dtype=bool)
+    hashed = words * multiplier
+    hashed >>= shift
+    table[hashed] = True
+    hashed.fill(0)
+    scratch = np.empty(_CHUNK // 8, dtype=np.uint64)
+    marks = np.empty(_CHUNK // 8, dtype=bool)
+    overwritten = 0
+    try:
+        for start, end in ranges:
+            first, last = -(-start // 8) * 8, end // 8 * 8
+            for chunk in range(first, last, _CHUNK):
+                size = min(_CHUNK, last - chunk)
+                memory = candidates = values = low = high = hit = None
+                if not _mapped(chunk, chunk + size):
+                    continue
+                memory = np.frombuffer((ctypes.c_char * size).from_address(chunk), dtype="<u8")
+                n = memory.shape[0]
+                np.multiply(memory, multiplier, out=scratch[:n])
+                np.right_shift(scratch[:n], shift, out=scratch[:n])
+                table.take(scratch[:n], out=marks[:n])
+                if not marks[:n].any():
+                    continue
+                candidates = np.flatnonzero(marks[:n])
+                values = memory[candidates]
+                low = np.searchsorted(words, values, side="left")
+                high = np.searchsorted(words, values, side="right")
+                values.fill(0)
+                hit = high > low
+                for index, k_low, k_high in zip(
+                    candidates[hit].tolist(), low[hit].tolist(), high[hit].tolist(), strict=True
+                ):
+                    at = chunk + 8 * index
+                    for k in range(k_low, k_high):
+                        i, o = pairs[int(order[k])]
+                        needle_at, filler_at, length = placed[i]
+                        begin = at - o
+                        if begin < start or begin + length > end:
+                            continue
+                        if memcmp(begin, needle_at, length) == 0:
+                            memmove(begin, filler_at, length)
+                            overwritten += 1
+    finally:
+        words.fill(0)
+        table.fill(False)
+        scratch.fill(0)
+        del views
+    return overwritten
+
+
+def scrub_secrets(
+    forms: Sequence[tuple[bytes, bytes]], skip: Sequence[tuple[int, int]] = ()
+) -> ScrubReport:
+    """Overwrite every occurrence of each needle in this process's private writable memory.
+
+    `forms`: (needle, filler of the same length) pairs, longest first
+    (`SecretValues.memory_forms`). `skip`: address ranges left unsearched
+    (`numeric_buffers`). Runs in the fork only: it writes to its own memory.
+    """
+    started = time.perf_counter()
+    if not forms:
+        return ScrubReport(0, 0, 0, 0, 0.0)
+    # Memory that was mapped when the ranges were taken must stay mapped while they
+    # are read: no heap trimming (free() would otherwise give the top of the heap
+    # back), and every chunk is checked with mincore (ENOMEM: no longer mapped)
+    # right before it is read.
+    _libc.mallopt(_M_TRIM_THRESHOLD, 0x7FFFFFFF)
+    ranges: list[tuple[int, int]] = []
+    for m in _mappings():
+        if m.perms[:2] != "rw" or m.perms[3] != "p" or m.path in _SPECIAL:
+            continue
+        ranges.extend(_resident_runs(m))
+    skipped = sum(
+        min(e, r_e) - max(s, r_s) for s, e in skip for r_s, r_e in ranges if s < r_e and e > r_s
+    )
+    ranges = _minus(ranges, sorted(skip))
+    # The needles move to a mapping made after the ranges were taken: overwriting
+    # their originals (which are on the scanned heap) must not change the search.
+    total = sum(len(n) + len(f) for n, f in forms)
+    scratch_size = -(-total // _PAGE) * _PAGE
+    scratch = mmap.mmap(-1, scratch_size)
+    base = ctypes.addressof(ctypes.c_char.from_buffer(scratch))
+    placed: list[tuple[int, int, int]] = []  # (needle address, filler address, length)
+    at = 0
+    for needle, filler in forms:
+        scratch[at : at + len(needle)] = needle
+        scratch[at + len(needle) : at + 2 * len(needle)] = filler
+        placed.append((base + at, base + at + len(needle), len(needle)))
+        at += 2 * len(needle)
+    numpy = sys.modules.get("numpy")
+    wide = [p for p in placed if p[2] >= _WORD_MIN]
+    if numpy is None or len(wide) <= _MEMMEM_MAX:
+        wide = []
+    overwritten = _scan_words(numpy, ranges, wide) if wide else 0
+    overwritten += _scan_each([p for p in placed if p not in wide], ranges)
+    searched = sum(e - s for s, e in ranges)
+    # Zero the scratch before letting it go (it is not scanned).
+    ctypes.memset(base, 0, scratch_size)
+    del base
+    with contextlib.suppress(BufferError):
+        scratch.close()
+    return ScrubReport(searched, overwritten, len(placed), skipped, time.perf_counter() - started)

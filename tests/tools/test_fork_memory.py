@@ -1,0 +1,113 @@
+"""The fork's own memory after the scrub, read by a job (this process plays the kernel).
+
+Copies of a secret sit in a 2 MB bytes object, a str that CPython stores four
+bytes per character, a dict value, and a numeric NumPy array (whose buffer the
+scrub deliberately does not search: README). The job knows the secret only
+reversed (its own copy of the value would be starred too) and reports which
+copies still hold it; afterwards this process — the kernel — still holds
+every copy intact. Both search strategies are run: one pass over all needles
+(NumPy) and one memmem pass per needle. Last, a service-account key file named
+by GOOGLE_APPLICATION_CREDENTIALS: its private key, held by the kernel under
+an ordinary name, is starred in run_python's fork.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import pytest
+
+from phoenix_nb.core.secrets import SecretValues
+from phoenix_nb.tools import fork_memory
+from phoenix_nb.tools.kernel_fork import ChildSink, Emit, run_in_fork, sandbox_ready
+from phoenix_nb.tools.kernel_port import DictKernel
+
+SECRET = "sk-ant-api03-Fm4Tq9Lw2Zx7Nc5Vb8Hj1Kd6-Ps3"
+REVERSED = SECRET[::-1]
+
+
+def namespace() -> dict[str, Any]:
+    return {
+        "blob": b"\0" * (2 << 20) + SECRET.encode() + b"\0" * 16,
+        "wide": "🔑 " + SECRET,
+        "config": {"nested": {"value": "prefix-" + SECRET}},
+        "numbers": np.frombuffer(SECRET.encode() * (1 << 16), dtype=np.uint8).copy(),
+    }
+
+
+def job(emit: Emit, _sink: ChildSink) -> None:
+    value = REVERSED[::-1]
+    ns = kernel_namespace
+    emit(
+        {
+            "blob": value.encode() in ns["blob"],
+            "wide": value in ns["wide"],
+            "config": value in ns["config"]["nested"]["value"],
+            "numbers": value.encode() in ns["numbers"].tobytes(),
+        }
+    )
+
+
+kernel_namespace: dict[str, Any] = {}
+
+
+@pytest.fixture(params=["one pass", "memmem per needle"])
+def strategy(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    if request.param == "one pass":
+        monkeypatch.setattr(fork_memory, "_MEMMEM_MAX", 0)
+    else:
+        monkeypatch.setattr(fork_memory, "_MEMMEM_MAX", 1 << 30)
+    yield request.param
+
+
+async def test_every_copy_is_starred_except_inside_numeric_arrays(strategy: str) -> None:
+    kernel_namespace.clear()
+    kernel_namespace.update(namespace())
+    kernel = DictKernel(namespace=kernel_namespace)
+    outcome = await run_in_fork(
+        job,
+        port=kernel,
+        env={},
+        cwd="/",
+        confine=False,
+        secrets=SecretValues.of([SECRET]),
+        report_scrub=True,
+    )
+    assert outcome.records, outcome.stderr
+    assert outcome.records[0] == {
+        "blob": False,
+        "wide": False,
+        "config": False,
+        "numbers": True,  # a numeric array's buffer is the user's data: not searched
+    }, strategy
+    assert outcome.scrub is not None and outcome.scrub["overwritten"] >= 3
+    assert outcome.scrub["skipped"] >= kernel_namespace["numbers"].nbytes
+    # The kernel's own copies are untouched (copy-on-write).
+    assert SECRET.encode() in kernel_namespace["blob"]
+    assert kernel_namespace["wide"].endswith(SECRET)
+    assert kernel_namespace["config"]["nested"]["value"] == "prefix-" + SECRET
+
+
+@pytest.mark.skipif(not sandbox_ready(), reason="run_python needs the sandbox")
+async def test_a_service_account_key_is_scrubbed_wherever_the_kernel_holds_it(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import json
+
+    from phoenix_nb.tools.kernel_tools import RunPythonTool
+    from tests.tools.kernel_stand_in import stand_in
+
+    line = "MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7Vb8nM3qW6eR1tY4u"
+    pem = f"-----BEGIN PRIVATE KEY-----\n{line}\n-----END PRIVATE KEY-----\n"
+    key_file = tmp_path / "sa.json"
+    key_file.write_text(json.dumps({"type": "service_account", "private_key": pem}))
+    monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(key_file))
+    # An SDK that loaded the key keeps it under names phoenix cannot guess.
+    _kernel, ctx = stand_in({"client": {"signer": pem}, "copy": line[::-1]})
+    code = "print(client['signer'][::-1]); print(copy[::-1] in client['signer'])"
+    result = await RunPythonTool().run({"code": code}, ctx, "t")
+    assert not result.is_error, result.content
+    assert line not in result.content and line[::-1] not in result.content
+    assert "False" in result.content  # the fork's copy of the key no longer holds the line
