@@ -25,7 +25,7 @@ from phoenix_nb.demo.screenplay import INTRO, LABEL, RequestView, pace_from_env
 from phoenix_nb.llm.images import prepare_image
 from phoenix_nb.runtime.manager import Conversation, Phoenix
 from phoenix_nb.runtime.settings import DEMO_MODEL, Settings, default_model
-from phoenix_nb.tools.sandbox import detect_sandbox
+from phoenix_nb.sandbox import detect_sandbox
 
 SAMPLE = Path(__file__).resolve().parents[1] / "notebooks" / "sample_project"
 TURN_TIMEOUT = 60.0

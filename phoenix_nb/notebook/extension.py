@@ -84,7 +84,7 @@ def load(shell: Any) -> None:
     configurables = getattr(shell, "configurables", None)
     if configurables is not None and session.config not in configurables:
         configurables.append(session.config)  # so `%config Phoenix.…` reaches it
-    from phoenix_nb.tools.sandbox import detect_sandbox_soon  # probed once per process
+    from phoenix_nb.sandbox import detect_sandbox_soon  # probed once per process
 
     detect_sandbox_soon()
     if _announce_sandbox not in shell.events.callbacks["pre_run_cell"]:
@@ -99,7 +99,7 @@ def _uses_phoenix(cell: str) -> bool:
 
 def _announce_sandbox(info: Any) -> None:
     """Before the first cell that uses phoenix: a warning if the sandbox is missing or
-    partial (never a silent downgrade, tools/sandbox.py); said once, then unregistered."""
+    partial (never a silent downgrade, sandbox/); said once, then unregistered."""
     if not _uses_phoenix(getattr(info, "raw_cell", None) or ""):
         return
     from IPython import get_ipython
@@ -107,7 +107,7 @@ def _announce_sandbox(info: Any) -> None:
     shell = get_ipython()
     if shell is not None and _announce_sandbox in shell.events.callbacks["pre_run_cell"]:
         shell.events.unregister("pre_run_cell", _announce_sandbox)
-    from phoenix_nb.tools.sandbox import detect_sandbox
+    from phoenix_nb.sandbox import detect_sandbox
 
     sandbox = detect_sandbox()  # waits for the detection `%load_ext` started
     if not sandbox.available:
@@ -116,7 +116,7 @@ def _announce_sandbox(info: Any) -> None:
             f"Unrestricted only. {sandbox.reason}"
         )
     elif "LOST here" in sandbox.reason:
-        from phoenix_nb.tools.sandbox import lost_guarantees
+        from phoenix_nb.sandbox import lost_guarantees
 
         print("phoenix: Restricted mode is partial on this host; not guaranteed here:")
         for line in lost_guarantees():

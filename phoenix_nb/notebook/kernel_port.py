@@ -297,7 +297,7 @@ def _forget_connection(shell: Any) -> None:
     The HMAC object holds the key's inner and outer pads, which sign as well as
     the key does; setting the key empty makes the session drop it. The bytes
     of the key, the path and the endpoints left in memory are overwritten by
-    the fork's scrub (`tools/fork_memory.py`).
+    the fork's scrub (`sandbox/fork_memory.py`).
     """
     for session in _sessions(shell):
         with contextlib.suppress(Exception):

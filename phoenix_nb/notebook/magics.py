@@ -348,7 +348,7 @@ def _status(conv: Any, session: Session) -> str:
         _reattach_line(session, conv),
     ]
     if sandbox.available:
-        from phoenix_nb.tools.sandbox import guarantees
+        from phoenix_nb.sandbox import guarantees
 
         lines.append("sandbox       Restricted mode here (what holds, and by which mechanism):")
         lines += [

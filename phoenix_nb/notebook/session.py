@@ -25,7 +25,7 @@ from phoenix_nb.notebook.binding import NotebookBindings, notebook_key
 from phoenix_nb.notebook.kernel_port import IPythonKernel
 from phoenix_nb.notebook.options import CellOptions
 from phoenix_nb.runtime.settings import Settings, default_model
-from phoenix_nb.tools.sandbox import DEFAULT_DENY_READ
+from phoenix_nb.sandbox import DEFAULT_DENY_READ
 
 if TYPE_CHECKING:  # the runtime is imported on first use, not at %load_ext
     from phoenix_nb.runtime.manager import Conversation, Phoenix

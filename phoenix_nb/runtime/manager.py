@@ -65,12 +65,12 @@ from phoenix_nb.runtime.conversation import (
 from phoenix_nb.runtime.ports import LlmProvider
 from phoenix_nb.runtime.settings import DEMO_MODEL, Settings
 from phoenix_nb.runtime.subagents import SubAgentLimits, SubAgentSpawner
+from phoenix_nb.sandbox import configure_from_settings as _configure_sandbox
+from phoenix_nb.sandbox import detect_sandbox
 from phoenix_nb.store import Store, store_problem
 from phoenix_nb.store.store import default_root
 from phoenix_nb.tools.bash import stop_unrestricted_jobs
 from phoenix_nb.tools.kernel_port import KernelPort
-from phoenix_nb.tools.sandbox import configure_from_settings as _configure_sandbox
-from phoenix_nb.tools.sandbox import detect_sandbox
 
 __all__ = [
     "Conversation",

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from phoenix_nb.tools.sandbox import describe_hidden
+from phoenix_nb.sandbox import describe_hidden
 
 _COMMON = (
     """\

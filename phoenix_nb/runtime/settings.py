@@ -45,13 +45,13 @@ class Settings:
     sub_agent_timeout_max: float = 3600.0
     max_parallel_sub_agents: int = 4
     secret_patterns: tuple[str, ...] | None = None  # None: tools' defaults
-    # Restricted-mode budgets (tools/sandbox.py SandboxLimits; README "Security model"):
+    # Restricted-mode budgets (sandbox/ SandboxLimits; README "Security model"):
     # memory and processes are shared by one conversation's commands and background jobs.
     sandbox_memory: int = 4 << 30  # bytes, whole tree incl. TMPDIR/shm/memfd pages
     sandbox_max_procs: int = 1024
     sandbox_tmp_bytes: int = 1 << 30  # TMPDIR and /dev/shm, each a capped tmpfs
     sandbox_tmp_inodes: int = 65536
-    deny_read: tuple[str, ...] | None = None  # None: tools.sandbox.DEFAULT_DENY_READ
+    deny_read: tuple[str, ...] | None = None  # None: sandbox.DEFAULT_DENY_READ
     env_allow: tuple[str, ...] = ()  # variables (names or patterns) commands may see
     kernel_access: str = "on"  # "off": the kernel tools stay declared and answer with an error
     # Checkpoints of the working tree while the agent can write (phoenix_nb.checkpoints):

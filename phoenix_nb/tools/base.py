@@ -19,21 +19,13 @@ from typing import Any, Protocol, runtime_checkable
 
 from phoenix_nb.core.secrets import DEFAULT_SECRET_PATTERNS as SECRET_NAME_PATTERNS
 from phoenix_nb.core.values import Mode, ToolResult
+from phoenix_nb.sandbox import SandboxInfo
 from phoenix_nb.tools.kernel_port import KernelPort
 
 # Environment variables whose names match any of these (case-insensitive
 # substrings) never reach a tool's process: the model must not read them.
 # Stated in the core, which the store reads too.
 DEFAULT_SECRET_PATTERNS = SECRET_NAME_PATTERNS
-
-
-@dataclass(frozen=True)
-class SandboxInfo:
-    """Whether Restricted mode can be enforced here, detected once at start-up."""
-
-    available: bool
-    abi: int = 0
-    reason: str = ""  # why not, or what is enforced, for the user
 
 
 HelperLlm = Callable[[str, str], Awaitable[str]]  # (system, prompt) -> text

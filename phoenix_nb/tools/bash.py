@@ -30,24 +30,24 @@ from typing import Any
 
 from phoenix_nb.core.displays import BashDisplay
 from phoenix_nb.core.values import Mode, ToolResult
-from phoenix_nb.tools import bash_guard
-from phoenix_nb.tools.base import ToolContext
-from phoenix_nb.tools.environment import command_environment
-from phoenix_nb.tools.sandbox import (
+from phoenix_nb.sandbox import (
     KERNEL_REQUIREMENT,
     Process,
     RunSpec,
     SandboxError,
     SandboxLimits,
-    _read_some,
     describe_hidden,
     group_for,
     hidden_paths,
     policy,
+    read_some,
+    remove_tree,
     run_dir,
     start_process,
 )
-from phoenix_nb.tools.sandbox_cleanup import remove_tree
+from phoenix_nb.tools import bash_guard
+from phoenix_nb.tools.base import ToolContext
+from phoenix_nb.tools.environment import command_environment
 from phoenix_nb.tools.schema import invalid_input_result, validate
 
 HEAD_BYTES = 16 * 1024
@@ -277,7 +277,7 @@ class BashTool:
             loop = asyncio.get_running_loop()
 
             async def pump(p: Process) -> None:
-                while chunk := await _read_some(loop, p.output_fd):
+                while chunk := await read_some(loop, p.output_fd):
                     buffer.feed(chunk)
 
             reader = asyncio.ensure_future(pump(proc))

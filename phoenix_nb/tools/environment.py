@@ -46,7 +46,8 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from phoenix_nb.core.secrets import CREDENTIAL_FILE_VARIABLES, PROVIDER_CREDENTIALS
+from phoenix_nb.core.secrets import PROVIDER_CREDENTIALS
+from phoenix_nb.sandbox import credential_files
 
 __all__ = [
     "ALWAYS_WITHHELD",
@@ -408,19 +409,6 @@ def _provider_keys(source: Mapping[str, str]) -> tuple[str, ...]:
         for v in (source.get(name), os.environ.get(name))
         if v and len(v) >= _MIN_KEY_LEN
     )
-
-
-def credential_files(source: Mapping[str, str] | None = None) -> list[str]:
-    """Existing files named by a credential-file variable (``GOOGLE_APPLICATION_CREDENTIALS`` …)."""
-    source = os.environ if source is None else source
-    found = []
-    for name in CREDENTIAL_FILE_VARIABLES:
-        value = source.get(name)
-        if value and os.path.isabs(os.path.expanduser(value)):
-            path = os.path.expanduser(value)
-            if os.path.lexists(path):
-                found.append(path)
-    return found
 
 
 _PLAIN_VALUE = re.compile(r"[0-9.:,+\-]*|true|false|yes|no|on|off", re.IGNORECASE)

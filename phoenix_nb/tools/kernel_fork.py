@@ -79,15 +79,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from phoenix_nb import sandbox
 from phoenix_nb.core.secrets import SecretValues
-from phoenix_nb.tools import sandbox
-from phoenix_nb.tools.fork_memory import (
+from phoenix_nb.sandbox import (
     numeric_buffers,
     privatize_shared_mappings,
+    remove_tree,
     scrub_secrets,
 )
 from phoenix_nb.tools.kernel_port import KernelPort
-from phoenix_nb.tools.sandbox_cleanup import remove_tree
 
 log = logging.getLogger(__name__)
 

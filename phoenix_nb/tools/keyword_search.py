@@ -36,10 +36,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from phoenix_nb import sandbox
 from phoenix_nb.core.displays import SearchDisplay, SearchTerm
 from phoenix_nb.core.values import Mode, ToolResult
 from phoenix_nb.errors import PhoenixError
-from phoenix_nb.tools import sandbox
 from phoenix_nb.tools.base import ToolContext
 from phoenix_nb.tools.environment import command_environment
 from phoenix_nb.tools.schema import invalid_input_result, validate

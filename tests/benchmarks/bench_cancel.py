@@ -23,9 +23,9 @@ import time
 from pathlib import Path
 
 from phoenix_nb.core.values import Mode
+from phoenix_nb.sandbox import detect_sandbox
 from phoenix_nb.tools.base import ToolContext
 from phoenix_nb.tools.bash import BashTool
-from phoenix_nb.tools.sandbox import detect_sandbox
 
 RUNS = 40
 MARK = "phoenix_cancel_bench"

@@ -14,7 +14,7 @@ round so load from the shared machine falls on all alike:
 Also: the kernel's RSS before and after the rounds (target: no growth), and
 cancel latency of `while True: pass` (target ≤ 100 ms until the fork is gone).
 
-The scrub (`tools/fork_memory.py`): the fork overwrites every secret in its own
+The scrub (`sandbox/fork_memory.py`): the fork overwrites every secret in its own
 memory before the job. The kernel here holds a provider key in its
 environment and secret-named variables; printed: the round trip with the
 scrub against the same confined fork without it, and the scrub's own time
@@ -42,11 +42,10 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from phoenix_nb.core.secrets import SecretValues
-from phoenix_nb.tools import fork_memory
+from phoenix_nb.sandbox import detect_sandbox, fork_memory
 from phoenix_nb.tools.base import ToolContext
 from phoenix_nb.tools.kernel_fork import run_in_fork
 from phoenix_nb.tools.kernel_tools import RunPythonTool, fork_secrets
-from phoenix_nb.tools.sandbox import detect_sandbox
 from tests.tools.kernel_stand_in import (
     alive,
     descendants,

@@ -31,10 +31,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from phoenix_nb.core.values import Mode
-from phoenix_nb.tools import sandbox_confine as confine
+from phoenix_nb.sandbox import detect_sandbox, guarantees
+from phoenix_nb.sandbox.child import confine
 from phoenix_nb.tools.base import ToolContext
 from phoenix_nb.tools.bash import BashTool
-from phoenix_nb.tools.sandbox import detect_sandbox, guarantees
 from tests.benchmarks.bench_cancel import cancel_busy_tree, p99
 
 ROUNDS = 60

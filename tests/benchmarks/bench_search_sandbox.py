@@ -28,9 +28,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from phoenix_nb.core.values import Mode
+from phoenix_nb.sandbox import detect_sandbox
 from phoenix_nb.tools.base import ToolContext
 from phoenix_nb.tools.keyword_search import MAX_TERMS, KeywordSearchTool, find_rg
-from phoenix_nb.tools.sandbox import detect_sandbox
 from tests.benchmarks.bench_keyword_search import TERMS, build_tree, time_raw_rg
 
 ROUNDS = 15

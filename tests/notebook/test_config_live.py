@@ -16,10 +16,10 @@ from typing import Any
 
 import pytest
 
+from phoenix_nb import sandbox
 from phoenix_nb.notebook.cell import TurnView, decorate, front_end_can_answer
 from phoenix_nb.notebook.session import PhoenixConfig, Session
 from phoenix_nb.runtime.manager import Conversation
-from phoenix_nb.tools import sandbox
 
 Probe = Callable[[Session, Conversation], Any]
 

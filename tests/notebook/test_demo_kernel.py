@@ -23,8 +23,8 @@ from typing import Any
 import pytest
 
 from phoenix_nb.demo.screenplay import FIXED_LINE
+from phoenix_nb.sandbox import detect_sandbox
 from phoenix_nb.store import Store
-from phoenix_nb.tools.sandbox import detect_sandbox
 from tests.notebook.kernel_harness import Kernel, state_name
 
 pytestmark = pytest.mark.timeout(240)

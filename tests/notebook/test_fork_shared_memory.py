@@ -22,8 +22,8 @@ from pathlib import Path
 
 import pytest
 
+from phoenix_nb.sandbox import detect_sandbox
 from phoenix_nb.testing import FakeAnthropic, Turn, text, tool_use
-from phoenix_nb.tools.sandbox import detect_sandbox
 from tests.notebook.kernel_harness import Kernel
 from tests.notebook.test_kernel_tools import result_of, text_of
 

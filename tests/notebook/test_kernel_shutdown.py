@@ -22,7 +22,7 @@ pytestmark = pytest.mark.timeout(180)
 
 
 def _launchers(kernel_pid: int) -> list[int]:
-    """The kernel's sandbox launcher processes (children running _sandbox_child.py)."""
+    """The kernel's sandbox launcher processes (children running sandbox/child/launcher.py)."""
     found = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -33,7 +33,7 @@ def _launchers(kernel_pid: int) -> list[int]:
         except OSError:
             continue
         ppid = int(stat[stat.rindex(b")") + 2 :].split()[1])
-        if ppid == kernel_pid and b"_sandbox_child.py" in cmdline:
+        if ppid == kernel_pid and b"sandbox/child/launcher.py" in cmdline:
             found.append(int(entry))
     return found
 

@@ -42,10 +42,10 @@ def test_phoenix_errors_share_one_root() -> None:
     from phoenix_nb.llm.errors import LlmCallError
     from phoenix_nb.llm.images import ImageError
     from phoenix_nb.notebook.options import OptionsError
+    from phoenix_nb.sandbox import SandboxError
     from phoenix_nb.store import StoreError
     from phoenix_nb.store.journal import JournalCorrupt
     from phoenix_nb.tools.keyword_search import SearchError
-    from phoenix_nb.tools.sandbox import SandboxError
 
     errors = (UnknownConversation, Rejected, ConversationBusy, LlmCallError, CodecError)
     errors += (ImageError, OptionsError, StoreError, JournalCorrupt, SearchError, SandboxError)

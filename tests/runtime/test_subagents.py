@@ -27,8 +27,8 @@ from phoenix_nb.core.states import Idle
 from phoenix_nb.core.values import Mode, Usage
 from phoenix_nb.runtime.manager import Conversation, Phoenix
 from phoenix_nb.runtime.prompts import PARENT_PROMPT
+from phoenix_nb.sandbox import detect_sandbox
 from phoenix_nb.testing import FakeAnthropic, FakeRequest, Fault, Turn, text, tool_use
-from phoenix_nb.tools.sandbox import detect_sandbox
 
 from .harness import MODEL, assert_valid_history, phoenix_for, process_alive, project_dir
 

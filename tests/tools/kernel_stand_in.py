@@ -21,11 +21,11 @@ from pathlib import Path
 from typing import Any
 
 from phoenix_nb.core.values import Mode
+from phoenix_nb.sandbox import detect_sandbox
 from phoenix_nb.tools.base import ToolContext
 from phoenix_nb.tools.kernel_port import DictKernel
-from phoenix_nb.tools.sandbox import detect_sandbox
 
-LAUNCHER = b"_sandbox_child.py"  # the sandbox launcher's command line names its script
+LAUNCHER = b"sandbox/child/launcher.py"  # the sandbox launcher's command line names its script
 
 
 @contextmanager

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from phoenix_nb.core.values import Mode
+from phoenix_nb.sandbox import detect_sandbox
 from phoenix_nb.tools.base import DEFAULT_SECRET_PATTERNS, ToolContext
 from phoenix_nb.tools.bash import (
     HEAD_BYTES,
@@ -24,7 +25,6 @@ from phoenix_nb.tools.bash import (
     background_jobs,
     kill_background_jobs,
 )
-from phoenix_nb.tools.sandbox import detect_sandbox
 
 SANDBOX = detect_sandbox()
 MODES = [

@@ -17,10 +17,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from phoenix_nb.core.values import Mode, ToolResult
+from phoenix_nb.sandbox import detect_sandbox
 from phoenix_nb.tools.base import ToolContext
 from phoenix_nb.tools.bash import BashTool, kill_background_jobs
 from phoenix_nb.tools.bash_guard import check_command, expand_word
-from phoenix_nb.tools.sandbox import detect_sandbox
 
 REFUSED = [
     # git add of everything

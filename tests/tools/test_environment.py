@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from phoenix_nb.core.values import Mode
+from phoenix_nb.sandbox import detect_sandbox
 from phoenix_nb.testing import FakeAnthropic, Turn, text, tool_use
 from phoenix_nb.tools.base import ToolContext
 from phoenix_nb.tools.bash import BashTool
@@ -21,7 +22,6 @@ from phoenix_nb.tools.environment import (
     value_embeds_credential,
     withheld_summary,
 )
-from phoenix_nb.tools.sandbox import detect_sandbox
 from tests.notebook.kernel_harness import Kernel
 
 SANDBOX = detect_sandbox()
@@ -269,7 +269,7 @@ def test_provider_credentials_never_reach_a_command_even_when_allowed() -> None:
 
 
 def test_credential_files_named_by_variables_are_hidden(tmp_path: Path) -> None:
-    from phoenix_nb.tools import sandbox
+    from phoenix_nb import sandbox
     from phoenix_nb.tools.environment import credential_files
 
     key_file = tmp_path / "service-account.json"

@@ -25,9 +25,9 @@ from typing import Any
 import pytest
 
 from phoenix_nb.core.values import Mode
+from phoenix_nb.sandbox import SandboxLimits, detect_sandbox
 from phoenix_nb.tools.base import ToolContext
 from phoenix_nb.tools.bash import BashTool, kill_background_jobs
-from phoenix_nb.tools.sandbox import SandboxLimits, detect_sandbox
 
 pytestmark = pytest.mark.skipif(not detect_sandbox().available, reason="needs Landlock")
 
@@ -768,7 +768,7 @@ async def test_credential_files_readable_in_unrestricted_mode(fake_home: Path) -
 
 async def test_deny_read_is_configurable(fake_home: Path) -> None:
     """c.Phoenix.deny_read extends (a new path hidden) or trims (.netrc readable) the list."""
-    from phoenix_nb.tools import sandbox
+    from phoenix_nb import sandbox
 
     (fake_home / "project" / "private.txt").write_text("CANARY-extra\n")
     old = sandbox.policy()

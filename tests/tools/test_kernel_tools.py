@@ -21,6 +21,7 @@ import pytest
 from matplotlib.figure import Figure
 
 from phoenix_nb.core.values import Mode
+from phoenix_nb.sandbox import detect_sandbox
 from phoenix_nb.tools.base import SandboxInfo, ToolContext
 from phoenix_nb.tools.kernel_fork import sandbox_ready
 from phoenix_nb.tools.kernel_port import (
@@ -38,7 +39,6 @@ from phoenix_nb.tools.kernel_tools import (
     RunPythonTool,
     redact,
 )
-from phoenix_nb.tools.sandbox import detect_sandbox
 
 SECRET = "sk-live-4f9a8b7c6d5e"
 MODES = (Mode.RESTRICTED, Mode.UNRESTRICTED)

@@ -22,9 +22,9 @@ from pathlib import Path
 
 import pytest
 
+from phoenix_nb import sandbox
 from phoenix_nb.core.values import Mode, ToolResult
 from phoenix_nb.tools import keyword_search as ks
-from phoenix_nb.tools import sandbox
 from phoenix_nb.tools.base import SandboxInfo, ToolContext
 from phoenix_nb.tools.bash import BashTool
 from phoenix_nb.tools.keyword_search import KeywordSearchTool

@@ -2,14 +2,14 @@
 
 One job: the kernel-side mechanics of Restricted mode, applied by a process to
 itself (or, for the user-namespace id maps, by its parent to it). Two callers
-use it: the sandbox launcher (``_sandbox_child.py``), which runs it in every
+use it: the launcher process (``launcher.py``), which runs it in every
 pre-forked Restricted command, and ``sandbox.confine_forked_child``, which the
 kernel tools (``run_python``) run in a fork of the kernel. It imports only the
 standard library, ``landlockpy`` and ``pyseccomp`` (never phoenix_nb), so the
 launcher can load it by file path without importing the package.
 
-Why hand-written ctypes here rather than bubblewrap: see ``sandbox.py``'s
-docstring (in short: bwrap is an extra exec per command, cannot apply Landlock,
+Why hand-written ctypes here rather than bubblewrap: see the ``sandbox``
+package's docstring (in short: bwrap is an extra exec per command, cannot apply Landlock,
 and the mounts must happen *between* namespace creation and Landlock, in a
 process we already control).
 """

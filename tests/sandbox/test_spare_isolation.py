@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from phoenix_nb.core.values import Mode
+from phoenix_nb.sandbox import detect_sandbox
 from phoenix_nb.tools.base import ToolContext
 from phoenix_nb.tools.bash import BashTool, kill_background_jobs
-from phoenix_nb.tools.sandbox import detect_sandbox
 
 SANDBOX = detect_sandbox()
 pytestmark = pytest.mark.skipif(not SANDBOX.available, reason="needs Landlock")

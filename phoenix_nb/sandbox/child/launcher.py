@@ -1,10 +1,11 @@
-"""The sandbox launcher: a small single-threaded process that starts commands.
+"""The launcher process: a small single-threaded process that starts commands.
 
 Why a separate process: the Jupyter kernel is multi-threaded, so forking it to
 run Python between fork and exec (``preexec_fn``) is unsafe, ``unshare
 (CLONE_NEWUSER)`` refuses a threaded caller, and an exec wrapper pays Python
 start-up (~50 ms) on every command. This launcher is started once per kernel
-(lazily, by ``sandbox.Launcher``), pays start-up once, probes the host once
+(lazily, by ``sandbox.launcher_client.LauncherHandle``), pays start-up once,
+probes the host once
 (namespaces, Landlock ABI, cgroups), prepares the seccomp BPF and Landlock
 masks once, and then only forks.
 
@@ -45,9 +46,10 @@ The caller stops a command by SIGKILLing its process group and sending
 SIGTERM to the supervisor; a caller that closes the status pipe early gets
 the same.
 
-This file is run as a script (``python -I _sandbox_child.py``); it loads its
-sibling modules ``sandbox_confine``, ``sandbox_cgroup`` and
-``sandbox_cleanup`` by file path and never imports the phoenix_nb package.
+This file is run as a script (``python -I child/launcher.py``); it loads its
+sibling modules ``confine``, ``cgroup`` and ``cleanup`` by file path and never
+imports the phoenix_nb package (an import-linter contract holds the whole
+``child`` package to the standard library plus pyseccomp and landlockpy).
 """
 
 from __future__ import annotations
@@ -70,7 +72,7 @@ from typing import Any
 
 
 def _load(name: str) -> ModuleType:
-    if __package__:  # imported as phoenix_nb.tools._sandbox_child (kernel side)
+    if __package__:  # imported as phoenix_nb.sandbox.child.launcher (kernel side)
         return importlib.import_module(f"{__package__}.{name}")
     full = f"_phoenix_{name}"
     if full in sys.modules:
@@ -85,16 +87,12 @@ def _load(name: str) -> ModuleType:
     return module
 
 
-confine: Any = _load("sandbox_confine")
-cgroups: Any = _load("sandbox_cgroup")
-cleanup: Any = _load("sandbox_cleanup")
+confine: Any = _load("confine")
+cgroups: Any = _load("cgroup")
+cleanup: Any = _load("cleanup")
 
 _SWEEP_WAIT = 0.01  # seconds between kill rounds while killed processes exit
 _SETUP_TIMEOUT = 20.0  # seconds a spare waits for its namespaces to be ready
-
-# Kept for callers written against round 1 (kernel_fork.py): same meaning.
-drop_capabilities = confine.drop_capabilities
-apply_landlock = confine.apply_landlock
 
 
 # ------------------------------------------------------------------ host plan
@@ -104,11 +102,11 @@ apply_landlock = confine.apply_landlock
 class Restrictions:
     """Everything Restricted mode applies, prepared once per launcher."""
 
-    landlock: Any  # sandbox_confine.LandlockPlan
-    seccomp: Any  # sandbox_confine.CompiledFilter
+    landlock: Any  # confine.LandlockPlan
+    seccomp: Any  # confine.CompiledFilter
     last_cap: int
-    namespaces: Any = None  # sandbox_confine.NamespacePlan
-    cgroups: Any = None  # sandbox_cgroup.CgroupSetup
+    namespaces: Any = None  # confine.NamespacePlan
+    cgroups: Any = None  # cgroup.CgroupSetup
     run_dir: str = ""
     placeholders: tuple[str, str] = ("", "")
     seccomp_profile: Any = None
@@ -140,7 +138,7 @@ def prepare_restrictions(probe: bool = False) -> Restrictions | None:
     """Build what every Restricted command needs, once; None if impossible.
 
     ``probe``: also find which namespaces and cgroups this host allows (the
-    launcher does; the kernel-side callers of round 1 only need the pieces).
+    launcher does; a caller that only needs the pieces does not).
     """
     try:
         abi = confine.landlock_abi()

@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 
 from phoenix_nb.core.values import Mode
+from phoenix_nb.sandbox import KERNEL_REQUIREMENT, MIN_ABI, detect_sandbox
 from phoenix_nb.tools.base import ToolContext
 from phoenix_nb.tools.bash import BashTool
-from phoenix_nb.tools.sandbox import KERNEL_REQUIREMENT, MIN_ABI, detect_sandbox
 
 needs_landlock = pytest.mark.skipif(not detect_sandbox().available, reason="needs Landlock")
 
@@ -41,7 +41,7 @@ DEGRADED_SCRIPT = textwrap.dedent(
     from phoenix_nb.core.values import Mode
     from phoenix_nb.tools.base import ToolContext
     from phoenix_nb.tools.bash import BashTool
-    from phoenix_nb.tools.sandbox import detect_sandbox
+    from phoenix_nb.sandbox import detect_sandbox
 
     async def main():
         info = detect_sandbox()
@@ -132,7 +132,7 @@ HOST_SCRIPT = textwrap.dedent(
     from phoenix_nb.core.values import Mode
     from phoenix_nb.tools.base import ToolContext
     from phoenix_nb.tools.bash import BashTool
-    from phoenix_nb.tools.sandbox import detect_sandbox, guarantees
+    from phoenix_nb.sandbox import detect_sandbox, guarantees
 
     async def main():
         info = detect_sandbox()
@@ -228,7 +228,7 @@ def test_without_namespaces_what_holds_is_kept_and_what_is_lost_is_named(tmp_pat
 def test_leftovers_of_a_dead_kernel_are_removed_at_next_start_up(tmp_path: Path) -> None:
     """A kernel that died without ending its conversation left a background-job folder
     (deep, with an unreadable directory): the next kernel's launcher removes it."""
-    from phoenix_nb.tools.sandbox import run_dir
+    from phoenix_nb.sandbox import run_dir
 
     dead = run_dir().parent / "999999999-12345"
     deep = dead / "bg-x"
@@ -281,8 +281,8 @@ def test_status_and_load_ext_say_which_guarantees_hold_and_which_are_lost(
 CONFINE_SCRIPT = textwrap.dedent(
     """
     import json, os, socket, sys, tempfile
-    from phoenix_nb.tools import sandbox
-    from phoenix_nb.tools.sandbox_cleanup import remove_tree
+    from phoenix_nb import sandbox
+    from phoenix_nb.sandbox import remove_tree
 
     cwd, port = sys.argv[1], int(sys.argv[2])
     cg = sandbox.child_cgroup("confine-test")

@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 from phoenix_nb.core.secrets import SecretValues
-from phoenix_nb.tools import fork_memory
+from phoenix_nb.sandbox import fork_memory
 from phoenix_nb.tools.kernel_fork import ChildSink, Emit, run_in_fork, sandbox_ready
 from phoenix_nb.tools.kernel_port import DictKernel
 

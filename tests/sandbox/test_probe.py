@@ -20,14 +20,15 @@ SCRIPT = textwrap.dedent(
     """
     import json, os, threading
     from pathlib import Path
-    from phoenix_nb.tools import sandbox
+    from phoenix_nb import sandbox
+    from phoenix_nb.sandbox import probe
 
     calls = []
-    real = sandbox._probe
+    real = probe._probe
     def counted():
         calls.append(threading.current_thread().name)
         return real()
-    sandbox._probe = counted  # counts probes; the probe itself is the real one
+    probe._probe = counted  # counts probes; the probe itself is the real one
 
     sandbox.detect_sandbox_soon()
     answers = []
@@ -40,7 +41,7 @@ SCRIPT = textwrap.dedent(
         t.join()
     launchers = [
         p for p in os.listdir("/proc") if p.isdigit()
-        and b"_sandbox_child.py" in Path(f"/proc/{p}/cmdline").read_bytes()
+        and b"sandbox/child/launcher.py" in Path(f"/proc/{p}/cmdline").read_bytes()
         and Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()[1] == str(os.getpid())
     ]
     print(json.dumps({

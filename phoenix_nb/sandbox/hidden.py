@@ -1,0 +1,106 @@
+"""The paths a Restricted command must not read, expanded when it starts.
+
+`hidden_paths` takes the policy as a parameter: the deny list is the
+conversation's, never a module's. The launcher covers each existing path with
+an unreadable placeholder in the command's mount namespace.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+from phoenix_nb.core.secrets import CREDENTIAL_FILE_VARIABLES
+from phoenix_nb.sandbox.policy import SandboxPolicy
+from phoenix_nb.sandbox.policy import policy as _current_policy
+
+__all__ = ["credential_files", "describe_hidden", "hidden_paths"]
+
+
+def credential_files(source: Mapping[str, str] | None = None) -> list[str]:
+    """Existing files named by a credential-file variable (``GOOGLE_APPLICATION_CREDENTIALS`` …)."""
+    source = os.environ if source is None else source
+    found = []
+    for name in CREDENTIAL_FILE_VARIABLES:
+        value = source.get(name)
+        if value and os.path.isabs(os.path.expanduser(value)):
+            path = os.path.expanduser(value)
+            if os.path.lexists(path):
+                found.append(path)
+    return found
+
+
+def _connection_file() -> str | None:
+    """This kernel's connection file, from its command line (``-f <path>``)."""
+    try:
+        argv = Path("/proc/self/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return None
+    for i, arg in enumerate(argv):
+        text = arg.decode(errors="replace")
+        if text in ("-f", "--f", "--existing") and i + 1 < len(argv):
+            return argv[i + 1].decode(errors="replace")
+        for prefix in ("-f=", "--f=", "--ConnectionFileMixin.connection_file=", "--existing="):
+            if text.startswith(prefix):
+                return text[len(prefix) :]
+    return None
+
+
+def _runtime_dirs() -> list[str]:
+    found = []
+    try:
+        from jupyter_core.paths import jupyter_data_dir, jupyter_runtime_dir
+
+        found.append(jupyter_runtime_dir())
+        found.append(os.path.join(jupyter_data_dir(), "phoenix"))
+    except Exception:
+        pass
+    if os.environ.get("PHOENIX_HOME"):
+        found.append(os.environ["PHOENIX_HOME"])
+    if os.environ.get("JUPYTER_RUNTIME_DIR"):
+        found.append(os.environ["JUPYTER_RUNTIME_DIR"])
+    conn = _connection_file()
+    if conn:
+        found.append(os.path.abspath(conn))
+    return found
+
+
+def hidden_paths(cwd: str | os.PathLike[str], pol: SandboxPolicy | None = None) -> list[str]:
+    """The existing paths a Restricted command in `cwd` must not read, expanded now."""
+    pol = pol or _current_policy()
+    home = os.path.expanduser("~")
+    out: list[str] = []
+    cwd_s = os.path.abspath(cwd)
+    for pattern in pol.deny_read:
+        if "/" not in pattern:
+            # A bare name: in the working directory and every directory above it.
+            d = cwd_s
+            while True:
+                out.extend(glob.glob(os.path.join(glob.escape(d), pattern), include_hidden=True))
+                parent = os.path.dirname(d)
+                if parent == d:
+                    break
+                d = parent
+            continue
+        expanded = os.path.expanduser(pattern)
+        if not os.path.isabs(expanded):
+            expanded = os.path.join(home, expanded)
+        out.extend(glob.glob(expanded, include_hidden=True))
+    out.extend(p for p in (*_runtime_dirs(), *pol.extra_hidden) if os.path.lexists(p))
+    out.extend(credential_files())  # GOOGLE_APPLICATION_CREDENTIALS and the like
+    seen: set[str] = set()
+    result = []
+    for p in out:
+        real = os.path.realpath(p)
+        if real not in seen and os.path.lexists(real):
+            seen.add(real)
+            result.append(real)
+    return result
+
+
+def describe_hidden(pol: SandboxPolicy | None = None) -> str:
+    """The deny list as the model and the user read it (tool description, status)."""
+    pol = pol or _current_policy()
+    return ", ".join(pol.deny_read) + ", the Jupyter runtime dir, the phoenix store"

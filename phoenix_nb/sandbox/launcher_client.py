@@ -1,0 +1,315 @@
+"""The kernel's handle on the launcher process, and the commands it starts.
+
+The launcher (``child/launcher.py``) is a process: one per kernel, started on
+first use, so `launcher()` returns the one handle this process has. That is
+the only process-wide state here and it is a real per-process resource.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+from phoenix_nb.sandbox.errors import SandboxError
+from phoenix_nb.sandbox.protocol import RunSpec
+from phoenix_nb.sandbox.rundir import owner, run_dir
+
+__all__ = ["LauncherHandle", "Process", "launcher", "read_some", "start_process"]
+
+_LAUNCHER_SCRIPT = Path(__file__).with_name("child") / "launcher.py"
+_HELLO_TIMEOUT = 30.0
+
+
+class Process:
+    """A command started by the launcher: its output fd and its supervisor.
+
+    The caller owns `output_fd` (read end of the combined stdout/stderr pipe);
+    `wait()` returns the exit report; `kill()` stops the whole tree.
+    """
+
+    def __init__(self, output_fd: int, status_fd: int) -> None:
+        self.output_fd = output_fd
+        self._status_fd = status_fd
+        self._status_buf = b""
+        self.supervisor_pid = 0
+        self.pgid = 0  # the group to kill: the command's bash, or its namespace's PID 1
+        self.tmpdir = ""  # a Restricted command's TMPDIR (gone when it ends)
+        self._pidfd: int | None = None
+        self.result: dict[str, Any] | None = None
+        self._wait_task: asyncio.Future[dict[str, Any]] | None = None
+
+    async def _read_line(self) -> bytes:
+        loop = asyncio.get_running_loop()
+        while b"\n" not in self._status_buf:
+            chunk = await read_some(loop, self._status_fd)
+            if not chunk:
+                line, self._status_buf = self._status_buf, b""
+                return line
+            self._status_buf += chunk
+        line, _, self._status_buf = self._status_buf.partition(b"\n")
+        return line
+
+    async def started(self) -> None:
+        self._parse_started(await self._read_line())
+
+    def abandon(self) -> None:
+        """Stop a command whose start was interrupted (cancel during `started`).
+
+        The supervisor writes the pids before the command may run, so a line
+        already in the pipe names what to kill now; closing the status pipe
+        then makes the supervisor kill whatever it started (it watches for
+        that), so nothing outlives an interrupted start.
+        """
+        if not self.supervisor_pid:
+            with contextlib.suppress(OSError, SandboxError):
+                self._status_buf += os.read(self._status_fd, 65536)
+                if b"\n" in self._status_buf:
+                    self._parse_started(self._status_buf.partition(b"\n")[0])
+        self.kill()
+        self._close_status()
+
+    def _parse_started(self, line: bytes) -> None:
+        try:
+            first = json.loads(line)
+            self.supervisor_pid = int(first["pid"])
+            self.pgid = int(first.get("pgid", 0))
+            self.tmpdir = str(first.get("tmpdir", ""))
+        except (ValueError, KeyError, TypeError) as exc:
+            raise SandboxError(f"launcher gave no supervisor pid: {line!r}") from exc
+        if self.supervisor_pid > 0:
+            with contextlib.suppress(OSError):
+                self._pidfd = os.pidfd_open(self.supervisor_pid)
+
+    async def wait(self) -> dict[str, Any]:
+        """The exit report: {"exit": code|None, "signal": n|None, "killed": bool}.
+
+        One task reads the report however many callers wait; cancelling a
+        caller does not cancel the read.
+        """
+        if self._wait_task is None:
+            self._wait_task = asyncio.ensure_future(self._read_report())
+        return await asyncio.shield(self._wait_task)
+
+    async def _read_report(self) -> dict[str, Any]:
+        line = await self._read_line()
+        try:
+            self.result = json.loads(line)
+        except ValueError:
+            self.result = {"exit": None, "signal": None, "killed": True}
+        self._close_status()
+        return self.result
+
+    def kill(self) -> None:
+        """SIGKILL the command's process group now, then have the supervisor sweep.
+
+        The group goes first, from here, because it is one syscall and needs
+        no other process to be scheduled: under load that is what keeps
+        cancel within 100 ms (REQ-BED-005). The supervisor's SIGTERM handler
+        then kills whatever left the group (``setsid``) and reports. The pgid
+        is the command's pid; it could name a stranger only if, between the
+        supervisor reaping the command and this side reading its report, the
+        pid space wrapped around and a new group leader got that number.
+        """
+        if self.result is not None:
+            return
+        if self.pgid > 0:
+            with contextlib.suppress(OSError):
+                os.killpg(self.pgid, signal.SIGKILL)
+        try:
+            if self._pidfd is not None:
+                signal.pidfd_send_signal(self._pidfd, signal.SIGTERM)
+            elif self.supervisor_pid > 0:
+                os.kill(self.supervisor_pid, signal.SIGTERM)
+        except OSError:
+            pass
+
+    def _close_status(self) -> None:
+        with contextlib.suppress(OSError):
+            os.close(self._status_fd)
+        if self._pidfd is not None:
+            with contextlib.suppress(OSError):
+                os.close(self._pidfd)
+            self._pidfd = None
+
+
+async def read_some(loop: asyncio.AbstractEventLoop, fd: int, size: int = 65536) -> bytes:
+    """Read what is available on a non-blocking fd, waiting with the event loop."""
+    while True:
+        try:
+            return os.read(fd, size)
+        except BlockingIOError:
+            pass
+        ready: asyncio.Future[None] = loop.create_future()
+        loop.add_reader(fd, _set_ready, ready)
+        try:
+            await ready
+        finally:
+            loop.remove_reader(fd)
+
+
+def _set_ready(ready: asyncio.Future[None]) -> None:
+    if not ready.done():
+        ready.set_result(None)
+
+
+class LauncherHandle:
+    """The kernel's handle on the launcher process; started on first use.
+
+    Two sockets: Unrestricted requests and Restricted ones (each has its own
+    pre-forked spare in the launcher). The launcher's first message on the
+    Restricted socket describes the host (``hello``), cached here.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._socks: tuple[socket.socket, socket.socket] | None = None
+        self._hello: dict[str, Any] | None = None
+        self._pending: tuple[socket.socket, socket.socket] | None = None
+
+    def spawn(self) -> None:
+        """Start the launcher without waiting for it (its start-up overlaps the caller's)."""
+        with self._lock:
+            if self._proc is None or self._proc.poll() is not None:
+                self._start_locked()
+
+    def _start_locked(self) -> None:
+        self._socks = None
+        plain_ours, plain_theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        r_ours, r_theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        env = {
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "PHOENIX_LAUNCHER_FD": str(plain_theirs.fileno()),
+            "PHOENIX_LAUNCHER_RFD": str(r_theirs.fileno()),
+            "PHOENIX_RUN_DIR": str(run_dir()),
+            "PHOENIX_OWNER": owner(),
+        }
+        for name in ("PHOENIX_SANDBOX_NAMESPACES", "PHOENIX_LANDLOCK_ABI"):
+            if name in os.environ:
+                env[name] = os.environ[name]
+        try:
+            self._proc = subprocess.Popen(
+                [sys.executable, "-I", str(_LAUNCHER_SCRIPT)],
+                stdin=subprocess.DEVNULL,
+                pass_fds=(plain_theirs.fileno(), r_theirs.fileno()),
+                start_new_session=True,
+                env=env,
+            )
+        except OSError as exc:
+            plain_ours.close()
+            r_ours.close()
+            raise SandboxError(f"cannot start the sandbox launcher: {exc}") from exc
+        finally:
+            plain_theirs.close()
+            r_theirs.close()
+        self._pending = (plain_ours, r_ours)
+
+    def _ensure(self) -> tuple[socket.socket, socket.socket]:
+        with self._lock:
+            if self._proc is not None and self._proc.poll() is None and self._socks is not None:
+                return self._socks
+            if self._proc is None or self._proc.poll() is not None or not self._pending:
+                self._start_locked()
+            assert self._pending is not None
+            plain_ours, r_ours = self._pending
+            self._pending = None
+            r_ours.settimeout(_HELLO_TIMEOUT)
+            try:
+                hello = json.loads(r_ours.recv(1 << 16))["hello"]
+            except (OSError, ValueError, KeyError, TypeError) as exc:
+                plain_ours.close()
+                r_ours.close()
+                raise SandboxError(f"the sandbox launcher did not start ({exc})") from exc
+            r_ours.settimeout(None)
+            self._hello = hello
+            self._socks = (plain_ours, r_ours)
+            return self._socks
+
+    def hello(self) -> dict[str, Any]:
+        """What the launcher found on this host (namespaces, Landlock ABI, cgroups)."""
+        self._ensure()
+        assert self._hello is not None
+        return dict(self._hello)
+
+    def start(self, spec: RunSpec, output_w: int) -> tuple[int, int]:
+        """Send one request; returns the status pipe's read end."""
+        data = json.dumps(spec.to_request()).encode()
+        for attempt in range(2):
+            sock = self._ensure()[1 if spec.restricted else 0]
+            status_r, status_w = os.pipe2(os.O_CLOEXEC)
+            try:
+                socket.send_fds(sock, [data], [output_w, status_w])
+                return status_r, attempt
+            except OSError:
+                os.close(status_r)
+                self.close()
+                if attempt:
+                    raise
+            finally:
+                os.close(status_w)
+        raise SandboxError("unreachable")
+
+    def close(self) -> None:
+        with self._lock:
+            if self._socks is not None:
+                for sock in self._socks:
+                    sock.close()
+                self._socks = None
+            if self._proc is not None:
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    self._proc.wait(timeout=2)
+                self._proc = None
+
+
+_LAUNCHER = LauncherHandle()
+
+
+def launcher() -> LauncherHandle:
+    """This process's one handle on its launcher (a process: one per kernel)."""
+    return _LAUNCHER
+
+
+async def start_process(spec: RunSpec, output_fd: int | None = None) -> Process:
+    """Start `spec` through the launcher.
+
+    Output goes to `output_fd` when given (a log file; the caller keeps and
+    closes its own copy), else to a new pipe whose non-blocking read end is
+    `Process.output_fd` (the caller closes it).
+    """
+    if output_fd is None:
+        out_r, out_w = os.pipe2(os.O_CLOEXEC)
+    else:
+        out_r, out_w = -1, output_fd
+    try:
+        status_r, _ = _LAUNCHER.start(spec, out_w)
+    except BaseException:
+        if out_r >= 0:
+            os.close(out_r)
+        raise
+    finally:
+        if out_r >= 0:
+            os.close(out_w)
+    if out_r >= 0:
+        os.set_blocking(out_r, False)
+    os.set_blocking(status_r, False)
+    proc = Process(out_r, status_r)
+    try:
+        await proc.started()
+    except BaseException:
+        proc.abandon()
+        if out_r >= 0:
+            os.close(out_r)
+        raise
+    return proc
+
+
+# ------------------------------------------- confining a fork of the kernel (issue 16)
