@@ -30,6 +30,7 @@ from phoenix_nb.notebook.session import Session, get_session
 from phoenix_nb.notebook.undo import checkpoints_text, report_text, revert
 from phoenix_nb.runtime.conversation import is_paused
 from phoenix_nb.runtime.manager import PhoenixError
+from phoenix_nb.sandbox import describe_hidden
 from phoenix_nb.store import StoreError
 from phoenix_nb.tools.environment import withheld_summary
 
@@ -342,6 +343,7 @@ def _status(conv: Any, session: Session) -> str:
         f"model         {conv.model}",
         f"cwd           {conv.cwd}",
         f"environment   {withheld_summary(session.phoenix.settings.env_allow)}",
+        f"hidden        {describe_hidden(session.phoenix.sandbox_policy)} (Restricted mode)",
         f"context       {usage['used']:,} / {usage['window']:,} tokens "
         f"({100 * usage['fraction']:.0f}%)" + ("  — near the limit" if usage["warning"] else ""),
         f"cost          {Spending(conv.payload().get('usage')).line or 'nothing spent yet'}",

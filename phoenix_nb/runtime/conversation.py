@@ -56,8 +56,9 @@ from phoenix_nb.runtime.executors import LlmExecutor, RetryTimers, ToolExecutor,
 from phoenix_nb.runtime.lease import lease_for
 from phoenix_nb.runtime.ports import LlmProvider, SubAgents, ToolRunner, WorkTreeRecorder
 from phoenix_nb.runtime.prompts import system_prompt
+from phoenix_nb.sandbox import SandboxInfo, SandboxPolicy
 from phoenix_nb.store import Store, StoreError
-from phoenix_nb.tools.base import SandboxInfo, Tool, ToolContext
+from phoenix_nb.tools.base import Tool, ToolContext
 from phoenix_nb.tools.kernel_port import KernelPort
 
 log = logging.getLogger(__name__)
@@ -110,6 +111,7 @@ class Services:
     spawner: SubAgents | None = None  # set by the manager
     worktree: WorkTreeRecorder | None = None  # checkpoints (phoenix_nb.checkpoints), if on
     extra_tool_env: Mapping[str, Any] = field(default_factory=dict)
+    sandbox_policy: SandboxPolicy = field(default_factory=SandboxPolicy)  # the Phoenix's
 
 
 class ConversationRuntime:
@@ -412,6 +414,7 @@ class ConversationRuntime:
             cwd=Path(self.context.cwd),
             mode=self.state.mode,
             sandbox=self.services.sandbox,
+            sandbox_policy=self.services.sandbox_policy,
             conversation_id=self.id,
             helper_llm=self._helper_llm if self.services.helper_model else None,
             extra=self.services.extra_tool_env,

@@ -65,8 +65,7 @@ from phoenix_nb.runtime.conversation import (
 from phoenix_nb.runtime.ports import LlmProvider
 from phoenix_nb.runtime.settings import DEMO_MODEL, Settings
 from phoenix_nb.runtime.subagents import SubAgentLimits, SubAgentSpawner
-from phoenix_nb.sandbox import configure_from_settings as _configure_sandbox
-from phoenix_nb.sandbox import detect_sandbox
+from phoenix_nb.sandbox import SandboxLimits, SandboxPolicy, detect_sandbox
 from phoenix_nb.store import Store, store_problem
 from phoenix_nb.store.store import default_root
 from phoenix_nb.tools.bash import stop_unrestricted_jobs
@@ -110,6 +109,17 @@ def _sub_agent_limits(s: Settings) -> SubAgentLimits:
         timeout=s.sub_agent_timeout,
         timeout_max=s.sub_agent_timeout_max,
     )
+
+
+def _sandbox_policy(s: Settings, store_root: Path) -> SandboxPolicy:
+    """The sandbox policy of a Phoenix: its limits and deny list; its store always hidden."""
+    limits = SandboxLimits(
+        memory=s.sandbox_memory,
+        max_procs=s.sandbox_max_procs,
+        tmp_bytes=s.sandbox_tmp_bytes,
+        tmp_inodes=s.sandbox_tmp_inodes,
+    )
+    return SandboxPolicy.build(limits, s.deny_read, (store_root,))
 
 
 def _checkpoint_config(s: Settings) -> CheckpointConfig:
@@ -354,8 +364,8 @@ class Phoenix:
         self.limits = ModelLimits(self.store_root, None)  # the Models API's figures, cached
         # Finished sub-agents' spend, by conversation id: (usages, their own children).
         self._child_spend: dict[str, tuple[tuple[tuple[str, Usage], ...], tuple[str, ...]]] = {}
-        self.sandbox = detect_sandbox()
-        _configure_sandbox(self.settings, self.store_root)
+        self.sandbox = detect_sandbox()  # the host's, probed once per process
+        self.sandbox_policy = _sandbox_policy(self.settings, self.store_root)
         self._providers: dict[str, LlmProvider] = {}
         self._retired: list[LlmProvider] = []  # replaced by `reconfigure`, closed by `aclose`
         self._provider = provider
@@ -454,7 +464,7 @@ class Phoenix:
         folder is fixed for a Phoenix (`store_root`): a new `home` needs a new Phoenix.
         """
         old, self.settings = self.settings, settings
-        _configure_sandbox(settings, self.store_root)
+        self.sandbox_policy = _sandbox_policy(settings, self.store_root)
         self.spawner.set_limits(_sub_agent_limits(settings))
         self.worktree.reconfigure(_checkpoint_config(settings))
         client = ("api_key", "base_url", "stall_timeout", "cache_ttl")
@@ -486,6 +496,7 @@ class Phoenix:
             thinking=s.thinking,
             spawner=self.spawner,
             worktree=self.worktree,
+            sandbox_policy=self.sandbox_policy,
         )
 
     # -- restore (REQ-BED-007) ------------------------------------------------------------

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from phoenix_nb.sandbox import describe_hidden
-
 _COMMON = (
     """\
 Your working directory is {cwd}. Every bash command starts there (a `cd` does \
@@ -15,9 +13,7 @@ not persist between calls).
 The conversation runs in one of two modes. In Restricted mode the filesystem is \
 read-only and the network is closed, enforced by the Linux kernel (namespaces, \
 Landlock, seccomp); credential files are hidden (reading them fails with \
-Permission denied: """
-    + describe_hidden().replace("{", "{{").replace("}", "}}")
-    + """); \
+Permission denied; the user sees which with `%phoenix status`); \
 the patch tool is disabled. If you need to change files, call \
 request_mode_upgrade with a clear reason; a human approves or denies it. \
 Messages from the system tell you when the mode changes.

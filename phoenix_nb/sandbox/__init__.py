@@ -101,9 +101,6 @@ from phoenix_nb.sandbox.policy import (
     DEFAULT_DENY_READ,
     SandboxLimits,
     SandboxPolicy,
-    configure,
-    configure_from_settings,
-    policy,
     with_limits,
 )
 from phoenix_nb.sandbox.probe import (
@@ -137,8 +134,6 @@ __all__ = [
     "SandboxPolicy",
     "child_cgroup",
     "child_policy",
-    "configure",
-    "configure_from_settings",
     "confine_forked_child",
     "credential_files",
     "describe_hidden",
@@ -150,7 +145,6 @@ __all__ = [
     "launcher",
     "lost_guarantees",
     "numeric_buffers",
-    "policy",
     "privatize_shared_mappings",
     "read_some",
     "remove_tree",

@@ -22,8 +22,7 @@ from phoenix_nb.sandbox.child.confine import ChildPolicy
 from phoenix_nb.sandbox.errors import SandboxError
 from phoenix_nb.sandbox.hidden import hidden_paths
 from phoenix_nb.sandbox.launcher_client import launcher
-from phoenix_nb.sandbox.policy import SandboxLimits
-from phoenix_nb.sandbox.policy import policy as _current_policy
+from phoenix_nb.sandbox.policy import SandboxLimits, SandboxPolicy
 from phoenix_nb.sandbox.probe import detect_sandbox
 from phoenix_nb.sandbox.rundir import group_for, owner, run_dir
 
@@ -79,14 +78,14 @@ def _cgroup_setup() -> Any:
     return cgroup.detect(owner() + "-fork")
 
 
-def child_cgroup(conversation_id: str, limits: SandboxLimits | None = None) -> ChildCgroup | None:
+def child_cgroup(conversation_id: str, limits: SandboxLimits) -> ChildCgroup | None:
     """A fresh cgroup for one forked child, bounded by the conversation's budget.
 
     Call in the kernel before forking; pass ``procs_files`` in the policy
     (the child joins before it unshares); ``remove()`` after the child is
     reaped. None where this host gives no cgroup (see ``guarantees()``).
     """
-    lim = limits or _current_policy().limits
+    lim = limits
     name = f"{os.getpid()}-{threading.get_ident()}-{id(object())}"
     group = cgroup.command_group(
         _cgroup_setup(), group_for(conversation_id), name, lim.memory, lim.max_procs
@@ -99,8 +98,8 @@ def child_policy(
     cwd: str | os.PathLike[str],
     env: Mapping[str, str],
     tmpdir: str | os.PathLike[str],
+    policy: SandboxPolicy,
     cgroup: ChildCgroup | None = None,
-    limits: SandboxLimits | None = None,
     cpu_seconds: int | None = None,
 ) -> ChildPolicy:
     """Everything `confine_forked_child` applies, built in the kernel before the fork.
@@ -109,13 +108,14 @@ def child_policy(
     ``run_dir()``); a private tmpfs capped at the limits is mounted on it in
     the child's mount namespace (without namespaces it is used as is) and
     TMPDIR points at it. ``env`` is the already-allowlisted environment.
+    ``policy``: the conversation's (its limits and deny list).
     Raises SandboxError where Restricted mode is unavailable.
     """
     pieces = _child_pieces()
     if pieces is None:
         raise SandboxError(f"Restricted mode is unavailable: {detect_sandbox().reason}")
     ns, plan, _ = pieces
-    lim = limits or _current_policy().limits
+    lim = policy.limits
     rlimits = {
         "RLIMIT_CORE": 0,
         "RLIMIT_AS": lim.address_space,
@@ -132,7 +132,7 @@ def child_policy(
         landlock=plan,
         seccomp_profile=confine.SeccompProfile(netns=ns.net, ipcns=ns.net, truncate=plan.abi < 3),
         tmpdir=str(tmpdir),
-        hidden=tuple(hidden_paths(cwd)),
+        hidden=tuple(hidden_paths(cwd, policy)),
         placeholders=placeholders,
         env={**env, "TMPDIR": str(tmpdir)},
         tmp_bytes=lim.tmp_bytes,

@@ -14,7 +14,6 @@ from pathlib import Path
 
 from phoenix_nb.core.secrets import CREDENTIAL_FILE_VARIABLES
 from phoenix_nb.sandbox.policy import SandboxPolicy
-from phoenix_nb.sandbox.policy import policy as _current_policy
 
 __all__ = ["credential_files", "describe_hidden", "hidden_paths"]
 
@@ -67,9 +66,8 @@ def _runtime_dirs() -> list[str]:
     return found
 
 
-def hidden_paths(cwd: str | os.PathLike[str], pol: SandboxPolicy | None = None) -> list[str]:
+def hidden_paths(cwd: str | os.PathLike[str], pol: SandboxPolicy) -> list[str]:
     """The existing paths a Restricted command in `cwd` must not read, expanded now."""
-    pol = pol or _current_policy()
     home = os.path.expanduser("~")
     out: list[str] = []
     cwd_s = os.path.abspath(cwd)
@@ -100,7 +98,6 @@ def hidden_paths(cwd: str | os.PathLike[str], pol: SandboxPolicy | None = None) 
     return result
 
 
-def describe_hidden(pol: SandboxPolicy | None = None) -> str:
+def describe_hidden(pol: SandboxPolicy) -> str:
     """The deny list as the model and the user read it (tool description, status)."""
-    pol = pol or _current_policy()
     return ", ".join(pol.deny_read) + ", the Jupyter runtime dir, the phoenix store"

@@ -15,6 +15,7 @@ from typing import Any
 
 __all__ = ["DEFAULT_DENY_READ", "SandboxLimits", "SandboxPolicy", "with_limits"]
 
+# Read-denied in Restricted mode unless c.Phoenix.deny_read says otherwise.
 # "~" is the user's home; globs are expanded when a command starts; a name
 # without "/" (".env*") is matched in the command's working directory and
 # the directories above it.
@@ -62,58 +63,34 @@ class SandboxLimits:
 
 @dataclass(frozen=True)
 class SandboxPolicy:
-    """Process-wide settings the runtime sets from `c.Phoenix.*` (``configure``)."""
+    """One `Phoenix`'s sandbox policy: its limits and what its commands must not read.
+
+    Built by the runtime from its Settings and passed down as a value
+    (``Services.sandbox_policy`` -> ``ToolContext.sandbox_policy``); the tools
+    and `hidden_paths` read it from there, so two `Phoenix` objects in one
+    process each keep their own. ``deny_read``: patterns as in
+    `DEFAULT_DENY_READ`. ``extra_hidden``: exact paths hidden as well (the
+    store's folder).
+    """
 
     limits: SandboxLimits = field(default_factory=SandboxLimits)
     deny_read: tuple[str, ...] = DEFAULT_DENY_READ
-    extra_hidden: tuple[str, ...] = ()  # e.g. the store's folder when c.Phoenix.home is set
+    extra_hidden: tuple[str, ...] = ()
 
-
-_POLICY = SandboxPolicy()
-
-
-def configure(
-    *,
-    limits: SandboxLimits | None = None,
-    deny_read: Iterable[str] | None = None,
-    extra_hidden: Iterable[str] = (),
-) -> SandboxPolicy:
-    """Set the process-wide sandbox policy (the runtime calls this from its Settings)."""
-    global _POLICY
-    _POLICY = SandboxPolicy(
-        limits or SandboxLimits(),
-        tuple(deny_read) if deny_read is not None else DEFAULT_DENY_READ,
-        tuple(str(p) for p in extra_hidden),
-    )
-    return _POLICY
-
-
-def policy() -> SandboxPolicy:
-    return _POLICY
+    @classmethod
+    def build(
+        cls,
+        limits: SandboxLimits | None = None,
+        deny_read: Iterable[str] | None = None,
+        extra_hidden: Iterable[str | os.PathLike[str]] = (),
+    ) -> SandboxPolicy:
+        """A policy from settings values (``deny_read=None``: the default list)."""
+        return cls(
+            limits or SandboxLimits(),
+            tuple(deny_read) if deny_read is not None else DEFAULT_DENY_READ,
+            tuple(str(p) for p in extra_hidden),
+        )
 
 
 def with_limits(limits: SandboxLimits, **changes: Any) -> SandboxLimits:
     return replace(limits, **changes)
-
-
-def configure_from_settings(settings: Any, store_root: str | os.PathLike[str] | None) -> None:
-    """Set the policy from the runtime's Settings (duck-typed: tools never import runtime).
-
-    Reads ``sandbox_memory``, ``sandbox_max_procs``, ``sandbox_tmp_bytes``,
-    ``sandbox_tmp_inodes`` and ``deny_read`` (None: the defaults); the store's
-    folder is always hidden.
-    """
-    base = SandboxLimits()
-    limits = replace(
-        base,
-        memory=int(getattr(settings, "sandbox_memory", base.memory)),
-        max_procs=int(getattr(settings, "sandbox_max_procs", base.max_procs)),
-        tmp_bytes=int(getattr(settings, "sandbox_tmp_bytes", base.tmp_bytes)),
-        tmp_inodes=int(getattr(settings, "sandbox_tmp_inodes", base.tmp_inodes)),
-    )
-    deny = getattr(settings, "deny_read", None)
-    configure(
-        limits=limits,
-        deny_read=tuple(deny) if deny is not None else None,
-        extra_hidden=(str(store_root),) if store_root is not None else (),
-    )

@@ -36,10 +36,8 @@ from phoenix_nb.sandbox import (
     RunSpec,
     SandboxError,
     SandboxLimits,
-    describe_hidden,
     group_for,
     hidden_paths,
-    policy,
     read_some,
     remove_tree,
     run_dir,
@@ -79,8 +77,9 @@ DESCRIPTION = f"""Run a shell command with `bash -c` and return its combined std
   size-capped, deleted afterwards); no network (only the command's own loopback:
   servers it starts itself work); other processes are invisible; chmod, chown, touch of
   existing files, setsid and signals to other processes fail; memory, processes, CPU
-  time and file size are limited (the result says which limit was hit). These paths are
-  hidden (reading them fails with Permission denied): {describe_hidden()}.
+  time and file size are limited (the result says which limit was hit). Credential
+  paths are hidden (reading them fails with Permission denied); `%phoenix status`
+  shows the user this conversation's list.
   A blocked operation fails with the kernel's error (Permission denied / Operation not
   permitted): do not try to work around it; if the task needs writes, ask for write
   access with request_mode_upgrade."""
@@ -207,11 +206,10 @@ class BashTool:
     input_schema: Mapping[str, Any] = INPUT_SCHEMA
 
     def __init__(self, limits: SandboxLimits | None = None) -> None:
-        self._limits = limits  # None: the process-wide c.Phoenix.sandbox_* policy
+        self._limits = limits  # None: the conversation's (ToolContext.sandbox_policy)
 
-    @property
-    def limits(self) -> SandboxLimits:
-        return self._limits or policy().limits
+    def limits(self, ctx: ToolContext) -> SandboxLimits:
+        return self._limits or ctx.sandbox_policy.limits
 
     async def run(self, input: Mapping[str, Any], ctx: ToolContext, tool_use_id: str) -> ToolResult:
         problem = validate(input, self.input_schema)
@@ -256,11 +254,11 @@ class BashTool:
             cwd=str(ctx.cwd),
             env=env,
             restricted=restricted,
-            limits=self.limits,
+            limits=self.limits(ctx),
             cpu_seconds=int(cpu) + 5,
             linger=linger,
             group=group_for(ctx.conversation_id or "default"),
-            hidden=tuple(hidden_paths(ctx.cwd)) if restricted else (),
+            hidden=tuple(hidden_paths(ctx.cwd, ctx.sandbox_policy)) if restricted else (),
         )
 
     async def _foreground(
@@ -303,7 +301,7 @@ class BashTool:
             if proc is not None:
                 with contextlib.suppress(OSError):
                     os.close(proc.output_fd)
-        return self._result(tool_use_id, command, buffer, result, timed_out, timeout)
+        return self._result(tool_use_id, command, buffer, result, timed_out, timeout, ctx)
 
     def _result(
         self,
@@ -313,6 +311,7 @@ class BashTool:
         result: Mapping[str, Any],
         timed_out: bool,
         timeout: float,
+        ctx: ToolContext,
     ) -> ToolResult:
         text = buffer.text()
         code = result.get("exit")
@@ -326,7 +325,7 @@ class BashTool:
             lines.append(f"[killed by signal {sig} ({_signal_name(sig)})]")
         elif code:
             lines.append(f"[exit code {code}]")
-        lines.extend(self._limit_lines(result.get("limits") or ()))
+        lines.extend(self._limit_lines(result.get("limits") or (), self.limits(ctx)))
         display = BashDisplay(
             command,
             code if not sig else 128 + int(sig),
@@ -335,9 +334,8 @@ class BashTool:
         )
         return ToolResult(tool_use_id, "\n".join(lines), is_error=timed_out, display=display)
 
-    def _limit_lines(self, hit: Any) -> list[str]:
+    def _limit_lines(self, hit: Any, lim: SandboxLimits) -> list[str]:
         """Say which whole-tree limit the command ran into, and how to change it."""
-        lim = self.limits
         texts = {
             "memory": f"memory: this conversation's commands may use {_size(lim.memory)} "
             "together; the kernel killed a process to stay under it (c.Phoenix.sandbox_memory)",

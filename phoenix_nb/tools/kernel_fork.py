@@ -221,16 +221,25 @@ class _Confined:
 
 
 def _prepare(
-    conversation_id: str, cwd: str, env: Mapping[str, str], tmpdir: str, limits: ForkLimits
+    conversation_id: str,
+    cwd: str,
+    env: Mapping[str, str],
+    tmpdir: str,
+    limits: ForkLimits,
+    sandbox_policy: sandbox.SandboxPolicy,
 ) -> _Confined:
     """The sandbox policy for one fork, built in the kernel (no user code involved)."""
     own = int(Path("/proc/self/statm").read_text().split()[0]) * resource.getpagesize()
-    base = sandbox.policy().limits
+    base = sandbox_policy.limits
     adjusted = sandbox.with_limits(base, address_space=own + base.address_space)
     # The policy first: it starts the sandbox launcher on first use, whose start-up sweep
     # of stale cgroups would otherwise remove a cgroup made a moment before.
     policy = sandbox.child_policy(
-        cwd=cwd, env=env, tmpdir=tmpdir, limits=adjusted, cpu_seconds=math.ceil(limits.timeout) + 2
+        cwd=cwd,
+        env=env,
+        tmpdir=tmpdir,
+        policy=dataclasses.replace(sandbox_policy, limits=adjusted),
+        cpu_seconds=math.ceil(limits.timeout) + 2,
     )
     cgroup = sandbox.child_cgroup(conversation_id, adjusted)
     if cgroup is not None:
@@ -468,8 +477,12 @@ async def run_in_fork(
     conversation_id: str = "",
     secrets: SecretValues | None = None,
     report_scrub: bool = False,
+    sandbox_policy: sandbox.SandboxPolicy | None = None,
 ) -> ForkOutcome:
     """Fork the kernel, run `job(emit, sink)` in the child, collect what it emitted.
+
+    `sandbox_policy`: the conversation's (limits, deny list) for a confined
+    fork; None: the defaults.
 
     `secrets`: the values the child overwrites in its memory before the job
     (see the module docstring, step 7). `report_scrub`: the child reports
@@ -480,7 +493,8 @@ async def run_in_fork(
     the child joining it (another kernel's launcher sweeping "stale" groups).
     """
     forms = secrets.memory_forms() if secrets else ()
-    run = (job, port, env, cwd, confine, limits, conversation_id, forms, report_scrub)
+    policy = sandbox_policy or sandbox.SandboxPolicy()
+    run = (job, port, env, cwd, confine, limits, conversation_id, policy, forms, report_scrub)
     outcome = await _run_once(*run)
     if confine and outcome.exit_code == _EXIT_CONFINE_FAILED and not outcome.records:
         log.warning("phoenix: confining a fork failed, retrying once: %s", outcome.stderr.strip())
@@ -496,6 +510,7 @@ async def _run_once(
     confine: bool,
     limits: ForkLimits | None,
     conversation_id: str,
+    sandbox_policy: sandbox.SandboxPolicy,
     memory_forms: tuple[tuple[bytes, bytes], ...] = (),
     report_scrub: bool = False,
 ) -> ForkOutcome:
@@ -517,7 +532,7 @@ async def _run_once(
     if confine:
         tmpdir = tempfile.mkdtemp(prefix="py-", dir=sandbox.run_dir())
         try:
-            confined = _prepare(conversation_id, str(cwd), env, tmpdir, limits)
+            confined = _prepare(conversation_id, str(cwd), env, tmpdir, limits, sandbox_policy)
         except BaseException:
             remove_tree(tmpdir)
             raise

@@ -277,6 +277,7 @@ async def _fork(
         limits=ForkLimits(timeout=timeout),
         conversation_id=ctx.conversation_id,
         secrets=secrets,
+        sandbox_policy=ctx.sandbox_policy,
     )
 
 

@@ -129,8 +129,8 @@ def rg_spec(ctx: ToolContext, root: Path, binary: str) -> sandbox.RunSpec:
 
     The allowlisted environment (less RIPGREP_*: no config file steers rg), the
     conversation's cgroup budget, the Restricted sandbox in Restricted mode with the
-    credential paths bash's commands cannot read (`hidden_paths(ctx.cwd)`, which
-    covers `root`, an ancestor of the working directory). stderr is discarded so
+    credential paths bash's commands cannot read (`hidden_paths` of the conversation's
+    policy, which covers `root`, an ancestor of the working directory). stderr is discarded so
     rg's "Permission denied" notes never mix with its results.
     """
     restricted = ctx.mode == Mode.RESTRICTED
@@ -140,10 +140,10 @@ def rg_spec(ctx: ToolContext, root: Path, binary: str) -> sandbox.RunSpec:
         cwd=str(root),
         env={k: v for k, v in env.items() if not k.startswith("RIPGREP_")},
         restricted=restricted,
-        limits=sandbox.policy().limits,
+        limits=ctx.sandbox_policy.limits,
         cpu_seconds=RG_CPU_SECONDS,
         group=sandbox.group_for(ctx.conversation_id or "default"),
-        hidden=tuple(sandbox.hidden_paths(ctx.cwd)) if restricted else (),
+        hidden=tuple(sandbox.hidden_paths(ctx.cwd, ctx.sandbox_policy)) if restricted else (),
         discard_stderr=True,
     )
 

@@ -16,7 +16,6 @@ from typing import Any
 
 import pytest
 
-from phoenix_nb import sandbox
 from phoenix_nb.notebook.cell import TurnView, decorate, front_end_can_answer
 from phoenix_nb.notebook.session import PhoenixConfig, Session
 from phoenix_nb.runtime.manager import Conversation
@@ -65,11 +64,11 @@ TABLE: dict[str, tuple[Any, Probe, Any]] = {
         lambda s, c: "THOUGHT-7" in str(decorate(dict(REASONING_RECORD), s)),
         False,
     ),
-    "sandbox_memory": (1 << 29, lambda s, c: sandbox.policy().limits.memory, None),
-    "sandbox_max_procs": (77, lambda s, c: sandbox.policy().limits.max_procs, None),
-    "sandbox_tmp_bytes": (1 << 25, lambda s, c: sandbox.policy().limits.tmp_bytes, None),
-    "sandbox_tmp_inodes": (999, lambda s, c: sandbox.policy().limits.tmp_inodes, None),
-    "deny_read": (["~/.only-this"], lambda s, c: list(sandbox.policy().deny_read), None),
+    "sandbox_memory": (1 << 29, lambda s, c: _policy(c).limits.memory, None),
+    "sandbox_max_procs": (77, lambda s, c: _policy(c).limits.max_procs, None),
+    "sandbox_tmp_bytes": (1 << 25, lambda s, c: _policy(c).limits.tmp_bytes, None),
+    "sandbox_tmp_inodes": (999, lambda s, c: _policy(c).limits.tmp_inodes, None),
+    "deny_read": (["~/.only-this"], lambda s, c: list(_policy(c).deny_read), None),
     "cache_ttl": ("5m", lambda s, c: _provider(s, c)._cache.ttl, None),
     "env_allow": (["MYAPP_*"], lambda s, c: list(c.runtime.tool_context().env_allow), None),
     "kernel_access": ("off", lambda s, c: c.runtime.tool_context().kernel_access, False),
@@ -96,6 +95,11 @@ TABLE: dict[str, tuple[Any, Probe, Any]] = {
 }
 
 
+def _policy(conv: Conversation) -> Any:
+    """The sandbox policy the conversation's tools are given."""
+    return conv.runtime.tool_context().sandbox_policy
+
+
 def test_every_trait_has_a_row() -> None:
     assert set(PhoenixConfig().trait_names(config=True)) == set(TABLE)
 
@@ -108,7 +112,6 @@ def session(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Session
     monkeypatch.setenv("PHOENIX_MODEL", "claude-sonnet-4-5")
     monkeypatch.setenv("ANTHROPIC_BASE_URL", "http://127.0.0.1:9")  # never called
     monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
-    saved = sandbox.policy()
     s = Session(PhoenixConfig(), cwd=tmp_path)
     try:
         yield s
@@ -116,9 +119,6 @@ def session(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Session
         phoenix = s._phoenix
         if phoenix is not None:
             asyncio.run(phoenix.aclose())
-        sandbox.configure(
-            limits=saved.limits, deny_read=saved.deny_read, extra_hidden=saved.extra_hidden
-        )
 
 
 @pytest.mark.parametrize("trait", sorted(TABLE))

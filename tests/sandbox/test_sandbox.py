@@ -285,9 +285,12 @@ CONFINE_SCRIPT = textwrap.dedent(
     from phoenix_nb.sandbox import remove_tree
 
     cwd, port = sys.argv[1], int(sys.argv[2])
-    cg = sandbox.child_cgroup("confine-test")
+    policy = sandbox.SandboxPolicy()
+    cg = sandbox.child_cgroup("confine-test", policy.limits)
     tmp = tempfile.mkdtemp(dir=sandbox.run_dir())
-    pol = sandbox.child_policy(cwd=cwd, env={"PATH": os.environ["PATH"]}, tmpdir=tmp, cgroup=cg)
+    pol = sandbox.child_policy(
+        cwd=cwd, env={"PATH": os.environ["PATH"]}, tmpdir=tmp, policy=policy, cgroup=cg
+    )
     r, w = os.pipe()
     pid = os.fork()
     if pid == 0:

@@ -281,7 +281,7 @@ def test_credential_files_named_by_variables_are_hidden(tmp_path: Path) -> None:
     assert credential_files(source) == [str(key_file)]
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(key_file))
-        assert str(key_file) in sandbox.hidden_paths(tmp_path)
+        assert str(key_file) in sandbox.hidden_paths(tmp_path, sandbox.SandboxPolicy())
 
 
 def test_fork_secrets_are_the_withheld_values_that_may_be_credentials() -> None:

@@ -19,6 +19,7 @@ import subprocess
 import threading
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -771,13 +772,13 @@ async def test_deny_read_is_configurable(fake_home: Path) -> None:
     from phoenix_nb import sandbox
 
     (fake_home / "project" / "private.txt").write_text("CANARY-extra\n")
-    old = sandbox.policy()
     trimmed = [p for p in sandbox.DEFAULT_DENY_READ if p != "~/.netrc"]
-    sandbox.configure(deny_read=[*trimmed, "private.txt"], limits=old.limits)
-    try:
-        out = await _run("cat private.txt; cat ~/.netrc; exit 0", fake_home / "project")
-    finally:
-        sandbox.configure(deny_read=old.deny_read, limits=old.limits, extra_hidden=old.extra_hidden)
+    policy = sandbox.SandboxPolicy.build(deny_read=[*trimmed, "private.txt"])
+    ctx = replace(ctx_for(fake_home / "project"), sandbox_policy=policy)
+    result = await BashTool().run(
+        {"command": "cat private.txt; cat ~/.netrc; exit 0", "timeout": 30}, ctx, "t"
+    )
+    out = result.content
     assert "CANARY-extra" not in out and "Permission denied" in out
     assert f"CANARY-{CANARY_PATHS.index('.netrc')}-secret" in out
 

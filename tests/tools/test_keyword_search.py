@@ -7,6 +7,7 @@ import os
 import re
 import signal
 import subprocess
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -211,29 +212,25 @@ async def test_restricted_search_never_reads_hidden_credential_paths(tmp_path: P
     (tmp_path / ".env.local").write_text("CANARY_TERM=secret-3\n")
     (tmp_path / "store").mkdir()
     (tmp_path / "store" / "db.json").write_text("CANARY_TERM secret-4\n")
-    old = ks.sandbox.policy()
-    ks.sandbox.configure(
-        deny_read=[*old.deny_read, "credentials.json", str(tmp_path / "vault")],
-        limits=old.limits,
+    policy = ks.sandbox.SandboxPolicy.build(
+        deny_read=[*ks.sandbox.DEFAULT_DENY_READ, "credentials.json", str(tmp_path / "vault")],
         extra_hidden=[str(tmp_path / "store")],
     )
-    try:
-        restricted = await KeywordSearchTool().run(
-            {"query": "q", "search_terms": ["CANARY_TERM"], "context_lines": 0},
-            ctx_for(tmp_path),
-            "tu",
-        )
-        unrestricted = await KeywordSearchTool().run(
-            {"query": "q", "search_terms": ["CANARY_TERM"], "context_lines": 0},
-            ToolContext(
-                cwd=tmp_path, mode=Mode.UNRESTRICTED, sandbox=SandboxInfo(available=True, abi=7)
-            ),
-            "tu",
-        )
-    finally:
-        ks.sandbox.configure(
-            deny_read=old.deny_read, limits=old.limits, extra_hidden=old.extra_hidden
-        )
+    restricted = await KeywordSearchTool().run(
+        {"query": "q", "search_terms": ["CANARY_TERM"], "context_lines": 0},
+        replace(ctx_for(tmp_path), sandbox_policy=policy),
+        "tu",
+    )
+    unrestricted = await KeywordSearchTool().run(
+        {"query": "q", "search_terms": ["CANARY_TERM"], "context_lines": 0},
+        ToolContext(
+            cwd=tmp_path,
+            mode=Mode.UNRESTRICTED,
+            sandbox=SandboxInfo(available=True, abi=7),
+            sandbox_policy=policy,
+        ),
+        "tu",
+    )
     assert "app.py" in restricted.content
     for n in (1, 2, 3, 4):
         assert f"secret-{n}" not in restricted.content

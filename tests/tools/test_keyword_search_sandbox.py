@@ -66,12 +66,7 @@ def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[World]:
     project.mkdir()
     (project / "app.py").write_text(f"VALUE = '{ORDINARY}'\n")
     monkeypatch.setenv("HOME", str(home))
-    old = sandbox.policy()
-    sandbox.configure(limits=old.limits)  # the default deny list, nothing extra
-    try:
-        yield World(home, project)
-    finally:
-        sandbox.configure(deny_read=old.deny_read, limits=old.limits, extra_hidden=old.extra_hidden)
+    yield World(home, project)  # the tool contexts below carry the default policy
 
 
 def ctx(cwd: Path, mode: Mode = Mode.RESTRICTED, info: SandboxInfo = HIDING) -> ToolContext:
