@@ -58,6 +58,7 @@ from phoenix_nb.runtime.ports import LlmProvider, SubAgents, ToolRunner, WorkTre
 from phoenix_nb.runtime.prompts import system_prompt
 from phoenix_nb.sandbox import SandboxInfo, SandboxPolicy
 from phoenix_nb.store import Store, StoreError
+from phoenix_nb.tools.background_jobs import BackgroundJobs
 from phoenix_nb.tools.base import Tool, ToolContext
 from phoenix_nb.tools.kernel_port import KernelPort
 
@@ -112,6 +113,7 @@ class Services:
     worktree: WorkTreeRecorder | None = None  # checkpoints (phoenix_nb.checkpoints), if on
     extra_tool_env: Mapping[str, Any] = field(default_factory=dict)
     sandbox_policy: SandboxPolicy = field(default_factory=SandboxPolicy)  # the Phoenix's
+    jobs: BackgroundJobs = field(default_factory=BackgroundJobs)  # the Phoenix's
 
 
 class ConversationRuntime:
@@ -415,6 +417,7 @@ class ConversationRuntime:
             mode=self.state.mode,
             sandbox=self.services.sandbox,
             sandbox_policy=self.services.sandbox_policy,
+            jobs=self.services.jobs,
             conversation_id=self.id,
             helper_llm=self._helper_llm if self.services.helper_model else None,
             extra=self.services.extra_tool_env,

@@ -68,7 +68,7 @@ from phoenix_nb.runtime.subagents import SubAgentLimits, SubAgentSpawner
 from phoenix_nb.sandbox import SandboxLimits, SandboxPolicy, detect_sandbox
 from phoenix_nb.store import Store, store_problem
 from phoenix_nb.store.store import default_root
-from phoenix_nb.tools.bash import stop_unrestricted_jobs
+from phoenix_nb.tools.background_jobs import BackgroundJobs
 from phoenix_nb.tools.kernel_port import KernelPort
 
 __all__ = [
@@ -274,9 +274,10 @@ class Conversation:
         """
         if not self._phoenix.sandbox.available:
             raise PhoenixError(RESTRICTED_UNAVAILABLE_MESSAGE)
-        stopped = await stop_unrestricted_jobs(self.id)
+        jobs = self._phoenix.jobs
+        stopped = await jobs.stop_unrestricted(self.id)
         await self._submit(ev.UserRequestDowngrade(stopped_jobs=tuple(stopped)))
-        late = await stop_unrestricted_jobs(self.id)
+        late = await jobs.stop_unrestricted(self.id)
         if late:
             try:
                 self.runtime.annotate(stopped_jobs_text(late))
@@ -366,6 +367,7 @@ class Phoenix:
         self._child_spend: dict[str, tuple[tuple[tuple[str, Usage], ...], tuple[str, ...]]] = {}
         self.sandbox = detect_sandbox()  # the host's, probed once per process
         self.sandbox_policy = _sandbox_policy(self.settings, self.store_root)
+        self.jobs = BackgroundJobs()  # its conversations' detached commands
         self._providers: dict[str, LlmProvider] = {}
         self._retired: list[LlmProvider] = []  # replaced by `reconfigure`, closed by `aclose`
         self._provider = provider
@@ -497,6 +499,7 @@ class Phoenix:
             spawner=self.spawner,
             worktree=self.worktree,
             sandbox_policy=self.sandbox_policy,
+            jobs=self.jobs,
         )
 
     # -- restore (REQ-BED-007) ------------------------------------------------------------

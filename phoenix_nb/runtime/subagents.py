@@ -256,7 +256,7 @@ async def _stop(runtime: ConversationRuntime) -> None:
                     await runtime.aborted_work_stopped(STOP_GRACE)
     finally:
         await runtime.close()
-        await _kill_background(runtime.id)
+        await runtime.services.jobs.kill(runtime.id)
 
 
 def _with_id(outcome: SubAgentOutcome, conversation_id: str) -> SubAgentOutcome:
@@ -282,7 +282,3 @@ def _outcome_of(phase: Phase, conversation_id: str) -> SubAgentOutcome:
     )
 
 
-async def _kill_background(conversation_id: str) -> None:
-    from phoenix_nb.tools.bash import kill_background_jobs
-
-    await kill_background_jobs(conversation_id)

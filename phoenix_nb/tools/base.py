@@ -20,6 +20,7 @@ from typing import Any, Protocol, runtime_checkable
 from phoenix_nb.core.secrets import DEFAULT_SECRET_PATTERNS as SECRET_NAME_PATTERNS
 from phoenix_nb.core.values import Mode, ToolResult
 from phoenix_nb.sandbox import SandboxInfo, SandboxPolicy
+from phoenix_nb.tools.background_jobs import BackgroundJobs
 from phoenix_nb.tools.kernel_port import KernelPort
 
 # Environment variables whose names match any of these (case-insensitive
@@ -39,6 +40,8 @@ class ToolContext:
     conversation_id: str = ""
     # The conversation's Phoenix's limits and deny list (c.Phoenix.sandbox_*, deny_read).
     sandbox_policy: SandboxPolicy = field(default_factory=SandboxPolicy)
+    # The Phoenix's background jobs (bash `background: true`); the runtime stops them.
+    jobs: BackgroundJobs = field(default_factory=BackgroundJobs)
     helper_llm: HelperLlm | None = None  # small-model calls (keyword_search ranking)
     secret_patterns: tuple[str, ...] = DEFAULT_SECRET_PATTERNS
     env_allow: tuple[str, ...] = ()  # c.Phoenix.env_allow: more variables commands may see

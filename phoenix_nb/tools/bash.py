@@ -24,7 +24,6 @@ import shutil
 import signal
 import tempfile
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +43,7 @@ from phoenix_nb.sandbox import (
     start_process,
 )
 from phoenix_nb.tools import bash_guard
+from phoenix_nb.tools.background_jobs import BackgroundJob
 from phoenix_nb.tools.base import ToolContext
 from phoenix_nb.tools.environment import command_environment
 from phoenix_nb.tools.schema import invalid_input_result, validate
@@ -134,61 +134,6 @@ class OutputBuffer:
             return head + self._tail.decode("utf-8", "replace")
         tail = self._tail.decode("utf-8", "replace")
         return f"{head}\n… {self.omitted:,} bytes omitted …\n{tail}"
-
-
-@dataclass
-class BackgroundJob:
-    """A detached command the conversation can still stop."""
-
-    conversation_id: str
-    process: Process
-    log_path: Path
-    directory: Path
-    command: str
-    restricted: bool
-    watcher: asyncio.Future[dict[str, Any]] | None = field(default=None, repr=False)
-
-    @property
-    def running(self) -> bool:
-        return self.watcher is None or not self.watcher.done()
-
-
-_JOBS: dict[str, list[BackgroundJob]] = {}
-
-
-async def kill_background_jobs(conversation_id: str) -> int:
-    """Kill every background job of a conversation (when it ends); returns how many."""
-    jobs = _JOBS.pop(conversation_id, [])
-    for job in jobs:
-        job.process.kill()
-    for job in jobs:
-        with contextlib.suppress(TimeoutError, OSError):
-            await asyncio.wait_for(job.process.wait(), _KILL_WAIT)
-        remove_tree(str(job.directory))
-    return len(jobs)
-
-
-async def stop_unrestricted_jobs(conversation_id: str) -> list[str]:
-    """Stop the conversation's running background jobs that have write access.
-
-    For "back to Restricted now": such a job outlives the call that started it,
-    with that call's mode. Each is killed through its supervisor, which returns
-    only once every process of the job's tree is gone. The jobs stay registered,
-    so their logs remain readable until the conversation ends. Returns their
-    commands, in the order they were started.
-    """
-    jobs = [j for j in _JOBS.get(conversation_id, []) if not j.restricted and j.running]
-    for job in jobs:
-        job.process.kill()
-    for job in jobs:
-        with contextlib.suppress(TimeoutError, OSError):
-            await asyncio.wait_for(job.process.wait(), _KILL_WAIT)
-    return [job.command for job in jobs]
-
-
-def background_jobs(conversation_id: str) -> list[BackgroundJob]:
-    """The conversation's jobs that are still registered (running or not yet reaped)."""
-    return list(_JOBS.get(conversation_id, []))
 
 
 _KILL_RE = re.compile(r"^\s*kill\s+(?:-(?:9|KILL|TERM|15|s\s+\w+)\s+)?(?:--\s+)?-?(\d+)\s*$")
@@ -369,7 +314,7 @@ class BashTool:
         finally:
             os.close(log_fd)
         job = BackgroundJob(ctx.conversation_id, proc, log_path, directory, command, restricted)
-        _JOBS.setdefault(ctx.conversation_id, []).append(job)
+        ctx.jobs.add(job)
         job.watcher = asyncio.ensure_future(proc.wait())
         text = (
             f"Started in the background: process group {proc.pgid}.\n"
@@ -392,16 +337,13 @@ class BashTool:
         if not match:
             return None
         target = int(match.group(1))
-        for job in _JOBS.get(ctx.conversation_id, []):
-            if target == job.process.pgid:
-                job.process.kill()
-                with contextlib.suppress(TimeoutError, OSError):
-                    await asyncio.wait_for(job.process.wait(), _KILL_WAIT)
-                return (
-                    f"Stopped background job {target} and all its processes. "
-                    f"Its log stays at {job.log_path} until the conversation ends."
-                )
-        return None
+        job = await ctx.jobs.stop(ctx.conversation_id, target)
+        if job is None:
+            return None
+        return (
+            f"Stopped background job {target} and all its processes. "
+            f"Its log stays at {job.log_path} until the conversation ends."
+        )
 
 
 def _signal_name(sig: int) -> str:

@@ -15,8 +15,9 @@ import pytest
 
 from phoenix_nb.core.values import Mode
 from phoenix_nb.sandbox import detect_sandbox
+from phoenix_nb.tools.background_jobs import BackgroundJobs
 from phoenix_nb.tools.base import ToolContext
-from phoenix_nb.tools.bash import BashTool, kill_background_jobs
+from phoenix_nb.tools.bash import BashTool
 
 SANDBOX = detect_sandbox()
 pytestmark = pytest.mark.skipif(not SANDBOX.available, reason="needs Landlock")
@@ -38,8 +39,13 @@ MEDDLE = (
 )
 
 
+JOBS = BackgroundJobs()
+
+
 def _ctx(cwd: Path, mode: Mode) -> ToolContext:
-    return ToolContext(cwd=cwd, mode=mode, sandbox=SANDBOX, conversation_id="spare-isolation")
+    return ToolContext(
+        cwd=cwd, mode=mode, sandbox=SANDBOX, conversation_id="spare-isolation", jobs=JOBS
+    )
 
 
 async def test_a_restricted_command_leaves_nothing_for_the_next_unrestricted_one(
@@ -60,5 +66,5 @@ async def test_a_restricted_command_leaves_nothing_for_the_next_unrestricted_one
             after = await tool.run({"command": PROBE}, free, "b")
             assert after.content == before.content
     finally:
-        await kill_background_jobs("spare-isolation")
+        await JOBS.kill("spare-isolation")
     assert "evil=none" in before.content

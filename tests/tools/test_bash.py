@@ -22,8 +22,6 @@ from phoenix_nb.tools.base import DEFAULT_SECRET_PATTERNS, ToolContext
 from phoenix_nb.tools.bash import (
     HEAD_BYTES,
     BashTool,
-    background_jobs,
-    kill_background_jobs,
 )
 
 SANDBOX = detect_sandbox()
@@ -237,9 +235,9 @@ async def test_background_job_logs_and_is_stopped_with_conversation(
     assert await wait_until(lambda: log.exists() and "line5\n" in log.read_text())
     assert marked_pids(mark)
 
-    assert await kill_background_jobs(ctx.conversation_id) == 1
+    assert await ctx.jobs.kill(ctx.conversation_id) == 1
     assert marked_pids(mark) == []
-    assert background_jobs(ctx.conversation_id) == []
+    assert ctx.jobs.of(ctx.conversation_id) == []
     with pytest.raises(ProcessLookupError):
         os.killpg(pgid, 0)
 
@@ -257,7 +255,7 @@ async def test_background_job_stopped_by_its_kill_command(tmp_path: Path, mark: 
     text, _ = await run(f"kill -- -{pgid}", ctx)
     assert "Stopped background job" in text
     assert marked_pids(mark) == []
-    await kill_background_jobs(ctx.conversation_id)
+    await ctx.jobs.kill(ctx.conversation_id)
 
 
 # ------------------------------------------------------------------- cancel

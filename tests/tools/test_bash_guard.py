@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from phoenix_nb.core.values import Mode, ToolResult
 from phoenix_nb.sandbox import detect_sandbox
 from phoenix_nb.tools.base import ToolContext
-from phoenix_nb.tools.bash import BashTool, kill_background_jobs
+from phoenix_nb.tools.bash import BashTool
 from phoenix_nb.tools.bash_guard import check_command, expand_word
 
 REFUSED = [
@@ -178,7 +178,7 @@ def test_bash_input_shapes_never_raise(payload: Any) -> None:
             try:
                 return await BashTool().run(payload, ctx, "t")  # type: ignore[arg-type]
             finally:
-                await kill_background_jobs("fuzz-bash")
+                await ctx.jobs.kill("fuzz-bash")
 
         result = asyncio.run(go())
     assert isinstance(result, ToolResult)

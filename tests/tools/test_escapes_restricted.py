@@ -28,7 +28,7 @@ import pytest
 from phoenix_nb.core.values import Mode
 from phoenix_nb.sandbox import SandboxLimits, detect_sandbox
 from phoenix_nb.tools.base import ToolContext
-from phoenix_nb.tools.bash import BashTool, kill_background_jobs
+from phoenix_nb.tools.bash import BashTool
 
 pytestmark = pytest.mark.skipif(not detect_sandbox().available, reason="needs Landlock")
 
@@ -355,7 +355,7 @@ async def test_item1_autobind_listener_is_not_reachable_from_outside(
         with pytest.raises(OSError):
             socket.create_connection(("127.0.0.1", port), 1).close()
     finally:
-        await kill_background_jobs(ctx.conversation_id)
+        await ctx.jobs.kill(ctx.conversation_id)
 
 
 def _limits(pid: int) -> str:
@@ -536,7 +536,7 @@ async def test_item7_background_jobs_share_one_process_budget(user_dir: Path, ma
             await asyncio.sleep(0.05)
         assert 0 < peak <= 40, peak
     finally:
-        await kill_background_jobs(ctx.conversation_id)
+        await ctx.jobs.kill(ctx.conversation_id)
 
 
 async def test_item8_deep_tree_cleanup_returns_and_leaves_nothing(user_dir: Path) -> None:
@@ -568,7 +568,7 @@ async def test_item8_background_log_is_written_by_the_supervisor(user_dir: Path)
         assert text.startswith("first-line\n"), text
         assert "pipe:" in text and "last-line" in text
     finally:
-        await kill_background_jobs(ctx.conversation_id)
+        await ctx.jobs.kill(ctx.conversation_id)
 
 
 async def test_item8_store_files_cannot_be_opened(
