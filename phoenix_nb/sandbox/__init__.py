@@ -114,7 +114,7 @@ from phoenix_nb.sandbox.probe import (
     guarantees,
     lost_guarantees,
 )
-from phoenix_nb.sandbox.protocol import RunSpec
+from phoenix_nb.sandbox.protocol import ExitReport, Hello, RunSpec, Started
 from phoenix_nb.sandbox.rundir import group_for, run_dir
 
 __all__ = [
@@ -124,7 +124,9 @@ __all__ = [
     "SANDBOX_ENV",
     "ChildCgroup",
     "ChildPolicy",
+    "ExitReport",
     "Guarantee",
+    "Hello",
     "LauncherHandle",
     "Process",
     "RunSpec",
@@ -132,6 +134,7 @@ __all__ = [
     "SandboxInfo",
     "SandboxLimits",
     "SandboxPolicy",
+    "Started",
     "child_cgroup",
     "child_policy",
     "confine_forked_child",

@@ -15,7 +15,6 @@ import signal
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from phoenix_nb.sandbox.child import cgroup, confine
 from phoenix_nb.sandbox.child.confine import ChildPolicy
@@ -30,18 +29,20 @@ __all__ = ["ChildCgroup", "ChildPolicy", "child_cgroup", "child_policy", "confin
 
 
 @functools.cache
-def _child_pieces() -> tuple[Any, Any, confine.CompiledFilter] | None:
+def _child_pieces() -> (
+    tuple[confine.NamespacePlan, confine.LandlockPlan, confine.CompiledFilter] | None
+):
     """Namespace plan, Landlock plan and compiled seccomp for forked children, once."""
     if not detect_sandbox().available:
         return None
     hello = launcher().hello()
     ns = confine.NamespacePlan(
-        user=bool(hello.get("userns")),
-        flags=confine.SANDBOX_NAMESPACES if hello.get("namespaces") else 0,
-        proc=bool(hello.get("proc")),
-        why_not=str(hello.get("namespaces_why_not", "")),
+        user=hello.userns,
+        flags=confine.SANDBOX_NAMESPACES if hello.namespaces else 0,
+        proc=hello.proc,
+        why_not=hello.namespaces_why_not,
     )
-    abi = int(hello.get("landlock_abi", 1))
+    abi = hello.landlock_abi or 1
     profile = confine.SeccompProfile(netns=ns.net, ipcns=ns.net, truncate=abi < 3)
     plan = confine.LandlockPlan.build(abi, tcp_rules=not ns.net)
     return ns, plan, confine.compile_seccomp_filter(profile)
@@ -51,7 +52,7 @@ def _child_pieces() -> tuple[Any, Any, confine.CompiledFilter] | None:
 class ChildCgroup:
     """A cgroup a forked child joins (inside its conversation's budget); remove it after."""
 
-    group: Any  # cgroup.CommandGroup
+    group: cgroup.CommandGroup
 
     @property
     def procs_files(self) -> tuple[str, ...]:
@@ -74,7 +75,7 @@ class ChildCgroup:
 
 
 @functools.cache
-def _cgroup_setup() -> Any:
+def _cgroup_setup() -> cgroup.CgroupSetup:
     return cgroup.detect(owner() + "-fork")
 
 

@@ -17,10 +17,9 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
-from typing import Any
 
 from phoenix_nb.sandbox.errors import SandboxError
-from phoenix_nb.sandbox.protocol import RunSpec
+from phoenix_nb.sandbox.protocol import ExitReport, Hello, RunSpec, Started
 from phoenix_nb.sandbox.rundir import owner, run_dir
 
 __all__ = ["LauncherHandle", "Process", "launcher", "read_some", "start_process"]
@@ -44,8 +43,8 @@ class Process:
         self.pgid = 0  # the group to kill: the command's bash, or its namespace's PID 1
         self.tmpdir = ""  # a Restricted command's TMPDIR (gone when it ends)
         self._pidfd: int | None = None
-        self.result: dict[str, Any] | None = None
-        self._wait_task: asyncio.Future[dict[str, Any]] | None = None
+        self.result: ExitReport | None = None
+        self._wait_task: asyncio.Future[ExitReport] | None = None
 
     async def _read_line(self) -> bytes:
         loop = asyncio.get_running_loop()
@@ -78,19 +77,14 @@ class Process:
         self._close_status()
 
     def _parse_started(self, line: bytes) -> None:
-        try:
-            first = json.loads(line)
-            self.supervisor_pid = int(first["pid"])
-            self.pgid = int(first.get("pgid", 0))
-            self.tmpdir = str(first.get("tmpdir", ""))
-        except (ValueError, KeyError, TypeError) as exc:
-            raise SandboxError(f"launcher gave no supervisor pid: {line!r}") from exc
+        first = Started.parse(line)
+        self.supervisor_pid, self.pgid, self.tmpdir = first.pid, first.pgid, first.tmpdir
         if self.supervisor_pid > 0:
             with contextlib.suppress(OSError):
                 self._pidfd = os.pidfd_open(self.supervisor_pid)
 
-    async def wait(self) -> dict[str, Any]:
-        """The exit report: {"exit": code|None, "signal": n|None, "killed": bool}.
+    async def wait(self) -> ExitReport:
+        """How the command ended (a missing or damaged report reads as killed).
 
         One task reads the report however many callers wait; cancelling a
         caller does not cancel the read.
@@ -99,14 +93,10 @@ class Process:
             self._wait_task = asyncio.ensure_future(self._read_report())
         return await asyncio.shield(self._wait_task)
 
-    async def _read_report(self) -> dict[str, Any]:
-        line = await self._read_line()
-        try:
-            self.result = json.loads(line)
-        except ValueError:
-            self.result = {"exit": None, "signal": None, "killed": True}
+    async def _read_report(self) -> ExitReport:
+        report = self.result = ExitReport.parse(await self._read_line())
         self._close_status()
-        return self.result
+        return report
 
     def kill(self) -> None:
         """SIGKILL the command's process group now, then have the supervisor sweep.
@@ -173,7 +163,7 @@ class LauncherHandle:
         self._lock = threading.Lock()
         self._proc: subprocess.Popen[bytes] | None = None
         self._socks: tuple[socket.socket, socket.socket] | None = None
-        self._hello: dict[str, Any] | None = None
+        self._hello: Hello | None = None
         self._pending: tuple[socket.socket, socket.socket] | None = None
 
     def spawn(self) -> None:
@@ -224,8 +214,8 @@ class LauncherHandle:
             self._pending = None
             r_ours.settimeout(_HELLO_TIMEOUT)
             try:
-                hello = json.loads(r_ours.recv(1 << 16))["hello"]
-            except (OSError, ValueError, KeyError, TypeError) as exc:
+                hello = Hello.parse(r_ours.recv(1 << 16))
+            except (OSError, SandboxError) as exc:
                 plain_ours.close()
                 r_ours.close()
                 raise SandboxError(f"the sandbox launcher did not start ({exc})") from exc
@@ -234,11 +224,11 @@ class LauncherHandle:
             self._socks = (plain_ours, r_ours)
             return self._socks
 
-    def hello(self) -> dict[str, Any]:
+    def hello(self) -> Hello:
         """What the launcher found on this host (namespaces, Landlock ABI, cgroups)."""
         self._ensure()
         assert self._hello is not None
-        return dict(self._hello)
+        return self._hello
 
     def start(self, spec: RunSpec, output_w: int) -> tuple[int, int]:
         """Send one request; returns the status pipe's read end."""

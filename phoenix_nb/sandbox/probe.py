@@ -16,13 +16,12 @@ import logging
 import os
 import sys
 import threading
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from phoenix_nb.sandbox.child import confine
 from phoenix_nb.sandbox.errors import SandboxError
 from phoenix_nb.sandbox.launcher_client import launcher
+from phoenix_nb.sandbox.protocol import Hello
 
 __all__ = [
     "KERNEL_REQUIREMENT",
@@ -81,15 +80,15 @@ def _probe() -> SandboxInfo:
         hello = launcher().hello()
     except (SandboxError, OSError) as exc:
         return SandboxInfo(False, abi, f"sandbox launcher failed ({exc}). {KERNEL_REQUIREMENT}")
-    if "error" in hello:
-        return SandboxInfo(False, abi, f"sandbox launcher: {hello['error']}. {KERNEL_REQUIREMENT}")
+    if hello.error:
+        return SandboxInfo(False, abi, f"sandbox launcher: {hello.error}. {KERNEL_REQUIREMENT}")
     lost = [g for g in guarantees(hello) if not g.holds]
-    summary = f"Landlock ABI {hello.get('landlock_abi', abi)}: " + "; ".join(
+    summary = f"Landlock ABI {hello.landlock_abi}: " + "; ".join(
         f"{g.name} ({g.mechanism})" for g in guarantees(hello) if g.holds
     )
     if lost:
         summary += ". LOST here: " + "; ".join(f"{g.name} ({g.mechanism})" for g in lost)
-    return SandboxInfo(True, int(hello.get("landlock_abi", abi)), summary)
+    return SandboxInfo(True, hello.landlock_abi, summary)
 
 
 _DETECT_LOCK = threading.Lock()
@@ -148,17 +147,17 @@ class Guarantee:
     mechanism: str
 
 
-def guarantees(hello: Mapping[str, Any] | None = None) -> list[Guarantee]:
+def guarantees(hello: Hello | None = None) -> list[Guarantee]:
     """Every guarantee of Restricted mode on this host (for `%phoenix status`)."""
     if hello is None:
         if not detect_sandbox().available:
             return [Guarantee("Restricted mode", False, detect_sandbox().reason)]
         hello = launcher().hello()
-    ns = bool(hello.get("namespaces"))
-    userns = bool(hello.get("userns"))
-    abi = int(hello.get("landlock_abi", 0))
-    why_ns = str(hello.get("namespaces_why_not") or "no namespaces")
-    cg = int(hello.get("cgroup", 0))
+    ns = hello.namespaces
+    userns = hello.userns
+    abi = hello.landlock_abi
+    why_ns = hello.namespaces_why_not or "no namespaces"
+    cg = hello.cgroup
     out = [
         Guarantee(
             "your files are read-only",
@@ -185,9 +184,9 @@ def guarantees(hello: Mapping[str, Any] | None = None) -> list[Guarantee]:
         ),
         Guarantee(
             "other processes invisible in /proc",
-            ns and bool(hello.get("proc")),
+            ns and hello.proc,
             "own /proc in the PID namespace"
-            if ns and hello.get("proc")
+            if ns and hello.proc
             else f"LOST: {why_ns if not ns else 'a fresh /proc cannot be mounted here'}",
         ),
         Guarantee(
@@ -197,9 +196,9 @@ def guarantees(hello: Mapping[str, Any] | None = None) -> list[Guarantee]:
         ),
         Guarantee(
             "credential files unreadable",
-            bool(hello.get("hiding")),
+            hello.hiding,
             "mount namespace: placeholders over the hidden paths"
-            if hello.get("hiding")
+            if hello.hiding
             else f"LOST: {why_ns}",
         ),
         Guarantee(
@@ -214,7 +213,7 @@ def guarantees(hello: Mapping[str, Any] | None = None) -> list[Guarantee]:
             bool(cg),
             f"cgroup v{cg} per conversation"
             if cg
-            else f"LOST: per-process rlimits only ({hello.get('cgroup_why_not')})",
+            else f"LOST: per-process rlimits only ({hello.cgroup_why_not})",
         ),
         Guarantee(
             "TMPDIR size and inode caps",

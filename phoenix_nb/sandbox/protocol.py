@@ -7,13 +7,108 @@ those messages only through the parsers here.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from phoenix_nb.sandbox.errors import SandboxError
 from phoenix_nb.sandbox.policy import SandboxLimits
 
-__all__ = ["RunSpec"]
+__all__ = ["ExitReport", "Hello", "RunSpec", "Started"]
+
+
+def _object(data: bytes | str, what: str) -> Mapping[str, Any]:
+    try:
+        value = json.loads(data)
+    except ValueError as exc:
+        raise SandboxError(f"the launcher sent a damaged {what}: {data!r}") from exc
+    if not isinstance(value, dict):
+        raise SandboxError(f"the launcher sent a damaged {what}: {data!r}")
+    return value
+
+
+@dataclass(frozen=True)
+class Hello:
+    """What the launcher found on this host, sent once on the Restricted socket.
+
+    ``error``: why the launcher cannot confine anything here (then nothing
+    else is meaningful).
+    """
+
+    landlock_abi: int = 0
+    namespaces: bool = False  # user+net+IPC+mount+PID namespaces for each command
+    userns: bool = False  # ... including a user namespace
+    proc: bool = False  # a fresh /proc can be mounted in the PID namespace
+    hiding: bool = False  # placeholders can cover the hidden paths
+    namespaces_why_not: str = ""
+    cgroup: int = 0  # cgroup version usable for whole-tree budgets; 0: none
+    cgroup_why_not: str = ""
+    error: str = ""
+
+    @classmethod
+    def parse(cls, data: bytes | str) -> Hello:
+        """The launcher's first message, ``{"hello": {...}}``; SandboxError if damaged."""
+        message = _object(data, "hello")
+        body = message.get("hello")
+        if not isinstance(body, dict):
+            raise SandboxError(f"the launcher sent no hello: {data!r}")
+        try:
+            return cls(
+                landlock_abi=int(body.get("landlock_abi", 0)),
+                namespaces=bool(body.get("namespaces")),
+                userns=bool(body.get("userns")),
+                proc=bool(body.get("proc")),
+                hiding=bool(body.get("hiding")),
+                namespaces_why_not=str(body.get("namespaces_why_not") or ""),
+                cgroup=int(body.get("cgroup", 0)),
+                cgroup_why_not=str(body.get("cgroup_why_not") or ""),
+                error=str(body.get("error") or ""),
+            )
+        except (TypeError, ValueError) as exc:
+            raise SandboxError(f"the launcher sent a damaged hello: {data!r}") from exc
+
+
+@dataclass(frozen=True)
+class Started:
+    """The supervisor's first status line, written before the command may run."""
+
+    pid: int  # the supervisor (0: the command could not be started)
+    pgid: int = 0  # the group to kill: the command's bash, or its namespace's PID 1
+    tmpdir: str = ""  # a Restricted command's TMPDIR (gone when it ends)
+
+    @classmethod
+    def parse(cls, line: bytes) -> Started:
+        try:
+            first = _object(line, "start line")
+            return cls(int(first["pid"]), int(first.get("pgid", 0)), str(first.get("tmpdir", "")))
+        except (SandboxError, KeyError, TypeError, ValueError) as exc:
+            raise SandboxError(f"launcher gave no supervisor pid: {line!r}") from exc
+
+
+@dataclass(frozen=True)
+class ExitReport:
+    """How a command ended: its exit code or signal, and the whole-tree limits it hit."""
+
+    exit: int | None
+    signal: int | None
+    killed: bool = False  # the supervisor killed what was left (cancel, timeout, limit)
+    limits: tuple[str, ...] = ()  # "memory", "pids", "tmp_bytes", "tmp_inodes"
+
+    @classmethod
+    def parse(cls, line: bytes) -> ExitReport:
+        """The supervisor's last status line; a missing or damaged one reads as killed."""
+        try:
+            report = _object(line, "report")
+            code, sig = report.get("exit"), report.get("signal")
+            return cls(
+                int(code) if code is not None else None,
+                int(sig) if sig is not None else None,
+                bool(report.get("killed")),
+                tuple(str(name) for name in report.get("limits") or ()),
+            )
+        except (SandboxError, TypeError, ValueError):
+            return cls(None, None, killed=True)
 
 
 @dataclass(frozen=True)

@@ -13,9 +13,8 @@ import asyncio
 import contextlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-from phoenix_nb.sandbox import Process, remove_tree
+from phoenix_nb.sandbox import ExitReport, Process, remove_tree
 
 __all__ = ["BackgroundJob", "BackgroundJobs"]
 
@@ -32,7 +31,7 @@ class BackgroundJob:
     directory: Path
     command: str
     restricted: bool
-    watcher: asyncio.Future[dict[str, Any]] | None = field(default=None, repr=False)
+    watcher: asyncio.Future[ExitReport] | None = field(default=None, repr=False)
 
     @property
     def running(self) -> bool:

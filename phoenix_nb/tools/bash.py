@@ -23,7 +23,7 @@ import re
 import shutil
 import signal
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +31,7 @@ from phoenix_nb.core.displays import BashDisplay
 from phoenix_nb.core.values import Mode, ToolResult
 from phoenix_nb.sandbox import (
     KERNEL_REQUIREMENT,
+    ExitReport,
     Process,
     RunSpec,
     SandboxError,
@@ -253,14 +254,14 @@ class BashTool:
         tool_use_id: str,
         command: str,
         buffer: OutputBuffer,
-        result: Mapping[str, Any],
+        result: ExitReport,
         timed_out: bool,
         timeout: float,
         ctx: ToolContext,
     ) -> ToolResult:
         text = buffer.text()
-        code = result.get("exit")
-        sig = result.get("signal")
+        code = result.exit
+        sig = result.signal
         lines = [text.rstrip("\n")] if text.strip() else ["(no output)"]
         if timed_out:
             lines.append(
@@ -270,7 +271,7 @@ class BashTool:
             lines.append(f"[killed by signal {sig} ({_signal_name(sig)})]")
         elif code:
             lines.append(f"[exit code {code}]")
-        lines.extend(self._limit_lines(result.get("limits") or (), self.limits(ctx)))
+        lines.extend(self._limit_lines(result.limits, self.limits(ctx)))
         display = BashDisplay(
             command,
             code if not sig else 128 + int(sig),
@@ -279,7 +280,7 @@ class BashTool:
         )
         return ToolResult(tool_use_id, "\n".join(lines), is_error=timed_out, display=display)
 
-    def _limit_lines(self, hit: Any, lim: SandboxLimits) -> list[str]:
+    def _limit_lines(self, hit: Sequence[str], lim: SandboxLimits) -> list[str]:
         """Say which whole-tree limit the command ran into, and how to change it."""
         texts = {
             "memory": f"memory: this conversation's commands may use {_size(lim.memory)} "

@@ -187,7 +187,7 @@ class RgProcess:
     async def wait(self) -> None:
         """Wait for rg to end; SearchError if it could not run or was killed."""
         result = await self.process.wait()
-        code, sig = result.get("exit"), result.get("signal")
+        code, sig = result.exit, result.signal
         if sig or code not in _RG_OK:
             said = self._last.decode("utf-8", "replace").strip()
             said = said.removeprefix("phoenix sandbox: cannot start command: ")

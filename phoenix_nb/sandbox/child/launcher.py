@@ -42,9 +42,10 @@ message with two file descriptors attached: the command's output and a
 status pipe. The supervisor writes JSON lines to the status pipe: first
 ``{"pid": <supervisor>, "pgid": <group to kill>, "tmpdir": path}`` (before the
 command may run), at the end ``{"exit", "signal", "killed", "limits": [...]}``.
-The caller stops a command by SIGKILLing its process group and sending
-SIGTERM to the supervisor; a caller that closes the status pipe early gets
-the same.
+The kernel side parses each of these once (``sandbox/protocol.py``: ``Hello``,
+``Started``, ``ExitReport``). The caller stops a command by SIGKILLing its
+process group and sending SIGTERM to the supervisor; a caller that closes the
+status pipe early gets the same.
 
 This file is run as a script (``python -I child/launcher.py``); it loads its
 sibling modules ``confine``, ``cgroup`` and ``cleanup`` by file path and never
