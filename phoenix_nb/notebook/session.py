@@ -24,11 +24,17 @@ from phoenix_nb.errors import PhoenixError
 from phoenix_nb.notebook.binding import NotebookBindings, notebook_key
 from phoenix_nb.notebook.kernel_port import IPythonKernel
 from phoenix_nb.notebook.options import CellOptions
-from phoenix_nb.runtime.settings import Settings, default_model
+from phoenix_nb.runtime.settings import DEMO_MODEL, Settings, default_model
 from phoenix_nb.sandbox import DEFAULT_DENY_READ
 
 if TYPE_CHECKING:  # the runtime is imported on first use, not at %load_ext
     from phoenix_nb.runtime.manager import Conversation, Phoenix
+
+
+# Trait defaults are the settings' own, written once in their dataclasses.
+_DEFAULT = Settings(model=DEMO_MODEL)  # `model`'s default reads the environment: not used
+_SANDBOX = _DEFAULT.sandbox
+_SUB_AGENTS = _DEFAULT.sub_agents
 
 
 class PhoenixConfig(Configurable):
@@ -51,24 +57,32 @@ class PhoenixConfig(Configurable):
         "auto",
         help="Keep a cell waiting for Approve/Deny: auto = when the front end can answer.",
     ).tag(config=True)
-    retry_delay_scale = Float(1.0, help="Multiply retry backoff delays (tests).").tag(config=True)
-    sub_agent_timeout = Float(600.0, help="Seconds before a sub-agent is stopped.").tag(config=True)
-    max_parallel_sub_agents = Int(4, help="Sub-agents running at once.").tag(config=True)
+    retry_delay_scale = Float(
+        _DEFAULT.retry_delay_scale, help="Multiply retry backoff delays (tests)."
+    ).tag(config=True)
+    sub_agent_timeout = Float(
+        _SUB_AGENTS.timeout, help="Seconds before a sub-agent is stopped."
+    ).tag(config=True)
+    max_parallel_sub_agents = Int(_SUB_AGENTS.max_parallel, help="Sub-agents running at once.").tag(
+        config=True
+    )
     display_min_interval = Float(0.1, help="Seconds between streaming display updates.").tag(
         config=True
     )
     show_thinking = Bool(True, help="Show the model's reasoning in the record.").tag(config=True)
     # Restricted-mode budgets and hidden paths (README "Security model").
     sandbox_memory = Int(
-        4 << 30, help="Bytes one conversation's Restricted commands may use together."
+        _SANDBOX.memory, help="Bytes one conversation's Restricted commands may use together."
     ).tag(config=True)
-    sandbox_max_procs = Int(1024, help="Processes one conversation may run at once.").tag(
+    sandbox_max_procs = Int(
+        _SANDBOX.max_procs, help="Processes one conversation may run at once."
+    ).tag(config=True)
+    sandbox_tmp_bytes = Int(
+        _SANDBOX.tmp_bytes, help="Size cap of a Restricted command's TMPDIR."
+    ).tag(config=True)
+    sandbox_tmp_inodes = Int(_SANDBOX.tmp_inodes, help="File-count cap of that TMPDIR.").tag(
         config=True
     )
-    sandbox_tmp_bytes = Int(1 << 30, help="Size cap of a Restricted command's TMPDIR.").tag(
-        config=True
-    )
-    sandbox_tmp_inodes = Int(65536, help="File-count cap of that TMPDIR.").tag(config=True)
     deny_read = List(
         Unicode(),
         default_value=list(DEFAULT_DENY_READ),
@@ -76,7 +90,7 @@ class PhoenixConfig(Configurable):
     ).tag(config=True)
     cache_ttl = CaselessStrEnum(
         ("1h", "5m", "off"),
-        "1h",
+        _DEFAULT.cache_ttl or "off",
         help="Prompt-cache lifetime: 1h (default: pauses between cells outlast 5 minutes), "
         "5m (cheaper writes for fast back-to-back work) or off.",
     ).tag(config=True)
@@ -86,28 +100,32 @@ class PhoenixConfig(Configurable):
     ).tag(config=True)
     kernel_access = CaselessStrEnum(
         ("on", "off"),
-        "on",
+        _DEFAULT.kernel_access,
         help="Let the agent read the kernel (variables, history, a sandboxed fork); off: "
         "its kernel tools answer with an error.",
     ).tag(config=True)
     checkpoints = Bool(
-        True, help="Checkpoint the folder while the agent can write, so %phoenix revert works."
+        _DEFAULT.checkpoints,
+        help="Checkpoint the folder while the agent can write, so %phoenix revert works.",
     ).tag(config=True)
     checkpoint_max_file_size = Int(
-        20 * 1024 * 1024, help="Bytes; larger files are recorded by hash only (not restorable)."
+        _DEFAULT.checkpoint_max_file_size,
+        help="Bytes; larger files are recorded by hash only (not restorable).",
     ).tag(config=True)
     checkpoint_keep_days = Float(
-        30.0, help="Days before old checkpoints may be pruned (never the latest turn's)."
+        _DEFAULT.checkpoint_keep_days,
+        help="Days before old checkpoints may be pruned (never the latest turn's).",
     ).tag(config=True)
     checkpoint_max_bytes = Int(
-        2 * 1024 * 1024 * 1024, help="Bytes per conversation's store before the oldest go."
+        _DEFAULT.checkpoint_max_bytes, help="Bytes per conversation's store before the oldest go."
     ).tag(config=True)
 
     stall_timeout = Float(
-        60.0, help="Seconds without data before a response counts as stalled."
+        _DEFAULT.stall_timeout, help="Seconds without data before a response counts as stalled."
     ).tag(config=True)
     sub_agent_timeout_max = Float(
-        3600.0, help="The longest timeout a spawn_agents call may ask for, seconds."
+        _SUB_AGENTS.timeout_max,
+        help="The longest timeout a spawn_agents call may ask for, seconds.",
     ).tag(config=True)
     thinking = Dict(
         help='Extended thinking for requests, e.g. {"type": "enabled", "budget_tokens": 2000}.'
@@ -223,10 +241,7 @@ class Session:
         if phoenix is None:
             return  # not built yet: the first use reads the config as it is then
         settings = self.settings()
-        from phoenix_nb.store.store import default_root
-
-        root = settings.store_root()
-        if (Path(root).expanduser() if root else default_root()) != Path(phoenix.store_root):
+        if settings.store_root() != Path(phoenix.store_root):
             self._phoenix = None
             self._current = self._looked_up = self.resumed = None
             self._shown.clear()

@@ -64,10 +64,9 @@ from phoenix_nb.runtime.conversation import (
 )
 from phoenix_nb.runtime.ports import LlmProvider
 from phoenix_nb.runtime.settings import DEMO_MODEL, Settings
-from phoenix_nb.runtime.subagents import SubAgentLimits, SubAgentSpawner
-from phoenix_nb.sandbox import SandboxLimits, SandboxPolicy, detect_sandbox
+from phoenix_nb.runtime.subagents import SubAgentSpawner
+from phoenix_nb.sandbox import SandboxPolicy, detect_sandbox
 from phoenix_nb.store import Store, store_problem
-from phoenix_nb.store.store import default_root
 from phoenix_nb.tools.background_jobs import BackgroundJobs
 from phoenix_nb.tools.kernel_port import KernelPort
 
@@ -103,23 +102,9 @@ def _usage_of(message: Mapping[str, Any]) -> Usage | None:
     return value if isinstance(value, Usage) else None
 
 
-def _sub_agent_limits(s: Settings) -> SubAgentLimits:
-    return SubAgentLimits(
-        max_parallel=s.max_parallel_sub_agents,
-        timeout=s.sub_agent_timeout,
-        timeout_max=s.sub_agent_timeout_max,
-    )
-
-
 def _sandbox_policy(s: Settings, store_root: Path) -> SandboxPolicy:
     """The sandbox policy of a Phoenix: its limits and deny list; its store always hidden."""
-    limits = SandboxLimits(
-        memory=s.sandbox_memory,
-        max_procs=s.sandbox_max_procs,
-        tmp_bytes=s.sandbox_tmp_bytes,
-        tmp_inodes=s.sandbox_tmp_inodes,
-    )
-    return SandboxPolicy.build(limits, s.deny_read, (store_root,))
+    return SandboxPolicy.build(s.sandbox, s.deny_read, (store_root,))
 
 
 def _checkpoint_config(s: Settings) -> CheckpointConfig:
@@ -356,12 +341,7 @@ class Phoenix:
         # The store is opened on first use: start-up touches it only when a
         # conversation was left mid-work, so it costs the same for 10 or 10,000.
         self._store = store
-        given = self.settings.store_root()
-        self.store_root = (
-            store.root
-            if store is not None
-            else (Path(given).expanduser() if given is not None else default_root())
-        )
+        self.store_root = store.root if store is not None else self.settings.store_root()
         self.limits = ModelLimits(self.store_root, None)  # the Models API's figures, cached
         # Finished sub-agents' spend, by conversation id: (usages, their own children).
         self._child_spend: dict[str, tuple[tuple[tuple[str, Usage], ...], tuple[str, ...]]] = {}
@@ -373,7 +353,7 @@ class Phoenix:
         self._provider = provider
         self._runtimes: dict[str, ConversationRuntime] = {}
         self.spawner = SubAgentSpawner(
-            self, _sub_agent_limits(self.settings), self.sandbox.available
+            self, self.settings.sub_agents, self.sandbox.available
         )
         self.worktree = self._checkpoints()
         self.restored = self._restore_all()
@@ -467,7 +447,7 @@ class Phoenix:
         """
         old, self.settings = self.settings, settings
         self.sandbox_policy = _sandbox_policy(settings, self.store_root)
-        self.spawner.set_limits(_sub_agent_limits(settings))
+        self.spawner.set_limits(settings.sub_agents)
         self.worktree.reconfigure(_checkpoint_config(settings))
         client = ("api_key", "base_url", "stall_timeout", "cache_ttl")
         if any(getattr(old, f) != getattr(settings, f) for f in client):

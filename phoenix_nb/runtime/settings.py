@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
+
+from phoenix_nb.sandbox import SandboxLimits
 
 DEMO_MODEL = "demo"
 DEFAULT_MODEL = "claude-sonnet-5-5"
@@ -26,6 +28,29 @@ def default_model() -> str:
     if os.environ.get("PHOENIX_MODEL"):
         return os.environ["PHOENIX_MODEL"]
     return DEFAULT_MODEL if os.environ.get("ANTHROPIC_API_KEY") else DEMO_MODEL
+
+
+@dataclass(frozen=True)
+class SubAgentLimits:
+    """How many sub-agents run at once and for how long (seconds)."""
+
+    max_parallel: int = 4
+    timeout: float = 600.0  # a child's default
+    timeout_max: float = 3600.0  # the most a spawn_agents call may ask for
+
+
+# Config names (`c.Phoenix.<name>`, flat as traitlets need them) of the nested values.
+NESTED_CONFIG: dict[str, tuple[str, str]] = {
+    "sub_agent_timeout": ("sub_agents", "timeout"),
+    "sub_agent_timeout_max": ("sub_agents", "timeout_max"),
+    "max_parallel_sub_agents": ("sub_agents", "max_parallel"),
+    # Restricted-mode budgets (README "Security model"): memory and processes are
+    # shared by one conversation's commands and background jobs.
+    "sandbox_memory": ("sandbox", "memory"),
+    "sandbox_max_procs": ("sandbox", "max_procs"),
+    "sandbox_tmp_bytes": ("sandbox", "tmp_bytes"),
+    "sandbox_tmp_inodes": ("sandbox", "tmp_inodes"),
+}
 
 
 @dataclass
@@ -41,16 +66,9 @@ class Settings:
     # Prompt-cache lifetime: "1h" (default: people read and think between cells for
     # longer than 5 minutes), "5m", or None for no caching (README "Cost and caching").
     cache_ttl: str | None = "1h"
-    sub_agent_timeout: float = 600.0  # default per child, seconds
-    sub_agent_timeout_max: float = 3600.0
-    max_parallel_sub_agents: int = 4
+    sub_agents: SubAgentLimits = field(default_factory=SubAgentLimits)
     secret_patterns: tuple[str, ...] | None = None  # None: tools' defaults
-    # Restricted-mode budgets (sandbox/ SandboxLimits; README "Security model"):
-    # memory and processes are shared by one conversation's commands and background jobs.
-    sandbox_memory: int = 4 << 30  # bytes, whole tree incl. TMPDIR/shm/memfd pages
-    sandbox_max_procs: int = 1024
-    sandbox_tmp_bytes: int = 1 << 30  # TMPDIR and /dev/shm, each a capped tmpfs
-    sandbox_tmp_inodes: int = 65536
+    sandbox: SandboxLimits = field(default_factory=SandboxLimits)  # Restricted-mode budgets
     deny_read: tuple[str, ...] | None = None  # None: sandbox.DEFAULT_DENY_READ
     env_allow: tuple[str, ...] = ()  # variables (names or patterns) commands may see
     kernel_access: str = "on"  # "off": the kernel tools stay declared and answer with an error
@@ -67,11 +85,16 @@ class Settings:
         Config speaks in traitlets' types, so: an empty string means "not set"
         (the environment or the default decides), lists become tuples, an empty
         list or mapping means the default, and `cache_ttl = "off"` turns caching
-        off. Names that are not settings are the caller's own (display options)
+        off. The flat names of nested values (`sandbox_memory`) go through
+        NESTED_CONFIG. Names that are not settings are the caller's own (display options)
         and are ignored here; `api_key` is never read from config (see
         NOT_FROM_CONFIG).
         """
         kwargs: dict[str, Any] = {}
+        nested: dict[str, dict[str, Any]] = {}
+        for name, (group, key) in NESTED_CONFIG.items():
+            if name in values and values[name] != "":
+                nested.setdefault(group, {})[key] = values[name]
         for f in fields(cls):
             if f.name not in values or f.name in NOT_FROM_CONFIG:
                 continue
@@ -92,13 +115,26 @@ class Settings:
         if "base_url" not in kwargs and os.environ.get("ANTHROPIC_BASE_URL"):
             # read here, not left to the SDK: it also decides whether "demo" is served locally
             kwargs["base_url"] = os.environ["ANTHROPIC_BASE_URL"]
-        return cls(**kwargs)
+        base = cls(**kwargs)
+        return replace(
+            base,
+            **{group: replace(getattr(base, group), **kw) for group, kw in nested.items()},
+        )
 
-    def store_root(self) -> Path | None:
+    @classmethod
+    def config_names(cls) -> set[str]:
+        """Every name a notebook may set (`c.Phoenix.<name>`): the flat fields and the
+        flat names of the nested values' fields."""
+        flat = {f.name for f in fields(cls)} - {group for group, _ in NESTED_CONFIG.values()}
+        return (flat | set(NESTED_CONFIG)) - set(NOT_FROM_CONFIG)
+
+    def store_root(self) -> Path:
+        """The store's folder: `home`, else $PHOENIX_HOME, else Jupyter's data dir."""
         if self.home is not None:
-            return Path(self.home)
-        env = os.environ.get("PHOENIX_HOME")
-        return Path(env) if env else None
+            return Path(self.home).expanduser()
+        from phoenix_nb.store import default_root  # the store loads on first use
+
+        return default_root()
 
 
 # Settings a notebook cannot set, and why (a test holds every other field to a trait).

@@ -32,20 +32,12 @@ from phoenix_nb.core.values import ErrorKind, SubAgentOutcome, SubAgentStatus, S
 from phoenix_nb.errors import Rejected
 from phoenix_nb.runtime.conversation import ConversationRuntime, is_rest
 from phoenix_nb.runtime.ports import Parent
+from phoenix_nb.runtime.settings import SubAgentLimits
 from phoenix_nb.store import Store, StoreError
 
 log = logging.getLogger(__name__)
 
 STOP_GRACE = 5.0  # seconds a stopped child gets to answer its open tool calls
-
-
-@dataclass(frozen=True)
-class SubAgentLimits:
-    """How many children run at once and for how long (seconds)."""
-
-    max_parallel: int = 4
-    timeout: float = 600.0  # a child's default
-    timeout_max: float = 3600.0  # the most a spawn_agents call may ask for
 
 
 class ChildHost(Protocol):

@@ -48,6 +48,9 @@ def _connection_file() -> str | None:
 
 
 def _runtime_dirs() -> list[str]:
+    """Jupyter's own secrets (its runtime dir, the kernel's connection file) and every
+    store the environment names, whichever Phoenix uses it: deny by default. This
+    Phoenix's own store comes with the policy (``extra_hidden``) wherever it is."""
     found = []
     try:
         from jupyter_core.paths import jupyter_data_dir, jupyter_runtime_dir

@@ -198,6 +198,10 @@ def _read_only_fs(path: Path) -> bool:
 
 
 def default_root() -> Path:
+    """Where a store lives when no folder is given: $PHOENIX_HOME, else Jupyter's data dir.
+
+    The one computation of it: `Settings.store_root()` asks here.
+    """
     env = os.environ.get("PHOENIX_HOME")
     if env:
         return Path(env).expanduser()

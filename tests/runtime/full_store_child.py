@@ -26,6 +26,7 @@ from typing import Any
 from phoenix_nb.core.messages import to_api_messages, validate_chain
 from phoenix_nb.core.states import from_persisted
 from phoenix_nb.runtime import updates as up
+from phoenix_nb.runtime.settings import SubAgentLimits
 from phoenix_nb.testing import FakeAnthropic, FakeRequest, Turn, text
 from tests.runtime.harness import phoenix_for, project_dir
 from tests.runtime.test_subagents import is_child, is_parent, result_text, scripted, spawn
@@ -72,7 +73,7 @@ async def main(root: Path, free: int, long: bool) -> dict[str, Any]:
         fake.add_rule(is_parent, scripted(spawn([TASK]), Turn([text("Noted.")])))
         fake.add_rule(is_child(TASK), child_reply)
         # A child timeout far beyond the caller's wait: only an early report can end it.
-        async with phoenix_for(fake, root, sub_agent_timeout=3600) as phoenix:
+        async with phoenix_for(fake, root, sub_agents=SubAgentLimits(timeout=3600)) as phoenix:
             parent = phoenix.create(cwd=deep_project(root) if long else project_dir(root))
             sub = parent.subscribe()
             await parent.run("look around")

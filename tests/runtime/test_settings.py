@@ -8,20 +8,19 @@ silence — as four were before this test.
 
 from __future__ import annotations
 
-from dataclasses import fields
 from pathlib import Path
 
 import pytest
 
 from phoenix_nb.notebook.session import PhoenixConfig
-from phoenix_nb.runtime.settings import NOT_FROM_CONFIG, Settings
+from phoenix_nb.runtime.settings import Settings
 
 # Traits of the notebook's own (display and approval), not runtime settings.
 NOTEBOOK_ONLY = {"wait_for_approval", "display_min_interval", "show_thinking"}
 
 
 def test_every_setting_has_a_trait_and_every_trait_is_used() -> None:
-    settings = {f.name for f in fields(Settings)} - set(NOT_FROM_CONFIG)
+    settings = Settings.config_names()
     traits = set(PhoenixConfig().trait_names(config=True))
     assert settings - traits == set(), "settings the notebook cannot set"
     assert traits - settings - NOTEBOOK_ONLY == set(), "traits that reach nothing"
@@ -46,7 +45,7 @@ def test_config_values_reach_the_settings(tmp_path: Path, monkeypatch: pytest.Mo
     )
     s = Settings.from_config(_values(config))
     assert s.home == tmp_path and s.model == "claude-x"
-    assert s.stall_timeout == 7.5 and s.sub_agent_timeout_max == 99.0
+    assert s.stall_timeout == 7.5 and s.sub_agents.timeout_max == 99.0
     assert s.thinking == {"type": "enabled", "budget_tokens": 2000}
     assert s.secret_patterns == ("MY_SECRET",) and s.env_allow == ("MYAPP_*",)
     assert s.cache_ttl is None and s.deny_read == ()

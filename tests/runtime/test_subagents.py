@@ -27,6 +27,7 @@ from phoenix_nb.core.states import Idle
 from phoenix_nb.core.values import Mode, Usage
 from phoenix_nb.runtime.manager import Conversation, Phoenix
 from phoenix_nb.runtime.prompts import PARENT_PROMPT
+from phoenix_nb.runtime.settings import SubAgentLimits
 from phoenix_nb.sandbox import detect_sandbox
 from phoenix_nb.testing import FakeAnthropic, FakeRequest, Fault, Turn, text, tool_use
 
@@ -239,7 +240,9 @@ async def test_failure_timeout_and_exhaustion_all_reach_the_parent(
         ),
     )
     fake_anthropic.add_rule(is_child("fine"), submit("all good"))
-    async with phoenix_for(fake_anthropic, tmp_path, sub_agent_timeout=1.5) as phoenix:
+    async with phoenix_for(
+        fake_anthropic, tmp_path, sub_agents=SubAgentLimits(timeout=1.5)
+    ) as phoenix:
         parent = phoenix.create(cwd=project_dir(tmp_path))
         started = time.monotonic()
         await parent.run("five tasks")
@@ -452,7 +455,9 @@ async def test_concurrency_is_bounded(fake_anthropic: FakeAnthropic, tmp_path: P
         fake_anthropic.add_rule(
             is_child(task), scripted(Turn([tool_use("bash", {"command": command})]), submit("z"))
         )
-    async with phoenix_for(fake_anthropic, tmp_path, max_parallel_sub_agents=2) as phoenix:
+    async with phoenix_for(
+        fake_anthropic, tmp_path, sub_agents=SubAgentLimits(max_parallel=2)
+    ) as phoenix:
         parent = phoenix.create(cwd=project_dir(tmp_path))
         await parent.run("four")
         spans = []
@@ -523,7 +528,7 @@ async def test_per_call_timeout_is_honoured_within_the_bound(
         fake_anthropic.add_rule(
             is_child(task), Turn([tool_use("bash", {"command": f"sleep 20.{tag}{i}"})])
         )
-    settings = {"sub_agent_timeout": 1.0, "sub_agent_timeout_max": 1.5}
+    settings = {"sub_agents": SubAgentLimits(timeout=1.0, timeout_max=1.5)}
     async with phoenix_for(fake_anthropic, tmp_path, **settings) as phoenix:
         parent = phoenix.create(cwd=project_dir(tmp_path))
         took: dict[str, float] = {}
