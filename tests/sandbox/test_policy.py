@@ -84,3 +84,33 @@ async def test_two_phoenix_objects_each_hide_their_own_deny_list(tmp_path: Path)
     assert "BETA-CANARY" in seen["run as A"]
     assert "BETA-CANARY" not in seen["run as B"] and "Permission denied" in seen["run as B"]
     assert "ALPHA-CANARY" in seen["run as B"]
+
+
+def test_the_model_is_never_shown_a_list_that_can_change_and_status_shows_the_real_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The tool description and the system prompt are fixed at import; a deny list in
+    them would be whichever list was configured first. They name none; `%phoenix
+    status` shows the conversation's own."""
+    from phoenix_nb.notebook.magics import _status
+    from phoenix_nb.notebook.session import PhoenixConfig, Session
+    from phoenix_nb.runtime.prompts import system_prompt
+    from phoenix_nb.tools.bash import BashTool
+
+    shown = [BashTool.description] + [
+        system_prompt(cwd=tmp_path, is_sub_agent=sub) for sub in (False, True)
+    ]
+    for pattern in sandbox.DEFAULT_DENY_READ:
+        assert not any(pattern in text for text in shown), pattern
+    assert all("%phoenix status" in text for text in shown)
+
+    monkeypatch.setenv("PHOENIX_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("PHOENIX_MODEL", "demo")
+    session = Session(PhoenixConfig(deny_read=["~/.only-this"]), cwd=tmp_path)
+    try:
+        conv = session.phoenix.create(cwd=tmp_path)
+        status = _status(conv, session)
+    finally:
+        asyncio.run(session.phoenix.aclose())
+    [line] = [s for s in status.splitlines() if s.startswith("hidden")]
+    assert "~/.only-this" in line and "~/.ssh" not in line
