@@ -300,6 +300,3 @@ async def start_process(spec: RunSpec, output_fd: int | None = None) -> Process:
             os.close(out_r)
         raise
     return proc
-
-
-# ------------------------------------------- confining a fork of the kernel (issue 16)

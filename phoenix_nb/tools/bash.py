@@ -1,6 +1,6 @@
 """The bash tool: run a command in the conversation's directory, safely.
 
-Every command goes through the sandbox launcher (``sandbox.py``): in
+Every command goes through the sandbox launcher (``phoenix_nb.sandbox``): in
 Restricted mode it runs under Landlock + seccomp + rlimits; in both modes it
 runs under a subreaper supervisor, so a timeout or a cancel kills the whole
 tree, ``setsid``'d descendants included (REQ-BED-005). Safety checks
