@@ -206,8 +206,8 @@ def sandbox_ready() -> bool:
 class _Confined:
     """What the kernel prepares before a confined fork, and cleans up after it."""
 
-    policy: Any  # sandbox.ChildPolicy
-    cgroup: Any  # sandbox.ChildCgroup | None
+    policy: sandbox.ChildPolicy
+    cgroup: sandbox.ChildCgroup | None
     counters: dict[str, int]
 
     def limits_hit(self) -> list[str]:
