@@ -119,7 +119,7 @@ def _dispatch_now(command: Subcommand, session: Session) -> None:
         from phoenix_nb.notebook.chat import ChatPanel
 
         panel = ChatPanel(session, asyncio.get_event_loop())
-        display(panel.widget)
+        panel.show()
 
 
 def _announce_store(session: Session) -> None:
