@@ -9,6 +9,7 @@ import { renderMarkdown } from '@jupyterlab/rendermime';
 import { IRenderMime } from '@jupyterlab/rendermime-interfaces';
 import { Widget } from '@lumino/widgets';
 
+import { controlsExtension } from './controls';
 import { installFocusReturn } from './focus';
 import { checkRecord, Loose, MIME_TYPE } from './record';
 import { renderRecord } from './render';
@@ -95,4 +96,5 @@ const extension: IRenderMime.IExtension = {
   dataType: 'json'
 };
 
-export default extension;
+/** With the controls' renderer (controls.ts): a hint where a widget cannot act. */
+export default [extension, controlsExtension];

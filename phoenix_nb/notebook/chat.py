@@ -108,6 +108,7 @@ class ChatPanel:
         self.controls_output = DetachedDisplay()
         self.busy = False  # a button's action is under way: Send waits for it
         self.turn_start: int | None = None  # first cycle of the turn Send started
+        self.turn_worked = False  # that turn left the rest (a message is saved before it does)
         self.revert: RevertButton | None = None
         self._attach(self.conv)
 
@@ -155,6 +156,7 @@ class ChatPanel:
                         self._offer_revert()
                 else:
                     final_shown = False
+                    self.turn_worked = True
                     if structural or streamed:
                         self.view.show_streaming(structural=structural)
                 self.refresh()
@@ -192,6 +194,7 @@ class ChatPanel:
             return
         images = [prepare_image(bytes(item["content"])) for item in self.images.value]
         self.turn_start = len(self.conv.payload().get("cycles", []))
+        self.turn_worked = False
         self.notice.value = ""
         await self.conv.post_message(text, images)
         self.input.value = ""
@@ -212,7 +215,7 @@ class ChatPanel:
 
     def _offer_revert(self) -> None:
         """A Revert button after a turn sent from this chat whose tool calls changed files."""
-        if self.turn_start is None:
+        if self.turn_start is None or not self.turn_worked:
             return
         cycles = self.conv.payload().get("cycles", [])[self.turn_start :]
         self.turn_start = None

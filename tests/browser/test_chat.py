@@ -1,0 +1,216 @@
+"""`%phoenix chat` in real JupyterLab and Notebook 7 (Chromium): Deny, Approve, Revert and
+Cancel from the panel, each followed until the conversation rests; then save, reload and
+restart the kernel: the chat cell still shows the conversation and its controls say what to
+run; nbconvert's HTML of the saved notebook shows the transcript and no widget repr.
+
+The transcript is an ordinary output (the record bundle) the kernel keeps updating by display
+id; the controls are widgets displayed with a hint (labextension/src/controls.ts).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Locator, expect
+
+from phoenix_nb.testing import FakeAnthropic, Turn, text, tool_use
+from tests.browser.lab import LabPage, require_notebook7, write_notebook
+
+pytestmark = [pytest.mark.browser, pytest.mark.timeout(300)]
+
+WAIT_MS = 60_000
+BUGGY = "def add(a, b):\n    return a - b\n"
+
+
+def _patch(path: str) -> dict[str, object]:
+    return {
+        "path": path,
+        "patches": [{"operation": "replace", "oldText": "a - b", "newText": "a + b"}],
+    }
+
+
+def _script(fake: FakeAnthropic, path: str) -> None:
+    """Deny, then Approve and a patch, then a long answer to cancel."""
+    ask = "request_mode_upgrade"
+    fake.script(
+        Turn([text("May I write?"), tool_use(ask, {"reason": f"I need to edit `{path}`"})]),
+        Turn([text("Understood, staying read-only.")]),
+        Turn([text("Now I must write."), tool_use(ask, {"reason": f"fix `{path}`"})]),
+        Turn([tool_use("patch", _patch(path))]),
+        Turn([text("Fixed add() for you.")]),
+        Turn([text("A very long story that streams slowly. " * 400, chunk=10, delay=0.05)]),
+    )
+
+
+class ChatPage:
+    """The chat cell of a notebook page (JupyterLab or Notebook 7)."""
+
+    def __init__(self, lab: LabPage, cell: int) -> None:
+        self.lab = lab
+        self.cell = lab.page.locator(".jp-NotebookPanel .jp-Cell").nth(cell)
+        self.panel = self.cell.locator(".jp-Phoenix-chat")
+        self.record = self.cell.locator(".jp-PhoenixConversation [data-phoenix-record]")
+
+    def footer(self) -> Locator:
+        return self.panel.locator(".jp-Phoenix-chatStatus [data-phoenix-state]")
+
+    def button(self, name: str) -> Locator:
+        return self.panel.get_by_role("button", name=name, exact=True)
+
+    def send(self, message: str) -> None:
+        expect(self.button("Send")).to_be_enabled(timeout=WAIT_MS)
+        self.panel.locator("textarea").fill(message)
+        self.button("Send").click()
+
+    def wait_rest(self, showing: str) -> None:
+        """Transcript, footer and Send all say the conversation rests."""
+        expect(self.record.locator("[data-phoenix-ai=assistant]").last).to_contain_text(
+            showing, timeout=WAIT_MS
+        )
+        expect(self.record).to_have_attribute("data-phoenix-state", "idle", timeout=WAIT_MS)
+        expect(self.footer()).to_have_attribute("data-phoenix-state", "idle", timeout=WAIT_MS)
+        expect(self.footer()).to_contain_text("idle")
+        expect(self.button("Send")).to_be_enabled(timeout=WAIT_MS)
+        for name in ("Approve", "Deny", "Cancel"):
+            expect(self.button(name)).to_be_hidden()
+
+    def answer(self, name: str) -> None:
+        expect(self.footer()).to_have_attribute(
+            "data-phoenix-state", "awaiting_mode_approval", timeout=WAIT_MS
+        )
+        expect(self.button("Send")).to_be_disabled()
+        self.button(name).click()
+
+
+def _run_flows(lab: LabPage, chat: ChatPage, target: Path) -> None:
+    chat.send("please fix add")
+    chat.answer("Deny")
+    chat.wait_rest("Understood, staying read-only.")
+    assert target.read_text() == BUGGY
+    expect(chat.button("Restrict")).to_be_hidden()  # Restricted already: nothing to restrict
+
+    chat.send("please, you may write now")
+    chat.answer("Approve")
+    chat.wait_rest("Fixed add() for you.")
+    assert target.read_text() == BUGGY.replace("a - b", "a + b")
+    expect(chat.footer()).to_contain_text("unrestricted")
+    expect(chat.button("Restrict")).to_be_visible()
+
+    # The button's name carries its icon's glyph: found by its text's end.
+    chat.panel.locator("button:visible", has_text=re.compile(r"Revert$")).click()
+    expect(chat.panel.locator("[data-phoenix-revert=done]")).to_be_visible(timeout=WAIT_MS)
+    assert target.read_text() == BUGGY
+
+    chat.send("tell me a long story")
+    expect(chat.button("Cancel")).to_be_visible(timeout=WAIT_MS)
+    expect(chat.record.locator("[data-phoenix-ai=assistant]").last).to_contain_text(
+        "A very long story", timeout=WAIT_MS
+    )
+    chat.button("Cancel").click()
+    expect(chat.footer()).to_have_attribute("data-phoenix-state", "idle", timeout=WAIT_MS)
+    expect(chat.button("Send")).to_be_enabled(timeout=WAIT_MS)
+    expect(chat.record).to_have_attribute("data-phoenix-state", "idle", timeout=WAIT_MS)
+
+
+def _focus_notebook(lab: LabPage) -> None:
+    """The keyboard back to the notebook: a text widget keeps shortcuts (Ctrl+S) to itself."""
+    lab.page.locator(".jp-NotebookPanel .jp-Cell").nth(0).locator(".jp-InputPrompt").click()
+
+
+def _saved_outputs(path: Path) -> list[dict[str, object]]:
+    notebook = json.loads(path.read_text(encoding="utf-8"))
+    return [o for cell in notebook["cells"] for o in cell.get("outputs", [])]
+
+
+def _check_saved_and_exported(path: Path) -> None:
+    outputs = _saved_outputs(path)
+    records = [o for o in outputs if "application/vnd.phoenix.conversation+json" in o["data"]]
+    assert records, "the transcript is an ordinary output"
+    assert "Fixed add() for you." in json.dumps(records[-1]["data"]["text/markdown"])
+    html = subprocess.run(
+        [sys.executable, "-m", "nbconvert", "--to", "html", "--stdout", str(path)],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    ).stdout
+    for widget_repr in ("VBox(", "HBox(", "Output("):
+        assert widget_repr not in html, widget_repr
+    assert "Fixed add() for you." in html
+    assert "%phoenix chat" in html and "%phoenix revert" in html
+
+
+def _check_after_restart(lab: LabPage, chat: ChatPage) -> None:
+    expect(chat.record).to_contain_text("Understood, staying read-only.", timeout=WAIT_MS)
+    expect(chat.record).to_contain_text("Fixed add() for you.")
+    hint = chat.cell.locator(".jp-Phoenix-controlOutput[data-phoenix-control=hint]")
+    expect(hint).to_have_count(1, timeout=WAIT_MS)
+    expect(hint).to_contain_text("%phoenix chat")
+    expect(hint).to_contain_text("%phoenix revert")
+    for dead in ("Error displaying widget", "Loading widget"):
+        expect(chat.cell.get_by_text(dead).filter(visible=True)).to_have_count(0)
+
+
+def test_chat_flows_save_reload_restart_and_export_in_jupyterlab(
+    lab: LabPage, fake_llm: FakeAnthropic
+) -> None:
+    fake_llm.clear()
+    target = lab.server.root / "chat_lab_calc.py"
+    target.write_text(BUGGY)
+    _script(fake_llm, target.name)
+    name = "chat-flows.ipynb"
+    write_notebook(lab.server.root, name, [("%load_ext phoenix_nb", []), ("%phoenix chat", [])])
+    lab.open_notebook(name, workspace="phoenix-chat-flows")
+    lab.run_cell(0)
+    lab.run_cell(1)
+    chat = ChatPage(lab, 1)
+    expect(chat.panel).to_be_visible(timeout=WAIT_MS)
+    _run_flows(lab, chat, target)
+    _focus_notebook(lab)
+    lab.save()
+    lab.reload()
+    lab.restart_kernel()
+    chat = ChatPage(lab, 1)
+    _check_after_restart(lab, chat)
+    _check_saved_and_exported(lab.server.root / name)
+
+
+def test_chat_approve_runs_to_rest_and_survives_reload_in_notebook7(
+    lab: LabPage, fake_llm: FakeAnthropic
+) -> None:
+    require_notebook7()
+    fake_llm.clear()
+    target = lab.server.root / "chat_nb7_calc.py"
+    target.write_text(BUGGY)
+    _script(fake_llm, target.name)
+    name = "chat-nb7.ipynb"
+    write_notebook(lab.server.root, name, [("%load_ext phoenix_nb", []), ("%phoenix chat", [])])
+    lab.open_in_notebook7(name)
+    page = lab.page
+    for index in (0, 1):
+        cell = page.locator(".jp-NotebookPanel .jp-Cell").nth(index)
+        cell.locator(".jp-InputArea-editor").click()
+        page.keyboard.press("Shift+Enter")
+        expect(cell.locator(".jp-InputPrompt")).to_have_text(
+            "[" + str(index + 1) + "]:", timeout=WAIT_MS
+        )
+    chat = ChatPage(lab, 1)
+    expect(chat.panel).to_be_visible(timeout=WAIT_MS)
+    _run_flows(lab, chat, target)
+    page.keyboard.press("Control+s")
+    page.wait_for_function("() => !document.querySelector('.jp-mod-dirty')", timeout=WAIT_MS)
+    # A new page on the saved notebook after its kernel is shut down.
+    lab.page.goto(f"{lab.server.url}/api/sessions")
+    sessions = json.loads(lab.page.inner_text("body"))
+    for session in sessions:
+        if session["path"].endswith(name):
+            lab.page.request.delete(f"{lab.server.url}/api/sessions/{session['id']}")
+    lab.open_in_notebook7(name)
+    chat = ChatPage(lab, 1)
+    _check_after_restart(lab, chat)
+    _check_saved_and_exported(lab.server.root / name)
