@@ -13,6 +13,7 @@ import json
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -122,6 +123,14 @@ def _focus_notebook(lab: LabPage) -> None:
     lab.page.locator(".jp-NotebookPanel .jp-Cell").nth(0).locator(".jp-InputPrompt").click()
 
 
+def _wait_saved(path: Path, showing: str) -> None:
+    """Poll the file itself (Notebook 7 marks unsaved changes differently from JupyterLab)."""
+    deadline = time.monotonic() + WAIT_MS / 1000
+    while showing not in path.read_text(encoding="utf-8"):
+        assert time.monotonic() < deadline, f"{path.name} was not saved with {showing!r}"
+        time.sleep(0.1)  # polling the saved file, bounded by the deadline
+
+
 def _saved_outputs(path: Path) -> list[dict[str, object]]:
     notebook = json.loads(path.read_text(encoding="utf-8"))
     return [o for cell in notebook["cells"] for o in cell.get("outputs", [])]
@@ -193,6 +202,10 @@ def test_chat_approve_runs_to_rest_and_survives_reload_in_notebook7(
     lab.open_in_notebook7(name)
     page = lab.page
     for index in (0, 1):
+        # Notebook 7's toolbar indicator: a cell run before the kernel connects is dropped.
+        expect(page.locator(".jp-Notebook-ExecutionIndicator[data-status=idle]")).to_have_count(
+            1, timeout=WAIT_MS
+        )
         cell = page.locator(".jp-NotebookPanel .jp-Cell").nth(index)
         cell.locator(".jp-InputArea-editor").click()
         page.keyboard.press("Shift+Enter")
@@ -202,8 +215,9 @@ def test_chat_approve_runs_to_rest_and_survives_reload_in_notebook7(
     chat = ChatPage(lab, 1)
     expect(chat.panel).to_be_visible(timeout=WAIT_MS)
     _run_flows(lab, chat, target)
+    _focus_notebook(lab)
     page.keyboard.press("Control+s")
-    page.wait_for_function("() => !document.querySelector('.jp-mod-dirty')", timeout=WAIT_MS)
+    _wait_saved(lab.server.root / name, "Fixed add() for you.")
     # A new page on the saved notebook after its kernel is shut down.
     lab.page.goto(f"{lab.server.url}/api/sessions")
     sessions = json.loads(lab.page.inner_text("body"))
