@@ -43,6 +43,13 @@ __all__ = ["ChatPanel"]
 
 log = logging.getLogger(__name__)
 Action = Callable[[], Awaitable[None]]
+_OPEN: list[ChatPanel] = []  # panels following a conversation in this kernel
+
+
+def _close_tree(widget: w.Widget) -> None:
+    for child in getattr(widget, "children", ()):
+        _close_tree(child)
+    widget.close()
 
 
 def _shown(widget: w.Widget, visible: bool) -> None:
@@ -121,14 +128,27 @@ class ChatPanel:
         self.follower = self.loop.create_task(self._follow(self.sub))
 
     def show(self) -> None:
-        """Display the transcript and the controls in the running `%phoenix chat` cell."""
+        """Display the transcript and the controls in the running `%phoenix chat` cell.
+
+        The newest panel is the live one: earlier panels stop following (each would
+        redraw the whole record on every update) and close their widgets, so their
+        outputs show the hint to run `%phoenix chat` instead of dead buttons.
+        """
+        for old in list(_OPEN):
+            old.close(widgets=True)
+        _OPEN.append(self)
         self.transcript_output.show(self._final_bundle())
         self.controls_output.show(control_bundle(self.widget, self.hint()))
         self.refresh()
 
-    def close(self) -> None:
+    def close(self, *, widgets: bool = False) -> None:
+        """Stop following; with `widgets`, close the controls too (the panel is done)."""
         self.sub.close()
         self.follower.cancel()
+        if widgets:
+            if self in _OPEN:
+                _OPEN.remove(self)
+            _close_tree(self.widget)
 
     def _final_bundle(self) -> dict[str, Any]:
         from phoenix_nb.notebook.render import render_bundle

@@ -314,3 +314,19 @@ def test_kernel_reads_busy_again_after_other_traffic_during_a_cell(
     release.write_text("go")
     kern.finish(cell)
     assert statuses()[-1] == (cell.msg_id, "idle")
+
+
+def test_a_new_chat_panel_closes_the_old_ones_controls(kern: Kernel, fake: FakeAnthropic) -> None:
+    """Only the newest panel follows; the older one's widgets close, so its output shows the
+    hint to run `%phoenix chat` rather than buttons nobody listens to."""
+    first = open_chat(kern)
+    old_send = first.button("Send")
+    fake.script(Turn([text("Only the new panel shows this.")]))
+    second = open_chat(kern)
+    kern.wait_until(lambda: old_send in kern.closed_comms(), 30, "the old panel's widgets to close")
+    assert second.button("Send") not in kern.closed_comms()
+    second.send("hello")
+    second.wait_rest("Only the new panel shows this.")
+    assert all(
+        "Only the new panel" not in str(b.get(MIME, "")) for b in first.bundles(first.transcript_id)
+    )
