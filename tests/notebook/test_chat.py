@@ -330,3 +330,37 @@ def test_a_new_chat_panel_closes_the_old_ones_controls(kern: Kernel, fake: FakeA
     assert all(
         "Only the new panel" not in str(b.get(MIME, "")) for b in first.bundles(first.transcript_id)
     )
+
+
+def test_a_cells_revert_button_leaves_a_hint_saying_what_to_run(
+    kern: Kernel, fake: FakeAnthropic
+) -> None:
+    """The Revert control of a `%%phoenix` cell is saved as its hint too, and after a click the
+    hint says what was done and how to go back."""
+    (kern.project / "cellcalc.py").write_text("def add(a, b):\n    return a - b\n")
+    patch = {
+        "path": "cellcalc.py",
+        "patches": [{"operation": "replace", "oldText": "a - b", "newText": "a + b"}],
+    }
+    _script_upgrade(fake, after=[Turn([tool_use("patch", patch)]), Turn([text("Patched.")])])
+    since = time.monotonic()
+    cell = kern.ok("%%phoenix --new --on-upgrade approve\nfix add")
+    assert "a + b" in (kern.project / "cellcalc.py").read_text()
+    [control] = [o for o in cell.final_outputs() if CONTROLS in o["data"]]
+    data = control["data"]
+    assert WIDGET_VIEW in data and "text/plain" in data and "Box(" not in data["text/plain"]
+    assert "`%phoenix revert " in data["text/markdown"], data["text/markdown"]
+    assert "<code>%phoenix revert " in data["text/html"]
+    kern.click(kern.button("Revert", since))
+    kern.wait_until(
+        lambda: any(
+            m["msg_type"] == "update_display_data"
+            and m["content"]["transient"].get("display_id") == control["display_id"]
+            and "Reverted to checkpoint" in m["content"]["data"][CONTROLS]["hint"]
+            for at, m in kern.iopub
+            if at >= since
+        ),
+        30,
+        "the hint to say the revert was done",
+    )
+    assert "a - b" in (kern.project / "cellcalc.py").read_text()
