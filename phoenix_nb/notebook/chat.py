@@ -33,6 +33,7 @@ from phoenix_nb.llm.images import ImageError, prepare_image
 from phoenix_nb.notebook._render.view import state_words
 from phoenix_nb.notebook.cell import TurnView
 from phoenix_nb.notebook.controls import DetachedDisplay, control_bundle
+from phoenix_nb.notebook.render import render_bundle
 from phoenix_nb.notebook.session import Session
 from phoenix_nb.notebook.undo import RevertButton, turn_first_write
 from phoenix_nb.runtime import updates as up
@@ -151,8 +152,6 @@ class ChatPanel:
             _close_tree(self.widget)
 
     def _final_bundle(self) -> dict[str, Any]:
-        from phoenix_nb.notebook.render import render_bundle
-
         return render_bundle(self.view.record())
 
     # -- following the conversation ------------------------------------------------
@@ -255,9 +254,10 @@ class ChatPanel:
     # -- the footer --------------------------------------------------------------------
     def hint(self) -> str:
         """What the controls say where they cannot act (a saved notebook, a new kernel)."""
+        slug = self.conv.slug
         hint = (
-            f"Chat with `{self.conv.slug}`: run `%phoenix chat` to open it again, "
-            "or talk to it in a `%%phoenix` cell."
+            f"Chat with {slug}: `%phoenix use {slug}` then `%phoenix chat` opens it again "
+            "(or talk to it in a `%%phoenix` cell)."
         )
         if self.revert is not None:
             hint += f" {self.revert.hint}"

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from phoenix_nb.core.values import Usage
 from phoenix_nb.testing import FakeAnthropic, Turn, text, tool_use
 from tests.notebook.kernel_harness import MIME, Kernel, state_name
 
@@ -94,6 +95,23 @@ class Chat:
         )
         self.kern.client.shell_channel.send(update)
         self.kern.click(self.button("Send"))
+
+    def attach_image(self, name: str, content: bytes) -> None:
+        """Choose a file in the image upload, as the widget manager sends it (a buffer)."""
+        [(upload, _)] = self._models("FileUploadModel")
+        value = [{"name": name, "type": "image/png", "size": len(content), "last_modified": 0}]
+        msg = self.kern.client.session.msg(
+            "comm_msg",
+            {
+                "comm_id": upload,
+                "data": {
+                    "method": "update",
+                    "state": {"value": value},
+                    "buffer_paths": [["value", 0, "content"]],
+                },
+            },
+        )
+        self.kern.client.session.send(self.kern.client.shell_channel.socket, msg, buffers=[content])
 
     def click(self, description: str) -> None:
         self.kern.click(self.button(description))
@@ -364,3 +382,59 @@ def test_a_cells_revert_button_leaves_a_hint_saying_what_to_run(
         "the hint to say the revert was done",
     )
     assert "a - b" in (kern.project / "cellcalc.py").read_text()
+
+
+def _png() -> bytes:
+    import io
+
+    from PIL import Image
+
+    out = io.BytesIO()
+    Image.new("RGB", (40, 30), (200, 30, 30)).save(out, "PNG")
+    return out.getvalue()
+
+
+def test_an_image_chosen_in_the_chat_reaches_the_model(kern: Kernel, fake: FakeAnthropic) -> None:
+    fake.script(Turn([text("A red rectangle.")]))
+    chat = open_chat(kern)
+    chat.attach_image("red.png", _png())
+    chat.send("what is in this picture?")
+    chat.wait_rest("A red rectangle.")
+    [last] = [m for m in fake.requests[-1].body["messages"] if m["role"] == "user"][-1:]
+    kinds = [block["type"] for block in last["content"]]
+    assert "image" in kinds and "text" in kinds, kinds
+    assert any(
+        i.get("thumbnail")
+        for c in chat.record()["cycles"]
+        for s in c["steps"]
+        for i in s.get("images", [])
+    ), "the transcript shows the picture"
+
+
+def test_continue_in_a_new_conversation_from_the_chat(kern: Kernel, fake: FakeAnthropic) -> None:
+    """A full context: Send is off, Continue starts a seeded conversation the chat then follows."""
+    fake.script(
+        Turn([text("Big answer.")], usage=Usage(input_tokens=185_000, output_tokens=10)),
+        Turn([text("SUMMARY: the chat found the bug in add().")]),
+    )
+    chat = open_chat(kern)
+    old_slug = chat.record()["conversation"]["slug"]
+    chat.send("look at everything")
+    chat.wait(
+        lambda: (
+            "context_exhausted" in chat.footer() and chat.visible("Continue in a new conversation")
+        ),
+        "the context to fill and Continue to show",
+    )
+    assert not chat.enabled("Send") and "read-only" in chat.footer()
+    chat.click("Continue in a new conversation")
+    chat.wait(
+        lambda: "data-phoenix-state='idle'" in chat.footer() and old_slug not in chat.footer(),
+        "the chat to follow the new conversation",
+    )
+    fake.script(Turn([text("Continuing from the summary.")]))
+    chat.send("please go on")
+    chat.wait_rest("Continuing from the summary.")
+    first = fake.requests[-1].last_user_text
+    assert "the chat found the bug in add()" in first and first.endswith("please go on")
+    assert chat.record()["conversation"]["slug"] != old_slug
