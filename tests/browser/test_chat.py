@@ -88,7 +88,14 @@ class ChatPage:
         self.button(name).click()
 
 
+def _controls(chat: ChatPage, state: str) -> Locator:
+    return chat.cell.locator(f".jp-Phoenix-controlOutput[data-phoenix-control={state}]")
+
+
 def _run_flows(lab: LabPage, chat: ChatPage, target: Path) -> None:
+    # While the kernel can act the control is the widget; its hint is not shown.
+    expect(_controls(chat, "live")).to_have_count(1, timeout=WAIT_MS)
+    expect(chat.cell.locator(".jp-Phoenix-controlHint").filter(visible=True)).to_have_count(0)
     chat.send("please fix add")
     chat.answer("Deny")
     chat.wait_rest("Understood, staying read-only.")
@@ -202,6 +209,13 @@ def test_chat_flows_save_reload_restart_and_export_in_jupyterlab(
     _focus_notebook(lab)
     lab.save()
     lab.reload()
+    # Same kernel: the page has no widget state, so the control reads as its hint, never as
+    # "Loading widget…" (ipywidgets does not bring the models back from the kernel here).
+    chat = ChatPage(lab, 1)
+    expect(chat.record).to_contain_text("Fixed add() for you.", timeout=WAIT_MS)
+    expect(chat.cell.locator(".jp-Phoenix-controlOutput")).to_have_count(1)
+    for dead in ("Error displaying widget", "Loading widget"):
+        expect(chat.cell.get_by_text(dead).filter(visible=True)).to_have_count(0)
     lab.restart_kernel()
     chat = ChatPage(lab, 1)
     _check_after_restart(lab, chat)
