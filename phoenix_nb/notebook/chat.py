@@ -70,6 +70,8 @@ class _Transcript(TurnView):
 
 
 class ChatPanel:
+    """One `%phoenix chat`: a transcript output, a controls output, and the task following."""
+
     def __init__(self, session: Session, loop: asyncio.AbstractEventLoop) -> None:
         self.session = session
         self.loop = loop
