@@ -420,7 +420,7 @@ class TurnView:
         if found is not None:
             worktree = self.session.phoenix.worktree
             button = RevertButton(self.conv, worktree, found[0], found[1], loop)
-            display(button.widget)
+            button.show()
 
     def _close_controls(self) -> None:
         if self.controls is None:

@@ -115,7 +115,7 @@ def _dispatch_now(command: Subcommand, session: Session) -> None:
         from phoenix_nb.notebook.chat import ChatPanel
 
         panel = ChatPanel(session, asyncio.get_event_loop())
-        display(panel.widget)
+        panel.show()
 
 
 def list_lines(rows: list[dict[str, Any]], current: str | None) -> list[str]:
