@@ -43,7 +43,7 @@ from phoenix_nb.runtime.manager import Conversation, PhoenixError
 __all__ = ["ChatPanel"]
 
 log = logging.getLogger(__name__)
-Action = Callable[[], Awaitable[None]]
+Action = Callable[[], Awaitable[object]]
 _OPEN: list[ChatPanel] = []  # panels following a conversation in this kernel
 
 
