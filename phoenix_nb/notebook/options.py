@@ -34,6 +34,7 @@ SUBCOMMANDS = (
     "chat",
     "export",
     "checkpoints",
+    "edits",
     "revert",
     "repair",
     "help",
@@ -95,6 +96,7 @@ SUBCOMMAND_HELP = (
         "snapshots of the folder taken while the agent could write",
         "%phoenix checkpoints",
     ),
+    HelpLine("edits", "the agent's cell edits still waiting for you", "%phoenix edits"),
     HelpLine(
         "revert [N | --to-approval] [--force]",
         "put the folder back as it was (default: before the last turn that changed it)",

@@ -196,9 +196,21 @@ class Conversation:
         return self.runtime.hub.subscribe()
 
     async def post_message(self, text: str, images: Sequence[ImageData] = ()) -> None:
-        """Send a user message; raises PhoenixError when the core rejects it (busy …)."""
+        """Send a user message; raises PhoenixError when the core rejects it (busy …).
+
+        What the user did with the agent's proposed cell edits since it last heard
+        goes first, as a system note (`tools.cell_edits.EditBook.take_report`)."""
         await self._phoenix.refresh_limits(self.runtime)
+        self._report_cell_edits()
         await self._submit(ev.UserMessage(self.seeded_message(text), tuple(images)))
+
+    def _report_cell_edits(self) -> None:
+        kernel = self._phoenix.kernel
+        if kernel is None or not is_rest(self.runtime.state):
+            return
+        note = kernel.cell_edits().take_report(self.id)
+        if note:
+            self.runtime.annotate(note)
 
     async def send(self, text: str, images: Sequence[ImageData] = ()) -> AsyncIterator[up.Update]:
         """Send a message and iterate the updates until the agent rests or asks for approval."""

@@ -46,9 +46,10 @@ from phoenix_nb.core.displays import (
 )
 from phoenix_nb.core.values import ImageData, ToolResult
 from phoenix_nb.tools.base import ToolContext
+from phoenix_nb.tools.cell_edits import CellSeen
 from phoenix_nb.tools.environment import command_environment
 from phoenix_nb.tools.kernel_fork import ChildSink, Emit, ForkLimits, ForkOutcome, run_in_fork
-from phoenix_nb.tools.kernel_port import KernelPort, Proposal
+from phoenix_nb.tools.kernel_port import HistoryEntry, KernelPort, Proposal
 from phoenix_nb.tools.kernel_summarize import (
     OutOfTime,
     as_figure,
@@ -306,10 +307,30 @@ def _summary_record(namespace: Mapping[str, Any], name: str, budget: int) -> dic
 HISTORY_DESCRIPTION = (
     "What the user's Jupyter kernel actually ran, in execution order with execution "
     "counts (In [n]) — including cells since deleted or edited in the notebook — each "
-    "with a bounded summary of its output; and the last exception: type, message, and the "
-    "traceback with each frame's local variables summarised. Use it to see how the data "
-    "in the kernel was made, or to explain and fix the last error."
+    "with a bounded summary of its output, the notebook cell's id where the front end "
+    "sends one (the name edit_cell takes), and a mark on runs whose cell has changed "
+    "since (run again, or edited through an accepted proposal); and the last exception: "
+    "type, message, and the traceback with each frame's local variables summarised. Use "
+    "it to see how the data in the kernel was made, or to explain and fix the last error."
 )
+
+
+def cell_marks(entry: HistoryEntry, cells: Mapping[str, CellSeen]) -> str:
+    """' (cell 3f2a…)' and, when the kernel has seen that cell change since this run,
+    what changed it: a later run, or an accepted edit."""
+    if entry.cell_id is None:
+        return ""
+    seen = cells.get(entry.cell_id)
+    mark = f" (cell {entry.cell_id}"
+    if seen is None or seen.execution_count == entry.execution_count:
+        return mark + ")"
+    if seen.accepted is not None:
+        return mark + f"; changed since: the user accepted edit {seen.accepted})"
+    if seen.source != entry.source:
+        return mark + (
+            f"; changed since: run again with other source as In [{seen.execution_count}])"
+        )
+    return mark + f"; run again unchanged as In [{seen.execution_count}])"
 
 
 class KernelHistoryTool:
@@ -336,12 +357,15 @@ class KernelHistoryTool:
             return port
         last = int(input.get("last") or 20)
 
+        cells = port.cell_edits().cells()  # read here: the book's lock is not forked
+
         def job(emit: Emit, _sink: ChildSink) -> None:
             entries = port.history(last)
             per_cell = max(600, 14_000 // max(len(entries), 1))
             lines = [f"Cells the kernel ran (last {len(entries)}, oldest first):"]
             for entry in entries:
-                lines.append(f"In [{entry.execution_count}]:\n{cut(entry.source, per_cell)}")
+                head = f"In [{entry.execution_count}]{cell_marks(entry, cells)}:"
+                lines.append(f"{head}\n{cut(entry.source, per_cell)}")
                 for output in entry.outputs:
                     lines.append(f"  [{output.kind}] {cut(output.text, per_cell // 2)}")
             if len(entries) == 0:
