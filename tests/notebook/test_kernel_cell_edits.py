@@ -167,9 +167,7 @@ def test_headless_proposals_stay_pending_in_the_record_and_edits(
     assert len(set(offered)) == 2
 
 
-def test_decisions_reach_the_agent_with_the_next_message(
-    kern: Kernel, fake: FakeAnthropic
-) -> None:
+def test_decisions_reach_the_agent_with_the_next_message(kern: Kernel, fake: FakeAnthropic) -> None:
     fake.script(
         Turn([tool_use("edit_cell", {"cell_id": FAILING_ID, "new_source": FIXED,
                                      "explanation": "Guard it."})]),
