@@ -10,6 +10,7 @@
 
 import { arr, Loose, num, obj, objOrNull, str } from './record';
 import { diffLineKind } from './diff';
+import { cellEditCall } from './editcall';
 
 /** Renders Markdown into `host`; must sanitize, since the text comes from the model. */
 export type MarkdownRenderer = (host: HTMLElement, source: string) => Promise<void>;
@@ -549,7 +550,9 @@ function toolCall(call: Loose): HTMLElement {
   const result = objOrNull(call.result);
   const display = obj(result?.display);
   const input = obj(call.input);
-  if (name === 'bash' || typeof display.command === 'string') {
+  if (name === 'edit_cell' || name === 'insert_cell') {
+    cellEditCall(node, input, result, display);
+  } else if (name === 'bash' || typeof display.command === 'string') {
     bashCall(node, input, result, display);
   } else if (typeof display.diff === 'string') {
     patchCall(node, input, result, display);
