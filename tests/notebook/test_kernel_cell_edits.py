@@ -229,3 +229,15 @@ def test_decisions_reach_the_agent_with_the_next_message(kern: Kernel, fake: Fak
     last = json.dumps(fake.requests[0].body["messages"][-1]["content"])
     assert f"{other_id} (cell {OTHER_ID}" in last and "rejected" in last
     assert fixed_id not in last
+
+
+def test_a_proposed_cell_carries_its_explanation(kern: Kernel, fake: FakeAnthropic) -> None:
+    propose = tool_use(
+        "propose_cell",
+        {"code": "ratio = 0.0", "explanation": "Set a safe ratio.\nIt avoids the division."},
+    )
+    fake.script(Turn([propose]), Turn([text("Proposed.")]))
+    cell = kern.run("%%phoenix --name explained\nFix it.", timeout=60)
+    assert cell.status == "ok", cell.error()
+    payloads = [p for p in cell.reply["content"]["payload"] if p["source"] == "set_next_input"]
+    assert payloads[0]["text"] == "# Set a safe ratio.\n# It avoids the division.\nratio = 0.0"
