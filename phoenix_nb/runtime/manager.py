@@ -62,6 +62,7 @@ from phoenix_nb.runtime.settings import DEMO_MODEL, Settings
 from phoenix_nb.runtime.subagents import SubAgentLimits, SubAgentSpawner
 from phoenix_nb.store import Store, store_problem
 from phoenix_nb.store.store import default_root
+from phoenix_nb.tools.kernel_edits import outcome_note
 from phoenix_nb.tools.kernel_port import KernelPort
 from phoenix_nb.tools.sandbox import configure_from_settings as _configure_sandbox
 from phoenix_nb.tools.sandbox import detect_sandbox
@@ -199,7 +200,7 @@ class Conversation:
         """Send a user message; raises PhoenixError when the core rejects it (busy …).
 
         What the user did with the agent's proposed cell edits since it last heard
-        goes first, as a system note (`tools.cell_edits.EditBook.take_report`)."""
+        goes first, as a system note (`tools.kernel_edits.outcome_note`)."""
         await self._phoenix.refresh_limits(self.runtime)
         self._report_cell_edits()
         await self._submit(ev.UserMessage(self.seeded_message(text), tuple(images)))
@@ -208,7 +209,7 @@ class Conversation:
         kernel = self._phoenix.kernel
         if kernel is None or not is_rest(self.runtime.state):
             return
-        note = kernel.cell_edits().take_report(self.id)
+        note = outcome_note(kernel, self.id)
         if note:
             self.runtime.annotate(note)
 

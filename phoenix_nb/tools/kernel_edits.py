@@ -37,7 +37,13 @@ from phoenix_nb.tools.kernel_port import KernelPort
 from phoenix_nb.tools.kernel_tools import kernel_for, redact, secret_values
 from phoenix_nb.tools.schema import invalid_input_result, validate
 
-__all__ = ["EDIT_DESCRIPTION", "INSERT_DESCRIPTION", "EditCellTool", "InsertCellTool"]
+__all__ = [
+    "EDIT_DESCRIPTION",
+    "INSERT_DESCRIPTION",
+    "EditCellTool",
+    "InsertCellTool",
+    "outcome_note",
+]
 
 EDIT_DESCRIPTION = (
     "Propose a new source for one of the user's notebook cells — the way to fix a cell "
@@ -66,6 +72,14 @@ def _unknown(cell_id: str) -> str:
         "kernel_history shows next to each execution count (the kernel learns a cell's id "
         "when the notebook runs it), or as In[n]. Call kernel_history to see them."
     )
+
+
+def outcome_note(port: KernelPort, conversation_id: str) -> str:
+    """What the user decided about the conversation's edits since it last heard ("" for
+    nothing), redacted like kernel_history: a merged cell is the user's own text. Every
+    secret-looking environment value counts as withheld here (the stricter choice)."""
+    note = port.cell_edits().take_report(conversation_id)
+    return redact(note, secret_values(port, {})) if note else ""
 
 
 def _refuse(tool_use_id: str, text: str) -> ToolResult:

@@ -183,7 +183,7 @@ def test_decisions_reach_the_agent_with_the_next_message(kern: Kernel, fake: Fak
         for e in m.get("edits", []) + ([m["edit"]] if m.get("type") == "edit" else []):
             ids[e["cell_id"], e["new_source"]] = e["id"]
     fixed_id, other_id = ids[FAILING_ID, FIXED], ids[OTHER_ID, "x = 3"]
-    accepted_text = FIXED + "# merged by the user\n"
+    accepted_text = FIXED + "# merged by the user\napi_token = 'sk-live-0123456789'\n"
     answer(kern, comm_id, {"type": "outcome", "id": fixed_id, "outcome": "accepted",
                            "source": accepted_text})  # fmt: skip
     answer(kern, comm_id, {"type": "outcome", "id": "edit-forged", "outcome": "accepted"})
@@ -207,6 +207,7 @@ def test_decisions_reach_the_agent_with_the_next_message(kern: Kernel, fake: Fak
     note = " ".join(b.get("text", "") for b in first if b.get("type") == "text")
     assert f"- {fixed_id} (cell {FAILING_ID} (In [" in note
     assert "accepted, merged with the user's own edit" in note and "# merged by the user" in note
+    assert "sk-live-0123456789" not in note and "[REDACTED]" in note  # the user's secret stays
     assert f"- {other_id} (cell {OTHER_ID}" in note and "still pending" in note
     assert "edit-forged" not in note
     words, _ = result_text(fake, history.id)
