@@ -6,7 +6,8 @@ diff shows on the cell with the agent's explanation as plain text; Accept (press
 from the keyboard) changes the source without running it, and Ctrl+Z in the cell
 restores it; a second proposal is rejected and leaves its cell alone; a third, made
 after the user typed in the cell, says the cell changed and Accept shows the
-three-way difference instead of overwriting. Each decision reaches the agent with
+three-way difference instead of overwriting. A pending proposal comes back after a
+page reload. Each decision reaches the agent with
 the next message (checked in the requests the fake server received).
 """
 
@@ -123,6 +124,14 @@ def _edit_flow(lab: LabPage, fake: FakeAnthropic) -> None:
         "() => !!document.activeElement && !!document.activeElement.closest('[data-phoenix-edit]')"
     )
     lab.screenshot("cell-edit-proposal.png", ".jp-NotebookPanel")
+    # The record keeps the proposal for readers of the saved notebook: cell, words, diff.
+    lab.page.locator("summary", has_text="proposed an edit to a cell").first.click()
+    recorded = lab.page.locator('[data-phoenix-cell-diff="failing"]')
+    expect(recorded).to_contain_text("+ratio = 10 / count if count else 0.0")
+    expect(recorded).to_contain_text(" count = 0")
+    call = lab.page.locator('[data-phoenix-tool="edit_cell"]')
+    expect(call.locator(".jp-Phoenix-editWhy")).to_have_text(EXPLAIN)
+    expect(call.locator(".jp-Phoenix-editWhy button")).to_have_count(0)
 
     # Accept from the keyboard: command mode, Tab to the button, Enter.
     accept = view.locator('[data-phoenix-edit-action="accept"]')
@@ -161,6 +170,10 @@ def _edit_flow(lab: LabPage, fake: FakeAnthropic) -> None:
     note = _note_of(fake)
     assert "(cell failing (In [" in note and "accepted" in note, note
     second = _cell(lab, 3).locator("[data-phoenix-edit]")
+    expect(second).to_be_visible(timeout=WAIT_MS)
+    # A pending proposal survives a page reload (the page finds the kernel's comm again).
+    lab.save()
+    lab.reload()
     expect(second).to_be_visible(timeout=WAIT_MS)
     second.locator('[data-phoenix-edit-action="reject"]').click()
     expect(second).to_have_count(0, timeout=WAIT_MS)
