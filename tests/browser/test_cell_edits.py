@@ -7,7 +7,8 @@ from the keyboard) changes the source without running it, and Ctrl+Z in the cell
 restores it; a second proposal is rejected and leaves its cell alone; a third, made
 after the user typed in the cell, says the cell changed and Accept shows the
 three-way difference instead of overwriting. A pending proposal comes back after a
-page reload. Each decision reaches the agent with
+page reload. Two proposals of one turn are accepted at once (one of them a new cell).
+Each decision reaches the agent with
 the next message (checked in the requests the fake server received).
 """
 
@@ -209,13 +210,35 @@ def _edit_flow(lab: LabPage, fake: FakeAnthropic) -> None:
     expect(third).to_have_count(0, timeout=WAIT_MS)
     assert _sources(lab)[1] == mine
 
-    # The agent hears that too with the next message.
+    # 4. Two proposals in one turn, accepted at once: an edit and a new cell below.
+    fake.clear()
+    fake.script(
+        Turn([tool_use("edit_cell", {"cell_id": "other", "new_source": "print('edited')",
+                                     "explanation": "Edit it."}),
+              tool_use("insert_cell", {"cell_id": "other", "position": "below",
+                                       "source": "print('inserted')",
+                                       "explanation": "Add a cell."})]),
+        Turn([text("Proposed two changes.")]),
+    )  # fmt: skip
+    _run(lab, 2)
+    lab.wait_for_text("Proposed two changes.", timeout_ms=WAIT_MS)
+    note = _note_of(fake)
+    assert "(cell failing" in note and "rejected" in note, note  # the conflict's outcome
+    pending = _cell(lab, 3).locator("[data-phoenix-edit]")
+    expect(pending).to_have_count(2, timeout=WAIT_MS)
+    pending.first.locator('[data-phoenix-edit-action="accept-all"]').click()
+    expect(lab.page.locator("[data-phoenix-edit]")).to_have_count(0, timeout=WAIT_MS)
+    sources = _sources(lab)
+    assert sources[3] == "print('edited')" and sources[4] == "print('inserted')", sources
+    expect(_cell(lab, 4).locator(".jp-InputPrompt")).to_have_text("[ ]:")  # not run
+
+    # The agent hears both with the next message.
     fake.clear()
     fake.script(Turn([text("Understood.")]))
     _run(lab, 2)
     lab.wait_for_text("Understood.", timeout_ms=WAIT_MS)
     note = _note_of(fake)
-    assert "(cell failing" in note and "rejected" in note, note
+    assert note.count("accepted") == 2 and "the new cell was inserted as cell " in note, note
 
 
 def test_cell_edit_in_jupyterlab(lab: LabPage, fake_llm: FakeAnthropic) -> None:
