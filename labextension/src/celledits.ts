@@ -290,8 +290,19 @@ class NotebookEdits {
 
   constructor(private readonly panel: NotebookPanel) {
     const session = panel.sessionContext;
-    session.kernelChanged.connect(() => this.attach(session.session?.kernel ?? null));
-    void session.ready.then(() => this.attach(session.session?.kernel ?? null));
+    // Cells must exist before edits are matched to them (an edit whose cell is missing
+    // is reported as gone), so wait for the notebook's content as well as the kernel.
+    const loaded = Promise.all([panel.context.ready, session.ready]);
+    session.kernelChanged.connect(() => {
+      void loaded.then(() => this.attach(session.session?.kernel ?? null));
+    });
+    void loaded.then(() => this.attach(session.session?.kernel ?? null));
+    // A restarted kernel has forgotten its edits: the ones shown could not be answered.
+    session.statusChanged.connect((_sender, status) => {
+      if (status === 'restarting' || status === 'autorestarting' || status === 'dead') {
+        [...this.views.keys()].forEach(id => this.drop(id));
+      }
+    });
     panel.disposed.connect(() => this.views.forEach(view => view.dispose()));
   }
 
