@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
+import nbformat
 import pytest
 
 from phoenix_nb.testing import FakeAnthropic, Turn, text, tool_use
@@ -242,3 +244,55 @@ def test_a_proposed_cell_carries_its_explanation(kern: Kernel, fake: FakeAnthrop
     assert cell.status == "ok", cell.error()
     payloads = [p for p in cell.reply["content"]["payload"] if p["source"] == "set_next_input"]
     assert payloads[0]["text"] == "# Set a safe ratio.\n# It avoids the division.\nratio = 0.0"
+
+
+def test_nbclient_run_leaves_the_proposal_in_the_record_and_the_file_alone(
+    fake: FakeAnthropic, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """nbclient sends no cell ids: the agent names the cell In[n]; nothing can apply it."""
+    from jupyter_client.manager import KernelManager
+    from nbclient import NotebookClient
+
+    from tests.notebook.kernel_harness import KERNEL_NAME, venv_kernelspecs
+
+    fake.clear()
+    history = tool_use("kernel_history", {})
+    fake.script(
+        Turn([history]),
+        Turn([tool_use("edit_cell", {"cell_id": "In[2]", "new_source": FIXED,
+                                     "explanation": "Guard the zero count."})]),
+        Turn([text("Proposed a fix for In [2].")]),
+    )  # fmt: skip
+    for name, value in {
+        "ANTHROPIC_BASE_URL": fake.base_url,
+        "ANTHROPIC_API_KEY": "test-key",
+        "PHOENIX_HOME": str(tmp_path / "store"),
+        "PHOENIX_MODEL": "claude-sonnet-4-5",
+        "PYTHONPATH": str(Path(__file__).resolve().parents[2]),
+    }.items():
+        monkeypatch.setenv(name, value)
+    cells = ["%load_ext phoenix_nb", FAILING, "%%phoenix --new\nFix the failing cell.",
+             "%phoenix edits"]  # fmt: skip
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(source) for source in cells]
+    path = tmp_path / "headless.ipynb"
+    nbformat.write(nb, path)
+    on_disk = path.read_bytes()
+    km = KernelManager(
+        kernel_name=KERNEL_NAME, kernel_spec_manager=venv_kernelspecs(tmp_path / "kernels")
+    )
+    client = NotebookClient(
+        nb, km=km, timeout=90, allow_errors=True, resources={"metadata": {"path": str(tmp_path)}}
+    )
+    client.execute()
+
+    words, _ = result_text(fake, history.id)
+    assert "In [2]:\n" + FAILING.strip() in words and "In [2] (cell" not in words  # no ids
+    record = [o for o in nb.cells[2].outputs if "text/plain" in o.get("data", {})][-1]["data"]
+    for mime in ("text/plain", "text/markdown", "text/html"):
+        assert "Guard the zero count." in record[mime] and "if count else 0.0" in record[mime]
+    listing = "".join(o.get("text", "") for o in nb.cells[3].outputs)
+    assert "1 proposed cell edit waiting" in listing and "cell In[2] (In [2])" in listing
+    assert "+ratio = total / count if count else 0.0" in listing
+    assert path.read_bytes() == on_disk
+    assert [p.name for p in tmp_path.rglob("*.ipynb")] == ["headless.ipynb"]
