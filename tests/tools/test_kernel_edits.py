@@ -135,3 +135,11 @@ def test_only_the_conversation_the_user_talks_to_edits_cells() -> None:
     child = [t.name for t in tools_for(is_sub_agent=True)]
     assert {"edit_cell", "insert_cell"} <= set(parent)
     assert not {"edit_cell", "insert_cell"} & set(child)
+
+
+def test_the_prompt_steers_to_edit_cell_and_away_from_the_open_ipynb() -> None:
+    from phoenix_nb.runtime.prompts import system_prompt
+
+    prompt = system_prompt(cwd="/work", is_sub_agent=False)
+    assert "edit_cell" in prompt and "insert_cell" in prompt
+    assert "never patch or write it" in prompt and ".ipynb" in prompt
