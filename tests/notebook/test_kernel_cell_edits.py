@@ -214,6 +214,11 @@ def test_decisions_reach_the_agent_with_the_next_message(kern: Kernel, fake: Fak
     assert "edit-forged" not in note
     words, _ = result_text(fake, history.id)
     assert f"(cell {FAILING_ID}; changed since: the user accepted edit {fixed_id})" in words
+    # The conversation record holds the proposal and, after it, what became of it.
+    kern.ok("%phoenix export decisions --output decisions.md")
+    exported = (kern.project / "decisions.md").read_text()
+    assert exported.index("Guard it.") < exported.index(f"{fixed_id} (cell {FAILING_ID}")
+    assert "accepted, merged with the user's own edit" in exported
 
     # Heard once: the next message carries no note until something changes.
     answer(kern, comm_id, {"type": "outcome", "id": other_id, "outcome": "rejected"})
