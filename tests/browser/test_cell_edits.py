@@ -7,7 +7,8 @@ from the keyboard) changes the source without running it, and Ctrl+Z in the cell
 restores it; a second proposal is rejected and leaves its cell alone; a third, made
 after the user typed in the cell, says the cell changed and Accept shows the
 three-way difference instead of overwriting. A pending proposal comes back after a
-page reload. Two proposals of one turn are accepted at once (one of them a new cell).
+page reload. Two proposals of one turn are accepted at once (one of them a new cell); one for a
+cell the user deleted comes back as gone.
 Each decision reaches the agent with
 the next message (checked in the requests the fake server received).
 """
@@ -232,13 +233,34 @@ def _edit_flow(lab: LabPage, fake: FakeAnthropic) -> None:
     assert sources[3] == "print('edited')" and sources[4] == "print('inserted')", sources
     expect(_cell(lab, 4).locator(".jp-InputPrompt")).to_have_text("[ ]:")  # not run
 
-    # The agent hears both with the next message.
+    # 5. The user deletes the cell; a proposal for it finds it gone. The agent hears
+    # the two acceptances with this message.
+    all_cells = lab.page.locator(".jp-NotebookPanel .jp-Notebook .jp-Cell")
+    count = all_cells.count()
+    _cell(lab, 3).locator(".jp-InputArea-editor").click()
+    lab.page.keyboard.press("Escape")
+    lab.page.keyboard.press("d")
+    lab.page.keyboard.press("d")
+    expect(all_cells).to_have_count(count - 1)
+    assert "print('edited')" not in _sources(lab)
+    fake.clear()
+    fake.script(
+        Turn([tool_use("edit_cell", {"cell_id": "other", "new_source": "print('again')",
+                                     "explanation": "Once more."})]),
+        Turn([text("Proposed for a deleted cell.")]),
+    )  # fmt: skip
+    _run(lab, 2)
+    lab.wait_for_text("Proposed for a deleted cell.", timeout_ms=WAIT_MS)
+    note = _note_of(fake)
+    assert note.count("accepted") == 2 and "the new cell was inserted as cell " in note, note
+    expect(lab.page.locator("[data-phoenix-edit]")).to_have_count(0)
+
     fake.clear()
     fake.script(Turn([text("Understood.")]))
     _run(lab, 2)
     lab.wait_for_text("Understood.", timeout_ms=WAIT_MS)
     note = _note_of(fake)
-    assert note.count("accepted") == 2 and "the new cell was inserted as cell " in note, note
+    assert "(cell other): the cell no longer exists" in note, note
 
 
 def test_cell_edit_in_jupyterlab(lab: LabPage, fake_llm: FakeAnthropic) -> None:
