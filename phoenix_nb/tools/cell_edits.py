@@ -19,7 +19,7 @@ from __future__ import annotations
 import difflib
 import threading
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Any
@@ -32,6 +32,7 @@ __all__ = [
     "EditPosition",
     "EditRecord",
     "cell_diff",
+    "cell_marks",
     "new_edit_id",
 ]
 
@@ -122,6 +123,26 @@ class CellSeen:
     source: str
     execution_count: int | None = None
     accepted: str | None = None
+
+
+def cell_marks(
+    cell_id: str | None, execution_count: int, source: str, cells: Mapping[str, CellSeen]
+) -> str:
+    """kernel_history's words on one run: ' (cell 3f2a…)' and, when the kernel has seen
+    that cell change since this run, what changed it: a later run, or an accepted edit."""
+    if cell_id is None:
+        return ""
+    seen = cells.get(cell_id)
+    mark = f" (cell {cell_id}"
+    if seen is None or seen.execution_count == execution_count:
+        return mark + ")"
+    if seen.accepted is not None:
+        return mark + f"; changed since: the user accepted edit {seen.accepted})"
+    if seen.source != source:
+        return mark + (
+            f"; changed since: run again with other source as In [{seen.execution_count}])"
+        )
+    return mark + f"; run again unchanged as In [{seen.execution_count}])"
 
 
 Listener = Callable[[CellEdit], None]

@@ -46,10 +46,10 @@ from phoenix_nb.core.displays import (
 )
 from phoenix_nb.core.values import ImageData, ToolResult
 from phoenix_nb.tools.base import ToolContext
-from phoenix_nb.tools.cell_edits import CellSeen
+from phoenix_nb.tools.cell_edits import cell_marks
 from phoenix_nb.tools.environment import command_environment
 from phoenix_nb.tools.kernel_fork import ChildSink, Emit, ForkLimits, ForkOutcome, run_in_fork
-from phoenix_nb.tools.kernel_port import HistoryEntry, KernelPort, Proposal
+from phoenix_nb.tools.kernel_port import KernelPort, Proposal
 from phoenix_nb.tools.kernel_summarize import (
     OutOfTime,
     as_figure,
@@ -315,24 +315,6 @@ HISTORY_DESCRIPTION = (
 )
 
 
-def cell_marks(entry: HistoryEntry, cells: Mapping[str, CellSeen]) -> str:
-    """' (cell 3f2a…)' and, when the kernel has seen that cell change since this run,
-    what changed it: a later run, or an accepted edit."""
-    if entry.cell_id is None:
-        return ""
-    seen = cells.get(entry.cell_id)
-    mark = f" (cell {entry.cell_id}"
-    if seen is None or seen.execution_count == entry.execution_count:
-        return mark + ")"
-    if seen.accepted is not None:
-        return mark + f"; changed since: the user accepted edit {seen.accepted})"
-    if seen.source != entry.source:
-        return mark + (
-            f"; changed since: run again with other source as In [{seen.execution_count}])"
-        )
-    return mark + f"; run again unchanged as In [{seen.execution_count}])"
-
-
 class KernelHistoryTool:
     name = "kernel_history"
     description = HISTORY_DESCRIPTION
@@ -364,7 +346,8 @@ class KernelHistoryTool:
             per_cell = max(600, 14_000 // max(len(entries), 1))
             lines = [f"Cells the kernel ran (last {len(entries)}, oldest first):"]
             for entry in entries:
-                head = f"In [{entry.execution_count}]{cell_marks(entry, cells)}:"
+                marks = cell_marks(entry.cell_id, entry.execution_count, entry.source, cells)
+                head = f"In [{entry.execution_count}]{marks}:"
                 lines.append(f"{head}\n{cut(entry.source, per_cell)}")
                 for output in entry.outputs:
                     lines.append(f"  [{output.kind}] {cut(output.text, per_cell // 2)}")
