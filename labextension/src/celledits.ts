@@ -162,6 +162,15 @@ class EditView extends Widget {
   draw(): void {
     const edit = this.edit;
     const node = this.node;
+    // A keyboard user who pressed one of these buttons keeps the focus in the edit.
+    const hadFocus = node.contains(document.activeElement);
+    this.drawContent(edit, node);
+    if (hadFocus) {
+      node.querySelector<HTMLButtonElement>('button')?.focus();
+    }
+  }
+
+  private drawContent(edit: ICellEdit, node: HTMLElement): void {
     node.replaceChildren();
     node.classList.toggle('jp-PhoenixEdit-conflicted', this.conflict);
     node.dataset.phoenixEditConflict = String(this.conflict);
@@ -381,9 +390,14 @@ class NotebookEdits {
   private drop(id: string): void {
     const view = this.views.get(id);
     if (view !== undefined) {
+      const hadFocus = view.node.contains(document.activeElement);
       this.views.delete(id);
       view.dispose();
       this.redrawAll();
+      if (hadFocus) {
+        // The focused button is gone: give the keyboard back to the notebook, not the page.
+        this.panel.content.node.focus();
+      }
     }
   }
 

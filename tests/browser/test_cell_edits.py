@@ -146,6 +146,8 @@ def _edit_flow(lab: LabPage, fake: FakeAnthropic) -> None:
     assert accept.evaluate("b => document.activeElement === b"), "Accept is not reachable by Tab"
     lab.page.keyboard.press("Enter")
     expect(view).to_have_count(0, timeout=WAIT_MS)
+    # The keyboard goes back to the notebook, not to the page.
+    assert lab.page.evaluate("() => !!document.activeElement?.closest('.jp-Notebook')")
     assert _sources(lab)[1] == FIXED
     expect(_cell(lab, 1).locator(".jp-InputPrompt")).to_have_text(failing_prompt)  # not run
     expect(_cell(lab, 1).locator(".jp-OutputArea-output")).to_contain_text("ZeroDivisionError")
