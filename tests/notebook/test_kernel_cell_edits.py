@@ -301,3 +301,24 @@ def test_nbclient_run_leaves_the_proposal_in_the_record_and_the_file_alone(
     assert "+ratio = total / count if count else 0.0" in listing
     assert path.read_bytes() == on_disk
     assert [p.name for p in tmp_path.rglob("*.ipynb")] == ["headless.ipynb"]
+
+
+def test_the_demo_model_proposes_an_edit_to_the_failing_cell(
+    kern: Kernel, fake: FakeAnthropic
+) -> None:
+    """The offline demo's script, served by the test's fake (the kernel's ANTHROPIC_BASE_URL
+    points there): it reads the last error and proposes a change to that cell."""
+    from phoenix_nb.demo.screenplay import DemoScript
+
+    previous, fake.default = fake.default, DemoScript(pace=0).reply
+    try:
+        cell = kern.run("%%phoenix --new\nPlease fix my failing cell.", timeout=120)
+    finally:
+        fake.default = previous
+    assert cell.status == "ok", cell.error()
+    shown = cell.last_bundle()["text/plain"]
+    assert "edit_cell" in shown and "except ZeroDivisionError as error:" in shown
+    listing = kern.ok("%phoenix edits").text("stdout")
+    block = listing[listing.index(f"— cell {FAILING_ID}") :]
+    assert "+    ratio = total / count" in block and "+except ZeroDivisionError" in block
+    assert kern.eval("'ratio' in globals()") is False  # proposed, not run
