@@ -14,6 +14,7 @@
 import { arr, inert, Loose, num, obj, objOrNull, shownCwd, str } from './record';
 import { diffLineKind } from './diff';
 import { linkTarget, renderInertMarkdown } from './inertMarkdown';
+import { cellEditCall } from './editcall';
 
 /**
  * Words for states and tool groups. The kernel puts its own words in the record
@@ -576,7 +577,9 @@ function toolCall(call: Loose): HTMLElement {
   const result = objOrNull(call.result);
   const display = obj(result?.display);
   const input = obj(call.input);
-  if (name === 'bash' || typeof display.command === 'string') {
+  if (name === 'edit_cell' || name === 'insert_cell') {
+    cellEditCall(node, input, result, display);
+  } else if (name === 'bash' || typeof display.command === 'string') {
     bashCall(node, input, result, display);
   } else if (typeof display.diff === 'string') {
     patchCall(node, input, result, display);

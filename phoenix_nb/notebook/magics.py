@@ -23,6 +23,7 @@ from phoenix_nb.core.transition import stopped_jobs_text
 from phoenix_nb.notebook._render.cost import Spending
 from phoenix_nb.notebook._render.view import folded_line, state_words
 from phoenix_nb.notebook.cell import TurnView, decorate, front_end_can_answer, say
+from phoenix_nb.notebook.edits_listing import pending_edits_text
 from phoenix_nb.notebook.export import export_html, export_json, export_markdown
 from phoenix_nb.notebook.options import HELP_TEXT, OptionsError, Subcommand, parse_subcommand
 from phoenix_nb.notebook.render import render_bundle
@@ -111,6 +112,8 @@ def _dispatch_now(command: Subcommand, session: Session) -> None:
     elif name == "checkpoints":
         conv = session.current_conversation()
         print(checkpoints_text(conv, session.phoenix.worktree))
+    elif name == "edits":
+        print(pending_edits_text(session.kernel))
     elif name == "chat":
         from phoenix_nb.notebook.chat import ChatPanel
 

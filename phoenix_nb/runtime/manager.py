@@ -68,6 +68,7 @@ from phoenix_nb.runtime.subagents import SubAgentLimits, SubAgentSpawner
 from phoenix_nb.store import Store, store_problem
 from phoenix_nb.store.store import default_root
 from phoenix_nb.tools.bash import stop_unrestricted_jobs
+from phoenix_nb.tools.kernel_edits import outcome_note
 from phoenix_nb.tools.kernel_port import KernelPort
 from phoenix_nb.tools.sandbox import configure_from_settings as _configure_sandbox
 from phoenix_nb.tools.sandbox import detect_sandbox
@@ -202,9 +203,21 @@ class Conversation:
         return self.runtime.hub.subscribe()
 
     async def post_message(self, text: str, images: Sequence[ImageData] = ()) -> None:
-        """Send a user message; raises PhoenixError when the core rejects it (busy …)."""
+        """Send a user message; raises PhoenixError when the core rejects it (busy …).
+
+        What the user did with the agent's proposed cell edits since it last heard
+        goes first, as a system note (`tools.kernel_edits.outcome_note`)."""
         await self._phoenix.refresh_limits(self.runtime)
+        self._report_cell_edits()
         await self._submit(ev.UserMessage(self.seeded_message(text), tuple(images)))
+
+    def _report_cell_edits(self) -> None:
+        kernel = self._phoenix.kernel
+        if kernel is None or not is_rest(self.runtime.state):
+            return
+        note = outcome_note(kernel, self.id)
+        if note:
+            self.runtime.annotate(note)
 
     async def send(self, text: str, images: Sequence[ImageData] = ()) -> AsyncIterator[up.Update]:
         """Send a message and iterate the updates until the agent rests or asks for approval."""
