@@ -320,6 +320,7 @@ class Phoenix:
         kernel: KernelPort | None = None,
     ) -> None:
         self.settings = settings or Settings()
+        self.settings.install_models()  # c.Phoenix.models: what every reader of limits sees
         self.kernel = kernel  # the Jupyter kernel this runs in (the notebook layer's adapter)
         # The store is opened on first use: start-up touches it only when a
         # conversation was left mid-work, so it costs the same for 10 or 10,000.
@@ -330,7 +331,10 @@ class Phoenix:
             if store is not None
             else (Path(given).expanduser() if given is not None else default_root())
         )
-        self.limits = ModelLimits(self.store_root, None)  # the Models API's figures, cached
+        # The server's own figures, cached; the stated default for models nobody describes.
+        self.limits = ModelLimits(
+            self.store_root, None, conservative=self.settings.off_anthropic
+        )
         # Finished sub-agents' spend, by conversation id: (usages, their own children).
         self._child_spend: dict[str, tuple[tuple[tuple[str, Usage], ...], tuple[str, ...]]] = {}
         self.sandbox = detect_sandbox()
@@ -357,15 +361,17 @@ class Phoenix:
             return self._provider
         if model == DEMO_MODEL and not self.settings.base_url:
             return self._demo_provider()
-        key = self.settings.base_url or ""
+        s = self.settings
+        key = f"{s.provider} {s.base_url or ''}"
         if key not in self._providers:
-            from phoenix_nb.llm.provider import AnthropicProvider  # the SDK loads on first use
+            from phoenix_nb.llm.providers import make_provider  # the SDK loads on first use
 
-            self._providers[key] = AnthropicProvider(
-                api_key=self.settings.api_key,
-                base_url=self.settings.base_url,
-                stall_timeout=self.settings.stall_timeout,
-                cache_ttl=self.settings.cache_ttl,
+            self._providers[key] = make_provider(
+                s.provider,
+                api_key=s.api_key,
+                base_url=s.base_url,
+                stall_timeout=s.stall_timeout,
+                cache_ttl=s.cache_ttl,
             )
         return self._providers[key]
 
@@ -432,11 +438,13 @@ class Phoenix:
         use when their options changed) and each conversation's services. The store
         folder is fixed for a Phoenix (`store_root`): a new `home` needs a new Phoenix.
         """
+        settings.install_models()
+        self.limits.conservative = settings.off_anthropic
         old, self.settings = self.settings, settings
         _configure_sandbox(settings, self.store_root)
         self.spawner.set_limits(_sub_agent_limits(settings))
         self.worktree.reconfigure(_checkpoint_config(settings))
-        client = ("api_key", "base_url", "stall_timeout", "cache_ttl")
+        client = ("api_key", "provider", "base_url", "stall_timeout", "cache_ttl")
         if any(getattr(old, f) != getattr(settings, f) for f in client):
             keep = {k: p for k, p in self._providers.items() if k == DEMO_MODEL}
             self._retired += [p for k, p in self._providers.items() if k not in keep]
