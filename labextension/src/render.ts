@@ -272,7 +272,7 @@ function spendingLine(usage: Loose | null): string {
     parts.push(`${Math.round(share * 100)}% cache hits`);
   }
   if (!priced) {
-    parts.push('no price known for this model');
+    parts.push('price unknown');
   }
   return parts.join(' · ');
 }

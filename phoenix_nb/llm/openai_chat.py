@@ -318,6 +318,13 @@ class OpenAIChatProvider:
     async def aclose(self) -> None:
         await self._client.close()
 
+    def lacks(self, model: str) -> tuple[str, ...]:
+        """Thinking always (Chat Completions has none phoenix can keep); caching is the
+        server's own affair (OpenAI caches automatically and reports cached tokens, no
+        cache_control is sent); images when described as missing or refused."""
+        off = self.capabilities.off(model)
+        return ("thinking", *(f for f in ("images",) if f in off))
+
     def _params(self, request: LlmRequest, *, stream: bool) -> dict[str, Any]:
         images = "images" not in self.capabilities.off(request.model)
         params: dict[str, Any] = {

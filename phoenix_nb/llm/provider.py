@@ -269,6 +269,11 @@ class AnthropicProvider:
             params = self._cache.apply(params)
         return capabilities.without(params, off)
 
+    def lacks(self, model: str) -> tuple[str, ...]:
+        """Optional features not sent to `model`: described as missing, or refused."""
+        off = self.capabilities.off(model)
+        return tuple(f for f in capabilities.FEATURES if f in off)
+
     def _rejected(self, failure: LlmFailure, params: Mapping[str, Any], model: str) -> str | None:
         """The optional feature a failed request was refused for, now turned off; its
         notice is returned once per model and feature (None: not such a failure)."""

@@ -178,6 +178,8 @@ class Conversation:
             sandbox_available=self._phoenix.sandbox.available,
             context_window=runtime.context.window,
             sub_agent_usage=self._phoenix.sub_agent_usage(runtime.history),
+            provider=self._phoenix.settings.provider,
+            lacks=self._phoenix.lacks(runtime.context.model),
         )
         return project(runtime.history, runtime.state, header)
 
@@ -374,6 +376,12 @@ class Phoenix:
                 cache_ttl=s.cache_ttl,
             )
         return self._providers[key]
+
+    def lacks(self, model: str) -> tuple[str, ...]:
+        """The optional features `model` is known to lack where it is served: described
+        so in c.Phoenix.models, refused by its server, or absent from its wire format."""
+        lacks = getattr(self.provider_for(model), "lacks", None)
+        return tuple(lacks(model)) if callable(lacks) else ()
 
     def sub_agent_usage(
         self, history: Sequence[Mapping[str, Any]]

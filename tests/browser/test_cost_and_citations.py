@@ -76,5 +76,5 @@ def test_unknown_model_shows_tokens_not_a_price(lab: LabPage) -> None:
     _open(lab, "cost-unknown.ipynb", _record(priced=False))
     cost = lab.page.locator("[data-phoenix-cost]")
     expect(cost).to_contain_text("102.0k in / 500 out tokens")
-    expect(cost).to_contain_text("no price known for this model")
+    expect(cost).to_contain_text("price unknown")
     expect(cost).not_to_contain_text("$")
