@@ -235,8 +235,19 @@ def _cloud_credentials(exc: BaseException) -> LlmFailure | None:
     return None
 
 
+def _body_message(body: object) -> str:
+    """The message of an error body in Bedrock's (`{"message"}`) or Google's
+    (`{"error": {"message"}}`) form, which the SDK does not read for us."""
+    if not isinstance(body, dict):
+        return ""
+    inner = body.get("error")
+    if isinstance(inner, dict) and isinstance(inner.get("message"), str):
+        return str(inner["message"])
+    return str(body["message"]) if isinstance(body.get("message"), str) else ""
+
+
 def _classify_status(exc: anthropic.APIStatusError, model: str) -> LlmFailure:
-    api_message = exc.api_message or ""
+    api_message = getattr(exc, "api_message", "") or _body_message(exc.body)
     status = exc.status_code
     error_type = exc.type if isinstance(exc.type, str) else None
     if status == 200:
