@@ -24,8 +24,18 @@ def test_quickstart_on_a_local_server_with_an_unknown_model_says_price_unknown(
         env = offline_env(tmp_path / "home")
         env.update(ANTHROPIC_BASE_URL=server.base_url, PHOENIX_MODEL=LOCAL_MODEL)
         run(
-            [sys.executable, "-m", "jupyter", "nbconvert", "--to", "notebook", "--execute",
-             "quickstart.ipynb", "--output", "quickstart.out.ipynb"],
+            [
+                sys.executable,
+                "-m",
+                "jupyter",
+                "nbconvert",
+                "--to",
+                "notebook",
+                "--execute",
+                "quickstart.ipynb",
+                "--output",
+                "quickstart.out.ipynb",
+            ],
             workdir,
             env,
         )

@@ -162,9 +162,7 @@ def model_info(name: str, unknown: ModelInfo | None = None) -> ModelInfo:
     spec = configured(name)
     alias = known_alias(name, MODELS)
     base = (
-        ModelInfo(MODELS[alias].context_window, MODELS[alias].max_output, name)
-        if alias
-        else None
+        ModelInfo(MODELS[alias].context_window, MODELS[alias].max_output, name) if alias else None
     )
     if alias == name:
         base = MODELS[name]

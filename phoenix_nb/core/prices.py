@@ -14,8 +14,8 @@ A model missing from the table has no price: callers show tokens only ("price
 unknown"), never an invented price or $0.00. Prices the user gives for a model
 (`c.Phoenix.models[name]["prices"]`, installed with `configure_prices`, process-wide
 for the reason `core.models` gives) win over the table; a model on Bedrock or
-Vertex is priced by its Anthropic id (`core.models.canonical`). Batch, fast mode, data residency and server-tool fees
-(web search per call) are not modelled.
+Vertex is priced by its Anthropic id (`core.models.canonical`). Batch, fast mode,
+data residency and server-tool fees (web search per call) are not modelled.
 """
 
 from __future__ import annotations

@@ -57,9 +57,7 @@ STOP_REASONS = {
     "content_filter": "refusal",
 }
 _CONTEXT_MARKERS = ("context_length_exceeded", "maximum context length", "context window")
-THINKING_NOTICE = (
-    "Chat Completions has no extended thinking: this model's requests go without it."
-)
+THINKING_NOTICE = "Chat Completions has no extended thinking: this model's requests go without it."
 
 
 def _text_of(content: Any) -> str:
@@ -114,7 +112,7 @@ def to_chat_messages(
                 for b in blocks
                 if isinstance(b, Mapping) and b.get("type") == "text"
             )
-            calls = [
+            calls: list[dict[str, Any]] = [
                 {
                     "id": str(b.get("id")),
                     "type": "function",
@@ -129,7 +127,7 @@ def to_chat_messages(
             item: dict[str, Any] = {"role": "assistant", "content": text or None}
             if calls:
                 item["tool_calls"] = calls
-                open_calls.extend(c["id"] for c in calls)
+                open_calls.extend(str(c["id"]) for c in calls)
             if text or calls:
                 out.append(item)
             continue
@@ -216,7 +214,9 @@ def classify_openai(exc: BaseException, *, stall_timeout: float | None = None) -
         if status == 401:
             message = "Authentication failed (401): check OPENAI_API_KEY."
         elif retryable:
-            message = f"The API answered {status}; the request will be retried. The API said: {said}"
+            message = (
+                f"The API answered {status}; the request will be retried. The API said: {said}"
+            )
         else:
             message = f"The API rejected the request ({status}). The API said: {said}"
         return LlmFailure(
@@ -307,9 +307,7 @@ class OpenAIChatProvider:
         self.capabilities = capabilities.Capabilities()
         self._notified: set[tuple[str, str]] = set()
         self._usage_option = True  # stream_options.include_usage, until a server refuses it
-        self._client = openai.AsyncOpenAI(
-            api_key=key, base_url=url, max_retries=0, timeout=timeout
-        )
+        self._client = openai.AsyncOpenAI(api_key=key, base_url=url, max_retries=0, timeout=timeout)
 
     def __repr__(self) -> str:
         key = "set" if self._secret else "unset"
@@ -471,9 +469,7 @@ class OpenAIChatProvider:
     async def complete_text(self, request: LlmRequest) -> str:
         """A small non-streamed call (keyword_search, summaries): its text, or LlmCallError."""
         try:
-            done = await self._client.chat.completions.create(
-                **self._params(request, stream=False)
-            )
+            done = await self._client.chat.completions.create(**self._params(request, stream=False))
         except Exception as exc:
             raise LlmCallError(self._failure(exc)) from exc
         return (done.choices[0].message.content or "") if done.choices else ""

@@ -307,15 +307,15 @@ class AnthropicProvider:
         iterates this generator propagates CancelledError and closes the
         connection, which the server sees as a disconnect.
         """
-        for _ in capabilities.FEATURES + ("last",):  # each feature is turned off at most once
+        for _ in (*capabilities.FEATURES, "last"):  # each feature is turned off at most once
             params = self._params(request)
             try:
                 raw = await self._client.messages.create(**params, stream=True)
             except Exception as exc:
-                failure = self._failure(exc, request.model)
-                feature = self._rejected(failure, params, request.model)
+                refused = self._failure(exc, request.model)
+                feature = self._rejected(refused, params, request.model)
                 if feature is None:
-                    yield LlmOutcome(failure=failure)
+                    yield LlmOutcome(failure=refused)
                     return
                 if (request.model, feature) not in self._notified:
                     self._notified.add((request.model, feature))
@@ -326,7 +326,7 @@ class AnthropicProvider:
         usage = Usage()
         stop_reason: str | None = None
         complete = False
-        failure = None
+        failure: LlmFailure | None = None
         try:
             async for event in raw:
                 etype = event.type

@@ -77,10 +77,11 @@ def make_provider(
     limits = _timeout(timeout, connect_timeout, stall_timeout)
     if kind == "bedrock":
         try:
-            import boto3  # noqa: F401  (the SDK signs with botocore; fail here, clearly)
+            import boto3  # type: ignore[import-untyped]  # noqa: F401  (SigV4 signing; fail here)
             from anthropic import AsyncAnthropicBedrock
         except ImportError as exc:
             raise _missing(kind, exc) from None
+        client: Any
         try:
             client = AsyncAnthropicBedrock(base_url=base_url, max_retries=0, timeout=limits)
         except Exception as exc:  # no region, conflicting credentials: the SDK says which
@@ -106,7 +107,5 @@ def make_provider(
             from phoenix_nb.llm.openai_chat import OpenAIChatProvider
         except ImportError as exc:
             raise _missing(kind, exc) from None
-        return OpenAIChatProvider(
-            base_url=base_url, stall_timeout=stall_timeout, timeout=limits
-        )
+        return OpenAIChatProvider(base_url=base_url, stall_timeout=stall_timeout, timeout=limits)
     raise ProviderUnavailable(f"unknown provider {kind!r}")

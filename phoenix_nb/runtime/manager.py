@@ -334,9 +334,7 @@ class Phoenix:
             else (Path(given).expanduser() if given is not None else default_root())
         )
         # The server's own figures, cached; the stated default for models nobody describes.
-        self.limits = ModelLimits(
-            self.store_root, None, conservative=self.settings.off_anthropic
-        )
+        self.limits = ModelLimits(self.store_root, None, conservative=self.settings.off_anthropic)
         # Finished sub-agents' spend, by conversation id: (usages, their own children).
         self._child_spend: dict[str, tuple[tuple[tuple[str, Usage], ...], tuple[str, ...]]] = {}
         self.sandbox = detect_sandbox()

@@ -55,6 +55,8 @@ def _model_entry(raw: Any) -> tuple[ModelSpec, ModelPrice | None]:
         raise TypeError("prices is a dict of USD per million tokens (input, output, …)")
     price = rates_from(prices) if prices else None
     return ModelSpec(limits["context_window"], limits["max_output"], supports), price
+
+
 DEFAULT_MODEL = "claude-sonnet-5-5"
 
 

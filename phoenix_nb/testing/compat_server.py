@@ -88,7 +88,10 @@ class CompatServer(FakeAnthropic):
             with self._cond:
                 self.refused.append(feature)
                 self._cond.notify_all()
-            error = {"type": "error", "error": {"type": "invalid_request_error", "message": message}}
+            error = {
+                "type": "error",
+                "error": {"type": "invalid_request_error", "message": message},
+            }
             return web.json_response(error, status=400)
         return await super()._handle_messages(request)
 

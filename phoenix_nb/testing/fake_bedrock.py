@@ -108,9 +108,12 @@ class FakeBedrock(RelayFake):
             and bool(request.headers.get("x-amz-date"))
         )
 
-    def _bedrock_error(self, status: int, message: str, headers: dict[str, str] | None = None) -> Any:
-        name = _ERROR_NAMES.get(status, "InternalServerException" if status >= 500 else
-                                "ValidationException")
+    def _bedrock_error(
+        self, status: int, message: str, headers: dict[str, str] | None = None
+    ) -> Any:
+        name = _ERROR_NAMES.get(
+            status, "InternalServerException" if status >= 500 else "ValidationException"
+        )
         out = {"x-amzn-ErrorType": f"{name}:http://internal.amazon.com/coral/com.amazon.bedrock/"}
         out.update(headers or {})
         return web.json_response({"message": message}, status=status, headers=out)

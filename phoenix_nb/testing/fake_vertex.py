@@ -120,8 +120,11 @@ class FakeVertex(RelayFake):
             body = None
         self.note_wire(request, body)
         if request.headers.get("authorization") != f"Bearer {ACCESS_TOKEN}":
-            error = {"code": 401, "message": "Request had invalid authentication credentials.",
-                     "status": "UNAUTHENTICATED"}
+            error = {
+                "code": 401,
+                "message": "Request had invalid authentication credentials.",
+                "status": "UNAUTHENTICATED",
+            }
             return web.json_response({"error": error}, status=401)
         model, _, method = request.match_info["call"].partition(":")
         if method not in ("streamRawPredict", "rawPredict"):

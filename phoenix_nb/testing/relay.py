@@ -90,8 +90,11 @@ class RelayFake(FakeAnthropic):
         with self._cond:
             self.wire.append(
                 FakeRequest(
-                    len(self.wire), request.method, request.path,
-                    redact_headers(request.headers), body,
+                    len(self.wire),
+                    request.method,
+                    request.path,
+                    redact_headers(request.headers),
+                    body,
                 )
             )
             self._cond.notify_all()

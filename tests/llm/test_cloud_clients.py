@@ -40,9 +40,7 @@ def bedrock(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[FakeBed
 @pytest.fixture
 def vertex(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[FakeVertex]:
     with FakeVertex() as server:
-        monkeypatch.setenv(
-            "GOOGLE_APPLICATION_CREDENTIALS", str(server.credentials_file(tmp_path))
-        )
+        monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(server.credentials_file(tmp_path)))
         monkeypatch.setenv("CLOUD_ML_REGION", "us-east5")
         monkeypatch.setenv("ANTHROPIC_VERTEX_PROJECT_ID", "fake-project")
         monkeypatch.setenv("CLOUDSDK_CONFIG", str(tmp_path / "gcloud"))
@@ -96,7 +94,7 @@ async def test_bedrock_errors(
 async def test_vertex_streams_a_tool_turn_with_a_refreshed_token(vertex: FakeVertex) -> None:
     vertex.script(TURN)
     provider = make_provider("vertex", base_url=vertex.vertex_url)
-    updates, outcome = await collect(provider, request(model=VERTEX_MODEL))
+    _, outcome = await collect(provider, request(model=VERTEX_MODEL))
     assert outcome.response is not None, outcome.failure
     assert outcome.response.content[1] == ToolUseBlock("toolu_c1", "bash", {"command": "ls"})
     [wire] = vertex.wire

@@ -72,8 +72,10 @@ async def test_refused_thinking_and_images_are_dropped(compat: CompatServer) -> 
     with CompatServer(images=False) as server:
         server.script(Turn([text("I read your words.")]))
         provider = AnthropicProvider(api_key="", base_url=server.base_url)
-        image = {"type": "image", "source": {"type": "base64", "media_type": "image/png",
-                                             "data": _png()}}
+        image = {
+            "type": "image",
+            "source": {"type": "base64", "media_type": "image/png", "data": _png()},
+        }
         req = request(
             model=LOCAL,
             messages=[{"role": "user", "content": [{"type": "text", "text": "see"}, image]}],

@@ -111,7 +111,9 @@ async def test_no_key_means_no_request(
     await provider.aclose()
 
 
-async def test_a_keyless_local_server_is_asked(fake_anthropic: FakeAnthropic, tmp_path: Path) -> None:
+async def test_a_keyless_local_server_is_asked(
+    fake_anthropic: FakeAnthropic, tmp_path: Path
+) -> None:
     """A base URL without a key is a local server: its models endpoint is asked."""
     fake_anthropic.add_model("qwen3-coder", max_input_tokens=65_536, max_tokens=8_192)
     provider = AnthropicProvider(api_key="", base_url=fake_anthropic.base_url)

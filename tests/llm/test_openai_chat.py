@@ -81,8 +81,10 @@ async def test_text_and_parallel_tool_calls_stream(fake: FakeOpenAI) -> None:
 async def test_a_whole_tool_round_goes_back_valid(fake: FakeOpenAI) -> None:
     fake.script(Turn([text("Done.")]))
     p = provider(fake)
-    image = {"type": "image", "source": {"type": "base64", "media_type": "image/png",
-                                         "data": _png()}}
+    image = {
+        "type": "image",
+        "source": {"type": "base64", "media_type": "image/png", "data": _png()},
+    }
     history = [
         {"role": "user", "content": [{"type": "text", "text": "look"}, image]},
         {
@@ -126,8 +128,11 @@ async def test_a_whole_tool_round_goes_back_valid(fake: FakeOpenAI) -> None:
         (Fault.status(500), ErrorKind.SERVER_ERROR, True),
         (Fault.status(400, message="bad"), ErrorKind.INVALID_REQUEST, False),
         (Fault.status(401), ErrorKind.AUTH, False),
-        (Fault.status(400, message="This model's maximum context length is 8192 tokens"),
-         ErrorKind.CONTEXT_EXHAUSTED, False),
+        (
+            Fault.status(400, message="This model's maximum context length is 8192 tokens"),
+            ErrorKind.CONTEXT_EXHAUSTED,
+            False,
+        ),
         (Fault.drop_after(3), ErrorKind.NETWORK, True),
         (Fault.in_stream_error("server_error", after_events=2), ErrorKind.SERVER_ERROR, True),
         (Fault.eof_without_stop(), ErrorKind.NETWORK, True),
@@ -149,8 +154,9 @@ async def test_errors_map_to_the_same_kinds(
 
 async def test_a_stall_is_a_retryable_network_failure(fake: FakeOpenAI) -> None:
     fake.script(Fault.stall(30, after_events=2))
-    p = OpenAIChatProvider(base_url=fake.base_url, api_key="sk-test", stall_timeout=0.5,
-                           timeout=_stall_timeout(0.5))
+    p = OpenAIChatProvider(
+        base_url=fake.base_url, api_key="sk-test", stall_timeout=0.5, timeout=_stall_timeout(0.5)
+    )
     _, outcome = await collect(p, request(model=MODEL))
     assert outcome.failure is not None
     assert (outcome.failure.kind, outcome.failure.retryable) == (ErrorKind.NETWORK, True)
@@ -178,9 +184,7 @@ async def test_cancel_mid_stream_closes_the_connection(fake: FakeOpenAI) -> None
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
-    assert await fake.wait_for_async(
-        lambda f: any(e.kind == "disconnected" for e in f.events), 30
-    )
+    assert await fake.wait_for_async(lambda f: any(e.kind == "disconnected" for e in f.events), 30)
     await p.aclose()
 
 
@@ -191,8 +195,10 @@ async def test_refused_images_become_a_line_of_text(fake: FakeOpenAI) -> None:
     )
     fake.add_rule(lambda r: True, Turn([text("ok")]))
     p = provider(fake)
-    image = {"type": "image", "source": {"type": "base64", "media_type": "image/png",
-                                         "data": _png()}}
+    image = {
+        "type": "image",
+        "source": {"type": "base64", "media_type": "image/png", "data": _png()},
+    }
     req = request(model=MODEL, messages=[{"role": "user", "content": [image]}])
     updates, outcome = await collect(p, req)
     assert outcome.response is not None, outcome.failure
@@ -244,6 +250,4 @@ def test_every_translated_history_is_valid(seed: int = 20261122) -> None:
                 results.append({"type": "text", "text": "more"})
             if results:
                 history.append({"role": "user", "content": results})
-        validate_chat_request(
-            {"model": MODEL, "messages": to_chat_messages("sys", history)}
-        )
+        validate_chat_request({"model": MODEL, "messages": to_chat_messages("sys", history)})

@@ -95,7 +95,9 @@ def _wire(name: str, folder: Path) -> Wire:
 
 
 @pytest.fixture(scope="module", params=["compat", "bedrock", "vertex", "openai"])
-def wire(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Wire]:
+def wire(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Wire]:
     w = _wire(request.param, tmp_path_factory.mktemp(f"wire-{request.param}"))
     try:
         yield w
@@ -113,11 +115,16 @@ def kernel(wire: Wire, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Ker
     env = {"PHOENIX_MODEL": wire.model, **wire.env}
     root = tmp_path_factory.mktemp(f"kernel-{wire.name}")
     with loaded_kernel(root, wire.fake.base_url, extra_env=env) as k:
-        loaded = k.eval(f"sorted(m for m in __import__('sys').modules if m.split('.')[0] in {SDK_MODULES!r})")
+        loaded = k.eval(
+            f"sorted(m for m in __import__('sys').modules if m.split('.')[0] in {SDK_MODULES!r})"
+        )
         assert loaded == [], f"%load_ext imported {loaded}"
         for key, value in {**wire.config, "retry_delay_scale": "0.001"}.items():
-            k.ok(f"%config Phoenix.{key} = {value!r}" if key != "retry_delay_scale"
-                 else f"%config Phoenix.{key} = {value}")
+            k.ok(
+                f"%config Phoenix.{key} = {value!r}"
+                if key != "retry_delay_scale"
+                else f"%config Phoenix.{key} = {value}"
+            )
         yield k
 
 
@@ -129,9 +136,7 @@ def _record(cell: Any) -> Mapping[str, Any]:
     return cell.last_bundle()[MIME]
 
 
-def test_a_turn_with_parallel_tool_calls_an_approval_and_a_write(
-    kern: Kernel, wire: Wire
-) -> None:
+def test_a_turn_with_parallel_tool_calls_an_approval_and_a_write(kern: Kernel, wire: Wire) -> None:
     wire.fake.script(
         Turn(
             [
@@ -221,5 +226,3 @@ def test_an_image_reaches_the_model(kern: Kernel, wire: Wire) -> None:
     assert cell.status == "ok", cell.error()
     assert wire.image_word in json.dumps(_bodies(wire)[-1])
     assert "A red rectangle." in cell.last_bundle()["text/markdown"]
-
-

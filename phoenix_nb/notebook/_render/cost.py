@@ -4,8 +4,8 @@ The record's `usage` (core.cycles.spending) holds tokens, dollars and the
 cache-hit share for this turn and for the conversation. One wording here serves
 the HTML, Markdown and plain fallbacks, the meter, `%phoenix status` and
 `%phoenix history`. A model without a known price shows tokens only and says
-"price unknown": a price is never invented, and never shown as $0.00. Citations become numbered footnotes; only http(s) links are
-made clickable.
+"price unknown": a price is never invented, and never shown as $0.00. Citations
+become numbered footnotes; only http(s) links are made clickable.
 """
 
 from __future__ import annotations
