@@ -291,15 +291,17 @@ class OpenAIChatProvider:
         timeout: Any = 600.0,
         api_key: str | None = None,
     ) -> None:
-        """`api_key` None: the SDK reads OPENAI_API_KEY (a keyless local server gets a
-        placeholder, as the SDK insists on one)."""
+        """`api_key` None: OPENAI_API_KEY. A keyless server at a base URL gets a
+        placeholder (the SDK insists on one); OpenAI itself without a key answers every
+        request with an authentication failure, sent nowhere."""
         import os
 
         self._stall_timeout = stall_timeout
         key = api_key or os.environ.get("OPENAI_API_KEY")
         url = base_url or os.environ.get("OPENAI_BASE_URL")
         self._secret = key or ""
-        if url and not key:
+        self._missing_key = not key and not url
+        if not key:
             key = "no-key-needed"
         self.base_url = url or "https://api.openai.com/v1"
         # OpenAI's own API wants max_completion_tokens; other servers know max_tokens.
@@ -368,6 +370,11 @@ class OpenAIChatProvider:
 
     async def stream(self, request: LlmRequest) -> AsyncIterator[StreamUpdate]:
         """Deltas as they arrive, then exactly one LlmOutcome; never raises for API faults."""
+        if self._missing_key:
+            yield LlmOutcome(
+                failure=LlmFailure(K.AUTH, "No API key found: set OPENAI_API_KEY.", False)
+            )
+            return
         if request.thinking is not None and (request.model, "thinking") not in self._notified:
             self._notified.add((request.model, "thinking"))
             yield ProviderNotice(THINKING_NOTICE)
@@ -468,6 +475,8 @@ class OpenAIChatProvider:
 
     async def complete_text(self, request: LlmRequest) -> str:
         """A small non-streamed call (keyword_search, summaries): its text, or LlmCallError."""
+        if self._missing_key:
+            raise LlmCallError(LlmFailure(K.AUTH, "No API key found: set OPENAI_API_KEY.", False))
         try:
             done = await self._client.chat.completions.create(**self._params(request, stream=False))
         except Exception as exc:

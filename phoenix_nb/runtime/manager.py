@@ -30,7 +30,7 @@ from phoenix_nb.core import events as ev
 from phoenix_nb.core.codec import CodecError, from_json
 from phoenix_nb.core.cycles import RecordHeader, project
 from phoenix_nb.core.displays import SubAgentsDisplay
-from phoenix_nb.core.models import ModelInfo
+from phoenix_nb.core.models import ModelInfo, supports
 from phoenix_nb.core.states import (
     ContextExhausted,
     ConvContext,
@@ -377,9 +377,17 @@ class Phoenix:
 
     def lacks(self, model: str) -> tuple[str, ...]:
         """The optional features `model` is known to lack where it is served: described
-        so in c.Phoenix.models, refused by its server, or absent from its wire format."""
-        lacks = getattr(self.provider_for(model), "lacks", None)
-        return tuple(lacks(model)) if callable(lacks) else ()
+        so in c.Phoenix.models, refused by its server, or absent from its wire format.
+
+        Asks only a provider already built: a record or `%phoenix status` must not load
+        an SDK (or fail on a missing extra) just to say this."""
+        s = self.settings
+        built = self._provider or self._providers.get(f"{s.provider} {s.base_url or ''}")
+        lacks = getattr(built, "lacks", None)
+        if callable(lacks):
+            return tuple(lacks(model))
+        said = supports(model).lacks()
+        return ("thinking", *said) if s.provider == "openai" and "thinking" not in said else said
 
     def sub_agent_usage(
         self, history: Sequence[Mapping[str, Any]]

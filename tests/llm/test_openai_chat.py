@@ -251,3 +251,16 @@ def test_every_translated_history_is_valid(seed: int = 20261122) -> None:
             if results:
                 history.append({"role": "user", "content": results})
         validate_chat_request({"model": MODEL, "messages": to_chat_messages("sys", history)})
+
+
+async def test_no_key_for_openai_itself_is_an_auth_failure_sent_nowhere(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    p = OpenAIChatProvider()
+    _, outcome = await collect(p, request(model=MODEL))
+    assert outcome.failure is not None
+    assert (outcome.failure.kind, outcome.failure.retryable) == (ErrorKind.AUTH, False)
+    assert "OPENAI_API_KEY" in outcome.failure.message
+    await p.aclose()
