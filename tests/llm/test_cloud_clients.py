@@ -145,3 +145,21 @@ async def test_cancel_mid_stream_reaches_the_server(bedrock: FakeBedrock) -> Non
         lambda f: any(e.kind == "disconnected" for e in f.events), 30
     )
     await provider.aclose()
+
+
+@pytest.mark.parametrize(
+    ("kind", "module"),
+    [("bedrock", "boto3"), ("vertex", "google.auth"), ("openai", "openai")],
+)
+def test_a_missing_extra_names_what_to_install(
+    kind: str, module: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sys
+
+    from phoenix_nb.llm.providers import ProviderUnavailable
+
+    monkeypatch.setitem(sys.modules, module, None)  # as if the extra were not installed
+    monkeypatch.delitem(sys.modules, "phoenix_nb.llm.openai_chat", raising=False)
+    with pytest.raises(ProviderUnavailable) as caught:
+        make_provider(kind, base_url="http://127.0.0.1:9")
+    assert f"pip install 'phoenix_nb[{kind}]'" in str(caught.value)
