@@ -165,6 +165,16 @@ def test_a_turn_with_parallel_tool_calls_an_approval_and_a_write(kern: Kernel, w
     assert conversation["provider"] == ("anthropic" if wire.name == "compat" else wire.name)
     assert conversation["model"] == wire.model
     markdown = after.last_bundle()["text/markdown"] + after.last_bundle()["text/plain"]
+    served = {
+        "compat": "without caching",
+        "bedrock": "via bedrock",
+        "vertex": "via vertex",
+        "openai": "via openai · without thinking",
+    }[wire.name]
+    assert served in after.last_bundle()["text/markdown"]
+    assert (
+        served in after.last_bundle()["text/plain"] and served in after.last_bundle()["text/html"]
+    )
     if wire.priced:
         assert "price unknown" not in markdown and final["usage"]["priced"] is True
     else:

@@ -112,6 +112,8 @@ class _Md:
         if document:
             self.para(f"# phoenix conversation {code_span(slug)}")
             self.w(f"- **Model:** {code_span(v.text(conv, 'model') or 'unknown')}\n")
+            if v.serving(conv):
+                self.w(f"- **Served:** {plain(v.serving(conv))}\n")
             self.w(f"- **Working directory:** {code_span(v.text(conv, 'cwd') or 'unknown')}\n")
             self.w(f"- **Mode:** {plain(mode)}\n")
             self.w(f"- **State:** {plain(v.state_line(state, record))}\n\n")
@@ -124,6 +126,8 @@ class _Md:
             line += f" · **{plain(mode)}** · {plain(v.state_line(state, record))}"
             if v.text(conv, "cwd"):
                 line += f" · in {code_span(v.text(conv, 'cwd'))}"
+            if v.serving(conv):
+                line += f" · {plain(v.serving(conv))}"
             self.para(line)
         meter = v.Meter(v.mapping(record, "context"))
         if meter.known:
