@@ -49,8 +49,12 @@ class ModelLimits:
         max_age: float = MAX_AGE,
         clock: Callable[[], float] = time.time,
         conservative: bool = False,
+        scope: str = "",
     ) -> None:
         self.conservative = conservative
+        # Which server the figures are of: "" for Anthropic's API; otherwise the same
+        # name on another server (a local "llama3") is another model, kept apart.
+        self.scope = scope
         self.path = None if root is None else Path(root) / CACHE_FILE
         self.source = source
         self.max_age = max_age
@@ -81,9 +85,12 @@ class ModelLimits:
                 with contextlib.suppress(OSError):
                     os.unlink(tmp)
 
+    def _key(self, model: str) -> str:
+        return f"{self.scope}|{model}" if self.scope else model
+
     def cached(self, model: str) -> ModelInfo:
         """What is known without asking: cached API figures (any age), else the registry."""
-        entry = self._load().get(model)
+        entry = self._load().get(self._key(model))
         if isinstance(entry, dict):
             window, output = entry.get("max_input_tokens"), entry.get("max_tokens")
             return with_api_limits(
@@ -99,7 +106,7 @@ class ModelLimits:
         return CONSERVATIVE if self.conservative else None
 
     def _fresh(self, model: str) -> bool:
-        entry = self._load().get(model)
+        entry = self._load().get(self._key(model))
         if not isinstance(entry, dict):
             return False
         fetched = entry.get("fetched_at")
@@ -118,6 +125,10 @@ class ModelLimits:
         # An answer, "unknown to the API" (None, None) included, is kept for MAX_AGE.
         window, output = answer
         data = self._load()
-        data[model] = {"max_input_tokens": window, "max_tokens": output, "fetched_at": self.clock()}
+        data[self._key(model)] = {
+            "max_input_tokens": window,
+            "max_tokens": output,
+            "fetched_at": self.clock(),
+        }
         self._save(data)
         return with_api_limits(model, window, output, self._unknown)

@@ -334,7 +334,12 @@ class Phoenix:
             else (Path(given).expanduser() if given is not None else default_root())
         )
         # The server's own figures, cached; the stated default for models nobody describes.
-        self.limits = ModelLimits(self.store_root, None, conservative=self.settings.off_anthropic)
+        self.limits = ModelLimits(
+            self.store_root,
+            None,
+            conservative=self.settings.off_anthropic,
+            scope=self.settings.limits_scope,
+        )
         # Finished sub-agents' spend, by conversation id: (usages, their own children).
         self._child_spend: dict[str, tuple[tuple[tuple[str, Usage], ...], tuple[str, ...]]] = {}
         self.sandbox = detect_sandbox()
@@ -454,6 +459,7 @@ class Phoenix:
         """
         settings.install_models()
         self.limits.conservative = settings.off_anthropic
+        self.limits.scope = settings.limits_scope
         old, self.settings = self.settings, settings
         _configure_sandbox(settings, self.store_root)
         self.spawner.set_limits(_sub_agent_limits(settings))

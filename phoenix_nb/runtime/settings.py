@@ -134,6 +134,11 @@ class Settings:
         conservative window (core.models.CONSERVATIVE), not the smallest Claude one."""
         return self.provider != "anthropic" or bool(self.base_url)
 
+    @property
+    def limits_scope(self) -> str:
+        """Which server cached model limits belong to ("" for Anthropic's own API)."""
+        return f"{self.provider} {self.base_url or ''}".strip() if self.off_anthropic else ""
+
     @classmethod
     def from_config(cls, values: Mapping[str, Any]) -> Settings:
         """Settings from config values (`c.Phoenix.<field>`); absent names keep defaults.

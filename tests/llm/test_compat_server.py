@@ -228,3 +228,13 @@ async def test_thinking_blocks_still_stream_where_supported() -> None:
         )
         assert outcome.response is not None and server.refused == []
         await provider.aclose()
+
+
+async def test_the_same_name_on_two_servers_keeps_two_windows(tmp_path: Path) -> None:
+    with CompatServer(models={LOCAL: 65_536}) as a, CompatServer(models={LOCAL: 8_192}) as b:
+        for server, window in ((a, 65_536), (b, 8_192)):
+            provider = AnthropicProvider(api_key="", base_url=server.base_url)
+            limits = ModelLimits(tmp_path, provider, conservative=True, scope=server.base_url)
+            assert (await limits.resolve(LOCAL)).context_window == window
+            assert limits.cached(LOCAL).context_window == window
+            await provider.aclose()
