@@ -211,6 +211,20 @@ function keepOpenGroups(previous: HTMLElement, next: HTMLElement): void {
   });
 }
 
+/** 'via bedrock · without caching, thinking' (as view.serving says it), or ''. */
+function serving(conversation: Loose): string {
+  const parts: string[] = [];
+  const provider = str(conversation.provider);
+  if (provider && provider !== 'anthropic') {
+    parts.push(`via ${provider}`);
+  }
+  const lacks = arr(conversation.lacks).map(str).filter(Boolean);
+  if (lacks.length > 0) {
+    parts.push(`without ${lacks.join(', ')}`);
+  }
+  return parts.join(' · ');
+}
+
 function header(conversation: Loose, state: Loose): HTMLElement {
   const node = el('div', 'jp-Phoenix-header');
   node.appendChild(el('span', 'jp-Phoenix-title', str(conversation.slug) || 'phoenix'));
@@ -234,7 +248,7 @@ function header(conversation: Loose, state: Loose): HTMLElement {
     }
     node.appendChild(label);
   }
-  const facts = [str(conversation.model), shownCwd(str(conversation.cwd))]
+  const facts = [str(conversation.model), shownCwd(str(conversation.cwd)), serving(conversation)]
     .filter(Boolean)
     .join(' · ');
   if (facts) {
@@ -288,7 +302,7 @@ function spendingLine(usage: Loose | null): string {
     parts.push(`${Math.round(share * 100)}% cache hits`);
   }
   if (!priced) {
-    parts.push('no price known for this model');
+    parts.push('price unknown');
   }
   return parts.join(' · ');
 }

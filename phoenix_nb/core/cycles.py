@@ -98,6 +98,11 @@ class RecordHeader:
     # (created_at, usage) of every response of the conversation's finished sub-agents:
     # their spend is part of the conversation's (the store keeps it in their histories).
     sub_agent_usage: tuple[tuple[str, Usage], ...] = ()
+    # Who serves the model (runtime.settings.PROVIDERS) and the optional features
+    # (thinking, caching, images) it is known to lack, so a shared record says why a
+    # conversation has no reasoning, no cache hits or no price.
+    provider: str = "anthropic"
+    lacks: tuple[str, ...] = ()
 
 
 def tool_group(name: str) -> str:
@@ -470,6 +475,8 @@ def project(
             "id": header.conversation_id,
             "slug": header.slug,
             "model": header.model,
+            "provider": header.provider,
+            "lacks": list(header.lacks),
             "cwd": header.cwd,
             "mode": state.mode.value,
             "sandbox_available": header.sandbox_available,

@@ -324,6 +324,20 @@ def new_summary(conv: Any) -> str:
     return phase.summary if isinstance(phase, ContextExhausted) else ""
 
 
+def _serving(conv: Any, session: Session) -> str:
+    """'anthropic at http://… · lacks caching · window: conservative default …'."""
+    s = session.phoenix.settings
+    parts = [s.provider + (f" at {s.base_url}" if s.base_url else "")]
+    lacks = session.phoenix.lacks(conv.model)
+    parts.append("lacks " + ", ".join(lacks) if lacks else "no feature known missing")
+    source = conv.runtime.context.model_info.source
+    if source == "default":
+        parts.append("context window: a conservative default (set c.Phoenix.models)")
+    elif source == "configured":
+        parts.append("limits from c.Phoenix.models")
+    return " · ".join(parts)
+
+
 def _status(conv: Any, session: Session) -> str:
     usage = conv.usage()
     sandbox = session.phoenix.sandbox
@@ -343,6 +357,7 @@ def _status(conv: Any, session: Session) -> str:
         *_damage_line(conv, session),
         f"mode          {mode}",
         f"model         {conv.model}",
+        f"provider      {_serving(conv, session)}",
         f"cwd           {conv.cwd}",
         f"environment   {withheld_summary(session.phoenix.settings.env_allow)}",
         f"context       {usage['used']:,} / {usage['window']:,} tokens "

@@ -40,9 +40,19 @@ class PhoenixConfig(Configurable):
     home = Unicode("", help="Store folder (default $PHOENIX_HOME or Jupyter's data dir).").tag(
         config=True
     )
-    base_url = Unicode("", help="Messages API base URL (default $ANTHROPIC_BASE_URL).").tag(
-        config=True
-    )
+    provider = CaselessStrEnum(
+        ("anthropic", "bedrock", "vertex", "openai"),
+        "anthropic",
+        help="Who serves the model: anthropic (incl. compatible servers at base_url), "
+        "bedrock, vertex, or openai (Chat Completions). README 'Models'.",
+    ).tag(config=True)
+    base_url = Unicode(
+        "", help="The provider's base URL (default $ANTHROPIC_BASE_URL for anthropic)."
+    ).tag(config=True)
+    models = Dict(
+        help="Models the registry and the server do not describe: {name: {context_window, "
+        "max_output, prices: {input, output, ...}, supports: {thinking, caching, images}}}."
+    ).tag(config=True)
     helper_model = Unicode("", help="Small model keyword_search asks to rank files.").tag(
         config=True
     )

@@ -22,6 +22,7 @@ from phoenix_nb.core.values import TextBlock, ToolUseBlock
 from phoenix_nb.llm.provider import LlmRequest
 from phoenix_nb.llm.stream import (
     LlmOutcome,
+    ProviderNotice,
     ServerToolInputDelta,
     ServerToolUseStart,
     TextDelta,
@@ -98,6 +99,8 @@ class LlmExecutor:
                 publish(up.ServerTool(item.index, item.partial_json))
             elif isinstance(item, LlmOutcome):
                 self.post(outcome_event(item, attempt, continuation))
+            elif type(item) is ProviderNotice:  # a feature the server rejected, now off
+                publish(up.NoticeText(item.text))
 
     def live(self) -> list[asyncio.Task[Any]]:
         return [self.task] if self.task is not None and not self.task.done() else []

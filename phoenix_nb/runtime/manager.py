@@ -30,7 +30,7 @@ from phoenix_nb.core import events as ev
 from phoenix_nb.core.codec import CodecError, from_json
 from phoenix_nb.core.cycles import RecordHeader, project
 from phoenix_nb.core.displays import SubAgentsDisplay
-from phoenix_nb.core.models import ModelInfo
+from phoenix_nb.core.models import ModelInfo, supports
 from phoenix_nb.core.states import (
     ContextExhausted,
     ConvContext,
@@ -185,6 +185,8 @@ class Conversation:
             sandbox_available=self._phoenix.sandbox.available,
             context_window=runtime.context.window,
             sub_agent_usage=self._phoenix.sub_agent_usage(runtime.history),
+            provider=self._phoenix.settings.provider,
+            lacks=self._phoenix.lacks(runtime.context.model),
         )
         return project(runtime.history, runtime.state, header)
 
@@ -354,6 +356,7 @@ class Phoenix:
         kernel: KernelPort | None = None,
     ) -> None:
         self.settings = settings or Settings()
+        self.settings.install_models()  # c.Phoenix.models: what every reader of limits sees
         self.kernel = kernel  # the Jupyter kernel this runs in (the notebook layer's adapter)
         # The store is opened on first use: start-up touches it only when a
         # conversation was left mid-work, so it costs the same for 10 or 10,000.
@@ -364,7 +367,13 @@ class Phoenix:
             if store is not None
             else (Path(given).expanduser() if given is not None else default_root())
         )
-        self.limits = ModelLimits(self.store_root, None)  # the Models API's figures, cached
+        # The server's own figures, cached; the stated default for models nobody describes.
+        self.limits = ModelLimits(
+            self.store_root,
+            None,
+            conservative=self.settings.off_anthropic,
+            scope=self.settings.limits_scope,
+        )
         # Finished sub-agents' spend, by conversation id: (usages, their own children).
         self._child_spend: dict[str, tuple[tuple[tuple[str, Usage], ...], tuple[str, ...]]] = {}
         self.sandbox = detect_sandbox()
@@ -391,17 +400,33 @@ class Phoenix:
             return self._provider
         if model == DEMO_MODEL and not self.settings.base_url:
             return self._demo_provider()
-        key = self.settings.base_url or ""
+        s = self.settings
+        key = f"{s.provider} {s.base_url or ''}"
         if key not in self._providers:
-            from phoenix_nb.llm.provider import AnthropicProvider  # the SDK loads on first use
+            from phoenix_nb.llm.providers import make_provider  # the SDK loads on first use
 
-            self._providers[key] = AnthropicProvider(
-                api_key=self.settings.api_key,
-                base_url=self.settings.base_url,
-                stall_timeout=self.settings.stall_timeout,
-                cache_ttl=self.settings.cache_ttl,
+            self._providers[key] = make_provider(
+                s.provider,
+                api_key=s.api_key,
+                base_url=s.base_url,
+                stall_timeout=s.stall_timeout,
+                cache_ttl=s.cache_ttl,
             )
         return self._providers[key]
+
+    def lacks(self, model: str) -> tuple[str, ...]:
+        """The optional features `model` is known to lack where it is served: described
+        so in c.Phoenix.models, refused by its server, or absent from its wire format.
+
+        Asks only a provider already built: a record or `%phoenix status` must not load
+        an SDK (or fail on a missing extra) just to say this."""
+        s = self.settings
+        built = self._provider or self._providers.get(f"{s.provider} {s.base_url or ''}")
+        lacks = getattr(built, "lacks", None)
+        if callable(lacks):
+            return tuple(lacks(model))
+        said = supports(model).lacks()
+        return ("thinking", *said) if s.provider == "openai" and "thinking" not in said else said
 
     def sub_agent_usage(
         self, history: Sequence[Mapping[str, Any]]
@@ -466,11 +491,14 @@ class Phoenix:
         use when their options changed) and each conversation's services. The store
         folder is fixed for a Phoenix (`store_root`): a new `home` needs a new Phoenix.
         """
+        settings.install_models()
+        self.limits.conservative = settings.off_anthropic
+        self.limits.scope = settings.limits_scope
         old, self.settings = self.settings, settings
         _configure_sandbox(settings, self.store_root)
         self.spawner.set_limits(_sub_agent_limits(settings))
         self.worktree.reconfigure(_checkpoint_config(settings))
-        client = ("api_key", "base_url", "stall_timeout", "cache_ttl")
+        client = ("api_key", "provider", "base_url", "stall_timeout", "cache_ttl")
         if any(getattr(old, f) != getattr(settings, f) for f in client):
             keep = {k: p for k, p in self._providers.items() if k == DEMO_MODEL}
             self._retired += [p for k, p in self._providers.items() if k not in keep]

@@ -417,6 +417,22 @@ def sandbox_unavailable(conv: Mapping[str, Any]) -> bool:
     return isinstance(conv, Mapping) and conv.get("sandbox_available") is False
 
 
+def serving(conv: Mapping[str, Any]) -> str:
+    """'via bedrock · without caching, thinking': who serves the model when it is not
+    Anthropic's API, and the optional features it goes without ("" when neither: a
+    Claude conversation's record reads as before). The labextension says the same."""
+    if not isinstance(conv, Mapping):
+        return ""
+    parts = []
+    provider = text(conv, "provider")
+    if provider and provider != "anthropic":
+        parts.append(f"via {provider}")
+    lacks = [str(x) for x in conv.get("lacks") or () if isinstance(x, str)]
+    if lacks:
+        parts.append("without " + ", ".join(lacks))
+    return " · ".join(parts)
+
+
 def error_label(kind: str) -> str:
     return ERROR_LABELS.get(kind, kind.replace("_", " ") if kind else "error")
 
