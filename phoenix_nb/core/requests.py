@@ -12,20 +12,58 @@ than the plain chain:
   API refuses tool_use blocks in a request without tool definitions, so every
   call and result becomes text, and the summary prompt is appended.
 
-Pure functions of their inputs, like the rest of the core.
+`RequestHistory` keeps the converted history of a live conversation, fed each
+stored message once, so a request costs what the last round added, not the
+whole history again (`request_messages` is the same over a whole history).
+
+Pure, like the rest of the core.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any
 
-from phoenix_nb.core.messages import to_api_messages
+from phoenix_nb.core.messages import ApiMessages
 
 CLIP = 2000  # characters of a call's input or a result kept when shown as text
 
-__all__ = ["request_messages"]
+__all__ = ["RequestHistory", "request_messages"]
+
+
+class RequestHistory:
+    """The API form of a growing history, ready for the next request."""
+
+    def __init__(self) -> None:
+        self._api = ApiMessages()
+
+    @property
+    def count(self) -> int:
+        """Stored messages taken so far."""
+        return self._api.count
+
+    def extend(self, history: Iterable[Mapping[str, Any]]) -> None:
+        """Take the next stored messages, in order."""
+        self._api.extend(history)
+
+    def messages(
+        self, offered: Collection[str], continuation: str | None = None
+    ) -> list[dict[str, Any]]:
+        """The API `messages` for a request offering the tools named `offered`.
+
+        With `continuation` (the summary prompt) the request offers no tools: calls
+        and results are text and the prompt ends the last user turn. Only a history
+        that calls a tool the request does not offer is walked whole (to turn those
+        calls into text); a continuation is once per conversation.
+        """
+        messages = self._api.messages()
+        wanted = set(offered)
+        if not self._api.tool_names <= wanted:
+            messages = _foreign_tools_as_text(messages, wanted)
+        if continuation is not None:
+            messages = _append_user_text(_tools_as_text(messages), continuation)
+        return messages
 
 
 def request_messages(
@@ -33,15 +71,10 @@ def request_messages(
     offered: Collection[str],
     continuation: str | None = None,
 ) -> list[dict[str, Any]]:
-    """The API `messages` for a request offering the tools named `offered`.
-
-    With `continuation` (the summary prompt) the request offers no tools: calls
-    and results are text and the prompt ends the last user turn.
-    """
-    messages = _foreign_tools_as_text(to_api_messages(history), set(offered))
-    if continuation is not None:
-        messages = _append_user_text(_tools_as_text(messages), continuation)
-    return messages
+    """The API `messages` of a whole history (`RequestHistory.messages`)."""
+    request = RequestHistory()
+    request.extend(history)
+    return request.messages(offered, continuation)
 
 
 def _call_text(block: Mapping[str, Any]) -> dict[str, Any]:

@@ -310,7 +310,7 @@ def _status(conv: Any, session: Session) -> str:
         f"environment   {withheld_summary(session.phoenix.settings.env_allow)}",
         f"context       {usage['used']:,} / {usage['window']:,} tokens "
         f"({100 * usage['fraction']:.0f}%)" + ("  — near the limit" if usage["warning"] else ""),
-        f"cost          {Spending(conv.payload().get('usage')).line or 'nothing spent yet'}",
+        f"cost          {Spending(conv.spending()).line or 'nothing spent yet'}",
         _reattach_line(session, conv),
     ]
     if sandbox.available:

@@ -179,11 +179,17 @@ class Session:
         return self._bindings().shown(key, slug) if key is not None else None
 
     def mark_shown(self, slug: str, record: Mapping[str, Any]) -> None:
-        """Remember that the notebook now shows `record` (a whole, unsliced record)."""
+        """Remember that the notebook now shows `record` (whole, or its last cycles: each
+        cycle carries its `index` in the whole record)."""
         cycles = record.get("cycles") or []
         if not cycles:
             return
-        mark = (len(cycles) - 1, len(cycles[-1].get("steps") or []))
+        last = cycles[-1]
+        index = last.get("index")
+        mark = (
+            index if isinstance(index, int) else len(cycles) - 1,
+            len(last.get("steps") or []),
+        )
         self._shown[slug] = mark
         key = self.notebook
         if key is not None:
