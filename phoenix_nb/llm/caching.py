@@ -70,26 +70,54 @@ def _fingerprint(params: Mapping[str, Any]) -> str:
     return hashlib.sha256(json.dumps(head, sort_keys=True, default=str).encode()).hexdigest()
 
 
-def _positions(messages: Sequence[Mapping[str, Any]]) -> list[tuple[int, int]]:
-    """(message index, block index) of every content block, in prompt order."""
-    return [(m, b) for m, message in enumerate(messages) for b in range(len(_blocks(message)))]
+def _count(message: Mapping[str, Any]) -> int:
+    content = message.get("content")
+    return 1 if isinstance(content, str) else len(content or ())
 
 
-def _last_markable(messages: Sequence[Mapping[str, Any]], upto: int) -> int:
-    """Flat index of the last markable block at or before `upto`, or -1."""
-    flat = _positions(messages)
-    for i in range(min(upto, len(flat) - 1), -1, -1):
-        m, b = flat[i]
-        if _markable(_blocks(messages[m])[b]):
-            return i
-    return -1
+class _Blocks:
+    """Flat block positions of a request's messages, found from the end.
+
+    Breakpoints go near the end of a history that may hold thousands of messages:
+    positions are counted back from the last message, so placing one costs the
+    blocks walked over, not the whole request.
+    """
+
+    def __init__(self, messages: Sequence[Mapping[str, Any]]) -> None:
+        self.messages = messages
+        self.total = sum(_count(m) for m in messages)
+
+    def locate(self, flat_index: int) -> tuple[int, int]:
+        """(message index, block index) of a flat block index."""
+        before = self.total
+        for m in range(len(self.messages) - 1, -1, -1):
+            before -= _count(self.messages[m])
+            if before <= flat_index:
+                return m, flat_index - before
+        raise IndexError(flat_index)
+
+    def last_markable(self, upto: int) -> int:
+        """Flat index of the last markable block at or before `upto`, or -1."""
+        flat = min(upto, self.total - 1)
+        if flat < 0:
+            return -1
+        m, b = self.locate(flat)
+        while m >= 0:
+            blocks = _blocks(self.messages[m])
+            for i in range(b, -1, -1):
+                if _markable(blocks[i]):
+                    return flat - (b - i)
+            flat -= b + 1
+            m -= 1
+            b = _count(self.messages[m]) - 1 if m >= 0 else -1
+        return -1
 
 
 def _mark(
-    messages: list[dict[str, Any]], flat_index: int, marker: dict[str, str]
+    messages: list[dict[str, Any]], where: tuple[int, int], marker: dict[str, str]
 ) -> list[dict[str, Any]]:
     """A copy of `messages` with `marker` on one block; the caller's lists stay untouched."""
-    m, b = _positions(messages)[flat_index]
+    m, b = where
     blocks = _blocks(messages[m])
     block = blocks[b]
     new_block = {"type": "text", "text": block} if isinstance(block, str) else dict(block)
@@ -115,14 +143,15 @@ class CachePlanner:
             return params
         marker = cache_control(self.ttl)
         messages = list(params.get("messages") or [])
-        end = _last_markable(messages, len(_positions(messages)) - 1)
+        flat = _Blocks(messages)
+        end = flat.last_markable(flat.total - 1)
         key = _fingerprint(params)
         previous = self._ends.get(key)
         out = {**params, "cache_control": marker}
         if previous is not None and 0 <= previous < end and end - previous > LOOKBACK:
-            target = _last_markable(messages, previous)
+            target = flat.last_markable(previous)
             if target >= 0:
-                out["messages"] = _mark(messages, target, marker)
+                out["messages"] = _mark(messages, flat.locate(target), marker)
         if end >= 0:
             self._ends[key] = end
             self._ends.move_to_end(key)

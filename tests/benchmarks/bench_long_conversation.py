@@ -32,6 +32,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from phoenix_nb.core.values import Usage
 from phoenix_nb.testing import FakeAnthropic, Turn, text
 from tests.notebook.kernel_harness import Kernel
 
@@ -40,6 +41,9 @@ TURNS = 5  # measured turns per size (after one warm-up)
 STREAM_CHARS = 6_000  # the streamed answer of the lag turn
 STREAM_CHUNK = 30
 STREAM_DELAY = 0.01  # seconds between deltas: ~2 s of streaming
+# The model's figures, fixed: estimated from the request, 10,000 messages would fill the
+# context window and end the conversation (a continuation), which is not what is measured.
+USAGE = Usage(input_tokens=2_000, output_tokens=50, cache_read_input_tokens=20_000)
 
 
 class TimedFake(FakeAnthropic):
@@ -136,12 +140,14 @@ def one_turn(kernel: Kernel, fake: TimedFake, slug: str, turn: Turn, message: st
 def measure(kernel: Kernel, fake: TimedFake, size: int) -> dict[str, float]:
     slug = f"long-{size}"
     kernel.ok(f"print(_seed({slug!r}, {size}))", timeout=600)
-    short = Turn([text("Done: the answer is short.")])
+    short = Turn([text("Done: the answer is short.")], usage=USAGE)
     one_turn(kernel, fake, slug, short, "Warm-up question.")
     overheads = [one_turn(kernel, fake, slug, short, f"Question {i}.") for i in range(TURNS)]
     # the event loop's lag while an answer streams
     kernel.ok(LAG_START)
-    streamed = Turn([text("x" * STREAM_CHARS, chunk=STREAM_CHUNK, delay=STREAM_DELAY)])
+    streamed = Turn(
+        [text("x" * STREAM_CHARS, chunk=STREAM_CHUNK, delay=STREAM_DELAY)], usage=USAGE
+    )
     one_turn(kernel, fake, slug, streamed, "Explain it at length.")
     lags = kernel.eval("(_sampler.cancel(), _lags)[1]")
     return {
