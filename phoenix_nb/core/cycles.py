@@ -137,6 +137,7 @@ class _Projector:
         self.ends_completed = False  # the last agent message ended its turn
         self.calls: dict[str, dict[str, Any]] = {}
         self.queued: list[dict[str, Any]] = []
+        self.limit = ""  # the turn budget's limit that stopped the open run, if one did
 
     # -- cycle boundaries
     def _open(self, step: dict[str, Any]) -> None:
@@ -147,8 +148,12 @@ class _Projector:
 
     def _close(self, reason: str) -> None:
         if self.active:
-            self.cycles[-1]["stop"] = {"reason": reason}
+            stop = {"reason": reason}
+            if self.limit:
+                stop["limit"] = self.limit
+            self.cycles[-1]["stop"] = stop
         self.active = False
+        self.limit = ""
         self.ends_completed = False
         if self.queued:
             self._open(self.queued.pop(0))
@@ -294,7 +299,12 @@ class _Projector:
             self._steps().append({"kind": "sub_agents", "agents": agents})
 
     def system(self, record: Mapping[str, Any], content: Mapping[str, Any]) -> None:
-        self._steps().append({"kind": "system", "text": str(content.get("text") or "")})
+        step: dict[str, Any] = {"kind": "system", "text": str(content.get("text") or "")}
+        limit = content.get("limit")
+        if isinstance(limit, str) and limit:
+            step["limit"] = limit  # the turn budget's limit that stopped the turn
+            self.limit = limit
+        self._steps().append(step)
 
     def error(self, record: Mapping[str, Any], content: Mapping[str, Any]) -> None:
         step = {
@@ -555,6 +565,7 @@ class Projection:
         tail = _Projector(walker.policy, offset=start)
         tail.cycles = _plain(walker.cycles[start:])
         tail.active, tail.ends_completed = walker.active, walker.ends_completed
+        tail.limit = walker.limit
         tail.queued = _plain(walker.queued)
         _finish(tail, state)
         cycles = [c for c in tail.cycles if c["index"] >= since_cycle]

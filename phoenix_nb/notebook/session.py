@@ -116,6 +116,22 @@ class PhoenixConfig(Configurable):
         Unicode(),
         help="Name patterns kept out of commands' environments and the store (empty: defaults).",
     ).tag(config=True)
+    # The turn budget (defaults in runtime/settings.py Settings).
+    max_turn_rounds = Int(
+        Settings.max_turn_rounds,
+        allow_none=True,
+        help="Model responses for one message before the turn stops (None or 0: no limit).",
+    ).tag(config=True)
+    max_turn_cost = Float(
+        Settings.max_turn_cost,
+        allow_none=True,
+        help="Dollars one turn may spend before it stops (None: no limit; priced models).",
+    ).tag(config=True)
+    max_conversation_cost = Float(
+        Settings.max_conversation_cost,
+        allow_none=True,
+        help="Dollars a conversation may spend in all (None: no limit; priced models).",
+    ).tag(config=True)
 
     def _model_default(self) -> str:
         return default_model()

@@ -44,11 +44,12 @@ from phoenix_nb.core.states import (
     ConvState,
     Failed,
     LlmRequesting,
+    TurnBudget,
     context_fraction,
     persisted_fields,
 )
 from phoenix_nb.core.transition import Outcome, Rejection, continuation_prompt, transition
-from phoenix_nb.core.values import ErrorKind, Mode, SubAgentOutcome, ToolResult
+from phoenix_nb.core.values import ErrorKind, Mode, SubAgentOutcome, ToolResult, Usage
 from phoenix_nb.errors import ConversationBusy, Rejected
 from phoenix_nb.llm.provider import LlmRequest
 from phoenix_nb.runtime import updates as up
@@ -113,6 +114,10 @@ class Services:
     spawner: SubAgents | None = None  # set by the manager
     worktree: WorkTreeRecorder | None = None  # checkpoints (phoenix_nb.checkpoints), if on
     extra_tool_env: Mapping[str, Any] = field(default_factory=dict)
+    # The turn budget's limits (its spent figures are filled in per conversation), and the
+    # finished sub-agents' responses by their conversation ids (the manager reads them).
+    budget: TurnBudget = field(default_factory=TurnBudget)
+    sub_agent_usage: Callable[[Sequence[str]], tuple[tuple[str, Usage], ...]] = lambda ids: ()
 
 
 class ConversationRuntime:
@@ -197,6 +202,14 @@ class ConversationRuntime:
         if requests.count < len(self._history):
             requests.extend(self._history[requests.count :])
         return requests
+
+    def budget(self) -> TurnBudget:
+        """The turn budget's limits with what this turn and the conversation have spent
+        (sub-agents included), from the record's running sums."""
+        projection = self.projection()
+        spent = projection.spent(self.services.sub_agent_usage(projection.child_ids))
+        turn, total = spent if spent is not None else (None, None)
+        return replace(self.services.budget, turn_spent=turn, conversation_spent=total)
 
     async def warm(self) -> None:
         """Build the history's caches in a worker thread when they lag far behind (a
@@ -285,6 +298,8 @@ class ConversationRuntime:
                 return Rejection(str(exc))
             if refused is not None:
                 return refused
+        if isinstance(event, ev.UserMessage | ev.LlmResponse) and not self.context.is_sub_agent:
+            self.context = replace(self.context, budget=self.budget())
         outcome = transition(self.state, self.context, event)
         if isinstance(outcome, Rejection):
             self._release_if_rest()

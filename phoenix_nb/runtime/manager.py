@@ -35,6 +35,7 @@ from phoenix_nb.core.states import (
     ContextExhausted,
     ConvContext,
     ConvState,
+    TurnBudget,
     from_persisted,
     persisted_fields,
 )
@@ -504,6 +505,12 @@ class Phoenix:
             thinking=s.thinking,
             spawner=self.spawner,
             worktree=self.worktree,
+            budget=TurnBudget(
+                max_rounds=s.max_turn_rounds or None,
+                max_turn_cost=s.max_turn_cost,
+                max_conversation_cost=s.max_conversation_cost,
+            ),
+            sub_agent_usage=self.sub_agent_usage,
         )
 
     # -- restore (REQ-BED-007) ------------------------------------------------------------
