@@ -33,7 +33,7 @@ from phoenix_nb.core import effects as fx
 from phoenix_nb.core import events as ev
 from phoenix_nb.core.codec import CodecError, to_json
 from phoenix_nb.core.cycles import Projection
-from phoenix_nb.core.requests import RequestHistory
+from phoenix_nb.core.requests import RequestHistory, continuation_messages
 from phoenix_nb.core.restore import restore
 from phoenix_nb.core.states import (
     CONTINUATION_THRESHOLD,
@@ -433,7 +433,16 @@ class ConversationRuntime:
                 self._llm.start(self.build_request(), self._attempt(), continuation=False)
             case fx.RequestContinuation(rejected_calls=rejected):
                 prompt = continuation_prompt(rejected)
-                self._llm.start(self.build_request(prompt), self._attempt(), continuation=True)
+
+                def as_continuation(request: LlmRequest) -> LlmRequest:
+                    # every call and result as text: the whole history, in a worker thread
+                    messages = continuation_messages(request.messages, prompt)
+                    return replace(request, messages=messages)
+
+                request = self.build_request(prompt, whole=False)
+                self._llm.start(
+                    request, self._attempt(), continuation=True, prepare=as_continuation
+                )
             case fx.ExecuteTool(call=call):
                 self._tools.start(call, self.tool_context())
             case fx.ScheduleRetry(delay=delay, attempt=attempt):
@@ -474,14 +483,18 @@ class ConversationRuntime:
             return phase.attempt
         return 1
 
-    def build_request(self, continuation: str | None = None) -> LlmRequest:
-        """The request for the current history; a continuation asks for a summary, no tools."""
+    def build_request(self, continuation: str | None = None, *, whole: bool = True) -> LlmRequest:
+        """The request for the current history; a continuation asks for a summary, no tools.
+
+        `whole=False` leaves a continuation's messages as a tool request's (calls not yet
+        turned into text: `continuation_messages` does that, off the loop)."""
         offered = {tool.name for tool in self.tools}
         info = self.context.model_info
+        history = self.request_history()
         return LlmRequest(
             model=self.context.model,
             system=system_prompt(cwd=self.context.cwd, is_sub_agent=self.context.is_sub_agent),
-            messages=self.request_history().messages(offered, continuation),
+            messages=history.messages(offered, continuation if whole else None),
             tools=[] if continuation is not None else self.services.api_tool_specs(self.tools),
             max_tokens=info.max_output if info is not None else 4096,
             thinking=self.services.thinking if continuation is None else None,
