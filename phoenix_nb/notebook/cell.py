@@ -102,6 +102,9 @@ async def run_cell(line: str, body: str) -> None:
             raise OptionsError("the cell is empty: write your message below the %%phoenix line")
         namespace = shell.user_ns if shell is not None else {}
         images = [resolve_image(spec, namespace) for spec in opts.images]
+        known = None if opts.new else (opts.name or session.current)
+        if known:  # a long history is read from the store off the event loop
+            await session.phoenix.load(known)
         conv = session.conversation_for(opts)
     except (OptionsError, PhoenixError, ImageError, StoreError) as exc:
         say(str(exc))

@@ -19,6 +19,7 @@ A `Conversation` is the handle users and the notebook layer hold:
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import replace
@@ -555,6 +556,7 @@ class Phoenix:
         self,
         record: Mapping[str, Any],
         on_parent: Callable[[SubAgentOutcome], None] | None = None,
+        history: list[dict[str, Any]] | None = None,
     ) -> ConversationRuntime:
         runtime = self._runtimes.get(record["id"])
         if runtime is not None and not runtime.closed:
@@ -565,12 +567,27 @@ class Phoenix:
                 record, self.sandbox.available, self.limits.cached(record["model"])
             ),
             state=from_persisted(record),
-            history=self.store.messages(record["id"]),
+            history=history if history is not None else self.store.messages(record["id"]),
             services=self._services(record["model"]),
             on_parent=on_parent,
         )
         self._runtimes[record["id"]] = runtime
         return runtime
+
+    async def load(self, id_or_slug: str) -> None:
+        """Read a stored conversation's history in a worker thread and open its runtime,
+        so the first use of a long conversation (after a restart) does not stall the
+        event loop reading thousands of messages; nothing happens for an unknown name
+        or a runtime already open."""
+        record = self.store.get_conversation(id_or_slug)
+        if record is None:
+            return
+        known = self._runtimes.get(record["id"])
+        if known is not None and not known.closed:
+            return
+        history = await asyncio.to_thread(self.store.messages, record["id"])
+        record = self.store.get_conversation(record["id"]) or record  # fresh after the wait
+        self._runtime_for(record, history=history)  # no-op if opened meanwhile
 
     def open_child(
         self, record: Mapping[str, Any], on_parent: Callable[[SubAgentOutcome], None]
