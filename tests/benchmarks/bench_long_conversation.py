@@ -145,9 +145,7 @@ def measure(kernel: Kernel, fake: TimedFake, size: int) -> dict[str, float]:
     overheads = [one_turn(kernel, fake, slug, short, f"Question {i}.") for i in range(TURNS)]
     # the event loop's lag while an answer streams
     kernel.ok(LAG_START)
-    streamed = Turn(
-        [text("x" * STREAM_CHARS, chunk=STREAM_CHUNK, delay=STREAM_DELAY)], usage=USAGE
-    )
+    streamed = Turn([text("x" * STREAM_CHARS, chunk=STREAM_CHUNK, delay=STREAM_DELAY)], usage=USAGE)
     one_turn(kernel, fake, slug, streamed, "Explain it at length.")
     lags = kernel.eval("(_sampler.cancel(), _lags)[1]")
     return {
