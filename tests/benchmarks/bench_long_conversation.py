@@ -97,6 +97,25 @@ def _seed(slug, n):
     return conv.slug
 """
 
+# What the anthropic SDK itself does with the request body on the event loop before
+# sending it (copy and JSON-encode the whole history): the part of the overhead that
+# still grows with the conversation. Reads SDK internals, so it may print n/a.
+SDK_COST = """
+def _sdk_cost(slug):
+    import time as _t
+    try:
+        from anthropic._utils._json import openapi_dumps
+        from anthropic._utils._prepare import copy_tree
+    except ImportError:
+        return -1.0
+    runtime = _gs(get_ipython()).phoenix.get(slug).runtime
+    params = runtime.services.provider._params(runtime.build_request())
+    started = _t.perf_counter()
+    for _ in range(3):
+        openapi_dumps(copy_tree(params, location="body", keep_top_level_omit=False)[0][0])
+    return (_t.perf_counter() - started) / 3
+"""
+
 LAG_START = """
 import asyncio as _asyncio, time as _time
 _lags = []
@@ -148,7 +167,9 @@ def measure(kernel: Kernel, fake: TimedFake, size: int) -> dict[str, float]:
     streamed = Turn([text("x" * STREAM_CHARS, chunk=STREAM_CHUNK, delay=STREAM_DELAY)], usage=USAGE)
     one_turn(kernel, fake, slug, streamed, "Explain it at length.")
     lags = kernel.eval("(_sampler.cancel(), _lags)[1]")
+    sdk = kernel.eval(f"_sdk_cost({slug!r})")
     return {
+        "sdk": sdk,
         "overhead": statistics.median(overheads),
         "p50": percentile(lags, 0.50),
         "p99": percentile(lags, 0.99),
@@ -165,6 +186,7 @@ def main() -> None:
         try:
             kernel.ok("%load_ext phoenix_nb")
             kernel.ok(SEED)
+            kernel.ok(SDK_COST)
             results = {size: measure(kernel, fake, size) for size in sizes}
         finally:
             kernel.shutdown()
@@ -178,6 +200,10 @@ def main() -> None:
             f"  {r['p50'] * 1000:6.1f} ms {r['p99'] * 1000:6.1f} ms {r['max'] * 1000:7.1f} ms"
             f"  ({r['p99'] / base['p99'] if base['p99'] else 0:5.2f}x)  {int(r['samples'])}"
         )
+    print("\nof the overhead, the SDK's copy and encoding of the request body (on the loop):")
+    for size in sizes:
+        sdk = results[size]["sdk"]
+        print(f"  {size:>8}  " + (f"{sdk * 1000:7.1f} ms" if sdk >= 0 else "n/a"))
     last = results[sizes[-1]]
     print(
         f"\ntargets at {sizes[-1]}: overhead <= 1.5x ({last['overhead'] / base['overhead']:.2f}x), "
