@@ -80,7 +80,7 @@ def _count(message: Mapping[str, Any]) -> int:
 
 def _block(messages: Sequence[Mapping[str, Any]], pos: Position) -> Any:
     content = messages[pos[0]].get("content")
-    return content if isinstance(content, str) else content[pos[1]]
+    return content if isinstance(content, str) else (content or ())[pos[1]]
 
 
 def _before(messages: Sequence[Mapping[str, Any]], pos: Position) -> Position | None:
