@@ -206,8 +206,11 @@ class AnthropicProvider:
         import anthropic
         import httpx2
 
+        from phoenix_nb.llm.offload import off_loop
+
         # `read` bounds the wait for headers and every gap between stream chunks: a stall.
-        self._client = anthropic.AsyncAnthropic(
+        # The SDK's copy of each (whole-history) request body runs off the event loop.
+        self._client = off_loop(anthropic.AsyncAnthropic)(
             api_key=key,
             base_url=url,
             max_retries=0,

@@ -98,9 +98,10 @@ def _seed(slug, n):
     return conv.slug
 """
 
-# What the anthropic SDK itself does with the request body on the event loop before
-# sending it (copy and JSON-encode the whole history): the part of the overhead that
-# still grows with the conversation. Reads SDK internals, so it may print n/a.
+# What the anthropic SDK itself does with the request body before sending it (copy and
+# JSON-encode the whole history): the part of the overhead that still grows with the
+# conversation (llm/offload.py moves the copy off the loop). Reads SDK internals, so it
+# may print n/a.
 SDK_COST = """
 def _sdk_cost(slug):
     import time as _t
@@ -226,7 +227,10 @@ def main() -> None:
             f"  {r['p50'] * 1000:6.1f} ms {r['p99'] * 1000:6.1f} ms {r['max'] * 1000:7.1f} ms"
             f"  ({r['p99'] / base['p99'] if base['p99'] else 0:5.2f}x)  {int(r['samples'])}"
         )
-    print("\nof the overhead, the SDK's copy and encoding of the request body (on the loop):")
+    print(
+        "\nthe SDK's copy and encoding of the request body, timed alone (part of the overhead;"
+        " the copy runs in a worker thread, the encoding on the loop):"
+    )
     for size in sizes:
         sdk = results[size]["sdk"]
         print(f"  {size:>8}  " + (f"{sdk * 1000:7.1f} ms" if sdk >= 0 else "n/a"))
