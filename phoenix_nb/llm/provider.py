@@ -257,8 +257,11 @@ class AnthropicProvider:
             import httpx2
 
             key, url, timeout, connect_timeout = self._options
+            from phoenix_nb.llm.offload import off_loop
+
             # `read` bounds the wait for headers and every gap between stream chunks.
-            client = anthropic.AsyncAnthropic(
+            # The SDK's copy of each (whole-history) request body runs off the event loop.
+            client = off_loop(anthropic.AsyncAnthropic)(
                 api_key=key,
                 base_url=url,
                 max_retries=0,

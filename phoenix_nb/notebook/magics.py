@@ -18,6 +18,7 @@ from typing import Any
 from IPython.core.magic import Magics, line_magic, magics_class
 from IPython.display import display
 
+from phoenix_nb.core.prices import format_usd
 from phoenix_nb.core.states import ContextExhausted
 from phoenix_nb.core.transition import stopped_jobs_text
 from phoenix_nb.notebook._render.cost import Spending
@@ -308,6 +309,22 @@ def _state_words(conv: Any) -> str:
     return state_words(conv.state.name)
 
 
+def _budget_line(session: Session, usage: Any) -> str:
+    """The turn budget (c.Phoenix.max_turn_rounds, max_turn_cost, max_conversation_cost)."""
+    s = session.phoenix.settings
+    rounds = s.max_turn_rounds
+    parts = [f"{rounds} model responses a turn" if rounds else "no limit on responses a turn"]
+    costs = [(s.max_turn_cost, "a turn"), (s.max_conversation_cost, "for the conversation")]
+    priced = isinstance(usage, dict) and bool(usage.get("priced"))
+    for limit, what in costs:
+        if limit is not None:
+            off = "" if priced else " (off: no known price)"
+            parts.append(f"{format_usd(limit)} {what}{off}")
+    if all(limit is None for limit, _ in costs):
+        parts.append("no dollar limit")
+    return " · ".join(parts) + "  (`%config Phoenix.max_turn_rounds = …` and the like)"
+
+
 def _reattach_line(session: Session, conv: Any) -> str:
     notebook = session.notebook
     if notebook is not None:
@@ -362,7 +379,8 @@ def _status(conv: Any, session: Session) -> str:
         f"environment   {withheld_summary(session.phoenix.settings.env_allow)}",
         f"context       {usage['used']:,} / {usage['window']:,} tokens "
         f"({100 * usage['fraction']:.0f}%)" + ("  — near the limit" if usage["warning"] else ""),
-        f"cost          {Spending(conv.payload().get('usage')).line or 'nothing spent yet'}",
+        f"cost          {Spending(conv.spending()).line or 'nothing spent yet'}",
+        f"budget        {_budget_line(session, conv.spending())}",
         _reattach_line(session, conv),
     ]
     if sandbox.available:

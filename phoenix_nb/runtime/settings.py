@@ -19,6 +19,7 @@ from typing import Any
 
 from phoenix_nb.core.models import ModelSpec, Supports, configure_models
 from phoenix_nb.core.prices import ModelPrice, configure_prices, rates_from
+from phoenix_nb.core.states import DEFAULT_MAX_TURN_ROUNDS
 from phoenix_nb.errors import PhoenixError
 
 DEMO_MODEL = "demo"
@@ -103,6 +104,12 @@ class Settings:
     checkpoint_max_file_size: int = 20 * 1024 * 1024  # larger files: hash only, not restorable
     checkpoint_keep_days: float = 30.0  # older checkpoints may be pruned …
     checkpoint_max_bytes: int = 2 * 1024 * 1024 * 1024  # … and the oldest while a store is larger
+    # The turn budget (core/states.py TurnBudget): model responses for one user message
+    # (None or 0: no limit), and dollars one turn / the whole conversation may spend
+    # (None: no limit; they apply to models with a known price only).
+    max_turn_rounds: int | None = DEFAULT_MAX_TURN_ROUNDS
+    max_turn_cost: float | None = None
+    max_conversation_cost: float | None = None
 
     def __post_init__(self) -> None:
         if self.provider not in PROVIDERS:

@@ -101,6 +101,14 @@ TABLE: dict[str, tuple[Any, Probe, Any]] = {
         lambda s, c: list(c.runtime.tool_context().secret_patterns),
         None,
     ),
+    # the turn budget
+    "max_turn_rounds": (7, lambda s, c: c.runtime.budget().max_rounds, None),
+    "max_turn_cost": (2.5, lambda s, c: c.runtime.budget().max_turn_cost, None),
+    "max_conversation_cost": (
+        20.0,
+        lambda s, c: c.runtime.budget().max_conversation_cost,
+        None,
+    ),
 }
 
 
