@@ -214,7 +214,7 @@ class ChatPanel:
         if not text:
             return
         images = [prepare_image(bytes(item["content"])) for item in self.images.value]
-        self.turn_start = len(self.conv.payload().get("cycles", []))
+        self.turn_start = self.conv.cycle_count()
         self.turn_worked = False
         self.notice.value = ""
         await self.conv.post_message(text, images)
@@ -238,7 +238,7 @@ class ChatPanel:
         """A Revert button after a turn sent from this chat whose tool calls changed files."""
         if self.turn_start is None or not self.turn_worked:
             return
-        cycles = self.conv.payload().get("cycles", [])[self.turn_start :]
+        cycles = self.conv.payload(since_cycle=self.turn_start).get("cycles", [])
         self.turn_start = None
         found = turn_first_write(cycles)
         if found is None:
