@@ -20,7 +20,9 @@ a hidden file (a symlink, ``--follow``, a search root inside it, ``..``, an
 ignore file that re-includes it) ends at the kernel's own "Permission denied".
 Where the sandbox is unavailable, Restricted mode refuses the search with bash's
 words. rg is outside the kernel's process group (a kernel interrupt does not
-hit it), and cancelling the tool kills its whole tree through its supervisor.
+hit it), and cancelling the tool kills its whole tree through its supervisor and
+returns only once the supervisor reports it gone, even when the cancel lands while
+an rg is still starting.
 """
 
 from __future__ import annotations
@@ -195,14 +197,53 @@ class RgProcess:
             raise SearchError(f"rg could not search ({how}){': ' + said if said else ''}")
 
 
+async def _start(spec: sandbox.RunSpec) -> sandbox.Process:
+    """`sandbox.start_process`, except that a cancel landing while rg starts does not
+    return before rg is gone.
+
+    The supervisor execs rg before this side has read its pids, so a cancel in that
+    window would leave ``start_process`` to abandon a running rg and return at once,
+    while rg still runs (its supervisor kills it a moment later, after this tool said
+    it was cancelled). Here the start is shielded: on cancel it is let finish (bounded),
+    then rg is killed and the supervisor's report awaited like any running rg's.
+    """
+    starting = asyncio.ensure_future(sandbox.start_process(spec))
+    starting.add_done_callback(_consume)
+    try:
+        return await asyncio.shield(starting)
+    except asyncio.CancelledError:
+        await _reap_start(starting)
+        raise
+    except (sandbox.SandboxError, OSError) as error:
+        raise SearchError(f"could not start rg: {error}") from error
+
+
+def _consume(future: asyncio.Future[sandbox.Process]) -> None:
+    """Mark a start's failure as seen (a cancelled search may no longer await it)."""
+    if not future.cancelled():
+        future.exception()
+
+
+async def _reap_start(starting: asyncio.Future[sandbox.Process]) -> None:
+    """End whatever the interrupted start `starting` started; return once it is gone."""
+    try:
+        process = await asyncio.wait_for(asyncio.shield(starting), _KILL_WAIT)
+    except BaseException:  # failed, too slow, or cancelled again: the launcher's own way
+        starting.cancel()  # (a start cancelled before the pids came closes the status pipe)
+        return
+    process.kill()
+    with contextlib.suppress(BaseException):
+        await asyncio.wait_for(asyncio.shield(process.wait()), _KILL_WAIT)
+    with contextlib.suppress(OSError):
+        os.close(process.output_fd)
+
+
 @contextlib.asynccontextmanager
 async def _rg(args: list[str], spec: sandbox.RunSpec) -> AsyncIterator[RgProcess]:
     """Run rg with `args` as `spec` says; always end it, killing its tree if we stop
-    reading early or are cancelled, and return only once its supervisor reported."""
-    try:
-        process = await sandbox.start_process(replace(spec, argv=(*spec.argv, *args)))
-    except (sandbox.SandboxError, OSError) as error:
-        raise SearchError(f"could not start rg: {error}") from error
+    reading early or are cancelled (also while it starts), and return only once its
+    supervisor reported."""
+    process = await _start(replace(spec, argv=(*spec.argv, *args)))
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader(loop=loop)
     transport: asyncio.BaseTransport | None = None

@@ -7,6 +7,7 @@ import os
 import re
 import signal
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -181,7 +182,7 @@ async def test_cancel_kills_rg(tmp_path: Path) -> None:
     before = _rg_children()
     task = asyncio.create_task(search(tmp_path, "needle"))
     loop = asyncio.get_running_loop()
-    deadline = loop.time() + 5
+    deadline = loop.time() + 30
     frozen: set[int] = set()
     while not frozen and not task.done() and loop.time() < deadline:
         for pid in _rg_children() - before:
@@ -191,11 +192,36 @@ async def test_cancel_kills_rg(tmp_path: Path) -> None:
     assert frozen, "rg was never seen running"
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
-        await asyncio.wait_for(task, 2)
+        await asyncio.wait_for(task, 60)
     for pid in frozen:
         assert not Path(f"/proc/{pid}").exists(), (
             f"rg {pid} survived the cancel (or was not reaped)"
         )
+
+
+async def test_cancel_while_rg_starts_returns_only_once_rg_is_reaped(tmp_path: Path) -> None:
+    """The window between the supervisor exec'ing rg and the tool reading its pids: the
+    event loop is held (synchronous /proc polling, no await) until an rg runs, so the
+    cancel lands while the tool still waits for the pids. The cancelled tool must not
+    return while that rg exists (it used to abandon it and return at once: a CI failure
+    under load)."""
+    (tmp_path / "a.txt").write_bytes(b"needle\n" * 30_000_000)
+    before = _rg_children()
+    task = asyncio.create_task(search(tmp_path, "needle"))
+    for _ in range(3):  # the tool sends its requests and waits for the pids
+        await asyncio.sleep(0)
+    deadline = time.monotonic() + 30
+    frozen: set[int] = set()
+    while not frozen and time.monotonic() < deadline:  # deliberately not yielding
+        for pid in _rg_children() - before:
+            if _freeze(pid):
+                frozen.add(pid)
+    assert frozen, "rg was never seen running"
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await asyncio.wait_for(task, 60)
+    for pid in frozen:
+        assert not Path(f"/proc/{pid}").exists(), f"rg {pid} outlived the cancelled tool"
 
 
 async def test_restricted_search_never_reads_hidden_credential_paths(tmp_path: Path) -> None:
