@@ -58,6 +58,7 @@ from phoenix_nb.checkpoints.scan import (
     TreeState,
     hash_files,
 )
+from phoenix_nb.checkpoints.watch import FULL_SCAN_EVERY, TreeWatch, local_filesystem
 from phoenix_nb.errors import PhoenixError
 
 REF_PREFIX = "refs/phoenix/cp/"
@@ -199,6 +200,13 @@ class ShadowRepo:
         self._state: TreeState | None = None
         self._trees: Trees | None = None  # the trees of the checkpoint `self._state` describes
         self._flats: OrderedDict[str, Flat] = OrderedDict()
+        # What the inotify watch needs besides its events (see checkpoints.watch).
+        self._watch = TreeWatch(str(self.top))
+        self._linked: set[str] = set()  # files with more than one hard link: always looked at
+        self._orphans: set[str] = set()  # recorded files in folders not watched (kept, ignored)
+        self._devices: set[int] = set()  # filesystems of the recorded folders
+        self._local = False  # all of them local (inotify hears every write)
+        self._full_pass_at = 0.0  # time.monotonic() of the last pass over every file
 
     # -- running git --------------------------------------------------------------------------
     def _environment(self) -> dict[str, str]:
@@ -431,18 +439,35 @@ class ShadowRepo:
         stamp = self._stamp()
         state = self._state_for(last)
         scanner = self._scanner()
+        watch = self._watch
+        heard = None
+        if state is not None and self._local:
+            heard = watch.changes(state.commit)
+            if time.monotonic() - self._full_pass_at > FULL_SCAN_EVERY:
+                heard = None  # what inotify cannot hear is bounded by a full pass
+        watch.synced = ""  # trusted again only once this checkpoint is written
+        scanner.on_dir = watch.add
         cache = state
         walked_all = state is None
+        rescanned = heard is None  # every recorded file looked at: the watch starts afresh
         try:
-            if state is not None:
+            if state is not None and heard is not None:
+                scanner.linked = self._linked
+                found = scanner.watched(
+                    state, heard.files | self._linked | self._orphans, heard.listings
+                )
+            elif state is not None:
+                watch.reset()
                 found = scanner.incremental(state)
-                if found.rules_changed:
-                    found = scanner.full(state, state.files)
-                    walked_all = True
             else:
+                watch.reset()
                 cache = self._stale_cache(last)
                 keep = list(self._flat(last.tree)) if last is not None else []
                 found = scanner.full(cache, keep)
+            if state is not None and found.rules_changed:
+                scanner.linked = set()
+                found = scanner.full(state, state.files)
+                walked_all = rescanned = True
         except TooManyFiles as many:
             raise CheckpointError(
                 f"more than {self.max_files:,} files under {self.cwd} ({many.count:,} so "
@@ -549,7 +574,34 @@ class ShadowRepo:
         )
         self._trees = trees
         self._save_state(self._state)
+        self._resync_watch(state, found, scanner, rescanned, commit)
         return snapshot, raw
+
+    def _resync_watch(
+        self,
+        state: TreeState | None,
+        found: Found,
+        scanner: Scanner,
+        rescanned: bool,
+        commit: str,
+    ) -> None:
+        """After a checkpoint: what the next one may skip, and whether the watch is trusted."""
+        dirs = found.dirs
+        gone = set(found.gone_dirs)
+        if rescanned:
+            self._full_pass_at = time.monotonic()
+            if state is not None:
+                gone |= state.dirs.keys() - dirs.keys()
+            self._orphans = {p for p in found.files if p.rpartition("/")[0] not in dirs}
+            self._devices = set(scanner.devices)
+            self._local = local_filesystem(self._devices)
+        elif not scanner.devices <= self._devices:
+            self._devices |= scanner.devices
+            self._local = self._local and local_filesystem(self._devices)
+        self._linked = scanner.linked
+        self._watch.forget(gone - dirs.keys())
+        if self._local and not self._watch.broken:
+            self._watch.synced = commit
 
     def _create_ref(self, name: str, commit: str) -> None:
         """A new loose ref, as `git update-ref` writes one (a `.lock` file renamed over it):
