@@ -9,6 +9,7 @@ while no watch ran (a restart), another process took a checkpoint in between.
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import shutil
@@ -55,6 +56,8 @@ def _check(repo: ShadowRepo, folder: Path, scratch: Path, previous: Snapshot | N
     assert snap.tree == _git_tree_of(folder, scratch), "the tree git add -A records"
     fresh = _full_scan(folder, scratch)
     assert snap.perms == fresh.perms, "every file's and folder's permission bits"
+    blob = repo.git("cat-file", "blob", str(repo.meta(snap.checkpoint.commit)["perms"]))
+    assert blob == json.dumps(fresh.perms, sort_keys=True, separators=(",", ":")).encode()
     if previous is not None:
         slow = repo.raw_changes(previous, snap)
         assert raw == slow, "changes from the watch's delta equal a full comparison"
