@@ -93,6 +93,25 @@ async def test_total_hits_are_capped(tmp_path: Path) -> None:
     assert len(match_lines) == ks.MAX_TOTAL_HITS
 
 
+@pytest.mark.parametrize("context", [0, 1, 3])
+async def test_one_pass_and_a_pass_per_term_agree(
+    repo: Path, monkeypatch: pytest.MonkeyPatch, context: int
+) -> None:
+    """All terms are searched in one rg; when its output outgrows the budget the tool
+    counts per term instead. Both give the same terms, counts and hits."""
+    (repo / "src" / "deep.py").write_text(
+        "".join(f"line {i} frobnicator {'import os' if i % 3 else ''}\n" for i in range(40))
+    )
+    terms = ("frobnicator", "import os", "FROBNICATOR_LEVEL", "absent_term")
+    one = await search(repo, *terms, context_lines=context)
+    monkeypatch.setattr(ks, "ONE_PASS_BUDGET", 1)
+    per_term = await search(repo, *terms, context_lines=context)
+    assert one.display is not None and per_term.display is not None
+    assert one.display.terms == per_term.display.terms
+    assert sorted(one.content.splitlines()) == sorted(per_term.content.splitlines())
+    assert "hits in" in one.content and "dropped, too broad" in one.content
+
+
 async def test_no_hits_is_not_an_error(repo: Path) -> None:
     result = await search(repo, "zzz_absent_zzz")
     assert not result.is_error
