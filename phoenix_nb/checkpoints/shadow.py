@@ -618,8 +618,11 @@ class ShadowRepo:
             self._devices |= scanner.devices
             self._local = self._local and local_filesystem(self._devices)
         self._linked = scanner.linked
+        if self._watch.broken:
+            self._watch.close()  # give the watches back (a per-user limit); retried next time
+            return
         self._watch.forget(gone - dirs.keys())
-        if self._local and not self._watch.broken:
+        if self._local:
             self._watch.synced = commit
 
     def _create_ref(self, name: str, commit: str) -> None:

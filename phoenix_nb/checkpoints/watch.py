@@ -135,15 +135,15 @@ class TreeWatch:
 
     def reset(self) -> None:
         """Forget what is queued and start trusting afresh (the caller scans everything)."""
+        self.broken = False
         if self._inotify is None:
             try:
                 self._inotify = INotify(nonblocking=True)
-            except OSError:
+            except OSError:  # the per-user instance limit: every checkpoint scans everything
                 self.broken = True
                 return
         else:
             self._drain()
-        self.broken = False
         self.synced = ""
         self.unwatched.clear()
 
