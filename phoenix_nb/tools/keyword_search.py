@@ -484,18 +484,18 @@ def _hits_of(
         for number, text, matched in lines:
             if number not in near:
                 continue
-            found = hits.get(number)
-            if found is None and matched:  # after the last hit, in its context: rg says match
+            terms_here = hits.get(number)
+            if terms_here is None and matched:  # after the last hit, in its context: rg says match
                 low = text.decode("utf-8", "replace").lower()
-                found = {term for term, term_low in lowered if term_low in low} or None
-            if found is not None and shown >= MAX_TOTAL_HITS:
+                terms_here = {term for term, term_low in lowered if term_low in low} or None
+            if terms_here is not None and shown >= MAX_TOTAL_HITS:
                 if not entry.matches:
                     del files[path]  # only context so far: nothing of it is shown
                 return files, shown, True
-            entry.lines[number] = Line(number, _line_text(text), found is not None)
-            if found is not None:
+            entry.lines[number] = Line(number, _line_text(text), terms_here is not None)
+            if terms_here is not None:
                 entry.matches += 1
-                entry.terms.update(found)
+                entry.terms.update(terms_here)
                 shown += 1
     return files, shown, False
 
