@@ -23,7 +23,6 @@ is walked again; the stat cache still spares reading unchanged files.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import marshal
 import os
@@ -425,21 +424,23 @@ class Scanner:
             rec = found.dirs.get(rel)
             if rec is None:
                 continue  # dropped above, or never recorded (ignored)
+            self.on_dir(rel)  # (again: a folder that was unreadable may be watched now)
             try:
                 st = lstat(f"{top}/{rel}" if rel else top)
-                if not stat.S_ISDIR(st.st_mode) or st.st_ino != rec[2]:
-                    raise NotADirectoryError(rel)
-                with os.scandir(self._full(rel)) as it:
-                    names = {e.name for e in it}
-            except NotADirectoryError:
+            except OSError:  # gone: so is everything recorded below it
                 self._drop(rel, found)
+                continue
+            if not stat.S_ISDIR(st.st_mode) or st.st_ino != rec[2]:
+                self._drop(rel, found)  # replaced
                 new.append(rel)
                 continue
-            except OSError:  # gone (its own folder is relisted too) or unreadable now
-                with contextlib.suppress(OSError):
-                    found.dirs[rel] = _dir_rec(os.lstat(self._full(rel)), frozenset())
-                    for name in rec[4]:
-                        self._drop(_join(rel, name), found)
+            try:
+                with os.scandir(self._full(rel)) as it:
+                    names = {e.name for e in it}
+            except OSError:  # unreadable now: recorded empty, as a full scan records it
+                found.dirs[rel] = _dir_rec(st, frozenset())
+                for name in rec[4]:
+                    self._drop(_join(rel, name), found)
                 continue
             self.devices.add(st.st_dev)
             kept = set(rec[4] & names)
