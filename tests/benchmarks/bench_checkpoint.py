@@ -1,7 +1,8 @@
 """Cost of a working-tree checkpoint: the first one, then after 3 files changed, after
 3 files added, and after nothing changed, at 10,000 and 50,000 files.
 
-Run: ``python tests/benchmarks/bench_checkpoint.py [files ...]`` (default 10000 50000)
+Run: ``python tests/benchmarks/bench_checkpoint.py [files ...]`` (default 10000 50000;
+``BENCH_ROUNDS=1`` for one round)
 
 Tree: N files of 10 KB in N/9 folders, made fresh in a temporary directory. Each
 round runs, on its own copy of the tree:
@@ -35,7 +36,7 @@ from phoenix_nb.checkpoints.shadow import ShadowRepo
 
 SIZES = (10_000, 50_000)
 FILE_SIZE = 10 * 1024
-ROUNDS = 3
+ROUNDS = int(os.environ.get("BENCH_ROUNDS", "3"))  # fewer on a slow, shared machine
 TARGET_INCREMENTAL = 0.100  # seconds
 TARGET_RATIO = 0.5  # of git add -A && git commit
 
