@@ -190,6 +190,31 @@ class RgProcess:
         elif skipping:
             self.overlong += 1
 
+    async def batches(self) -> AsyncIterator[list[bytes]]:
+        """The same lines as iterating, without their newline, a chunk's worth at a time
+        (one await per 64 KiB instead of one per line: a large output's parsing cost)."""
+        pending = b""
+        skipping = False  # inside a line already known to be too long
+        while chunk := await self._output.read(1 << 16):
+            parts = (pending + chunk).split(b"\n")
+            pending = parts.pop()
+            if skipping and parts:
+                parts = parts[1:]  # the end of the overlong line
+                skipping = False
+                self.overlong += 1
+            kept = [line for line in parts if len(line) < MAX_RG_LINE_BYTES]
+            self.overlong += len(parts) - len(kept)
+            if len(pending) >= MAX_RG_LINE_BYTES:
+                pending, skipping = b"", True
+            if kept:
+                self._last = kept[-1]
+                yield kept
+        if skipping:
+            self.overlong += 1
+        elif pending:
+            self._last = pending
+            yield [pending]
+
     async def wait(self) -> None:
         """Wait for rg to end; SearchError if it could not run or was killed."""
         result = await self.process.wait()
@@ -410,27 +435,30 @@ async def _one_pass(
         args += ["-e", term]
     args.append(".")
     printed: Printed = {}
+    names: dict[bytes, list[tuple[int, bytes, bool]]] = {}  # rg's path bytes -> its lines
     total_files = 0
     size = 0
+    match = _NUMBERED.match
     async with _rg(args, spec) as process:
-        async for raw in process:
-            size += len(raw)
+        async for batch in process.batches():
+            for raw in batch:
+                size += len(raw) + 1
+                head, nul, rest = raw.partition(b"\0")
+                if not nul:  # a "--" between groups, or rg's statistics at the end
+                    found = _SEARCHED.match(raw)
+                    if found:
+                        total_files = int(found.group(1))
+                    continue
+                numbered = match(rest)
+                if numbered is None:
+                    continue
+                lines = names.get(head)
+                if lines is None:
+                    lines = names[head] = printed.setdefault(_strip_dot(os.fsdecode(head)), [])
+                number, sep, text = numbered.groups()
+                lines.append((int(number), text.rstrip(b"\r"), sep == b":"))
             if size > ONE_PASS_BUDGET:
                 return None  # leaving the block kills rg
-            head, nul, rest = raw.partition(b"\0")
-            if not nul:  # a "--" between groups, or rg's statistics at the end
-                found = _SEARCHED.match(raw)
-                if found:
-                    total_files = int(found.group(1))
-                continue
-            numbered = _NUMBERED.match(rest)
-            if numbered is None:
-                continue
-            path = _strip_dot(os.fsdecode(head))
-            text = numbered.group(3).rstrip(b"\r\n")
-            printed.setdefault(path, []).append(
-                (int(numbered.group(1)), text, numbered.group(2) == b":")
-            )
         await process.wait()
     stats = {term: TermStats(term) for term in terms}
     lowered = [(term, term.lower()) for term in terms]
