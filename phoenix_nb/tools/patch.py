@@ -714,7 +714,7 @@ def _compute(target: Path, shown: str, patches: list[Mapping[str, Any]]) -> _Out
 # Above this many bytes (file plus patch texts) the work runs in a child process: in
 # a thread, one C call over a large text (a regular expression, splitlines, replace)
 # holds the GIL for hundreds of milliseconds, and the kernel's event loop with it.
-_OFFLOAD_BYTES = 1 << 20
+_OFFLOAD_BYTES = 256 << 10
 
 
 def _work_size(target: Path, patches: list[Mapping[str, Any]]) -> int:
