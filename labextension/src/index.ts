@@ -8,6 +8,7 @@
 import { IRenderMime } from '@jupyterlab/rendermime-interfaces';
 import { Widget } from '@lumino/widgets';
 
+import { controlsExtension } from './controls';
 import { installFocusReturn } from './focus';
 import { checkRecord, Loose, MIME_TYPE } from './record';
 import { renderRecord } from './render';
@@ -70,4 +71,5 @@ const extension: IRenderMime.IExtension = {
   dataType: 'json'
 };
 
-export default extension;
+/** With the controls' renderer (controls.ts): a hint where a widget cannot act. */
+export default [extension, controlsExtension];

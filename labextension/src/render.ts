@@ -14,6 +14,7 @@
 import { arr, inert, Loose, num, obj, objOrNull, shownCwd, str } from './record';
 import { diffLineKind } from './diff';
 import { linkTarget, renderInertMarkdown } from './inertMarkdown';
+import { cellEditCall } from './editcall';
 
 /**
  * Words for states and tool groups. The kernel puts its own words in the record
@@ -210,6 +211,20 @@ function keepOpenGroups(previous: HTMLElement, next: HTMLElement): void {
   });
 }
 
+/** 'via bedrock · without caching, thinking' (as view.serving says it), or ''. */
+function serving(conversation: Loose): string {
+  const parts: string[] = [];
+  const provider = str(conversation.provider);
+  if (provider && provider !== 'anthropic') {
+    parts.push(`via ${provider}`);
+  }
+  const lacks = arr(conversation.lacks).map(str).filter(Boolean);
+  if (lacks.length > 0) {
+    parts.push(`without ${lacks.join(', ')}`);
+  }
+  return parts.join(' · ');
+}
+
 function header(conversation: Loose, state: Loose): HTMLElement {
   const node = el('div', 'jp-Phoenix-header');
   node.appendChild(el('span', 'jp-Phoenix-title', str(conversation.slug) || 'phoenix'));
@@ -233,7 +248,7 @@ function header(conversation: Loose, state: Loose): HTMLElement {
     }
     node.appendChild(label);
   }
-  const facts = [str(conversation.model), shownCwd(str(conversation.cwd))]
+  const facts = [str(conversation.model), shownCwd(str(conversation.cwd)), serving(conversation)]
     .filter(Boolean)
     .join(' · ');
   if (facts) {
@@ -287,7 +302,7 @@ function spendingLine(usage: Loose | null): string {
     parts.push(`${Math.round(share * 100)}% cache hits`);
   }
   if (!priced) {
-    parts.push('no price known for this model');
+    parts.push('price unknown');
   }
   return parts.join(' · ');
 }
@@ -576,7 +591,9 @@ function toolCall(call: Loose): HTMLElement {
   const result = objOrNull(call.result);
   const display = obj(result?.display);
   const input = obj(call.input);
-  if (name === 'bash' || typeof display.command === 'string') {
+  if (name === 'edit_cell' || name === 'insert_cell') {
+    cellEditCall(node, input, result, display);
+  } else if (name === 'bash' || typeof display.command === 'string') {
     bashCall(node, input, result, display);
   } else if (typeof display.diff === 'string') {
     patchCall(node, input, result, display);

@@ -234,8 +234,11 @@ class Trees:
             if folder and not entries:  # git keeps no empty trees
                 self.children.pop(folder, None)
                 self.shas.pop(folder, None)
-                if parent in self.children:
-                    self.children[parent].pop(os.fsencode(name), None)
+                siblings = self.children.get(parent)
+                key = os.fsencode(name)
+                # Only the tree: a file that took the emptied folder's name stays.
+                if siblings is not None and siblings.get(key, (TREE_MODE,))[0] == TREE_MODE:
+                    siblings.pop(key, None)
                 continue
             sha = sink.add(TREE, tree_bytes(entries or {}))
             self.shas[folder] = sha

@@ -120,6 +120,7 @@ class Found:
     sources: dict[str, SourceKey]
     removed: set[str]
     rules_changed: bool = False
+    gone_dirs: set[str] = field(default_factory=set)  # recorded folders found gone
 
 
 def _key(st: os.stat_result) -> tuple[int, int, int, int, int]:
@@ -182,6 +183,9 @@ class Scanner:
         self.max_files = max_files
         self._ignored: set[str] = set()
         self._pruned: set[str] = set()
+        self.on_dir: Callable[[str], None] = _nothing  # called before a folder is listed
+        self.linked: set[str] = set()  # files seen with more than one hard link
+        self.devices: set[int] = set()  # filesystems of the folders seen
 
     def _full(self, rel: str) -> str:
         return f"{self.top}/{rel}" if rel else self.top
@@ -220,14 +224,18 @@ class Scanner:
         while stack:
             rel = stack.pop()
             full = self._full(rel)
+            self.on_dir(rel)  # before the listing: a change after it is heard
             try:
                 st = os.lstat(full)
                 if not stat.S_ISDIR(st.st_mode):
                     if stat.S_ISREG(st.st_mode) or stat.S_ISLNK(st.st_mode):
                         found.stats[rel] = st
+                        if st.st_nlink > 1:
+                            self.linked.add(rel)
                     continue
             except OSError:
                 continue
+            self.devices.add(st.st_dev)
             try:
                 with os.scandir(full) as it:
                     entries = list(it)
@@ -256,6 +264,8 @@ class Scanner:
                     stack.append(path)
                 elif stat.S_ISREG(mode) or stat.S_ISLNK(mode):
                     found.stats[path] = est
+                    if est.st_nlink > 1:
+                        self.linked.add(path)
                 else:
                     continue  # sockets, fifos, devices: git records none
                 kept.add(name)
@@ -301,6 +311,8 @@ class Scanner:
         changed_dirs: list[tuple[str, os.stat_result, DirRec]] = []
         lstat = os.lstat
         top = self.top
+        for rel in state.dirs:  # watched before any is looked at
+            self.on_dir(rel)
         for rel, rec in state.dirs.items():
             try:
                 st = lstat(f"{top}/{rel}" if rel else top)
@@ -309,6 +321,7 @@ class Scanner:
             if not stat.S_ISDIR(st.st_mode):
                 new.append(rel)
                 continue
+            self.devices.add(st.st_dev)
             if (
                 st.st_mtime_ns != rec[0]
                 or st.st_ctime_ns != rec[1]
@@ -322,7 +335,7 @@ class Scanner:
             else:
                 found.dirs[rel] = rec
         found.files = dict(state.files)
-        changed, removed, became_dirs = _check_files(top, state.files.items(), racy)
+        changed, removed, became_dirs = _check_files(top, state.files.items(), racy, self.linked)
         found.stats.update(changed)
         found.removed.update(removed)
         new.extend(became_dirs)
@@ -356,26 +369,146 @@ class Scanner:
             found.rules_changed = True
         if found.rules_changed:
             return found
-        if new:
-            self._ignored, self._pruned = set(), set()
-            by_context: dict[str, list[str]] = {}
-            for path in new:
-                root = self._context(path.rpartition("/")[0], found.roots)
-                rel = path[len(root) + 1 :] if root else path
-                by_context.setdefault(root, []).append(rel)
-            for root, specs in by_context.items():
-                self._list(root, specs)
-            starts = [p for p in new if p not in self._ignored and p not in self._pruned]
-            self.walk(starts, found.roots, found)
+        self._walk_new(new, found)
         found.sources = self.sources(found.roots)
         return found
 
+    def watched(self, state: TreeState, files: Iterable[str], listings: Iterable[str]) -> Found:
+        """What `incremental` finds, looking only where a watch heard something.
+
+        `files`: paths whose stat may have changed (recorded files and folders among
+        them are lstat'ed; others are new names, found through their folder's listing).
+        `listings`: folders whose names may have changed (listed again; names gone are
+        removed with everything recorded below them, new names walked). Every other
+        recorded file and folder stands as recorded: the caller vouches that nothing
+        else changed (`watch.TreeWatch`)."""
+        found = Found({}, dict(state.files), dict(state.dirs), set(state.roots), {}, set())
+        racy = state.stamp
+        for path, key in state.sources.items():
+            now = _source_key(self._full(path))
+            if now != key or (now is not None and (now[1] >= racy or now[2] >= racy)):
+                found.rules_changed = True
+                return found
+        new: list[str] = []
+        relist: set[str] = set()
+        lstat = os.lstat
+        top = self.top
+        recorded = state.files
+        to_check = [(p, recorded[p]) for p in files if p in recorded]
+        changed, removed, became_dirs = _check_files(top, to_check, racy, self.linked)
+        found.stats.update(changed)
+        for path in removed:
+            found.removed.add(path)
+            found.files.pop(path, None)
+        for path in found.stats:
+            found.files.pop(path, None)
+        new.extend(became_dirs)
+        for rel in files:
+            rec = state.dirs.get(rel)
+            if rec is None:
+                continue
+            try:
+                st = lstat(f"{top}/{rel}" if rel else top)
+            except OSError:
+                relist.add(rel.rpartition("/")[0])  # gone: its folder's listing says so
+                continue
+            if not stat.S_ISDIR(st.st_mode) or st.st_ino != rec[2]:
+                self._drop(rel, found)  # replaced: what was below is gone, the new one new
+                new.append(rel)
+            elif st.st_mtime_ns != rec[0] or st.st_ctime_ns != rec[1]:
+                relist.add(rel)
+            elif st.st_mode != rec[3]:
+                found.dirs[rel] = (*rec[:3], st.st_mode, rec[4])
+        relist.update(listings)
+        for rel in sorted(relist, key=_depth_of):
+            rec = found.dirs.get(rel)
+            if rec is None:
+                continue  # dropped above, or never recorded (ignored)
+            self.on_dir(rel)  # (again: a folder that was unreadable may be watched now)
+            try:
+                st = lstat(f"{top}/{rel}" if rel else top)
+            except OSError:  # gone: so is everything recorded below it
+                self._drop(rel, found)
+                continue
+            if not stat.S_ISDIR(st.st_mode) or st.st_ino != rec[2]:
+                self._drop(rel, found)  # replaced
+                new.append(rel)
+                continue
+            try:
+                with os.scandir(self._full(rel)) as it:
+                    names = {e.name for e in it}
+            except OSError:  # unreadable now: recorded empty, as a full scan records it
+                found.dirs[rel] = _dir_rec(st, frozenset())
+                for name in rec[4]:
+                    self._drop(_join(rel, name), found)
+                continue
+            self.devices.add(st.st_dev)
+            kept = set(rec[4] & names)
+            for name in rec[4] - names:
+                self._drop(_join(rel, name), found)
+            for name in sorted(names - rec[4]):
+                if name == ".git":
+                    kept.add(name)
+                    if rel != self.scope:
+                        found.roots.add(rel)
+                        found.rules_changed = True  # a folder became a repository
+                    continue
+                path = _join(rel, name)
+                if path in self.skip:
+                    kept.add(name)
+                    continue
+                new.append(path)
+                kept.add(name)
+            found.dirs[rel] = _dir_rec(st, frozenset(kept))
+        changed_names = (*found.stats, *found.removed, *new)
+        if any(p.rpartition("/")[2] == ".gitignore" for p in changed_names):
+            found.rules_changed = True
+        if found.rules_changed:
+            return found
+        self._walk_new(new, found)
+        found.sources = self.sources(found.roots)
+        return found
+
+    def _drop(self, path: str, found: Found) -> None:
+        """Forget `path` and everything recorded below it (it is gone or was replaced)."""
+        stack = [path]
+        while stack:
+            rel = stack.pop()
+            rec = found.dirs.pop(rel, None)
+            if rec is not None:
+                stack.extend(_join(rel, name) for name in rec[4])
+                found.gone_dirs.add(rel)
+            elif found.files.pop(rel, None) is not None:
+                found.removed.add(rel)
+            found.stats.pop(rel, None)
+
+    def _walk_new(self, new: list[str], found: Found) -> None:
+        """Judge new names against the ignore rules (git, once per repository) and walk
+        the ones that count."""
+        if not new:
+            return
+        self._ignored, self._pruned = set(), set()
+        by_context: dict[str, list[str]] = {}
+        for path in new:
+            root = self._context(path.rpartition("/")[0], found.roots)
+            rel = path[len(root) + 1 :] if root else path
+            by_context.setdefault(root, []).append(rel)
+        for root, specs in by_context.items():
+            self._list(root, specs)
+        starts = [p for p in new if p not in self._ignored and p not in self._pruned]
+        self.walk(starts, found.roots, found)
+
+
+def _depth_of(path: str) -> int:
+    return path.count("/") if path else -1
+
 
 def _check_files(
-    top: str, items: Iterable[tuple[str, FileRec]], racy: int
+    top: str, items: Iterable[tuple[str, FileRec]], racy: int, linked: set[str]
 ) -> tuple[dict[str, os.stat_result], list[str], list[str]]:
-    """lstat recorded files: (changed: their stat, removed, now folders). One thread: two
-    were no faster here (each lstat is too short for the GIL to let them overlap)."""
+    """lstat recorded files: (changed: their stat, removed, now folders); `linked` gains
+    those with more than one hard link and loses the others. One thread: two were no
+    faster here (each lstat is too short for the GIL to let them overlap)."""
     changed: dict[str, os.stat_result] = {}
     removed: list[str] = []
     dirs: list[str] = []
@@ -386,6 +519,10 @@ def _check_files(
         except OSError:
             removed.append(path)
             continue
+        if st.st_nlink > 1:
+            linked.add(path)
+        elif linked:
+            linked.discard(path)
         mode = st.st_mode
         if (
             st.st_mtime_ns == frec[1]
@@ -404,6 +541,10 @@ def _check_files(
             if stat.S_ISDIR(mode):
                 dirs.append(path)
     return changed, removed, dirs
+
+
+def _nothing(_rel: str) -> None:
+    pass
 
 
 def read_object(path: str, st: os.stat_result) -> tuple[bytes, int] | None:

@@ -42,12 +42,13 @@ import subprocess
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from phoenix_nb.checkpoints.changes import Checkpoint, CheckpointKind, FileChange
+from phoenix_nb.checkpoints.manifest import ManifestText
 from phoenix_nb.checkpoints.objects import BLOB, COMMIT, ObjectSink, Trees
 from phoenix_nb.checkpoints.scan import (
     RACY_MARGIN_NS,
@@ -58,6 +59,7 @@ from phoenix_nb.checkpoints.scan import (
     TreeState,
     hash_files,
 )
+from phoenix_nb.checkpoints.watch import FULL_SCAN_EVERY, TreeWatch, local_filesystem
 from phoenix_nb.errors import PhoenixError
 
 REF_PREFIX = "refs/phoenix/cp/"
@@ -199,6 +201,15 @@ class ShadowRepo:
         self._state: TreeState | None = None
         self._trees: Trees | None = None  # the trees of the checkpoint `self._state` describes
         self._flats: OrderedDict[str, Flat] = OrderedDict()
+        # What the inotify watch needs besides its events (see checkpoints.watch).
+        self._watch = TreeWatch(str(self.top))
+        self._linked: set[str] = set()  # files with more than one hard link: always looked at
+        self._orphans: set[str] = set()  # recorded files in folders not watched (kept, ignored)
+        self._devices: set[int] = set()  # filesystems of the recorded folders
+        self._local = False  # all of them local (inotify hears every write)
+        self._manifest_text: ManifestText | None = None  # the encoded last manifest …
+        self._manifest_sha = ""  # … and its blob's name ("" when not in step)
+        self._full_pass_at = 0.0  # time.monotonic() of the last pass over every file
 
     # -- running git --------------------------------------------------------------------------
     def _environment(self) -> dict[str, str]:
@@ -431,18 +442,35 @@ class ShadowRepo:
         stamp = self._stamp()
         state = self._state_for(last)
         scanner = self._scanner()
+        watch = self._watch
+        heard = None
+        if state is not None and self._local:
+            heard = watch.changes(state.commit)
+            if time.monotonic() - self._full_pass_at > FULL_SCAN_EVERY:
+                heard = None  # what inotify cannot hear is bounded by a full pass
+        watch.synced = ""  # trusted again only once this checkpoint is written
+        scanner.on_dir = watch.add
         cache = state
         walked_all = state is None
+        rescanned = heard is None  # every recorded file looked at: the watch starts afresh
         try:
-            if state is not None:
+            if state is not None and heard is not None:
+                scanner.linked = self._linked
+                found = scanner.watched(
+                    state, heard.files | self._linked | self._orphans, heard.listings
+                )
+            elif state is not None:
+                watch.reset()
                 found = scanner.incremental(state)
-                if found.rules_changed:
-                    found = scanner.full(state, state.files)
-                    walked_all = True
             else:
+                watch.reset()
                 cache = self._stale_cache(last)
                 keep = list(self._flat(last.tree)) if last is not None else []
                 found = scanner.full(cache, keep)
+            if state is not None and found.rules_changed:
+                scanner.linked = set()
+                found = scanner.full(state, state.files)
+                walked_all = rescanned = True
         except TooManyFiles as many:
             raise CheckpointError(
                 f"more than {self.max_files:,} files under {self.cwd} ({many.count:,} so "
@@ -484,15 +512,27 @@ class ShadowRepo:
                     trees.set(path, rec[6], rec[5])
         tree = trees.flush(sink).hex()
         incremental = not walked_all and state is not None and last is not None
+        touched: set[str] | None = None  # manifest keys that may differ from the last's
         if incremental and last is not None and state is not None and last.dirs_recorded:
-            perms = self._manifest_patch(last.perms, state, found, hashed)
+            perms, touched = self._manifest_patch(last.perms, state, found, hashed)
         else:
             perms = self._manifest(files, found)
-        if last is not None and perms == last.perms:
+        if last is not None and (
+            perms == last.perms
+            if touched is None
+            else all(perms.get(k) == last.perms.get(k) for k in touched)
+        ):
             perms_sha = self._last_perms_sha
         else:
-            body = json.dumps(perms, sort_keys=True, separators=(",", ":")).encode()
-            perms_sha = sink.add(BLOB, body).hex()
+            text = self._manifest_text
+            fresh = text is None or touched is None or self._manifest_sha != self._last_perms_sha
+            self._manifest_sha = ""
+            if text is None or touched is None or fresh:
+                text = self._manifest_text = ManifestText(perms)
+            else:
+                text.update(perms, touched)
+            perms_sha = sink.add(BLOB, text.body()).hex()
+            self._manifest_sha = perms_sha
             self._perms_cache[perms_sha] = perms
         created = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
         big_files = {p: BigFile(b.size, b.sha256, perms[p]) for p, b in big.items()}
@@ -527,7 +567,11 @@ class ShadowRepo:
         raw: list[RawChange] = []
         if compare_to is not None:
             provisional = Snapshot(_checkpoint("", meta), tree, perms, big_files, True)
-            raw = self.raw_changes(compare_to, provisional)
+            among = None  # the paths that can differ, when this checkpoint follows compare_to
+            follows = last is not None and compare_to.checkpoint.commit == last.checkpoint.commit
+            if touched is not None and follows:
+                among = touched | found.removed | found.stats.keys()
+            raw = self.raw_changes(compare_to, provisional, among)
             meta["files_changed"] = len(raw)
         body = json.dumps(meta, sort_keys=True).encode()
         stamp_text = b"%d +0000" % int(time.time())
@@ -549,7 +593,37 @@ class ShadowRepo:
         )
         self._trees = trees
         self._save_state(self._state)
+        self._resync_watch(state, found, scanner, rescanned, commit)
         return snapshot, raw
+
+    def _resync_watch(
+        self,
+        state: TreeState | None,
+        found: Found,
+        scanner: Scanner,
+        rescanned: bool,
+        commit: str,
+    ) -> None:
+        """After a checkpoint: what the next one may skip, and whether the watch is trusted."""
+        dirs = found.dirs
+        gone = set(found.gone_dirs)
+        if rescanned:
+            self._full_pass_at = time.monotonic()
+            if state is not None:
+                gone |= state.dirs.keys() - dirs.keys()
+            self._orphans = {p for p in found.files if p.rpartition("/")[0] not in dirs}
+            self._devices = set(scanner.devices)
+            self._local = local_filesystem(self._devices)
+        elif not scanner.devices <= self._devices:
+            self._devices |= scanner.devices
+            self._local = self._local and local_filesystem(self._devices)
+        self._linked = scanner.linked
+        if self._watch.broken:
+            self._watch.close()  # give the watches back (a per-user limit); retried next time
+            return
+        self._watch.forget(gone - dirs.keys())
+        if self._local:
+            self._watch.synced = commit
 
     def _create_ref(self, name: str, commit: str) -> None:
         """A new loose ref, as `git update-ref` writes one (a `.lock` file renamed over it):
@@ -578,22 +652,28 @@ class ShadowRepo:
         state: TreeState,
         found: Found,
         hashed: Mapping[str, FileRec],
-    ) -> dict[str, str]:
-        """The last manifest with this scan's changes applied (what `_manifest` would give)."""
+    ) -> tuple[dict[str, str], set[str]]:
+        """The last manifest with this scan's changes applied (what `_manifest` would give),
+        and the keys it may have changed."""
         perms = dict(previous)
+        touched: set[str] = set()
         for path in found.removed | (found.stats.keys() - hashed.keys()):
             perms.pop(path, None)
+            touched.add(path)
         for path, rec in hashed.items():
             perms[path] = _perm_of_mode(rec[4])
+            touched.add(path)
         scope = self.prefix.rstrip("/")
         old_dirs, new_dirs = state.dirs, found.dirs
         for folder in old_dirs.keys() - new_dirs.keys():
             perms.pop(folder + "/", None)
+            touched.add(folder + "/")
         for folder, drec in new_dirs.items():
             old = old_dirs.get(folder)
             if folder != scope and (old is None or old[3] != drec[3]):
                 perms[folder + "/"] = _perm_of_mode(drec[3])
-        return perms
+                touched.add(folder + "/")
+        return perms, touched
 
     def _manifest(self, files: Mapping[str, FileRec], found: Found) -> dict[str, str]:
         """Permission bits of every file ("link" for links) and folder ("dir/" keys)."""
@@ -712,29 +792,24 @@ class ShadowRepo:
         self._last, self._last_marker, self._last_perms_sha = snapshot, marker, perms_sha
 
     # -- comparing -------------------------------------------------------------------------------
-    def raw_changes(self, a: Snapshot, b: Snapshot) -> list[RawChange]:
+    def raw_changes(
+        self, a: Snapshot, b: Snapshot, among: Collection[str] | None = None
+    ) -> list[RawChange]:
         """Every path that differs between two snapshots (content, type, mode, big files,
-        folders: an added or removed folder counts when nothing recorded is inside it)."""
+        folders: an added or removed folder counts when nothing recorded is inside it).
+
+        `among`: every path (files, "dir/" folders) at which `b` can differ from `a`,
+        when the caller knows them (`b` was taken right after `a`, the ignore rules
+        unchanged); only those are compared, instead of every recorded path."""
+        if among is not None and a.dirs_recorded and b.dirs_recorded:
+            return self._raw_among(a, b, among)
         found: dict[str, RawChange] = {}
         if a.tree != b.tree:
             if a.tree in self._flats and b.tree in self._flats:
                 self._compare_flats(self._flat(a.tree), self._flat(b.tree), found)
             else:
                 self._diff_tree(a.tree, b.tree, found)
-        for path in sorted(set(a.big) | set(b.big)):
-            was, now = a.big.get(path), b.big.get(path)
-            if was is not None and now is not None and was.sha256 == now.sha256:
-                if was.perm != now.perm:
-                    found[path] = RawChange(path, "P", was.perm, now.perm, None, None)
-                continue
-            found[path] = RawChange(
-                path,
-                "B",
-                was.perm if was else (found[path].old_mode if path in found else None),
-                now.perm if now else (found[path].new_mode if path in found else None),
-                was.sha256 if was else (found[path].old_sha if path in found else None),
-                now.sha256 if now else (found[path].new_sha if path in found else None),
-            )
+        self._compare_big(a, b, set(a.big) | set(b.big), found)
         if a.perms != b.perms:
             b_perms = b.perms
             for path in {p for p, _v in a.perms.items() - b_perms.items()}:
@@ -757,9 +832,61 @@ class ShadowRepo:
                             found[path] = RawChange(path, status, old, new, None, None)
         return [found[p] for p in sorted(found)]
 
+    def _raw_among(self, a: Snapshot, b: Snapshot, among: Collection[str]) -> list[RawChange]:
+        """`raw_changes` looking only at `among` (folders below a gone folder changed too,
+        so its holders are among them)."""
+        found: dict[str, RawChange] = {}
+        if a.tree != b.tree:
+            fa, fb = self._flat(a.tree), self._flat(b.tree)
+            self._compare_flats(fa, fb, found, [p for p in among if fa.get(p) != fb.get(p)])
+        self._compare_big(a, b, [p for p in among if p in a.big or p in b.big], found)
+        a_perms, b_perms = a.perms, b.perms
+        for path in among:
+            perm, other = a_perms.get(path), b_perms.get(path)
+            if perm is None or other is None or other == perm or path in found:
+                continue
+            if path in a.big or path in b.big:
+                continue
+            found[path] = RawChange(path, "P", perm, other, None, None)
+        for side, other_side, status in ((a, b, "D"), (b, a, "A")):
+            only = [p for p in among if p in side.perms and p not in other_side.perms]
+            gone = [p for p in only if p[-1:] == "/"]
+            if not gone:
+                continue
+            holders = _holding_folders(dict.fromkeys(only, ""))
+            for path in gone:
+                if path not in holders:
+                    perm = side.perms[path]
+                    old, new = (perm, None) if status == "D" else (None, perm)
+                    found[path] = RawChange(path, status, old, new, None, None)
+        return [found[p] for p in sorted(found)]
+
     @staticmethod
-    def _compare_flats(fa: Flat, fb: Flat, found: dict[str, RawChange]) -> None:
-        for path in sorted({p for p, _v in fa.items() ^ fb.items()}):
+    def _compare_big(
+        a: Snapshot, b: Snapshot, paths: Iterable[str], found: dict[str, RawChange]
+    ) -> None:
+        for path in sorted(paths):
+            was, now = a.big.get(path), b.big.get(path)
+            if was is not None and now is not None and was.sha256 == now.sha256:
+                if was.perm != now.perm:
+                    found[path] = RawChange(path, "P", was.perm, now.perm, None, None)
+                continue
+            found[path] = RawChange(
+                path,
+                "B",
+                was.perm if was else (found[path].old_mode if path in found else None),
+                now.perm if now else (found[path].new_mode if path in found else None),
+                was.sha256 if was else (found[path].old_sha if path in found else None),
+                now.sha256 if now else (found[path].new_sha if path in found else None),
+            )
+
+    @staticmethod
+    def _compare_flats(
+        fa: Flat, fb: Flat, found: dict[str, RawChange], paths: Iterable[str] | None = None
+    ) -> None:
+        if paths is None:
+            paths = {p for p, _v in fa.items() ^ fb.items()}
+        for path in sorted(paths):
             was, now = fa.get(path), fb.get(path)
             if now is None and was is not None:
                 found[path] = RawChange(path, "D", f"{was[0]:06o}", None, was[1].hex(), None)

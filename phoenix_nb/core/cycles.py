@@ -13,7 +13,7 @@ message or by the conversation resting, never by searching tool output.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields, is_dataclass
 from typing import Any
 
@@ -98,6 +98,11 @@ class RecordHeader:
     # (created_at, usage) of every response of the conversation's finished sub-agents:
     # their spend is part of the conversation's (the store keeps it in their histories).
     sub_agent_usage: tuple[tuple[str, Usage], ...] = ()
+    # Who serves the model (runtime.settings.PROVIDERS) and the optional features
+    # (thinking, caching, images) it is known to lack, so a shared record says why a
+    # conversation has no reasoning, no cache hits or no price.
+    provider: str = "anthropic"
+    lacks: tuple[str, ...] = ()
 
 
 def tool_group(name: str) -> str:
@@ -129,31 +134,38 @@ def _plain(value: Any) -> Any:
 class _Projector:
     """Walks the history once; each message kind has one method."""
 
-    def __init__(self, policy: UserKindPolicy) -> None:
+    def __init__(self, policy: UserKindPolicy, offset: int = 0) -> None:
         self.policy = policy
+        self.offset = offset  # cycles before `cycles[0]` (a tail copy holds only the last few)
         self.cycles: list[dict[str, Any]] = []
         self.active = False
         self.ends_completed = False  # the last agent message ended its turn
         self.calls: dict[str, dict[str, Any]] = {}
         self.queued: list[dict[str, Any]] = []
+        self.limit = ""  # the turn budget's limit that stopped the open run, if one did
 
     # -- cycle boundaries
     def _open(self, step: dict[str, Any]) -> None:
-        self.cycles.append({"index": len(self.cycles), "steps": [step], "stop": None})
+        index = self.offset + len(self.cycles)
+        self.cycles.append({"index": index, "steps": [step], "stop": None})
         self.active = True
         self.ends_completed = False
 
     def _close(self, reason: str) -> None:
         if self.active:
-            self.cycles[-1]["stop"] = {"reason": reason}
+            stop = {"reason": reason}
+            if self.limit:
+                stop["limit"] = self.limit
+            self.cycles[-1]["stop"] = stop
         self.active = False
+        self.limit = ""
         self.ends_completed = False
         if self.queued:
             self._open(self.queued.pop(0))
 
     def _steps(self) -> list[dict[str, Any]]:
         if not self.cycles:
-            self.cycles.append({"index": 0, "steps": [], "stop": None})
+            self.cycles.append({"index": self.offset, "steps": [], "stop": None})
             self.active = True
         steps: list[dict[str, Any]] = self.cycles[-1]["steps"]
         return steps
@@ -292,7 +304,12 @@ class _Projector:
             self._steps().append({"kind": "sub_agents", "agents": agents})
 
     def system(self, record: Mapping[str, Any], content: Mapping[str, Any]) -> None:
-        self._steps().append({"kind": "system", "text": str(content.get("text") or "")})
+        step: dict[str, Any] = {"kind": "system", "text": str(content.get("text") or "")}
+        limit = content.get("limit")
+        if isinstance(limit, str) and limit:
+            step["limit"] = limit  # the turn budget's limit that stopped the turn
+            self.limit = limit
+        self._steps().append(step)
 
     def error(self, record: Mapping[str, Any], content: Mapping[str, Any]) -> None:
         step = {
@@ -414,22 +431,22 @@ def _state_fields(state: ConvState) -> dict[str, Any]:
     return out
 
 
-def project(
-    history: Sequence[Mapping[str, Any]],
-    state: ConvState,
-    header: RecordHeader,
-    *,
-    user_kind: UserKindPolicy = after_stop,
-) -> dict[str, Any]:
-    """The conversation record (docs/record-format.md)."""
-    walker = _Projector(user_kind)
-    for record in history:
-        kind = record.get("message_type")
-        method = getattr(walker, str(kind), None) if kind in _KINDS else None
-        if method is not None:
-            content = record.get("content")
-            method(record, content if isinstance(content, Mapping) else {})
+def _merge(a: Spend, b: Spend) -> Spend:
+    """Two spends of one model together."""
+    cost_usd = None if a.cost_usd is None or b.cost_usd is None else a.cost_usd + b.cost_usd
+    return Spend(
+        a.input_tokens + b.input_tokens,
+        a.output_tokens + b.output_tokens,
+        a.cache_write_tokens + b.cache_write_tokens,
+        a.cache_read_tokens + b.cache_read_tokens,
+        cost_usd,
+        a.responses + b.responses,
+    )
 
+
+def _finish(walker: _Projector, state: ConvState) -> None:
+    """What the state adds to the walked history: a pending approval or sub-agents step,
+    and the end of a run that is no longer active."""
     phase = state.phase
     if isinstance(phase, AwaitingModeApproval):
         step = {"kind": "approval", "reason": phase.reason, "decision": "pending"}
@@ -453,6 +470,117 @@ def project(
     while walker.queued:  # followUps still waiting become open cycles
         walker._close_open_run()
 
+
+class Projection:
+    """The record of a history that only grows, kept up to date message by message.
+
+    A live conversation appends a few messages a round and shows its record many
+    times a second, and a notebook conversation grows to thousands of messages:
+    walking the whole history for every display would make each turn cost more
+    than the last. So each stored message is decoded and walked once (`extend`),
+    the spend is summed as it arrives, and `record` copies only the cycles asked
+    for (a cell shows its own turn), applying what the state adds to a copy.
+    `project` is the same walk over a whole history at once.
+    """
+
+    def __init__(self, model: str, *, user_kind: UserKindPolicy = after_stop) -> None:
+        self.model = model
+        self._walker = _Projector(user_kind)
+        self._total = Spend()
+        self._turn = Spend()
+        self._turn_start = ""
+        self._children: list[str] = []
+        self.count = 0  # messages fed so far
+        self._sub_key: tuple[tuple[tuple[str, Usage], ...], str] | None = None
+        self._sub_spend = (Spend(), Spend())
+
+    @property
+    def cycle_count(self) -> int:
+        """Cycles the history holds so far (the state may still open or close one)."""
+        return len(self._walker.cycles)
+
+    @property
+    def child_ids(self) -> tuple[str, ...]:
+        """Conversation ids of the sub-agents whose results the history records."""
+        return tuple(self._children)
+
+    def extend(self, history: Iterable[Mapping[str, Any]]) -> None:
+        """Take the next stored messages, in order."""
+        for record in history:
+            self._feed(record)
+
+    def _feed(self, record: Mapping[str, Any]) -> None:
+        kind = record.get("message_type")
+        content = record.get("content")
+        body = content if isinstance(content, Mapping) else {}
+        method = getattr(self._walker, str(kind), None) if kind in _KINDS else None
+        if method is not None:
+            method(record, body)
+        self.count += 1
+        if kind == "user":
+            self._turn = Spend()
+            self._turn_start = str(record.get("created_at") or "")
+        elif kind == "agent":
+            usage = _usage(record)
+            if usage is not None:
+                self._total = self._total.add(usage, self.model)
+                self._turn = self._turn.add(usage, self.model)
+        elif kind == "tool":
+            display = record.get("display_data")
+            agents = SubAgentsDisplay.read(display).agents if isinstance(display, Mapping) else ()
+            self._children += [a.conversation_id for a in agents if a.conversation_id]
+
+    def spending(self, sub_agents: tuple[tuple[str, Usage], ...] = ()) -> dict[str, Any]:
+        """The record's `usage` (see `spending`), from the sums kept so far."""
+        known = self._sub_key
+        if known is None or known[0] is not sub_agents or known[1] != self._turn_start:
+            total = turn = Spend()
+            for created_at, usage in sub_agents:
+                total = total.add(usage, self.model)
+                if created_at >= self._turn_start:
+                    turn = turn.add(usage, self.model)
+            self._sub_key, self._sub_spend = (sub_agents, self._turn_start), (total, turn)
+        sub_total, sub_turn = self._sub_spend
+        total, turn = _merge(self._total, sub_total), _merge(self._turn, sub_turn)
+        priced = price_for(self.model) is not None
+        out_turn, out_total = turn.as_json(), total.as_json()
+        if not priced:
+            out_turn["cost_usd"] = out_total["cost_usd"] = None
+        return {"priced": priced, "turn": out_turn, "total": out_total}
+
+    def spent(self, sub_agents: tuple[tuple[str, Usage], ...] = ()) -> tuple[float, float] | None:
+        """Dollars spent (this turn, the whole conversation), or None when unpriced."""
+        usage = self.spending(sub_agents)
+        if not usage["priced"]:
+            return None
+        turn, total = usage["turn"]["cost_usd"], usage["total"]["cost_usd"]
+        if turn is None or total is None:
+            return None
+        return float(turn), float(total)
+
+    def record(
+        self, state: ConvState, header: RecordHeader, *, since_cycle: int = 0
+    ) -> dict[str, Any]:
+        """The conversation record (docs/record-format.md), holding the cycles from
+        `since_cycle` on (their `index` stays their place in the whole record)."""
+        walker = self._walker
+        held = len(walker.cycles)
+        # The last cycle is always copied: the state may add a step to it or close it.
+        start = max(0, min(since_cycle, held - 1))
+        tail = _Projector(walker.policy, offset=start)
+        tail.cycles = _plain(walker.cycles[start:])
+        tail.active, tail.ends_completed = walker.active, walker.ends_completed
+        tail.limit = walker.limit
+        tail.queued = _plain(walker.queued)
+        _finish(tail, state)
+        cycles = [c for c in tail.cycles if c["index"] >= since_cycle]
+        return _record(state, header, cycles, self.spending(header.sub_agent_usage))
+
+
+def _record(
+    state: ConvState, header: RecordHeader, cycles: list[dict[str, Any]], usage: dict[str, Any]
+) -> dict[str, Any]:
+    phase = state.phase
     retry = None
     if isinstance(phase, LlmRequesting) and phase.failure is not None:
         retry = {
@@ -470,6 +598,8 @@ def project(
             "id": header.conversation_id,
             "slug": header.slug,
             "model": header.model,
+            "provider": header.provider,
+            "lacks": list(header.lacks),
             "cwd": header.cwd,
             "mode": state.mode.value,
             "sandbox_available": header.sandbox_available,
@@ -482,8 +612,8 @@ def project(
             "warning": fraction >= WARNING_THRESHOLD,
             "limit_reached": fraction >= CONTINUATION_THRESHOLD,
         },
-        "usage": spending(history, header.model, header.sub_agent_usage),
-        "cycles": walker.cycles,
+        "usage": usage,
+        "cycles": cycles,
         "pending_approval": (
             {"reason": phase.reason, "tool_use_id": phase.tool_use_id}
             if isinstance(phase, AwaitingModeApproval)
@@ -492,6 +622,19 @@ def project(
         "retry": retry,
         "summary": phase.summary if isinstance(phase, ContextExhausted) else None,
     }
+
+
+def project(
+    history: Sequence[Mapping[str, Any]],
+    state: ConvState,
+    header: RecordHeader,
+    *,
+    user_kind: UserKindPolicy = after_stop,
+) -> dict[str, Any]:
+    """The conversation record (docs/record-format.md) of a whole history."""
+    projection = Projection(header.model, user_kind=user_kind)
+    projection.extend(history)
+    return projection.record(state, header)
 
 
 def _approval(content: Mapping[str, Any]) -> str | None:

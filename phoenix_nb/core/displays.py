@@ -274,6 +274,38 @@ class ProposalDisplay:
         return cls(_text(display, "proposed_cell"), _text(display, "explanation"))
 
 
+@dataclass(frozen=True)
+class CellEditDisplay:
+    """edit_cell / insert_cell: a proposed change to a notebook cell, shown where no front
+    end can apply it too. `cell_diff` is a unified diff against the cell as the kernel
+    last saw it, every line as context (so it also reads as the whole new cell);
+    `position` is "replace", "above" or "below"; `execution_count` the run the cell's
+    source comes from, when there was one."""
+
+    edit_id: str
+    cell_id: str
+    position: str
+    execution_count: int | None
+    new_source: str
+    explanation: str
+    cell_diff: str
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def read(cls, display: object) -> CellEditDisplay:
+        return cls(
+            edit_id=_text(display, "edit_id"),
+            cell_id=_text(display, "cell_id"),
+            position=_text(display, "position", "replace"),
+            execution_count=_int(display, "execution_count"),
+            new_source=_text(display, "new_source"),
+            explanation=_text(display, "explanation"),
+            cell_diff=_text(display, "cell_diff"),
+        )
+
+
 # ------------------------------------------------------------------------ errors
 
 
@@ -319,6 +351,7 @@ ToolDisplay = (
     | HistoryDisplay
     | RunPythonDisplay
     | ProposalDisplay
+    | CellEditDisplay
     | ErrorDisplay
 )
 
@@ -346,6 +379,7 @@ _TELLING_KEYS: tuple[tuple[str, Callable[[object], ToolDisplay | None]], ...] = 
     ("last", HistoryDisplay.read),
     ("elapsed", RunPythonDisplay.read),
     ("proposed_cell", ProposalDisplay.read),
+    ("edit_id", CellEditDisplay.read),
     ("error", ErrorDisplay.read),
 )
 

@@ -13,7 +13,7 @@ messages to append so that the stored history itself becomes valid.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from phoenix_nb.core.codec import CodecError, from_json
@@ -136,78 +136,131 @@ def _synthetic_result(tool_use_id: str, reason: str) -> dict[str, Any]:
 _RANK = {"tool": 0, "system": 1, "user": 2}
 
 
+def _record_blocks(record: Mapping[str, Any]) -> tuple[str, int, list[dict[str, Any]]] | None:
+    """One stored message as (role, rank, API blocks); None for what is never sent."""
+    kind = record.get("message_type")
+    if kind == "agent":
+        blocks = [b for b in map(_api_block, agent_blocks(record)) if b is not None]
+        return "assistant", 0, blocks
+    if kind == "tool":
+        return "user", _RANK["tool"], [_tool_result_block(_content(record))]
+    if kind == "system":
+        text = str(_content(record).get("text") or "")
+        if not text.strip():
+            return None
+        return "user", _RANK["system"], [{"type": "text", "text": SYSTEM_PREFIX + text}]
+    if kind == "user":
+        content = _content(record)
+        text = str(content.get("text") or "")
+        blocks = [{"type": "text", "text": text}] if text.strip() else []
+        blocks += [_image_block(i) for i in images(content)]
+        return "user", _RANK["user"], blocks
+    return None  # continuation and error messages are shown, never sent.
+
+
+_Group = tuple[str, list[tuple[int, dict[str, Any]]]]
+
+
+def _settle(group: _Group, open_calls: list[str]) -> tuple[list[dict[str, Any]], list[str]]:
+    """The messages one finished group of blocks becomes, and the calls it leaves open."""
+    role, ranked = group
+    out: list[dict[str, Any]] = []
+    if role == "assistant":
+        if open_calls:  # an assistant turn right after unanswered calls
+            results = [_synthetic_result(i, "missing from the history") for i in open_calls]
+            out.append({"role": "user", "content": results})
+        blocks = [b for _, b in ranked]
+        out.append({"role": "assistant", "content": blocks})
+        return out, [b["id"] for b in blocks if b["type"] == "tool_use"]
+    firsts: dict[str, dict[str, Any]] = {}  # the first result for an id wins
+    for _, b in ranked:
+        if b["type"] == "tool_result" and b["tool_use_id"] not in firsts:
+            firsts[b["tool_use_id"]] = b
+    paired = [firsts.get(i) or _synthetic_result(i, "missing from the history") for i in open_calls]
+    rest = [b for rank, b in sorted(ranked, key=lambda rb: rb[0]) if rank > 0]
+    turn = paired + rest
+    if turn:
+        out.append({"role": "user", "content": turn})
+    return out, []
+
+
+def _append_merged(merged: list[dict[str, Any]], message: dict[str, Any]) -> None:
+    """Append, merging into a last message of the same role (roles must alternate even
+    around dropped items); the merged message is a new dict, so a list handed out
+    before never changes."""
+    if not merged and message["role"] != "user":
+        merged.append({"role": "user", "content": [{"type": "text", "text": "(start)"}]})
+    if merged and merged[-1]["role"] == message["role"]:
+        merged[-1] = {
+            "role": message["role"],
+            "content": [*merged[-1]["content"], *message["content"]],
+        }
+    else:
+        merged.append(message)
+
+
+class ApiMessages:
+    """`to_api_messages` of a history that only grows, kept up to date message by message.
+
+    Every request of a conversation re-sends its whole history, and a notebook
+    conversation grows to thousands of messages: converting all of them for each
+    request would make every round cost more than the last. Each stored message is
+    decoded once (`extend`); blocks gather in groups of one role, and a group becomes
+    messages once the next role begins (nothing later can change it). `messages()`
+    adds only the group still open, so a request costs what the last round added.
+    The lists and blocks handed out are shared by later requests: callers copy what
+    they change (the cache planner does).
+    """
+
+    def __init__(self) -> None:
+        self.count = 0  # messages fed so far
+        self.tool_names: set[str] = set()  # every tool the history calls
+        self._merged: list[dict[str, Any]] = []  # the settled groups' messages
+        self._open: list[str] = []  # calls the settled groups leave unanswered
+        self._group: _Group | None = None  # the last group, which may still grow
+
+    def extend(self, history: Iterable[Mapping[str, Any]]) -> None:
+        """Take the next stored messages, in order."""
+        for record in history:
+            converted = _record_blocks(record)
+            self.count += 1
+            if converted is None:
+                continue
+            role, rank, blocks = converted
+            if not blocks:
+                continue
+            for block in blocks:
+                if block["type"] == "tool_use":
+                    self.tool_names.add(str(block["name"]))
+            group = self._group
+            if group is not None and group[0] == role:
+                group[1].extend((rank, b) for b in blocks)
+                continue
+            if group is not None:
+                settled, self._open = _settle(group, self._open)
+                for message in settled:
+                    _append_merged(self._merged, message)
+            self._group = (role, [(rank, b) for b in blocks])
+
+    def messages(self) -> list[dict[str, Any]]:
+        """The API `messages` for the history fed so far, always valid to send."""
+        merged = list(self._merged)
+        open_calls = self._open
+        if self._group is not None:
+            settled, open_calls = _settle(self._group, open_calls)
+            for message in settled:
+                _append_merged(merged, message)
+        if open_calls:
+            results = [_synthetic_result(i, "missing from the history") for i in open_calls]
+            _append_merged(merged, {"role": "user", "content": results})
+        return merged
+
+
 def to_api_messages(history: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """The history as Anthropic Messages API `messages`, always valid to send."""
-    groups: list[tuple[str, list[tuple[int, dict[str, Any]]]]] = []
-
-    def add(role: str, rank: int, blocks: list[dict[str, Any]]) -> None:
-        if not blocks:
-            return
-        if groups and groups[-1][0] == role:
-            groups[-1][1].extend((rank, b) for b in blocks)
-        else:
-            groups.append((role, [(rank, b) for b in blocks]))
-
-    for record in history:
-        kind = record.get("message_type")
-        if kind == "agent":
-            blocks = [b for b in map(_api_block, agent_blocks(record)) if b is not None]
-            add("assistant", 0, blocks)
-        elif kind == "tool":
-            add("user", _RANK["tool"], [_tool_result_block(_content(record))])
-        elif kind == "system":
-            text = str(_content(record).get("text") or "")
-            if text.strip():
-                add("user", _RANK["system"], [{"type": "text", "text": SYSTEM_PREFIX + text}])
-        elif kind == "user":
-            content = _content(record)
-            text = str(content.get("text") or "")
-            blocks = [{"type": "text", "text": text}] if text.strip() else []
-            blocks += [_image_block(i) for i in images(content)]
-            add("user", _RANK["user"], blocks)
-        # continuation and error messages are shown, never sent.
-
-    messages: list[dict[str, Any]] = []
-    open_calls: list[str] = []
-    for role, ranked in groups:
-        if role == "assistant":
-            if open_calls:  # an assistant turn right after unanswered calls
-                messages.append(
-                    {
-                        "role": "user",
-                        "content": [
-                            _synthetic_result(i, "missing from the history") for i in open_calls
-                        ],
-                    }
-                )
-            blocks = [b for _, b in ranked]
-            open_calls = [b["id"] for b in blocks if b["type"] == "tool_use"]
-            messages.append({"role": "assistant", "content": blocks})
-            continue
-        firsts: dict[str, dict[str, Any]] = {}  # the first result for an id wins
-        for _, b in ranked:
-            if b["type"] == "tool_result" and b["tool_use_id"] not in firsts:
-                firsts[b["tool_use_id"]] = b
-        paired = [
-            firsts.get(i) or _synthetic_result(i, "missing from the history") for i in open_calls
-        ]
-        rest = [b for rank, b in sorted(ranked, key=lambda rb: rb[0]) if rank > 0]
-        open_calls = []
-        turn = paired + rest
-        if turn:
-            messages.append({"role": "user", "content": turn})
-    if open_calls:
-        results = [_synthetic_result(i, "missing from the history") for i in open_calls]
-        messages.append({"role": "user", "content": results})
-    if messages and messages[0]["role"] != "user":
-        messages.insert(0, {"role": "user", "content": [{"type": "text", "text": "(start)"}]})
-    merged: list[dict[str, Any]] = []
-    for message in messages:  # roles must alternate even around dropped items
-        if merged and merged[-1]["role"] == message["role"]:
-            merged[-1]["content"] = [*merged[-1]["content"], *message["content"]]
-        else:
-            merged.append(message)
-    return merged
+    api = ApiMessages()
+    api.extend(history)
+    return api.messages()
 
 
 def _walk(history: Sequence[Mapping[str, Any]]) -> tuple[list[str], list[ToolUseBlock]]:

@@ -10,9 +10,12 @@ show yet; the table keeps the official $0.20 until the page says otherwise.
 Haiku 5.5 and the 1M-context Sonnet 4.x ids bill a whole request at a higher
 rate when its prompt (input + cache reads + cache writes) passes a threshold.
 
-A model missing from the table has no price: callers show tokens only, never
-an invented price. Batch, fast mode, data residency and server-tool fees
-(web search per call) are not modelled.
+A model missing from the table has no price: callers show tokens only ("price
+unknown"), never an invented price or $0.00. Prices the user gives for a model
+(`c.Phoenix.models[name]["prices"]`, installed with `configure_prices`, process-wide
+for the reason `core.models` gives) win over the table; a model on Bedrock or
+Vertex is priced by its Anthropic id (`core.models.canonical`). Batch, fast mode,
+data residency and server-tool fees (web search per call) are not modelled.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
+from phoenix_nb.core.models import known_alias
 from phoenix_nb.core.values import Usage
 
 PER_MTOK = 1_000_000
@@ -93,15 +97,48 @@ PRICES: Mapping[str, ModelPrice] = MappingProxyType(
 )
 
 
+_configured: Mapping[str, ModelPrice] = MappingProxyType({})
+
+
+def configure_prices(prices: Mapping[str, ModelPrice]) -> None:
+    """Install the user's prices per model name (the runtime does, from Settings)."""
+    global _configured
+    _configured = MappingProxyType(dict(prices))
+
+
+def rates_from(raw: Mapping[str, float]) -> ModelPrice:
+    """A user's price entry, USD per million tokens: `input` and `output` required;
+    `cache_read`, `cache_write` (or `cache_write_5m` / `cache_write_1h`) default to
+    the input rate, so a missing figure never makes a token look cheaper than input."""
+    for key in ("input", "output"):
+        if key not in raw:
+            raise ValueError(f"a price needs '{key}' (USD per million tokens)")
+    known = {"input", "output", "cache_read", "cache_write", "cache_write_5m", "cache_write_1h"}
+    extra = set(raw) - known
+    if extra:
+        raise ValueError(f"unknown price field(s) {sorted(extra)}; known: {sorted(known)}")
+    values = {k: float(v) for k, v in raw.items()}
+    if any(v < 0 for v in values.values()):
+        raise ValueError("prices cannot be negative")
+    write = values.get("cache_write", values["input"])
+    return ModelPrice(
+        _r(
+            values["input"],
+            values["output"],
+            values.get("cache_write_5m", write),
+            values.get("cache_write_1h", write),
+            values.get("cache_read", values["input"]),
+        )
+    )
+
+
 def price_for(model: str) -> ModelPrice | None:
-    """The model's prices; a dated id (claude-haiku-4-5-20251001) matches its alias."""
-    if model in PRICES:
-        return PRICES[model]
-    best = ""
-    for known in PRICES:
-        if model.startswith(known + "-") and len(known) > len(best):
-            best = known
-    return PRICES[best] if best else None
+    """The model's prices: the user's, else the table's (a dated id such as
+    claude-haiku-4-5-20251001 matches its alias); None when nobody knows."""
+    if model in _configured:
+        return _configured[model]
+    alias = known_alias(model, PRICES)
+    return PRICES[alias] if alias else None
 
 
 def cost(usage: Usage, model: str) -> float | None:

@@ -31,6 +31,7 @@ MAX_ATTEMPTS = 3  # LLM request attempts before Error (REQ-BED-006)
 WARNING_THRESHOLD = 0.80  # context warning indicator (REQ-BED-023)
 CONTINUATION_THRESHOLD = 0.90  # continuation flow (REQ-BED-019)
 DEFAULT_MAX_SUB_AGENT_TURNS = 50
+DEFAULT_MAX_TURN_ROUNDS = 100  # model responses for one user message (c.Phoenix.max_turn_rounds)
 
 
 @dataclass(frozen=True)
@@ -184,6 +185,7 @@ class ConvState:
     context_warning: bool = False  # last usage >= 80% of the window (REQ-BED-023)
     reminded: bool = False  # a sub-agent was reminded to call submit_result
     turns: int = 0  # LLM responses so far (sub-agent turn limit)
+    turn_rounds: int = 0  # LLM responses since the last user message (the turn budget)
 
     @property
     def name(self) -> str:
@@ -199,6 +201,24 @@ class ConvState:
 
 
 @dataclass(frozen=True)
+class TurnBudget:
+    """What one turn (the work on one user message) and the whole conversation may use,
+    and what they have spent so far, in dollars (the runtime keeps those figures; None
+    when the model has no known price, which turns the dollar limits off).
+
+    A limit of None is off. A runaway model (one that never stops calling tools) is
+    stopped after `max_rounds` responses; a turn or a conversation that has spent its
+    dollars stops after the response that reached the limit.
+    """
+
+    max_rounds: int | None = DEFAULT_MAX_TURN_ROUNDS
+    max_turn_cost: float | None = None
+    max_conversation_cost: float | None = None
+    turn_spent: float | None = None
+    conversation_spent: float | None = None
+
+
+@dataclass(frozen=True)
 class ConvContext:
     """Facts fixed when the conversation is created (REQ-BED-010)."""
 
@@ -209,6 +229,7 @@ class ConvContext:
     sandbox_available: bool = True
     model_info: ModelInfo | None = None  # None: looked up from `model`
     max_sub_agent_turns: int = DEFAULT_MAX_SUB_AGENT_TURNS
+    budget: TurnBudget = field(default_factory=TurnBudget)  # conversations only, not sub-agents
 
     def __post_init__(self) -> None:
         if self.model_info is None:

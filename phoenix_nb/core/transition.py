@@ -61,6 +61,7 @@ from phoenix_nb.core.notices import (
     SubAgentFinished,
     UpgradeRequested,
 )
+from phoenix_nb.core.prices import cost, format_usd
 from phoenix_nb.core.states import (
     CONTINUATION_THRESHOLD,
     MAX_ATTEMPTS,
@@ -81,6 +82,7 @@ from phoenix_nb.core.states import (
     LlmRequesting,
     Phase,
     ToolExecuting,
+    TurnBudget,
     context_fraction,
 )
 from phoenix_nb.core.values import (
@@ -151,6 +153,10 @@ SUB_AGENT_REMINDER_TEXT = (
 SUBMITTED_RESULT = "Result submitted to the parent conversation."
 SKIPPED_AFTER_SUBMIT_RESULT = "Skipped: the result was already submitted."
 CONTINUATION_CANCELLED_SUMMARY = "Continuation cancelled by the user."
+BUDGET_NOT_RUN_RESULT = (
+    "Not executed: the turn reached its limit ({limit}) before this call ran. "
+    "The user has been told and can send a message to go on."
+)
 MAX_SUB_AGENTS = 10
 
 UPGRADE_TOOL = "request_mode_upgrade"
@@ -218,6 +224,76 @@ def _ignore(state: ConvState, *_: Any) -> Transition:
 
 def _at(state: ConvState, phase: Phase) -> ConvState:
     return replace(state, phase=phase)
+
+
+# --- the turn budget -------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LimitReached:
+    """Which limit of the turn budget stopped the turn, and the words that say so."""
+
+    limit: str  # the setting's name: max_turn_rounds | max_turn_cost | max_conversation_cost
+    text: str
+
+
+def conversation_limit(budget: TurnBudget) -> LimitReached | None:
+    """The conversation's dollar limit, when what it has spent reached it."""
+    spent, limit = budget.conversation_spent, budget.max_conversation_cost
+    if limit is None or spent is None or spent < limit:
+        return None
+    return LimitReached(
+        "max_conversation_cost",
+        f"This conversation has spent {format_usd(spent)}, which reaches its limit of "
+        f"{format_usd(limit)} (c.Phoenix.max_conversation_cost). To go on, raise the limit "
+        "with `%config Phoenix.max_conversation_cost = <dollars>` (or `= None` for no "
+        "limit) and send a message.",
+    )
+
+
+def budget_reached(
+    state: ConvState, ctx: ConvContext, response: LlmResponse
+) -> LimitReached | None:
+    """The limit the turn has reached with this response (already counted in
+    `state.turn_rounds`), if any; rounds first, then the turn's dollars, then the
+    conversation's. Dollar limits need a priced model."""
+    budget = ctx.budget
+    if budget.max_rounds is not None and state.turn_rounds >= budget.max_rounds:
+        return LimitReached(
+            "max_turn_rounds",
+            f"The turn stopped after {state.turn_rounds} model responses, its limit for one "
+            "message (c.Phoenix.max_turn_rounds). Send a message to go on (the count starts "
+            "again), or change the limit with `%config Phoenix.max_turn_rounds = <n>`.",
+        )
+    price = cost(response.usage, ctx.model)
+    if price is None:
+        return None
+    turn_spent = None if budget.turn_spent is None else budget.turn_spent + price
+    limit = budget.max_turn_cost
+    if limit is not None and turn_spent is not None and turn_spent >= limit:
+        return LimitReached(
+            "max_turn_cost",
+            f"The turn stopped after spending {format_usd(turn_spent)}, which reaches its "
+            f"limit of {format_usd(limit)} for one message (c.Phoenix.max_turn_cost). Send "
+            "a message to go on, or change the limit with "
+            "`%config Phoenix.max_turn_cost = <dollars>`.",
+        )
+    total = None if budget.conversation_spent is None else budget.conversation_spent + price
+    return conversation_limit(replace(budget, conversation_spent=total))
+
+
+def _stop_at_limit(
+    state: ConvState,
+    reached: LimitReached,
+    calls: Sequence[ToolUseBlock],
+    effects: list[Effect],
+) -> Transition:
+    """End the turn where it stands: every call of the response answered (not run), the
+    limit said in a note the record shows and the model reads with the next message."""
+    for call in calls:
+        _answer(call, BUDGET_NOT_RUN_RESULT.format(limit=reached.limit), effects)
+    effects.append(PersistMessage("system", {"text": reached.text, "limit": reached.limit}))
+    return _done(_at(state, Idle()), effects)
 
 
 # --- shared steps --------------------------------------------------------------
@@ -399,6 +475,10 @@ def _retry_plan(attempt: int, failure: LlmFailure) -> tuple[int, float, list[Eff
 
 
 def _start(state: ConvState, ctx: ConvContext, _phase: Any, event: UserMessage) -> Outcome:
+    reached = None if ctx.is_sub_agent else conversation_limit(ctx.budget)
+    if reached is not None:
+        return Rejection(reached.text)
+    state = replace(state, turn_rounds=0)
     return _done(_at(state, LlmRequesting(1)), [user_message(event), RequestLlm()])
 
 
@@ -413,6 +493,7 @@ def _on_response(
         last_usage=event.usage,
         context_warning=fraction >= WARNING_THRESHOLD,
         turns=state.turns + 1,
+        turn_rounds=state.turn_rounds + 1,
     )
     content = {"blocks": to_json(event.content), "stop_reason": event.stop_reason}
     effects: list[Effect] = [PersistMessage("agent", content, None, event.usage)]
@@ -431,6 +512,10 @@ def _on_response(
         ]
         return _done(_at(state, phase_next), effects)
 
+    if not ctx.is_sub_agent and (calls or event.stop_reason == "pause_turn"):
+        reached = budget_reached(state, ctx, event)
+        if reached is not None:  # the model would be asked again: stop here instead
+            return _stop_at_limit(state, reached, calls, effects)
     if calls:
         return _run_tools(state, ctx, calls, (), effects)
     if event.stop_reason == "pause_turn":

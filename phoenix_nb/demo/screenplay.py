@@ -34,6 +34,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from phoenix_nb.demo import cell_fix
 from phoenix_nb.demo.server import FakeAnthropic
 from phoenix_nb.demo.turns import BlockSpec, FakeRequest, Turn, text, tool_use
 
@@ -300,6 +301,8 @@ class DemoScript:
                 ),
                 self._call("vars", "inspect_variables", {}),
             )
+        if cell_fix.asks_for_cell_fix(said):
+            return self._turn(*cell_fix.opening(self._lead(view), self._say, self._call))
         if any(word in said for word in ("sub-agent", "subagent", "sub agent", "parallel")):
             return self._turn(
                 self._say(
@@ -388,11 +391,20 @@ class DemoScript:
             ("khist", self._after_kernel_history),
             ("trypy", self._after_try),
             ("propose", self._after_propose),
+            ("cellhist", self._after_cell_history),
+            ("celledit", self._after_cell_edit),
         ):
             outcome = view.outcome(step)
             if outcome is not None:
                 return handler(view, outcome)
         return self._turn(self._say(f"{LABEL} Done."))
+
+    def _after_cell_history(self, view: RequestView, outcome: ToolOutcome) -> Turn:
+        blocks = cell_fix.after_history(outcome.content, outcome.is_error, self._say, self._call)
+        return self._turn(*blocks)
+
+    def _after_cell_edit(self, view: RequestView, outcome: ToolOutcome) -> Turn:
+        return self._turn(*cell_fix.after_edit(outcome.content, outcome.is_error, self._say))
 
     def _after_explore(self, view: RequestView, outcome: ToolOutcome) -> Turn:
         return self._turn(

@@ -1,7 +1,11 @@
-"""The LLM executor: the Anthropic provider on the official SDK, and image preparation.
+"""The LLM executor: one provider port, several wire formats, and image preparation.
 
-Nothing heavy is imported with the package: the SDK loads when a provider is
-built, Pillow when an image is prepared (`%load_ext` must stay fast).
+`make_provider` builds the adapter the settings name: the Messages API (Anthropic
+and compatible servers), Bedrock and Vertex (the anthropic SDK's own clients), or
+OpenAI-compatible Chat Completions (the openai SDK). Nothing heavy is imported with
+the package: an SDK loads when its provider is built, Pillow when an image is
+prepared (`%load_ext` must stay fast, and openai, boto3 or google never load for a
+user who does not use them).
 """
 
 from typing import TYPE_CHECKING, Any
@@ -10,6 +14,7 @@ from phoenix_nb.llm.errors import LlmCallError, classify
 from phoenix_nb.llm.stream import (
     LlmOutcome,
     LlmResponse,
+    ProviderNotice,
     ServerToolInputDelta,
     ServerToolUseStart,
     StreamUpdate,
@@ -22,10 +27,12 @@ from phoenix_nb.llm.stream import (
 if TYPE_CHECKING:
     from phoenix_nb.llm.images import ImageError, image_block, prepare_image
     from phoenix_nb.llm.provider import AnthropicProvider, LlmRequest
+    from phoenix_nb.llm.providers import make_provider
 
 _LAZY = {
     "AnthropicProvider": "phoenix_nb.llm.provider",
     "LlmRequest": "phoenix_nb.llm.provider",
+    "make_provider": "phoenix_nb.llm.providers",
     "ImageError": "phoenix_nb.llm.images",
     "image_block": "phoenix_nb.llm.images",
     "prepare_image": "phoenix_nb.llm.images",
@@ -47,6 +54,7 @@ __all__ = [
     "LlmOutcome",
     "LlmRequest",
     "LlmResponse",
+    "ProviderNotice",
     "ServerToolInputDelta",
     "ServerToolUseStart",
     "StreamUpdate",
@@ -56,5 +64,6 @@ __all__ = [
     "ToolUseStart",
     "classify",
     "image_block",
+    "make_provider",
     "prepare_image",
 ]

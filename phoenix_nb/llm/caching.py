@@ -70,26 +70,64 @@ def _fingerprint(params: Mapping[str, Any]) -> str:
     return hashlib.sha256(json.dumps(head, sort_keys=True, default=str).encode()).hexdigest()
 
 
-def _positions(messages: Sequence[Mapping[str, Any]]) -> list[tuple[int, int]]:
-    """(message index, block index) of every content block, in prompt order."""
-    return [(m, b) for m, message in enumerate(messages) for b in range(len(_blocks(message)))]
+Position = tuple[int, int]  # (message index, block index) of a content block
 
 
-def _last_markable(messages: Sequence[Mapping[str, Any]], upto: int) -> int:
-    """Flat index of the last markable block at or before `upto`, or -1."""
-    flat = _positions(messages)
-    for i in range(min(upto, len(flat) - 1), -1, -1):
-        m, b = flat[i]
-        if _markable(_blocks(messages[m])[b]):
-            return i
-    return -1
+def _count(message: Mapping[str, Any]) -> int:
+    content = message.get("content")
+    return 1 if isinstance(content, str) else len(content or ())
+
+
+def _block(messages: Sequence[Mapping[str, Any]], pos: Position) -> Any:
+    content = messages[pos[0]].get("content")
+    return content if isinstance(content, str) else (content or ())[pos[1]]
+
+
+def _before(messages: Sequence[Mapping[str, Any]], pos: Position) -> Position | None:
+    """The block just before `pos` in prompt order, or None at the start.
+
+    Breakpoints go near the end of a history that may hold thousands of messages,
+    so positions are walked back from the end: placing one costs the blocks walked
+    over, never the whole request."""
+    m, b = pos
+    while b <= 0:
+        m -= 1
+        if m < 0:
+            return None
+        b = _count(messages[m])
+    return m, b - 1
+
+
+def _last_markable(messages: Sequence[Mapping[str, Any]], pos: Position | None) -> Position | None:
+    """The last markable block at or before `pos`, or None."""
+    while pos is not None and not _markable(_block(messages, pos)):
+        pos = _before(messages, pos)
+    return pos
+
+
+def _more_than(
+    messages: Sequence[Mapping[str, Any]], start: Position, end: Position, limit: int
+) -> bool:
+    """Whether more than `limit` blocks separate `start` from `end` (start < end)."""
+    pos: Position | None = end
+    steps = 0
+    while pos is not None and pos != start:
+        steps += 1
+        if steps > limit:
+            return True
+        pos = _before(messages, pos)
+    return False
+
+
+def _valid(messages: Sequence[Mapping[str, Any]], pos: Position) -> bool:
+    return 0 <= pos[0] < len(messages) and 0 <= pos[1] < _count(messages[pos[0]])
 
 
 def _mark(
-    messages: list[dict[str, Any]], flat_index: int, marker: dict[str, str]
+    messages: list[dict[str, Any]], where: Position, marker: dict[str, str]
 ) -> list[dict[str, Any]]:
     """A copy of `messages` with `marker` on one block; the caller's lists stay untouched."""
-    m, b = _positions(messages)[flat_index]
+    m, b = where
     blocks = _blocks(messages[m])
     block = blocks[b]
     new_block = {"type": "text", "text": block} if isinstance(block, str) else dict(block)
@@ -107,7 +145,7 @@ class CachePlanner:
         if ttl is not None:
             cache_control(ttl)  # validates
         self.ttl = ttl
-        self._ends: OrderedDict[str, int] = OrderedDict()
+        self._ends: OrderedDict[str, Position] = OrderedDict()
 
     def apply(self, params: dict[str, Any]) -> dict[str, Any]:
         """`params` with breakpoints; unchanged when caching is off."""
@@ -115,15 +153,22 @@ class CachePlanner:
             return params
         marker = cache_control(self.ttl)
         messages = list(params.get("messages") or [])
-        end = _last_markable(messages, len(_positions(messages)) - 1)
+        last = _before(messages, (len(messages) - 1, _count(messages[-1]))) if messages else None
+        end = _last_markable(messages, last)
         key = _fingerprint(params)
         previous = self._ends.get(key)
         out = {**params, "cache_control": marker}
-        if previous is not None and 0 <= previous < end and end - previous > LOOKBACK:
+        if (
+            previous is not None
+            and end is not None
+            and _valid(messages, previous)
+            and previous < end
+            and _more_than(messages, previous, end, LOOKBACK)
+        ):
             target = _last_markable(messages, previous)
-            if target >= 0:
+            if target is not None:
                 out["messages"] = _mark(messages, target, marker)
-        if end >= 0:
+        if end is not None:
             self._ends[key] = end
             self._ends.move_to_end(key)
             while len(self._ends) > _MEMORY:

@@ -56,6 +56,13 @@ ERROR_TYPE_TABLE: dict[str, tuple[ErrorKind, bool]] = {
     "timeout_error": (K.NETWORK, True),
     "api_error": (K.SERVER_ERROR, True),
     "overloaded_error": (K.SERVER_ERROR, True),
+    # Bedrock's exception frames in an AWS event stream (the SDK reports their type).
+    "throttlingException": (K.RATE_LIMIT, True),
+    "serviceUnavailableException": (K.SERVER_ERROR, True),
+    "internalServerException": (K.SERVER_ERROR, True),
+    "modelStreamErrorException": (K.SERVER_ERROR, True),
+    "modelTimeoutException": (K.NETWORK, True),
+    "validationException": (K.INVALID_REQUEST, False),
 }
 
 # The status the API uses for each error type, so an in-stream error reads like its HTTP twin.
@@ -70,6 +77,12 @@ _TYPE_STATUS = {
     "timeout_error": 504,
     "api_error": 500,
     "overloaded_error": 529,
+    "throttlingException": 429,
+    "serviceUnavailableException": 503,
+    "internalServerException": 500,
+    "modelStreamErrorException": 500,
+    "modelTimeoutException": 504,
+    "validationException": 400,
 }
 
 _CONTEXT_MARKERS = ("prompt is too long", "context window", "context_length")
@@ -186,13 +199,55 @@ def classify(
         )
     if isinstance(exc, anthropic.CredentialsError | TypeError) and "auth" in str(exc).lower():
         return LlmFailure(K.AUTH, "No API key found: set ANTHROPIC_API_KEY.", False)
+    cloud = _cloud_credentials(exc)
+    if cloud is not None:
+        return cloud
     return LlmFailure(
         K.UNKNOWN, f"Unexpected error from the LLM client: {type(exc).__name__}: {exc}", False
     )
 
 
+def _cloud_credentials(exc: BaseException) -> LlmFailure | None:
+    """Bedrock's and Vertex's credential chains fail with botocore's or google-auth's own
+    exceptions, judged by module so that neither library is imported to tell."""
+    module, name = type(exc).__module__, type(exc).__name__
+    if module.startswith("google.auth"):
+        if name == "TransportError":
+            return LlmFailure(
+                K.NETWORK,
+                f"Could not reach Google to refresh the Vertex credentials ({exc});"
+                " it will be retried.",
+                True,
+            )
+        return LlmFailure(
+            K.AUTH,
+            f"Google credentials for Vertex did not work ({name}: {exc}). Run `gcloud auth "
+            "application-default login` or set GOOGLE_APPLICATION_CREDENTIALS.",
+            False,
+        )
+    if module.startswith("botocore") or "AWS credentials" in str(exc):
+        return LlmFailure(
+            K.AUTH,
+            f"AWS credentials for Bedrock did not work ({name}: {exc}). Set up a profile, "
+            "`aws sso login`, or AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY.",
+            False,
+        )
+    return None
+
+
+def _body_message(body: object) -> str:
+    """The message of an error body in Bedrock's (`{"message"}`) or Google's
+    (`{"error": {"message"}}`) form, which the SDK does not read for us."""
+    if not isinstance(body, dict):
+        return ""
+    inner = body.get("error")
+    if isinstance(inner, dict) and isinstance(inner.get("message"), str):
+        return str(inner["message"])
+    return str(body["message"]) if isinstance(body.get("message"), str) else ""
+
+
 def _classify_status(exc: anthropic.APIStatusError, model: str) -> LlmFailure:
-    api_message = exc.api_message or ""
+    api_message = getattr(exc, "api_message", "") or _body_message(exc.body)
     status = exc.status_code
     error_type = exc.type if isinstance(exc.type, str) else None
     if status == 200:

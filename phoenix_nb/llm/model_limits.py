@@ -5,8 +5,11 @@
 With a key set, the figures are fetched once and kept next to the store
 (`model_limits.json` under the store root), refreshed when older than a week,
 so a kernel start costs no request and an offline kernel still knows them. An
-unknown model, a network fault or no key all fall back to the registry
-(REQ-BED-022 for models neither knows). A lookup never fails a conversation.
+unknown model, a network fault or no key all fall back to the user's
+description (`c.Phoenix.models`) or the registry, then to the stated default for
+models nobody describes: REQ-BED-022's smallest window on Anthropic's API,
+`core.models.CONSERVATIVE` on any other server (`conservative=True`). A lookup
+never fails a conversation.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from phoenix_nb.core.models import ModelInfo, model_info, with_api_limits
+from phoenix_nb.core.models import CONSERVATIVE, ModelInfo, model_info, with_api_limits
 
 CACHE_FILE = "model_limits.json"
 MAX_AGE = 7 * 24 * 3600.0  # limits change with model releases, not by the hour
@@ -45,7 +48,13 @@ class ModelLimits:
         *,
         max_age: float = MAX_AGE,
         clock: Callable[[], float] = time.time,
+        conservative: bool = False,
+        scope: str = "",
     ) -> None:
+        self.conservative = conservative
+        # Which server the figures are of: "" for Anthropic's API; otherwise the same
+        # name on another server (a local "llama3") is another model, kept apart.
+        self.scope = scope
         self.path = None if root is None else Path(root) / CACHE_FILE
         self.source = source
         self.max_age = max_age
@@ -76,20 +85,28 @@ class ModelLimits:
                 with contextlib.suppress(OSError):
                     os.unlink(tmp)
 
+    def _key(self, model: str) -> str:
+        return f"{self.scope}|{model}" if self.scope else model
+
     def cached(self, model: str) -> ModelInfo:
         """What is known without asking: cached API figures (any age), else the registry."""
-        entry = self._load().get(model)
+        entry = self._load().get(self._key(model))
         if isinstance(entry, dict):
             window, output = entry.get("max_input_tokens"), entry.get("max_tokens")
             return with_api_limits(
                 model,
                 window if isinstance(window, int) else None,
                 output if isinstance(output, int) else None,
+                self._unknown,
             )
-        return model_info(model)
+        return model_info(model, self._unknown)
+
+    @property
+    def _unknown(self) -> ModelInfo | None:
+        return CONSERVATIVE if self.conservative else None
 
     def _fresh(self, model: str) -> bool:
-        entry = self._load().get(model)
+        entry = self._load().get(self._key(model))
         if not isinstance(entry, dict):
             return False
         fetched = entry.get("fetched_at")
@@ -108,6 +125,10 @@ class ModelLimits:
         # An answer, "unknown to the API" (None, None) included, is kept for MAX_AGE.
         window, output = answer
         data = self._load()
-        data[model] = {"max_input_tokens": window, "max_tokens": output, "fetched_at": self.clock()}
+        data[self._key(model)] = {
+            "max_input_tokens": window,
+            "max_tokens": output,
+            "fetched_at": self.clock(),
+        }
         self._save(data)
-        return with_api_limits(model, window, output)
+        return with_api_limits(model, window, output, self._unknown)

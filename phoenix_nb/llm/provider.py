@@ -15,7 +15,15 @@ as sent, completed from their deltas, and text citations are kept; the history
 sends them back unchanged (the API requires it after `pause_turn` and for
 redacted reasoning before a tool call).
 
-Every request carries prompt-cache breakpoints (`caching.CachePlanner`).
+Every request carries prompt-cache breakpoints (`caching.CachePlanner`), thinking
+when asked and images, unless the model is described as lacking them or its server
+rejected them (`capabilities`: the request is sent again without, with one line).
+
+The same class serves every server of this wire format: Anthropic's API, a
+compatible local or self-hosted server (a base URL), and Bedrock and Vertex,
+whose anthropic SDK clients (`AsyncAnthropicBedrock`, `AsyncAnthropicVertex`)
+take the same requests and yield the same events (`providers.make_provider`
+builds each and hands the client in).
 
 Retries belong to the state machine (REQ-BED-006), so the SDK's are off
 (`max_retries=0`). The key is held by the SDK client only; it never appears
@@ -44,11 +52,13 @@ from phoenix_nb.core.values import (
     ToolUseBlock,
     Usage,
 )
+from phoenix_nb.llm import capabilities
 from phoenix_nb.llm.caching import CachePlanner
 from phoenix_nb.llm.errors import LlmCallError, classify
 from phoenix_nb.llm.stream import (
     LlmOutcome,
     LlmResponse,
+    ProviderNotice,
     ServerToolInputDelta,
     ServerToolUseStart,
     StreamUpdate,
@@ -201,16 +211,36 @@ class AnthropicProvider:
         stall_timeout: float = 60.0,
         connect_timeout: float = 10.0,
         cache_ttl: str | None = "1h",
+        client: Any = None,
+        name: str = "anthropic",
     ) -> None:
-        """`cache_ttl`: "1h" (default; README explains why), "5m", or None for no caching."""
+        """`cache_ttl`: "1h" (default; README explains why), "5m", or None for no caching.
+
+        `client`: an SDK client of this wire format built elsewhere (Bedrock, Vertex);
+        None builds `AsyncAnthropic`. A base URL without any credential in the
+        environment is a local server that needs none: the SDK insists on one, so a
+        placeholder is sent (a server that does check answers 401, shown as such).
+        """
         key = api_key if api_key is not None else os.environ.get("ANTHROPIC_API_KEY")
         url = base_url if base_url is not None else os.environ.get("ANTHROPIC_BASE_URL")
+        self.name = name
         self._secret = key or ""
         self._cache = CachePlanner(cache_ttl)
         self._stall_timeout = stall_timeout
+        self.capabilities = capabilities.Capabilities()
+        self._notified: set[tuple[str, str]] = set()
+        self._sdk_client: Any = client
+        if client is not None:
+            self.base_url = str(getattr(client, "base_url", "") or base_url or "")
+            self._local = False
+            self._options = (key, url, timeout, connect_timeout)
+            return
         self.base_url = url or "https://api.anthropic.com"
+        # A server other than Anthropic's: its models endpoint may answer without a key.
+        self._local = bool(url)
+        if url and not key and not os.environ.get("ANTHROPIC_AUTH_TOKEN"):
+            key = "no-key-needed"
         self._options = (key, url, timeout, connect_timeout)
-        self._sdk_client: Any = None
 
     async def _client(self) -> Any:
         """The SDK client, built for the first request.
@@ -227,8 +257,11 @@ class AnthropicProvider:
             import httpx2
 
             key, url, timeout, connect_timeout = self._options
+            from phoenix_nb.llm.offload import off_loop
+
             # `read` bounds the wait for headers and every gap between stream chunks.
-            client = anthropic.AsyncAnthropic(
+            # The SDK's copy of each (whole-history) request body runs off the event loop.
+            client = off_loop(anthropic.AsyncAnthropic)(
                 api_key=key,
                 base_url=url,
                 max_retries=0,
@@ -240,7 +273,7 @@ class AnthropicProvider:
 
     def __repr__(self) -> str:
         key = "set" if self._secret else "unset"
-        return f"AnthropicProvider(base_url={self.base_url!r}, api_key={key})"
+        return f"AnthropicProvider({self.name}, base_url={self.base_url!r}, api_key={key})"
 
     async def aclose(self) -> None:
         """Release pooled connections (none if no request was made)."""
@@ -259,7 +292,24 @@ class AnthropicProvider:
             params["tools"] = request.tools
         if request.thinking is not None:
             params["thinking"] = dict(request.thinking)
-        return self._cache.apply(params)
+        off = self.capabilities.off(request.model)
+        if "caching" not in off:
+            params = self._cache.apply(params)
+        return capabilities.without(params, off)
+
+    def lacks(self, model: str) -> tuple[str, ...]:
+        """Optional features not sent to `model`: described as missing, or refused."""
+        off = self.capabilities.off(model)
+        return tuple(f for f in capabilities.FEATURES if f in off)
+
+    def _rejected(self, failure: LlmFailure, params: Mapping[str, Any], model: str) -> str | None:
+        """The optional feature a failed request was refused for, now turned off; its
+        notice is returned once per model and feature (None: not such a failure)."""
+        feature = capabilities.rejected_feature(failure, capabilities.features_in(params))
+        if feature is None:
+            return None
+        self.capabilities.turn_off(model, feature)
+        return feature
 
     @property
     def cache_ttl(self) -> str | None:
@@ -285,12 +335,21 @@ class AnthropicProvider:
         iterates this generator propagates CancelledError and closes the
         connection, which the server sees as a disconnect.
         """
-        try:
-            client = await self._client()
-            raw = await client.messages.create(**self._params(request), stream=True)
-        except Exception as exc:
-            yield LlmOutcome(failure=self._failure(exc, request.model))
-            return
+        for _ in (*capabilities.FEATURES, "last"):  # each feature is turned off at most once
+            params = self._params(request)
+            try:
+                raw = await (await self._client()).messages.create(**params, stream=True)
+            except Exception as exc:
+                refused = self._failure(exc, request.model)
+                feature = self._rejected(refused, params, request.model)
+                if feature is None:
+                    yield LlmOutcome(failure=refused)
+                    return
+                if (request.model, feature) not in self._notified:
+                    self._notified.add((request.model, feature))
+                    yield ProviderNotice(capabilities.NOTICE[feature])
+                continue
+            break
         blocks: dict[int, _Block] = {}
         usage = Usage()
         stop_reason: str | None = None
@@ -378,18 +437,53 @@ class AnthropicProvider:
         return bool(self._secret)
 
     async def model_limits(self, model: str) -> tuple[int | None, int | None] | None:
-        """(max_input_tokens, max_tokens) from the Models API; (None, None) when the API
-        does not know the model (404); None when it could not be asked (no key, a
-        network or server fault). The registry is the fallback, and a lookup never
-        fails a conversation.
+        """(max_input_tokens, max_tokens) from the server's models endpoint; (None, None)
+        when it does not know the model (404) or has no such endpoint; None when it
+        could not be asked (no key, a network or server fault). The registry or the
+        stated default answers then, and a lookup never fails a conversation.
+
+        Anthropic's `GET /v1/models/{id}` reports both figures. A compatible server
+        may instead list its models in the OpenAI form (`GET /v1/models`) with the
+        window under its own name: vLLM `max_model_len`, llama.cpp `meta.n_ctx_train`,
+        others `context_length`.
         """
-        if not self._secret:
-            return None
+        models = getattr(await self._client(), "models", None)
+        if models is None or not (self._secret or self._local):
+            return None  # Bedrock and Vertex have no models endpoint in this SDK
         try:
-            info = await (await self._client()).models.retrieve(model)
+            info = await models.retrieve(model)
         except Exception as exc:  # any fault: the registry answers instead
-            return (None, None) if getattr(exc, "status_code", None) == 404 else None
-        return info.max_input_tokens, info.max_tokens
+            status = getattr(exc, "status_code", None)
+            if status not in (404, 405) or not self._local:
+                return (None, None) if status in (404, 405) else None
+            info = None
+        window = getattr(info, "max_input_tokens", None) if info is not None else None
+        output = getattr(info, "max_tokens", None) if info is not None else None
+        if window is None and output is None and self._local:
+            return await self._listed_limits(model)
+        return window, output
+
+    async def _listed_limits(self, model: str) -> tuple[int | None, int | None]:
+        """The window a compatible server's model list reports, OpenAI-style."""
+        try:
+            listing = await (await self._client()).get("/v1/models", cast_to=object)
+        except Exception:
+            return (None, None)
+        entries = listing.get("data") if isinstance(listing, Mapping) else None
+        for entry in entries if isinstance(entries, list) else []:
+            if not isinstance(entry, Mapping) or entry.get("id") != model:
+                continue
+            meta = entry.get("meta") if isinstance(entry.get("meta"), Mapping) else {}
+            for value in (
+                entry.get("max_input_tokens"),
+                entry.get("max_model_len"),
+                entry.get("context_length"),
+                meta.get("n_ctx_train") if isinstance(meta, Mapping) else None,
+            ):
+                if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+                    output = entry.get("max_tokens")
+                    return value, output if isinstance(output, int) else None
+        return (None, None)
 
     async def complete(self, request: LlmRequest) -> LlmResponse:
         """Run `stream` to its end; raise LlmCallError on failure."""
@@ -405,8 +499,14 @@ class AnthropicProvider:
 
     async def complete_text(self, request: LlmRequest) -> str:
         """A small non-streamed call (keyword_search, summaries): its text, or LlmCallError."""
-        try:
-            message = await (await self._client()).messages.create(**self._params(request))
-        except Exception as exc:
-            raise LlmCallError(self._failure(exc, request.model)) from exc
+        while True:
+            params = self._params(request)
+            try:
+                message = await (await self._client()).messages.create(**params)
+            except Exception as exc:
+                failure = self._failure(exc, request.model)
+                if self._rejected(failure, params, request.model) is None:
+                    raise LlmCallError(failure) from exc
+                continue  # the feature is off now: at most three more tries
+            break
         return "".join(b.text or "" for b in message.content if b.type == "text")

@@ -69,6 +69,14 @@ class ServerToolInputDelta:
 
 
 @dataclass(frozen=True, slots=True)
+class ProviderNotice:
+    """One line the user should read about how requests are sent from now on (a
+    server rejected an optional feature and phoenix stopped sending it)."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
 class LlmResponse:
     """A complete response: the model reached `message_stop`."""
 
@@ -96,5 +104,6 @@ StreamUpdate = (
     | ToolInputDelta
     | ServerToolUseStart
     | ServerToolInputDelta
+    | ProviderNotice
     | LlmOutcome
 )

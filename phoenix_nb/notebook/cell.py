@@ -102,6 +102,9 @@ async def run_cell(line: str, body: str) -> None:
             raise OptionsError("the cell is empty: write your message below the %%phoenix line")
         namespace = shell.user_ns if shell is not None else {}
         images = [resolve_image(spec, namespace) for spec in opts.images]
+        known = None if opts.new else (opts.name or session.current)
+        if known:  # a long history is read from the store off the event loop
+            await session.phoenix.load(known)
         conv = session.conversation_for(opts)
     except (OptionsError, PhoenixError, ImageError, StoreError) as exc:
         say(str(exc))
@@ -182,10 +185,12 @@ class TurnView:
         # An answer (`%phoenix approve`) shows the paused cycle from its approval on: the
         # cell above already shows what came before.
         self.first_step = 0
+        # The messages this view shows start here: thumbnails look only at them.
+        self.first_message = conv.message_count()
         if from_approval:
-            cycles = conv.payload().get("cycles", [])
+            cycles = conv.payload(since_cycle=max(0, conv.cycle_count() - 1)).get("cycles", [])
             if cycles:
-                self.first_cycle = len(cycles) - 1
+                self.first_cycle = int(cycles[-1].get("index", 0))
                 steps = cycles[-1].get("steps", [])
                 approvals = [i for i, st in enumerate(steps) if st.get("kind") == "approval"]
                 self.first_step = approvals[-1] if approvals else len(steps)
@@ -204,11 +209,14 @@ class TurnView:
         self.updates_sent = 0
 
     # -- the record -------------------------------------------------------------------
-    def record(self, full: dict[str, Any] | None = None) -> dict[str, Any]:
-        payload = full if full is not None else self.conv.payload()
+    def record(self) -> dict[str, Any]:
+        """The record of this view's turn. It costs what the turn holds, not what the
+        conversation does: only the turn's cycles are projected (`payload(since_cycle)`)
+        and only the turn's messages are searched for thumbnails."""
         if self.first_cycle is None:
-            self.first_cycle = len(payload.get("cycles", []))
-        cycles = payload.get("cycles", [])[self.first_cycle :]
+            self.first_cycle = self.conv.cycle_count()
+        payload = self.conv.payload(since_cycle=self.first_cycle)
+        cycles = payload.get("cycles", [])
         if cycles and self.first_step:
             first = cycles[0]
             cycles = [
@@ -222,7 +230,7 @@ class TurnView:
             conv = dict(payload.get("conversation", {}))
             conv["state"] = {**conv.get("state", {}), "busy": False, "paused": True}
             payload["conversation"] = conv
-        payload = decorate(payload, self.session, self.conv.history())
+        payload = decorate(payload, self.session, self.conv.history_since(self.first_message))
         if self.notes:
             payload["notes"] = list(self.notes)
         return payload
@@ -255,8 +263,8 @@ class TurnView:
 
     def show_final(self) -> None:
         self.live_parts.clear()
-        full = self.conv.payload()
-        bundle = render_bundle(self.record(full))
+        record = self.record()
+        bundle = render_bundle(record)
         if self.controls_handle is not None and self.handle is not None:
             # The controls' output would stay behind as an empty one: replace both by
             # the final record, under the same display id.
@@ -266,7 +274,8 @@ class TurnView:
             display(bundle, raw=True, display_id=self.handle.display_id)
         else:
             self._send(bundle)
-        self.session.mark_shown(self.conv.slug, full)
+        shown = self.conv.payload(since_cycle=self.first_cycle or 0)
+        self.session.mark_shown(self.conv.slug, shown)
 
     # -- the turn ---------------------------------------------------------------------
     async def run(self, start: Callable[[], Awaitable[None]]) -> None:
@@ -277,6 +286,7 @@ class TurnView:
     async def _run(
         self, start: Callable[[], Awaitable[None]], loop: asyncio.AbstractEventLoop
     ) -> None:
+        await self.conv.prepare()  # a long history loaded from the store: off the loop
         self.record()  # fixes first_cycle before the new message lands
         if self.can_answer:  # nobody could click them in a headless run
             self.controls = Controls(
@@ -415,12 +425,12 @@ class TurnView:
         """A Revert button after a turn whose tool calls changed files (`undo.py`)."""
         if not self.can_answer or self.handle is None:
             return
-        cycles = self.conv.payload().get("cycles", [])[self.first_cycle or 0 :]
+        cycles = self.conv.payload(since_cycle=self.first_cycle or 0).get("cycles", [])
         found = turn_first_write(cycles)
         if found is not None:
             worktree = self.session.phoenix.worktree
             button = RevertButton(self.conv, worktree, found[0], found[1], loop)
-            display(button.widget)
+            button.show()
 
     def _close_controls(self) -> None:
         if self.controls is None:

@@ -1,24 +1,92 @@
-"""Live controls of a running turn (ipywidgets).
+"""Live controls (ipywidgets) and how a control outlives its kernel in a saved notebook.
 
-They exist only while the turn runs and are closed when it rests, so a saved
-notebook holds no dead widgets; a still-pending approval keeps its buttons.
-Widget handlers may run on a subshell thread (JupyterLab 4.4+), so every
-handler hands its work to the kernel's loop with `call_soon_threadsafe`.
+A turn's controls exist only while the turn runs and are closed when it rests, so a
+saved notebook holds no dead widgets; a still-pending approval keeps its buttons.
+Widget handlers may run on a subshell thread (JupyterLab 4.4+), so every handler
+hands its work to the kernel's loop with `call_soon_threadsafe`.
+
+A control that stays in the notebook (the chat's, a Revert button) is displayed by
+`control_bundle`: beside the widget view it carries a hint — the `%phoenix` command
+that does the same — as `application/vnd.phoenix.controls+json` and as HTML,
+Markdown and plain text. The labextension shows the widget while its kernel can act
+and the hint once it cannot (after a restart, in a reloaded page without the
+kernel); nbconvert, which has no widget state, shows the HTML hint.
+
+`DetachedDisplay` is an ordinary output the kernel keeps updating after its cell
+ended (the chat's transcript, a control's hint): JupyterLab routes
+`update_display_data` only to cells still running, so each update carries
+`metadata.phoenix.detached` = its display id and the labextension applies it to
+the output holding that id (labextension/src/detached.ts), which is what the
+notebook saves.
 """
 
 from __future__ import annotations
 
 import asyncio
 import html
+import re
+import uuid
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 import ipywidgets as w
+from IPython.display import display
 
 from phoenix_nb.core.notices import RetryScheduled
 from phoenix_nb.notebook._render.view import APPROVE_MEANS
 from phoenix_nb.runtime.manager import Conversation, PhoenixError
 
 Action = Callable[[], Awaitable[object]]
+CONTROLS_MIME = "application/vnd.phoenix.controls+json"
+WIDGET_VIEW_MIME = "application/vnd.jupyter.widget-view+json"
+
+
+def hint_html(hint: str) -> str:
+    """The hint as HTML: escaped, with `backticked` commands as code."""
+    parts = re.split(r"`([^`]*)`", hint)
+    out = [
+        f"<code>{html.escape(part)}</code>" if i % 2 else html.escape(part)
+        for i, part in enumerate(parts)
+    ]
+    return f"<p class='jp-Phoenix-controlHint'>{''.join(out)}</p>"
+
+
+def control_bundle(widget: w.Widget | None, hint: str) -> dict[str, Any]:
+    """A control's output: the widget's view and, for where it cannot act, what to run."""
+    bundle: dict[str, Any] = {
+        CONTROLS_MIME: {"hint": hint},
+        "text/html": hint_html(hint),
+        "text/markdown": hint,
+        "text/plain": hint,
+    }
+    if widget is not None:
+        view = widget._repr_mimebundle_()
+        if isinstance(view, dict) and WIDGET_VIEW_MIME in view:
+            bundle[WIDGET_VIEW_MIME] = view[WIDGET_VIEW_MIME]
+    return bundle
+
+
+class DetachedDisplay:
+    """An ordinary output that may be updated from any task, long after its cell ended."""
+
+    def __init__(self) -> None:
+        self.display_id = f"phoenix-{uuid.uuid4().hex}"
+        self.shown = False
+
+    def _metadata(self) -> dict[str, Any]:
+        return {"phoenix": {"detached": self.display_id}}
+
+    def show(self, bundle: dict[str, Any]) -> None:
+        """Display it in the running cell (once)."""
+        display(bundle, raw=True, metadata=self._metadata(), display_id=self.display_id)
+        self.shown = True
+
+    def update(self, bundle: dict[str, Any]) -> None:
+        if not self.shown:
+            return
+        display(
+            bundle, raw=True, metadata=self._metadata(), display_id=self.display_id, update=True
+        )
 
 
 class Controls:
@@ -105,8 +173,9 @@ class Controls:
 
     # -- views ----------------------------------------------------------------------
     def refresh_mode(self) -> None:
-        mode = self.conv.mode.value
-        self.restrict_button.disabled = mode == "restricted" or not self.sandbox_available
+        """Restrict only where it can act: an Unrestricted conversation on a sandboxed host."""
+        can = self.conv.mode.value != "restricted" and self.sandbox_available
+        self.restrict_button.layout.display = "" if can else "none"
 
     def show_usage(self, warning: bool) -> None:
         """The record shows the meter; the button to act on it appears near the limit."""

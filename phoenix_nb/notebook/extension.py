@@ -90,6 +90,9 @@ def load(shell: Any) -> None:
     if _announce_sandbox not in shell.events.callbacks["pre_run_cell"]:
         shell.events.register("pre_run_cell", _announce_sandbox)
     _report_store(session.config.home)
+    from phoenix_nb.notebook.busy import keep_busy_while_executing
+
+    keep_busy_while_executing(getattr(shell, "kernel", None))
     threading.Thread(target=_warm, name="phoenix-warm-imports", daemon=True).start()
 
 

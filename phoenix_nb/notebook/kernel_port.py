@@ -12,6 +12,13 @@ calls no `__repr__` twice — a hook that re-formatted `Out[n]` would (and a
 mutating `__repr__` would then change state). Cells run before
 `%load_ext phoenix_nb` show their source only.
 
+Each cell a front end names (JupyterLab and Notebook 7 send the cell's id as
+`metadata.cellId`; ipykernel hands it to IPython as `ExecutionInfo.cell_id`) is
+noted by a `post_run_cell` handler with its execution count and source, so
+`kernel_history` can give the agent ids to edit and the `EditBook` knows what
+the kernel last saw of each cell. Edits travel to the front end over a kernel
+comm (`cell_edits_comm.py`).
+
 Proposed cells are sent at the end of the `%%phoenix` cell (a `post_run_cell`
 handler: it runs after the cell's code, before ipykernel reads the payloads
 for the execute reply) as IPython's `set_next_input` payload, which JupyterLab
@@ -38,6 +45,8 @@ from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from phoenix_nb.core.secrets import SecretValues
+from phoenix_nb.notebook.cell_edits_comm import EditChannel
+from phoenix_nb.tools.cell_edits import EditBook
 from phoenix_nb.tools.kernel_port import (
     CellOutput,
     ChildOutput,
@@ -128,13 +137,31 @@ class IPythonKernel:
         self._proposals: list[Proposal] = []
         self._session: Any = None
         self._original_send: Any = None
+        self._cell_ids: OrderedDict[int, str] = OrderedDict()  # execution count -> cell id
+        self.edits = EditBook()
+        self.channel = EditChannel(self.edits)
         self._install()
         events = getattr(shell, "events", None)
         if events is not None:
             events.register("post_run_cell", self._after_cell)
 
-    def _after_cell(self, *_args: Any) -> None:
-        """The cell that ran the turn ends: its proposals go out with its execute reply."""
+    def _note_cell(self, result: Any) -> None:
+        """Remember which notebook cell an execution count belongs to (front ends that
+        send no id, e.g. nbclient, leave it unnamed)."""
+        info = getattr(result, "info", None)
+        cell_id = getattr(info, "cell_id", None)
+        count = getattr(result, "execution_count", None)
+        if not isinstance(cell_id, str) or not cell_id or not isinstance(count, int):
+            return
+        self._cell_ids[count] = cell_id
+        while len(self._cell_ids) > MAX_CELLS:
+            self._cell_ids.popitem(last=False)
+        self.edits.saw_run(cell_id, str(getattr(info, "raw_cell", "") or ""), count)
+
+    def _after_cell(self, result: Any = None, *_args: Any) -> None:
+        """A cell ended: note its id; a turn's proposals go out with its execute reply."""
+        with contextlib.suppress(Exception):  # bookkeeping must never break a cell
+            self._note_cell(result)
         self.send_proposals()
 
     # -- recording -------------------------------------------------------------------
@@ -175,6 +202,7 @@ class IPythonKernel:
         if events is not None:
             with contextlib.suppress(ValueError):
                 events.unregister("post_run_cell", self._after_cell)
+        self.channel.close()
 
     # -- KernelPort ------------------------------------------------------------------
     def user_namespace(self) -> Mapping[str, Any]:
@@ -189,7 +217,9 @@ class IPythonKernel:
         sources = list(getattr(self.shell.history_manager, "input_hist_raw", []) or [])
         first = max(1, len(sources) - last)
         return [
-            HistoryEntry(count, str(sources[count]), self.recorder.outputs(count))
+            HistoryEntry(
+                count, str(sources[count]), self.recorder.outputs(count), self._cell_ids.get(count)
+            )
             for count in range(first, len(sources))
             if str(sources[count]).strip()
         ]
@@ -227,6 +257,9 @@ class IPythonKernel:
                     if ip:
                         values += [f"{ip}:{port}", f"{transport}://{ip}:{port}"]
         return SecretValues.of(values, ports)
+
+    def cell_edits(self) -> EditBook:
+        return self.edits
 
     def enter_child(self, sink: ChildOutput) -> None:
         """In a forked child only: nothing may reach the kernel's sockets from here on, and
@@ -328,13 +361,22 @@ def _forget_connection(shell: Any) -> None:
                 setattr(heartbeat, name, value)
 
 
+def _comment(text: str) -> str:
+    """The explanation as `#` lines ("" for none): plain text in a code cell, never run."""
+    lines = [line.rstrip() for line in text.strip().splitlines()]
+    return "".join(f"# {line}".rstrip() + "\n" for line in lines)
+
+
 def proposal_text(proposals: Sequence[Proposal]) -> str:
-    """One cell's text: the code itself, or `# %%`-separated parts for several proposals."""
+    """One cell's text: each proposal's explanation as comments above its code, and
+    `# %%`-separated parts for several proposals."""
     if len(proposals) == 1:
-        return proposals[0].code
+        return _comment(proposals[0].explanation) + proposals[0].code
     parts = []
     for i, proposal in enumerate(proposals, 1):
-        title = proposal.explanation.strip().splitlines()[0] if proposal.explanation.strip() else ""
+        lines = proposal.explanation.strip().splitlines()
+        title = lines[0].strip() if lines else ""
         header = f"# %% Proposal {i} of {len(proposals)}" + (f": {title}" if title else "")
-        parts.append(f"{header}\n{proposal.code.rstrip()}\n")
+        rest = _comment("\n".join(lines[1:]))
+        parts.append(f"{header}\n{rest}{proposal.code.rstrip()}\n")
     return "\n".join(parts)

@@ -18,11 +18,13 @@ from typing import Any
 from IPython.core.magic import Magics, line_magic, magics_class
 from IPython.display import display
 
+from phoenix_nb.core.prices import format_usd
 from phoenix_nb.core.states import ContextExhausted
 from phoenix_nb.core.transition import stopped_jobs_text
 from phoenix_nb.notebook._render.cost import Spending
 from phoenix_nb.notebook._render.view import folded_line, state_words
 from phoenix_nb.notebook.cell import TurnView, decorate, front_end_can_answer, say
+from phoenix_nb.notebook.edits_listing import pending_edits_text
 from phoenix_nb.notebook.export import export_html, export_json, export_markdown
 from phoenix_nb.notebook.options import HELP_TEXT, OptionsError, Subcommand, parse_subcommand
 from phoenix_nb.notebook.render import render_bundle
@@ -112,11 +114,13 @@ def _dispatch_now(command: Subcommand, session: Session) -> None:
     elif name == "checkpoints":
         conv = session.current_conversation()
         print(checkpoints_text(conv, session.phoenix.worktree))
+    elif name == "edits":
+        print(pending_edits_text(session.kernel))
     elif name == "chat":
         from phoenix_nb.notebook.chat import ChatPanel
 
         panel = ChatPanel(session, asyncio.get_event_loop())
-        display(panel.widget)
+        panel.show()
 
 
 def list_lines(rows: list[dict[str, Any]], current: str | None) -> list[str]:
@@ -306,6 +310,22 @@ def _state_words(conv: Any) -> str:
     return state_words(conv.state.name)
 
 
+def _budget_line(session: Session, usage: Any) -> str:
+    """The turn budget (c.Phoenix.max_turn_rounds, max_turn_cost, max_conversation_cost)."""
+    s = session.phoenix.settings
+    rounds = s.max_turn_rounds
+    parts = [f"{rounds} model responses a turn" if rounds else "no limit on responses a turn"]
+    costs = [(s.max_turn_cost, "a turn"), (s.max_conversation_cost, "for the conversation")]
+    priced = isinstance(usage, dict) and bool(usage.get("priced"))
+    for limit, what in costs:
+        if limit is not None:
+            off = "" if priced else " (off: no known price)"
+            parts.append(f"{format_usd(limit)} {what}{off}")
+    if all(limit is None for limit, _ in costs):
+        parts.append("no dollar limit")
+    return " · ".join(parts) + "  (`%config Phoenix.max_turn_rounds = …` and the like)"
+
+
 def _reattach_line(session: Session, conv: Any) -> str:
     notebook = session.notebook
     if notebook is not None:
@@ -320,6 +340,20 @@ def _reattach_line(session: Session, conv: Any) -> str:
 def new_summary(conv: Any) -> str:
     phase = conv.state.phase
     return phase.summary if isinstance(phase, ContextExhausted) else ""
+
+
+def _serving(conv: Any, session: Session) -> str:
+    """'anthropic at http://… · lacks caching · window: conservative default …'."""
+    s = session.phoenix.settings
+    parts = [s.provider + (f" at {s.base_url}" if s.base_url else "")]
+    lacks = session.phoenix.lacks(conv.model)
+    parts.append("lacks " + ", ".join(lacks) if lacks else "no feature known missing")
+    source = conv.runtime.context.model_info.source
+    if source == "default":
+        parts.append("context window: a conservative default (set c.Phoenix.models)")
+    elif source == "configured":
+        parts.append("limits from c.Phoenix.models")
+    return " · ".join(parts)
 
 
 def _status(conv: Any, session: Session) -> str:
@@ -341,12 +375,14 @@ def _status(conv: Any, session: Session) -> str:
         *_damage_line(conv, session),
         f"mode          {mode}",
         f"model         {conv.model}",
+        f"provider      {_serving(conv, session)}",
         f"cwd           {conv.cwd}",
         f"environment   {withheld_summary(session.phoenix.settings.env_allow)}",
         f"hidden        {describe_hidden(session.phoenix.sandbox_policy)} (Restricted mode)",
         f"context       {usage['used']:,} / {usage['window']:,} tokens "
         f"({100 * usage['fraction']:.0f}%)" + ("  — near the limit" if usage["warning"] else ""),
-        f"cost          {Spending(conv.payload().get('usage')).line or 'nothing spent yet'}",
+        f"cost          {Spending(conv.spending()).line or 'nothing spent yet'}",
+        f"budget        {_budget_line(session, conv.spending())}",
         _reattach_line(session, conv),
     ]
     if sandbox.available:

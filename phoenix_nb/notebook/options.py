@@ -35,6 +35,7 @@ SUBCOMMANDS = (
     "chat",
     "export",
     "checkpoints",
+    "edits",
     "revert",
     "repair",
     "help",
@@ -96,6 +97,7 @@ SUBCOMMAND_HELP = (
         "snapshots of the folder taken while the agent could write",
         "%phoenix checkpoints",
     ),
+    HelpLine("edits", "the agent's cell edits still waiting for you", "%phoenix edits"),
     HelpLine(
         "revert [N | --to-approval] [--force]",
         "put the folder back as it was (default: before the last turn that changed it)",

@@ -46,9 +46,19 @@ class PhoenixConfig(Configurable):
     home = Unicode("", help="Store folder (default $PHOENIX_HOME or Jupyter's data dir).").tag(
         config=True
     )
-    base_url = Unicode("", help="Messages API base URL (default $ANTHROPIC_BASE_URL).").tag(
-        config=True
-    )
+    provider = CaselessStrEnum(
+        ("anthropic", "bedrock", "vertex", "openai"),
+        "anthropic",
+        help="Who serves the model: anthropic (incl. compatible servers at base_url), "
+        "bedrock, vertex, or openai (Chat Completions). README 'Models'.",
+    ).tag(config=True)
+    base_url = Unicode(
+        "", help="The provider's base URL (default $ANTHROPIC_BASE_URL for anthropic)."
+    ).tag(config=True)
+    models = Dict(
+        help="Models the registry and the server do not describe: {name: {context_window, "
+        "max_output, prices: {input, output, ...}, supports: {thinking, caching, images}}}."
+    ).tag(config=True)
     helper_model = Unicode("", help="Small model keyword_search asks to rank files.").tag(
         config=True
     )
@@ -134,6 +144,22 @@ class PhoenixConfig(Configurable):
         Unicode(),
         help="Name patterns kept out of commands' environments and the store (empty: defaults).",
     ).tag(config=True)
+    # The turn budget (defaults in runtime/settings.py Settings).
+    max_turn_rounds = Int(
+        Settings.max_turn_rounds,
+        allow_none=True,
+        help="Model responses for one message before the turn stops (None or 0: no limit).",
+    ).tag(config=True)
+    max_turn_cost = Float(
+        Settings.max_turn_cost,
+        allow_none=True,
+        help="Dollars one turn may spend before it stops (None: no limit; priced models).",
+    ).tag(config=True)
+    max_conversation_cost = Float(
+        Settings.max_conversation_cost,
+        allow_none=True,
+        help="Dollars a conversation may spend in all (None: no limit; priced models).",
+    ).tag(config=True)
 
     def _model_default(self) -> str:
         return default_model()
@@ -197,11 +223,17 @@ class Session:
         return self._bindings().shown(key, slug) if key is not None else None
 
     def mark_shown(self, slug: str, record: Mapping[str, Any]) -> None:
-        """Remember that the notebook now shows `record` (a whole, unsliced record)."""
+        """Remember that the notebook now shows `record` (whole, or its last cycles: each
+        cycle carries its `index` in the whole record)."""
         cycles = record.get("cycles") or []
         if not cycles:
             return
-        mark = (len(cycles) - 1, len(cycles[-1].get("steps") or []))
+        last = cycles[-1]
+        index = last.get("index")
+        mark = (
+            index if isinstance(index, int) else len(cycles) - 1,
+            len(last.get("steps") or []),
+        )
         self._shown[slug] = mark
         key = self.notebook
         if key is not None:

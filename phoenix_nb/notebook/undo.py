@@ -6,14 +6,16 @@ system message in its history (valid for the API: it lands between turns, never
 between a tool_use and its result), which files were restored. The Revert
 button appears after a turn whose tool calls changed files and undoes exactly
 that turn (back to the checkpoint before its first write); when someone else
-changed those files since, it shows them and offers "Revert anyway".
+changed those files since, it shows them and offers "Revert anyway". It is a
+control that stays in the notebook, so its output also says what to run
+(`%phoenix revert N`) for where the button cannot act (controls.py).
 """
 
 from __future__ import annotations
 
 import asyncio
 import html
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import ipywidgets as w
@@ -21,6 +23,7 @@ import ipywidgets as w
 from phoenix_nb.checkpoints.changes import RevertReport, changes_of
 from phoenix_nb.checkpoints.recorder import Checkpoints, RevertRefused
 from phoenix_nb.errors import PhoenixError
+from phoenix_nb.notebook.controls import DetachedDisplay, control_bundle
 from phoenix_nb.runtime.conversation import is_paused, is_rest
 from phoenix_nb.runtime.manager import Conversation
 
@@ -147,6 +150,19 @@ class RevertButton:
         # The labextension keeps the keyboard in the notebook after a click on any
         # button inside this class (labextension/src/focus.ts), as for Approve.
         self.widget.add_class("jp-Phoenix-controls")
+        self.hint = revert_hint(target, files)
+        self.output = DetachedDisplay()
+        self.on_hint: Callable[[str], None] | None = None  # a panel holding the button
+
+    def show(self) -> None:
+        """Display the button with its hint, as an output that outlives the kernel."""
+        self.output.show(control_bundle(self.widget, self.hint))
+
+    def _set_hint(self, hint: str) -> None:
+        self.hint = hint
+        self.output.update(control_bundle(self.widget, hint))
+        if self.on_hint is not None:
+            self.on_hint(hint)
 
     def _launch(self, force: bool) -> None:
         self.loop.create_task(self.click(force=force))
@@ -172,3 +188,13 @@ class RevertButton:
             "<span data-phoenix-revert='done'><pre style='margin:0'>"
             f"{html.escape(report_text(report))}</pre></span>"
         )
+        self._set_hint(
+            f"Reverted to checkpoint {report.target}: `%phoenix revert {report.pre_revert}` "
+            "brings back the state before the revert."
+        )
+
+
+def revert_hint(target: int, files: int) -> str:
+    """What to run instead of the Revert button (a saved notebook, a restarted kernel)."""
+    noun = "file" if files == 1 else "files"
+    return f"This turn changed {files} {noun}: `%phoenix revert {target}` puts them back."

@@ -53,6 +53,7 @@ __all__ = [
     "left_working",
     "release",
     "repair",
+    "since_last_answer",
 ]
 
 
@@ -163,11 +164,24 @@ def claim(
         raise
 
 
+def since_last_answer(history: Sequence[Mapping[str, Any]]) -> Sequence[Mapping[str, Any]]:
+    """The history from its last agent message on: all `restore` needs to see.
+
+    Only the last answer's calls can be open (an earlier call without a result is
+    bridged when the request is built), so restoring a long conversation reads its
+    tail instead of decoding every stored answer.
+    """
+    for index in range(len(history) - 1, -1, -1):
+        if history[index].get("message_type") == "agent":
+            return history[index:]
+    return history
+
+
 def _restore_plan(
     state: ConvState, history: Sequence[Mapping[str, Any]], is_sub_agent: bool, starting_up: bool
 ) -> tuple[ConvState, list[tuple[str, dict[str, Any]]]]:
     """Where a conversation resumes and what to append first."""
-    resumed, repairs = restore(state, history, is_sub_agent=is_sub_agent)
+    resumed, repairs = restore(state, since_last_answer(history), is_sub_agent=is_sub_agent)
     if state.busy or starting_up:
         return resumed, repairs
     return state, repairs  # at rest and about to work: only missing answers are added

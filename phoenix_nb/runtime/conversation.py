@@ -31,8 +31,9 @@ from filelock import FileLock
 
 from phoenix_nb.core import effects as fx
 from phoenix_nb.core import events as ev
-from phoenix_nb.core.codec import to_json
-from phoenix_nb.core.requests import request_messages
+from phoenix_nb.core.codec import CodecError, to_json
+from phoenix_nb.core.cycles import Projection
+from phoenix_nb.core.requests import RequestHistory, continuation_messages
 from phoenix_nb.core.restore import restore
 from phoenix_nb.core.states import (
     CONTINUATION_THRESHOLD,
@@ -43,15 +44,16 @@ from phoenix_nb.core.states import (
     ConvState,
     Failed,
     LlmRequesting,
+    TurnBudget,
     context_fraction,
     persisted_fields,
 )
 from phoenix_nb.core.transition import Outcome, Rejection, continuation_prompt, transition
-from phoenix_nb.core.values import ErrorKind, Mode, SubAgentOutcome, ToolResult
+from phoenix_nb.core.values import ErrorKind, Mode, SubAgentOutcome, ToolResult, Usage
 from phoenix_nb.errors import ConversationBusy, Rejected
 from phoenix_nb.llm.provider import LlmRequest
 from phoenix_nb.runtime import updates as up
-from phoenix_nb.runtime.claim import claim, release
+from phoenix_nb.runtime.claim import claim, release, since_last_answer
 from phoenix_nb.runtime.executors import LlmExecutor, RetryTimers, ToolExecutor, Work
 from phoenix_nb.runtime.lease import lease_for
 from phoenix_nb.runtime.ports import LlmProvider, SubAgents, ToolRunner, WorkTreeRecorder
@@ -65,6 +67,8 @@ from phoenix_nb.tools.kernel_port import KernelPort
 log = logging.getLogger(__name__)
 
 _CHECKPOINTS: set[asyncio.Task[None]] = set()  # checkpoint tasks started by the loop
+# Messages the history's caches may lag behind before `warm` builds them off the loop.
+WARM_AFTER = 200
 
 # Events only a user sends; the kernel sending one must hold the conversation's lease.
 USER_EVENTS = (
@@ -112,6 +116,10 @@ class Services:
     spawner: SubAgents | None = None  # set by the manager
     worktree: WorkTreeRecorder | None = None  # checkpoints (phoenix_nb.checkpoints), if on
     extra_tool_env: Mapping[str, Any] = field(default_factory=dict)
+    # The turn budget's limits (its spent figures are filled in per conversation), and the
+    # finished sub-agents' responses by their conversation ids (the manager reads them).
+    budget: TurnBudget = field(default_factory=TurnBudget)
+    sub_agent_usage: Callable[[Sequence[str]], tuple[tuple[str, Usage], ...]] = lambda ids: ()
     sandbox_policy: SandboxPolicy = field(default_factory=SandboxPolicy)  # the Phoenix's
     jobs: BackgroundJobs = field(default_factory=BackgroundJobs)  # the Phoenix's
 
@@ -132,7 +140,11 @@ class ConversationRuntime:
         self.record = dict(record)
         self.context = context
         self.state = state
-        self.history = history
+        # The history's caches (`projection`, `requests`), fed each stored message once.
+        self._history = history
+        self._projection: Projection | None = None
+        self._requests: RequestHistory | None = None
+        self._generation = 0  # bumped when the history is replaced, not extended
         self.services = services
         self.on_parent = on_parent
         self.hub = up.UpdateHub()
@@ -159,6 +171,79 @@ class ConversationRuntime:
     @property
     def slug(self) -> str:
         return str(self.record.get("slug") or self.id)
+
+    # ---- the history and what is derived from it ----------------------------------
+    @property
+    def history(self) -> list[dict[str, Any]]:
+        """The stored messages, in order (append-only while this runtime lives)."""
+        return self._history
+
+    @history.setter
+    def history(self, value: list[dict[str, Any]]) -> None:
+        old = self._history
+        extended = len(value) >= len(old) and (
+            not old or (value[0] is old[0] and value[len(old) - 1] is old[-1])
+        )
+        if not extended:  # read afresh from the store: the caches start over
+            self._projection = self._requests = None
+            self._generation += 1
+        self._history = value
+
+    def projection(self) -> Projection:
+        """The record's projection, brought up to the last stored message."""
+        projection = self._projection
+        if projection is None:
+            projection = self._projection = Projection(self.context.model)
+        if projection.count < len(self._history):
+            projection.extend(self._history[projection.count :])
+        return projection
+
+    def request_history(self) -> RequestHistory:
+        """The history's API form, brought up to the last stored message."""
+        requests = self._requests
+        if requests is None:
+            requests = self._requests = RequestHistory()
+        if requests.count < len(self._history):
+            requests.extend(self._history[requests.count :])
+        return requests
+
+    def budget(self) -> TurnBudget:
+        """The turn budget's limits with what this turn and the conversation have spent
+        (sub-agents included), from the record's running sums."""
+        projection = self.projection()
+        spent = projection.spent(self.services.sub_agent_usage(projection.child_ids))
+        turn, total = spent if spent is not None else (None, None)
+        return replace(self.services.budget, turn_spent=turn, conversation_spent=total)
+
+    async def warm(self) -> None:
+        """Build the history's caches in a worker thread when they lag far behind (a
+        conversation just loaded from the store), so the event loop never walks a long
+        history; afterwards each new message costs its own conversion only."""
+        count = len(self._history)
+        behind = [
+            cache is None or cache.count + WARM_AFTER < count
+            for cache in (self._projection, self._requests)
+        ]
+        if count < WARM_AFTER or not any(behind):
+            return
+        generation, snapshot, model = self._generation, self._history[:count], self.context.model
+
+        def build() -> tuple[Projection, RequestHistory]:
+            projection, requests = Projection(model), RequestHistory()
+            projection.extend(snapshot)
+            requests.extend(snapshot)
+            return projection, requests
+
+        try:
+            projection, requests = await asyncio.to_thread(build)
+        except (CodecError, ValueError, KeyError, TypeError):
+            return  # an unreadable message: the caller meets the same error where it reads
+        if generation != self._generation:
+            return  # replaced while we built: the next reader starts over
+        if self._projection is None or self._projection.count < projection.count:
+            self._projection = projection
+        if self._requests is None or self._requests.count < requests.count:
+            self._requests = requests
 
     # ---- posting events ---------------------------------------------------------
     def post(self, event: ev.Event, *, urgent: bool = False) -> asyncio.Future[Outcome]:
@@ -217,6 +302,8 @@ class ConversationRuntime:
                 return Rejection(str(exc))
             if refused is not None:
                 return refused
+        if isinstance(event, ev.UserMessage | ev.LlmResponse) and not self.context.is_sub_agent:
+            self.context = replace(self.context, budget=self.budget())
         outcome = transition(self.state, self.context, event)
         if isinstance(outcome, Rejection):
             self._release_if_rest()
@@ -251,7 +338,8 @@ class ConversationRuntime:
         self._timers.abort()
         for task in self._tools.live():
             task.cancel()
-        self.state = restore(self.state, self.history, is_sub_agent=self.context.is_sub_agent)[0]
+        tail = since_last_answer(self.history)
+        self.state = restore(self.state, tail, is_sub_agent=self.context.is_sub_agent)[0]
         if self.context.is_sub_agent and isinstance(self.state.phase, Failed):
             stopped = Failed(f"The sub-agent stopped because its save failed: {exc}")
             self.state = replace(self.state, phase=stopped)
@@ -349,7 +437,16 @@ class ConversationRuntime:
                 self._llm.start(self.build_request(), self._attempt(), continuation=False)
             case fx.RequestContinuation(rejected_calls=rejected):
                 prompt = continuation_prompt(rejected)
-                self._llm.start(self.build_request(prompt), self._attempt(), continuation=True)
+
+                def as_continuation(request: LlmRequest) -> LlmRequest:
+                    # every call and result as text: the whole history, in a worker thread
+                    messages = continuation_messages(request.messages, prompt)
+                    return replace(request, messages=messages)
+
+                request = self.build_request(prompt, whole=False)
+                self._llm.start(
+                    request, self._attempt(), continuation=True, prepare=as_continuation
+                )
             case fx.ExecuteTool(call=call):
                 self._tools.start(call, self.tool_context())
             case fx.ScheduleRetry(delay=delay, attempt=attempt):
@@ -390,14 +487,18 @@ class ConversationRuntime:
             return phase.attempt
         return 1
 
-    def build_request(self, continuation: str | None = None) -> LlmRequest:
-        """The request for the current history; a continuation asks for a summary, no tools."""
+    def build_request(self, continuation: str | None = None, *, whole: bool = True) -> LlmRequest:
+        """The request for the current history; a continuation asks for a summary, no tools.
+
+        `whole=False` leaves a continuation's messages as a tool request's (calls not yet
+        turned into text: `continuation_messages` does that, off the loop)."""
         offered = {tool.name for tool in self.tools}
         info = self.context.model_info
+        history = self.request_history()
         return LlmRequest(
             model=self.context.model,
             system=system_prompt(cwd=self.context.cwd, is_sub_agent=self.context.is_sub_agent),
-            messages=request_messages(self.history, offered, continuation),
+            messages=history.messages(offered, continuation if whole else None),
             tools=[] if continuation is not None else self.services.api_tool_specs(self.tools),
             max_tokens=info.max_output if info is not None else 4096,
             thinking=self.services.thinking if continuation is None else None,

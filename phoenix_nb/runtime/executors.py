@@ -22,6 +22,7 @@ from phoenix_nb.core.values import TextBlock, ToolUseBlock
 from phoenix_nb.llm.provider import LlmRequest
 from phoenix_nb.llm.stream import (
     LlmOutcome,
+    ProviderNotice,
     ServerToolInputDelta,
     ServerToolUseStart,
     TextDelta,
@@ -72,15 +73,34 @@ class LlmExecutor:
         self.work = work
         self.task: asyncio.Task[None] | None = None
 
-    def start(self, request: LlmRequest, attempt: int, *, continuation: bool) -> None:
+    def start(
+        self,
+        request: LlmRequest,
+        attempt: int,
+        *,
+        continuation: bool,
+        prepare: Callable[[LlmRequest], LlmRequest] | None = None,
+    ) -> None:
+        """Send `request`; `prepare`, when given, finishes it in a worker thread first
+        (work that walks the whole history, kept off the event loop), inside the
+        request's task, so an abort cancels it like the request itself."""
         if self.task is not None and not self.task.done():
             self.task.cancel()
-        self.task = self.work.start(self._call(request, attempt, continuation), "phoenix-llm")
+        call = self._call(request, attempt, continuation, prepare)
+        self.task = self.work.start(call, "phoenix-llm")
 
     def abort(self) -> None:
         self.work.cancel(self.task)
 
-    async def _call(self, request: LlmRequest, attempt: int, continuation: bool) -> None:
+    async def _call(
+        self,
+        request: LlmRequest,
+        attempt: int,
+        continuation: bool,
+        prepare: Callable[[LlmRequest], LlmRequest] | None = None,
+    ) -> None:
+        if prepare is not None:
+            request = await asyncio.to_thread(prepare, request)
         publish = self.hub.publish
         async for item in self.provider.stream(request):
             # Deltas change no state: they bypass the core (REQ-BED-011).
@@ -98,6 +118,8 @@ class LlmExecutor:
                 publish(up.ServerTool(item.index, item.partial_json))
             elif isinstance(item, LlmOutcome):
                 self.post(outcome_event(item, attempt, continuation))
+            elif type(item) is ProviderNotice:  # a feature the server rejected, now off
+                publish(up.NoticeText(item.text))
 
     def live(self) -> list[asyncio.Task[Any]]:
         return [self.task] if self.task is not None and not self.task.done() else []

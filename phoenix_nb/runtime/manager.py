@@ -19,6 +19,7 @@ A `Conversation` is the handle users and the notebook layer hold:
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import replace
@@ -28,13 +29,14 @@ from typing import Any
 from phoenix_nb.checkpoints.recorder import CheckpointConfig, Checkpoints
 from phoenix_nb.core import events as ev
 from phoenix_nb.core.codec import CodecError, from_json
-from phoenix_nb.core.cycles import RecordHeader, project
+from phoenix_nb.core.cycles import RecordHeader
 from phoenix_nb.core.displays import SubAgentsDisplay
-from phoenix_nb.core.models import ModelInfo
+from phoenix_nb.core.models import ModelInfo, supports
 from phoenix_nb.core.states import (
     ContextExhausted,
     ConvContext,
     ConvState,
+    TurnBudget,
     from_persisted,
     persisted_fields,
 )
@@ -68,6 +70,7 @@ from phoenix_nb.runtime.subagents import SubAgentSpawner
 from phoenix_nb.sandbox import SandboxPolicy, detect_sandbox
 from phoenix_nb.store import Store, store_problem
 from phoenix_nb.tools.background_jobs import BackgroundJobs
+from phoenix_nb.tools.kernel_edits import outcome_note
 from phoenix_nb.tools.kernel_port import KernelPort
 
 __all__ = [
@@ -166,11 +169,33 @@ class Conversation:
         return dict(self.runtime.record)
 
     def history(self) -> list[dict[str, Any]]:
+        """Every stored message (a copy of the list: O(messages), for whole-history work)."""
         return list(self.runtime.history)
 
-    def payload(self) -> dict[str, Any]:
-        """The conversation record (docs/record-format.md) as it stands now."""
+    def history_since(self, start: int) -> list[dict[str, Any]]:
+        """The stored messages from position `start` on (what one turn added)."""
+        return self.runtime.history[max(0, start) :]
+
+    def message_count(self) -> int:
+        return len(self.runtime.history)
+
+    def cycle_count(self) -> int:
+        """Cycles of the record so far (a turn's record starts after them)."""
+        return self.runtime.projection().cycle_count
+
+    async def prepare(self) -> None:
+        """Build the history's caches off the event loop if this conversation was just
+        loaded, so that `payload` and the next request cost only what is new."""
+        await self.runtime.warm()
+
+    def payload(self, since_cycle: int = 0) -> dict[str, Any]:
+        """The conversation record (docs/record-format.md) as it stands now; with
+        `since_cycle`, only the cycles from that one on (a cell shows its own turn).
+
+        Incremental: what the record costs depends on the cycles returned, not on
+        the history's length (the whole record copies every cycle)."""
         runtime = self.runtime
+        projection = runtime.projection()
         header = RecordHeader(
             conversation_id=runtime.id,
             slug=runtime.slug,
@@ -178,9 +203,18 @@ class Conversation:
             cwd=runtime.context.cwd,
             sandbox_available=self._phoenix.sandbox.available,
             context_window=runtime.context.window,
-            sub_agent_usage=self._phoenix.sub_agent_usage(runtime.history),
+            sub_agent_usage=self._phoenix.sub_agent_usage(projection.child_ids),
+            provider=self._phoenix.settings.provider,
+            lacks=self._phoenix.lacks(runtime.context.model),
         )
-        return project(runtime.history, runtime.state, header)
+        return projection.record(runtime.state, header, since_cycle=since_cycle)
+
+    def spending(self) -> dict[str, Any]:
+        """The record's `usage` (this turn's and the conversation's spend), kept
+        incrementally: no cycle is copied."""
+        runtime = self.runtime
+        projection = runtime.projection()
+        return projection.spending(self._phoenix.sub_agent_usage(projection.child_ids))
 
     def usage(self) -> dict[str, Any]:
         return self.runtime.usage_summary()
@@ -197,9 +231,22 @@ class Conversation:
         return self.runtime.hub.subscribe()
 
     async def post_message(self, text: str, images: Sequence[ImageData] = ()) -> None:
-        """Send a user message; raises PhoenixError when the core rejects it (busy …)."""
+        """Send a user message; raises PhoenixError when the core rejects it (busy …).
+
+        What the user did with the agent's proposed cell edits since it last heard
+        goes first, as a system note (`tools.kernel_edits.outcome_note`)."""
         await self._phoenix.refresh_limits(self.runtime)
+        await self.runtime.warm()  # a long history loaded from the store: off the loop
+        self._report_cell_edits()
         await self._submit(ev.UserMessage(self.seeded_message(text), tuple(images)))
+
+    def _report_cell_edits(self) -> None:
+        kernel = self._phoenix.kernel
+        if kernel is None or not is_rest(self.runtime.state):
+            return
+        note = outcome_note(kernel, self.id)
+        if note:
+            self.runtime.annotate(note)
 
     async def send(self, text: str, images: Sequence[ImageData] = ()) -> AsyncIterator[up.Update]:
         """Send a message and iterate the updates until the agent rests or asks for approval."""
@@ -337,14 +384,22 @@ class Phoenix:
         kernel: KernelPort | None = None,
     ) -> None:
         self.settings = settings or Settings()
+        self.settings.install_models()  # c.Phoenix.models: what every reader of limits sees
         self.kernel = kernel  # the Jupyter kernel this runs in (the notebook layer's adapter)
         # The store is opened on first use: start-up touches it only when a
         # conversation was left mid-work, so it costs the same for 10 or 10,000.
         self._store = store
         self.store_root = store.root if store is not None else self.settings.store_root()
-        self.limits = ModelLimits(self.store_root, None)  # the Models API's figures, cached
+        # The server's own figures, cached; the stated default for models nobody describes.
+        self.limits = ModelLimits(
+            self.store_root,
+            None,
+            conservative=self.settings.off_anthropic,
+            scope=self.settings.limits_scope,
+        )
         # Finished sub-agents' spend, by conversation id: (usages, their own children).
         self._child_spend: dict[str, tuple[tuple[tuple[str, Usage], ...], tuple[str, ...]]] = {}
+        self._sub_usage: dict[tuple[str, ...], tuple[tuple[str, Usage], ...]] = {}
         self.sandbox = detect_sandbox()  # the host's, probed once per process
         self.sandbox_policy = _sandbox_policy(self.settings, self.store_root)
         self.jobs = BackgroundJobs()  # its conversations' detached commands
@@ -370,26 +425,47 @@ class Phoenix:
             return self._provider
         if model == DEMO_MODEL and not self.settings.base_url:
             return self._demo_provider()
-        key = self.settings.base_url or ""
+        s = self.settings
+        key = f"{s.provider} {s.base_url or ''}"
         if key not in self._providers:
-            from phoenix_nb.llm.provider import AnthropicProvider  # the SDK loads on first use
+            from phoenix_nb.llm.providers import make_provider  # the SDK loads on first use
 
-            self._providers[key] = AnthropicProvider(
-                api_key=self.settings.api_key,
-                base_url=self.settings.base_url,
-                stall_timeout=self.settings.stall_timeout,
-                cache_ttl=self.settings.cache_ttl,
+            self._providers[key] = make_provider(
+                s.provider,
+                api_key=s.api_key,
+                base_url=s.base_url,
+                stall_timeout=s.stall_timeout,
+                cache_ttl=s.cache_ttl,
             )
         return self._providers[key]
 
-    def sub_agent_usage(
-        self, history: Sequence[Mapping[str, Any]]
-    ) -> tuple[tuple[str, Usage], ...]:
-        """(created_at, usage) of every response of the finished sub-agents a history
-        names (spawn_agents results), nested ones included; read once per child, as a
-        finished child's history no longer changes."""
+    def lacks(self, model: str) -> tuple[str, ...]:
+        """The optional features `model` is known to lack where it is served: described
+        so in c.Phoenix.models, refused by its server, or absent from its wire format.
+
+        Asks only a provider already built: a record or `%phoenix status` must not load
+        an SDK (or fail on a missing extra) just to say this."""
+        s = self.settings
+        built = self._provider or self._providers.get(f"{s.provider} {s.base_url or ''}")
+        lacks = getattr(built, "lacks", None)
+        if callable(lacks):
+            return tuple(lacks(model))
+        said = supports(model).lacks()
+        return ("thinking", *said) if s.provider == "openai" and "thinking" not in said else said
+
+    def sub_agent_usage(self, child_ids: Sequence[str]) -> tuple[tuple[str, Usage], ...]:
+        """(created_at, usage) of every response of the finished sub-agents named
+        (a history's spawn_agents results), nested ones included; read once per child,
+        as a finished child's history no longer changes. The same ids give the same
+        tuple object, so a record's spend sums it only when it changes."""
+        key = tuple(child_ids)
+        if not key:
+            return ()
+        known = self._sub_usage.get(key)
+        if known is not None:
+            return known
         out: list[tuple[str, Usage]] = []
-        pending = _child_ids(history)
+        pending = list(key)
         seen: set[str] = set()
         while pending:
             child = pending.pop()
@@ -410,7 +486,10 @@ class Phoenix:
             usages, grandchildren = self._child_spend[child]
             out.extend(usages)
             pending.extend(grandchildren)
-        return tuple(out)
+        found = self._sub_usage[key] = tuple(out)
+        while len(self._sub_usage) > 64:  # one entry per conversation shown lately
+            del self._sub_usage[next(iter(self._sub_usage))]
+        return found
 
     async def refresh_limits(self, runtime: ConversationRuntime) -> None:
         """The model's real limits from the Models API (asked at most once a week per
@@ -445,11 +524,14 @@ class Phoenix:
         use when their options changed) and each conversation's services. The store
         folder is fixed for a Phoenix (`store_root`): a new `home` needs a new Phoenix.
         """
+        settings.install_models()
+        self.limits.conservative = settings.off_anthropic
+        self.limits.scope = settings.limits_scope
         old, self.settings = self.settings, settings
         self.sandbox_policy = _sandbox_policy(settings, self.store_root)
         self.spawner.set_limits(settings.sub_agents)
         self.worktree.reconfigure(_checkpoint_config(settings))
-        client = ("api_key", "base_url", "stall_timeout", "cache_ttl")
+        client = ("api_key", "provider", "base_url", "stall_timeout", "cache_ttl")
         if any(getattr(old, f) != getattr(settings, f) for f in client):
             keep = {k: p for k, p in self._providers.items() if k == DEMO_MODEL}
             self._retired += [p for k, p in self._providers.items() if k not in keep]
@@ -478,6 +560,12 @@ class Phoenix:
             thinking=s.thinking,
             spawner=self.spawner,
             worktree=self.worktree,
+            budget=TurnBudget(
+                max_rounds=s.max_turn_rounds or None,
+                max_turn_cost=s.max_turn_cost,
+                max_conversation_cost=s.max_conversation_cost,
+            ),
+            sub_agent_usage=self.sub_agent_usage,
             sandbox_policy=self.sandbox_policy,
             jobs=self.jobs,
         )
@@ -524,6 +612,7 @@ class Phoenix:
         self,
         record: Mapping[str, Any],
         on_parent: Callable[[SubAgentOutcome], None] | None = None,
+        history: list[dict[str, Any]] | None = None,
     ) -> ConversationRuntime:
         runtime = self._runtimes.get(record["id"])
         if runtime is not None and not runtime.closed:
@@ -534,12 +623,27 @@ class Phoenix:
                 record, self.sandbox.available, self.limits.cached(record["model"])
             ),
             state=from_persisted(record),
-            history=self.store.messages(record["id"]),
+            history=history if history is not None else self.store.messages(record["id"]),
             services=self._services(record["model"]),
             on_parent=on_parent,
         )
         self._runtimes[record["id"]] = runtime
         return runtime
+
+    async def load(self, id_or_slug: str) -> None:
+        """Read a stored conversation's history in a worker thread and open its runtime,
+        so the first use of a long conversation (after a restart) does not stall the
+        event loop reading thousands of messages; nothing happens for an unknown name
+        or a runtime already open."""
+        record = self.store.get_conversation(id_or_slug)
+        if record is None:
+            return
+        known = self._runtimes.get(record["id"])
+        if known is not None and not known.closed:
+            return
+        history = await asyncio.to_thread(self.store.messages, record["id"])
+        record = self.store.get_conversation(record["id"]) or record  # fresh after the wait
+        self._runtime_for(record, history=history)  # no-op if opened meanwhile
 
     def open_child(
         self, record: Mapping[str, Any], on_parent: Callable[[SubAgentOutcome], None]

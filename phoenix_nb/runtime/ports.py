@@ -3,8 +3,10 @@
 The loop (`conversation.py`) knows executors only through these small
 `typing.Protocol`s, so no runtime module needs `Any` for another and a test or
 a new executor can stand in for any of them structurally. The concrete
-executors are `phoenix_nb.llm.provider.AnthropicProvider` and
-`phoenix_nb.demo.DemoProvider` (LLM requests), `phoenix_nb.tools` (tools),
+executors are `phoenix_nb.llm.provider.AnthropicProvider` (Anthropic, compatible
+servers, Bedrock, Vertex), `phoenix_nb.llm.openai_chat.OpenAIChatProvider` (Chat
+Completions) and `phoenix_nb.demo.DemoProvider` (LLM requests; built by
+`phoenix_nb.llm.providers.make_provider`), `phoenix_nb.tools` (tools),
 `asyncio` timers, and `runtime.subagents.SubAgentSpawner` (sub-agents).
 """
 
@@ -24,10 +26,12 @@ from phoenix_nb.tools.base import Tool, ToolContext
 
 
 class LlmProvider(Protocol):
-    """Streams Messages API responses; Claude and the demo model both stand behind it."""
+    """Streams responses to Messages-API-shaped requests, whatever the wire format behind
+    (Claude, a compatible server, Bedrock, Vertex, Chat Completions, the demo model)."""
 
     def stream(self, request: LlmRequest) -> AsyncIterator[StreamUpdate]:
-        """Deltas as they arrive, then exactly one LlmOutcome; never raises for API faults."""
+        """Deltas as they arrive, then exactly one LlmOutcome; never raises for API faults.
+        A ProviderNotice may come first: an optional feature the server refused is off."""
         ...
 
     async def complete_text(self, request: LlmRequest) -> str:

@@ -31,7 +31,13 @@ PARENT_PROMPT = (
     "run_python is a scratchpad: it runs Python on a disposable copy of the live kernel "
     "(read-only files, no network), so trying things there never changes the user's "
     "variables. You never change the kernel's state yourself: propose a cell with "
-    "propose_cell; it appears below the conversation, not run, for the user to run."
+    "propose_cell; it appears below the conversation, not run, for the user to run.\n\n"
+    "To change one of the user's own cells (fix the cell that failed, say), call "
+    "edit_cell with the cell's id from kernel_history and its complete new source; "
+    "insert_cell adds a cell above or below a named cell. Both are proposals the user "
+    "accepts or rejects on the live notebook, and you hear the outcome with their next "
+    "message. The open notebook's .ipynb file is the user's editor's: never patch or "
+    "write it with bash — that would lose their unsaved work."
 )
 
 SUB_AGENT_PROMPT = (

@@ -17,9 +17,48 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
+from phoenix_nb.core.models import ModelSpec, Supports, configure_models
+from phoenix_nb.core.prices import ModelPrice, configure_prices, rates_from
+from phoenix_nb.core.states import DEFAULT_MAX_TURN_ROUNDS
+from phoenix_nb.errors import PhoenixError
 from phoenix_nb.sandbox import SandboxLimits
 
 DEMO_MODEL = "demo"
+# Wire formats phoenix speaks (llm.providers.make_provider builds each).
+PROVIDERS = ("anthropic", "bedrock", "vertex", "openai")
+
+
+class SettingsError(PhoenixError, ValueError):
+    """A setting that cannot be used; the message names it and says what is allowed."""
+
+
+def _model_entry(raw: Any) -> tuple[ModelSpec, ModelPrice | None]:
+    """One `c.Phoenix.models` entry as typed values (checked here, once)."""
+    if not isinstance(raw, Mapping):
+        raise TypeError("each model is a dict of context_window, max_output, prices, supports")
+    known = {"context_window", "max_output", "prices", "supports"}
+    extra = set(raw) - known
+    if extra:
+        raise ValueError(f"unknown field(s) {sorted(extra)}; known: {sorted(known)}")
+    limits: dict[str, int | None] = {}
+    for key in ("context_window", "max_output"):
+        value = raw.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+            raise TypeError(f"{key} must be a whole number of tokens (got {value!r})")
+        if value is not None and value <= 0:
+            raise ValueError(f"{key} must be positive (got {value})")
+        limits[key] = value
+    said = raw.get("supports") or {}
+    if not isinstance(said, Mapping) or set(said) - {"thinking", "caching", "images"}:
+        raise ValueError("supports takes thinking, caching and images, each true or false")
+    supports = Supports(**{k: bool(v) for k, v in said.items()})
+    prices = raw.get("prices")
+    if prices is not None and not isinstance(prices, Mapping):
+        raise TypeError("prices is a dict of USD per million tokens (input, output, …)")
+    price = rates_from(prices) if prices else None
+    return ModelSpec(limits["context_window"], limits["max_output"], supports), price
+
+
 DEFAULT_MODEL = "claude-sonnet-5-5"
 
 
@@ -58,7 +97,12 @@ class Settings:
     home: Path | None = None  # store root; None: $PHOENIX_HOME or <jupyter data dir>/phoenix
     model: str = field(default_factory=default_model)
     api_key: str | None = None  # None: ANTHROPIC_API_KEY
-    base_url: str | None = None  # None: ANTHROPIC_BASE_URL
+    # Who serves the model, and what phoenix knows of models (README "Models"):
+    provider: str = "anthropic"  # one of PROVIDERS
+    base_url: str | None = None  # None: ANTHROPIC_BASE_URL (anthropic), the SDK's own otherwise
+    # {name: {context_window, max_output, prices: {input, output, …}, supports:
+    # {thinking, caching, images}}} for models the registry and the server do not describe.
+    models: Mapping[str, Any] | None = None
     helper_model: str | None = None  # keyword_search ranking; None: no ranking call
     thinking: Mapping[str, Any] | None = None
     retry_delay_scale: float = 1.0  # tests shrink real backoff delays
@@ -77,6 +121,47 @@ class Settings:
     checkpoint_max_file_size: int = 20 * 1024 * 1024  # larger files: hash only, not restorable
     checkpoint_keep_days: float = 30.0  # older checkpoints may be pruned …
     checkpoint_max_bytes: int = 2 * 1024 * 1024 * 1024  # … and the oldest while a store is larger
+    # The turn budget (core/states.py TurnBudget): model responses for one user message
+    # (None or 0: no limit), and dollars one turn / the whole conversation may spend
+    # (None: no limit; they apply to models with a known price only).
+    max_turn_rounds: int | None = DEFAULT_MAX_TURN_ROUNDS
+    max_turn_cost: float | None = None
+    max_conversation_cost: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.provider not in PROVIDERS:
+            raise SettingsError(
+                f"provider must be one of {', '.join(PROVIDERS)} (got {self.provider!r})"
+            )
+
+    def install_models(self) -> None:
+        """Make `models` (and the default for unknown models) what every reader sees:
+        limits and supports (core.models), prices (core.prices). A bad entry raises
+        SettingsError naming it; nothing is installed then."""
+        specs: dict[str, ModelSpec] = {}
+        prices: dict[str, ModelPrice] = {}
+        for name, raw in (self.models or {}).items():
+            try:
+                spec, price = _model_entry(raw)
+            except (TypeError, ValueError) as exc:
+                raise SettingsError(f"c.Phoenix.models[{name!r}]: {exc}") from None
+            specs[str(name)] = spec
+            if price is not None:
+                prices[str(name)] = price
+        configure_models(specs)
+        configure_prices(prices)
+
+    @property
+    def off_anthropic(self) -> bool:
+        """True when the model is served by anything but Anthropic's own API (a base
+        URL, Bedrock, Vertex, OpenAI-compatible): an unknown model then gets the
+        conservative window (core.models.CONSERVATIVE), not the smallest Claude one."""
+        return self.provider != "anthropic" or bool(self.base_url)
+
+    @property
+    def limits_scope(self) -> str:
+        """Which server cached model limits belong to ("" for Anthropic's own API)."""
+        return f"{self.provider} {self.base_url or ''}".strip() if self.off_anthropic else ""
 
     @classmethod
     def from_config(cls, values: Mapping[str, Any]) -> Settings:
@@ -112,7 +197,8 @@ class Settings:
             elif f.name == "cache_ttl" and value in ("off", ""):
                 value = None
             kwargs[f.name] = value
-        if "base_url" not in kwargs and os.environ.get("ANTHROPIC_BASE_URL"):
+        anthropic = kwargs.get("provider", "anthropic") == "anthropic"
+        if anthropic and "base_url" not in kwargs and os.environ.get("ANTHROPIC_BASE_URL"):
             # read here, not left to the SDK: it also decides whether "demo" is served locally
             kwargs["base_url"] = os.environ["ANTHROPIC_BASE_URL"]
         base = cls(**kwargs)

@@ -1,8 +1,9 @@
 """What the kernel tools may know of the kernel they live in: a port, not IPython.
 
-The four kernel tools (inspect_variables, kernel_history, run_python,
-propose_cell) read the user's namespace, what the kernel ran and the last
-exception, and hand proposed cells back to the front end. They do so only
+The kernel tools (inspect_variables, kernel_history, run_python,
+propose_cell, edit_cell, insert_cell) read the user's namespace, what the
+kernel ran and the last exception, and hand proposed cells and cell edits back
+to the front end. They do so only
 through `KernelPort`, so the tools layer never imports IPython (the notebook
 layer's adapter, `phoenix_nb.notebook.kernel_port`, is the one place that
 does), and tests can drive the tools with a plain dictionary standing in for a
@@ -23,6 +24,7 @@ from types import TracebackType
 from typing import Any, Protocol, runtime_checkable
 
 from phoenix_nb.core.secrets import SecretValues
+from phoenix_nb.tools.cell_edits import EditBook
 
 
 @dataclass(frozen=True)
@@ -38,11 +40,15 @@ class CellOutput:
 
 @dataclass(frozen=True)
 class HistoryEntry:
-    """One cell the kernel ran, in execution order (deleted cells included)."""
+    """One cell the kernel ran, in execution order (deleted cells included).
+
+    `cell_id` is the notebook cell's id when the front end sent one with the
+    execute request (JupyterLab and Notebook 7 do, as `metadata.cellId`)."""
 
     execution_count: int
     source: str
     outputs: tuple[CellOutput, ...] = ()
+    cell_id: str | None = None
 
 
 @dataclass(frozen=True)
@@ -92,6 +98,10 @@ class KernelPort(Protocol):
         """Queue a cell for the front end; sent when the turn's cell ends."""
         ...
 
+    def cell_edits(self) -> EditBook:
+        """The kernel's proposed cell edits and what the human decided (edit_cell)."""
+        ...
+
     def enter_child(self, sink: ChildOutput) -> None:
         """Called in a forked child only: send the kernel's display/stream channels to `sink`,
         and drop the kernel's own references to its session key and connection info."""
@@ -120,6 +130,12 @@ class DictKernel:
     hidden: frozenset[str] = frozenset()
     sink: ChildOutput | None = None
     secrets: SecretValues = field(default_factory=SecretValues)  # stands for a session key
+    edits: EditBook = field(default_factory=EditBook)
+
+    def __post_init__(self) -> None:
+        for entry in self.entries:
+            if entry.cell_id is not None:
+                self.edits.saw_run(entry.cell_id, entry.source, entry.execution_count)
 
     def user_namespace(self) -> Mapping[str, Any]:
         return self.namespace
@@ -135,6 +151,9 @@ class DictKernel:
 
     def propose_cell(self, proposal: Proposal) -> None:
         self.proposals.append(proposal)
+
+    def cell_edits(self) -> EditBook:
+        return self.edits
 
     def enter_child(self, sink: ChildOutput) -> None:
         self.sink = sink

@@ -55,6 +55,7 @@ from phoenix_nb.core.displays import (
 from phoenix_nb.core.secrets import PROVIDER_CREDENTIALS, SecretValues
 from phoenix_nb.core.values import ImageData, ToolResult
 from phoenix_nb.tools.base import ToolContext
+from phoenix_nb.tools.cell_edits import cell_marks
 from phoenix_nb.tools.environment import command_environment, credential_files
 from phoenix_nb.tools.environment import fork_secrets as env_fork_secrets
 from phoenix_nb.tools.kernel_fork import ChildSink, Emit, ForkLimits, ForkOutcome, run_in_fork
@@ -395,9 +396,11 @@ def _summary_record(namespace: Mapping[str, Any], name: str, budget: int) -> dic
 HISTORY_DESCRIPTION = (
     "What the user's Jupyter kernel actually ran, in execution order with execution "
     "counts (In [n]) — including cells since deleted or edited in the notebook — each "
-    "with a bounded summary of its output; and the last exception: type, message, and the "
-    "traceback with each frame's local variables summarised. Use it to see how the data "
-    "in the kernel was made, or to explain and fix the last error."
+    "with a bounded summary of its output, the notebook cell's id where the front end "
+    "sends one (the name edit_cell takes), and a mark on runs whose cell has changed "
+    "since (run again, or edited through an accepted proposal); and the last exception: "
+    "type, message, and the traceback with each frame's local variables summarised. Use "
+    "it to see how the data in the kernel was made, or to explain and fix the last error."
 )
 
 
@@ -425,12 +428,16 @@ class KernelHistoryTool:
             return port
         last = int(input.get("last") or 20)
 
+        cells = port.cell_edits().cells()  # read here: the book's lock is not forked
+
         def job(emit: Emit, _sink: ChildSink) -> None:
             entries = port.history(last)
             per_cell = max(600, 14_000 // max(len(entries), 1))
             lines = [f"Cells the kernel ran (last {len(entries)}, oldest first):"]
             for entry in entries:
-                lines.append(f"In [{entry.execution_count}]:\n{cut(entry.source, per_cell)}")
+                marks = cell_marks(entry.cell_id, entry.execution_count, entry.source, cells)
+                head = f"In [{entry.execution_count}]{marks}:"
+                lines.append(f"{head}\n{cut(entry.source, per_cell)}")
                 for output in entry.outputs:
                     lines.append(f"  [{output.kind}] {cut(output.text, per_cell // 2)}")
             if len(entries) == 0:

@@ -1,14 +1,17 @@
 """keyword_search: find where a topic lives in the code, then ask a small model why.
 
 Search is ripgrep from the `ripgrep` wheel, never a hand-written walker: it is
-fast, honours .gitignore, and skips binaries. Each term is first counted on
-its own, so a term that hits most of the tree ("self", "import") is dropped
-with a note instead of burying the useful hits; the survivors are searched
-together with context lines and the total is capped, because the result goes
-into the model's context. Then, when the conversation has a helper model, it is
-asked which files matter and why — a cheap call that saves the main model from
-reading every hit; if that call is absent or fails, the raw hits are returned
-and the model is told so.
+fast, honours .gitignore, and skips binaries. All terms are searched in one rg
+pass (its cost is the baseline the tool is measured against); each term's
+files and hits are counted from the matching lines, so a term that hits most
+of the tree ("self", "import") is dropped with a note instead of burying the
+useful hits, and the survivors' hits are shown with context lines, the total
+capped, because the result goes into the model's context. When that one pass
+prints too much (terms that match nearly every line), each term is counted by
+its own rg, which stops a broad term early, and the survivors searched again.
+Then, when the conversation has a helper model, it is asked which files matter
+and why — a cheap call that saves the main model from reading every hit; if that
+call is absent or fails, the raw hits are returned and the model is told so.
 
 It only reads, so it works in Restricted mode. Every rg runs exactly as a bash
 command does: through the sandbox launcher (``sandbox.start_process``), with the
@@ -20,7 +23,9 @@ a hidden file (a symlink, ``--follow``, a search root inside it, ``..``, an
 ignore file that re-includes it) ends at the kernel's own "Permission denied".
 Where the sandbox is unavailable, Restricted mode refuses the search with bash's
 words. rg is outside the kernel's process group (a kernel interrupt does not
-hit it), and cancelling the tool kills its whole tree through its supervisor.
+hit it), and cancelling the tool kills its whole tree through its supervisor and
+returns only once the supervisor reports it gone, even when the cancel lands while
+an rg is still starting.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ import asyncio
 import contextlib
 import json
 import os
+import re
 import shutil
 import sysconfig
 from collections.abc import AsyncIterator, Mapping
@@ -184,6 +190,31 @@ class RgProcess:
         elif skipping:
             self.overlong += 1
 
+    async def batches(self) -> AsyncIterator[list[bytes]]:
+        """The same lines as iterating, without their newline, a chunk's worth at a time
+        (one await per 64 KiB instead of one per line: a large output's parsing cost)."""
+        pending = b""
+        skipping = False  # inside a line already known to be too long
+        while chunk := await self._output.read(1 << 16):
+            parts = (pending + chunk).split(b"\n")
+            pending = parts.pop()
+            if skipping and parts:
+                parts = parts[1:]  # the end of the overlong line
+                skipping = False
+                self.overlong += 1
+            kept = [line for line in parts if len(line) < MAX_RG_LINE_BYTES]
+            self.overlong += len(parts) - len(kept)
+            if len(pending) >= MAX_RG_LINE_BYTES:
+                pending, skipping = b"", True
+            if kept:
+                self._last = kept[-1]
+                yield kept
+        if skipping:
+            self.overlong += 1
+        elif pending:
+            self._last = pending
+            yield [pending]
+
     async def wait(self) -> None:
         """Wait for rg to end; SearchError if it could not run or was killed."""
         result = await self.process.wait()
@@ -195,14 +226,53 @@ class RgProcess:
             raise SearchError(f"rg could not search ({how}){': ' + said if said else ''}")
 
 
+async def _start(spec: sandbox.RunSpec) -> sandbox.Process:
+    """`sandbox.start_process`, except that a cancel landing while rg starts does not
+    return before rg is gone.
+
+    The supervisor execs rg before this side has read its pids, so a cancel in that
+    window would leave ``start_process`` to abandon a running rg and return at once,
+    while rg still runs (its supervisor kills it a moment later, after this tool said
+    it was cancelled). Here the start is shielded: on cancel it is let finish (bounded),
+    then rg is killed and the supervisor's report awaited like any running rg's.
+    """
+    starting = asyncio.ensure_future(sandbox.start_process(spec))
+    starting.add_done_callback(_consume)
+    try:
+        return await asyncio.shield(starting)
+    except asyncio.CancelledError:
+        await _reap_start(starting)
+        raise
+    except (sandbox.SandboxError, OSError) as error:
+        raise SearchError(f"could not start rg: {error}") from error
+
+
+def _consume(future: asyncio.Future[sandbox.Process]) -> None:
+    """Mark a start's failure as seen (a cancelled search may no longer await it)."""
+    if not future.cancelled():
+        future.exception()
+
+
+async def _reap_start(starting: asyncio.Future[sandbox.Process]) -> None:
+    """End whatever the interrupted start `starting` started; return once it is gone."""
+    try:
+        process = await asyncio.wait_for(asyncio.shield(starting), _KILL_WAIT)
+    except BaseException:  # failed, too slow, or cancelled again: the launcher's own way
+        starting.cancel()  # (a start cancelled before the pids came closes the status pipe)
+        return
+    process.kill()
+    with contextlib.suppress(BaseException):
+        await asyncio.wait_for(asyncio.shield(process.wait()), _KILL_WAIT)
+    with contextlib.suppress(OSError):
+        os.close(process.output_fd)
+
+
 @contextlib.asynccontextmanager
 async def _rg(args: list[str], spec: sandbox.RunSpec) -> AsyncIterator[RgProcess]:
     """Run rg with `args` as `spec` says; always end it, killing its tree if we stop
-    reading early or are cancelled, and return only once its supervisor reported."""
-    try:
-        process = await sandbox.start_process(replace(spec, argv=(*spec.argv, *args)))
-    except (sandbox.SandboxError, OSError) as error:
-        raise SearchError(f"could not start rg: {error}") from error
+    reading early or are cancelled (also while it starts), and return only once its
+    supervisor reported."""
+    process = await _start(replace(spec, argv=(*spec.argv, *args)))
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader(loop=loop)
     transport: asyncio.BaseTransport | None = None
@@ -307,6 +377,155 @@ async def _collect_hits(
             )
         await process.wait()
     return files, shown, False, process.overlong
+
+
+async def _count_each(terms: list[str], spec: sandbox.RunSpec) -> tuple[int, list[TermStats]]:
+    """The tree's file count and each term's, one rg each (bounded: a term is dropped, and
+    its rg killed, past MAX_FILES_PER_TERM files)."""
+    # A TaskGroup, not gather: on cancel it waits until every rg is killed and reaped.
+    async with asyncio.TaskGroup() as group:
+        files_task = group.create_task(_count_files(spec))
+        term_tasks = [group.create_task(_count_term(t, spec, MAX_FILES_PER_TERM)) for t in terms]
+    return files_task.result(), [task.result() for task in term_tasks]
+
+
+def _drop_broad(stats: list[TermStats], total_files: int) -> None:
+    for s in stats:
+        if not s.dropped and s.files > MAX_FILES_PER_TERM:
+            s.dropped = f"too broad (matches more than {MAX_FILES_PER_TERM} files)"
+        if (
+            not s.dropped
+            and total_files >= BROAD_MIN_TREE
+            and s.files > BROAD_FRACTION * total_files
+        ):
+            s.dropped = f"too broad (matches {s.files} of {total_files} files)"
+
+
+ONE_PASS_BUDGET = 8 << 20  # bytes of rg output read before falling back to a pass per term
+_SEARCHED = re.compile(rb"^(\d+) files searched\s*$")
+_NUMBERED = re.compile(rb"^(\d+)([:-])(.*)$", re.S)
+
+# path -> its printed lines in order: (number, text, matched some term)
+Printed = dict[str, list[tuple[int, bytes, bool]]]
+
+
+async def _one_pass(
+    terms: list[str], spec: sandbox.RunSpec, context_lines: int
+) -> tuple[int, list[TermStats], Printed, int] | None:
+    """Every term at once, in one rg (its cost is one search of the tree, which the
+    tool's own cost is measured against): each term's files and hits are counted from
+    the matching lines, the tree's size from rg's own --stats. None when the output
+    outgrows ONE_PASS_BUDGET (terms that match nearly everything): then the tool
+    counts per term, which can stop a broad term's rg early.
+
+    Plain output with NUL after each path (`--null`), not --json: parsing a JSON
+    object per printed line cost more than rg's whole search."""
+    args = [
+        "--null",
+        "--no-heading",
+        "--with-filename",
+        "--line-number",
+        "--stats",
+        "-i",
+        "-F",
+        "--no-require-git",
+        f"--context={context_lines}",
+    ]
+    for term in terms:
+        args += ["-e", term]
+    args.append(".")
+    printed: Printed = {}
+    names: dict[bytes, list[tuple[int, bytes, bool]]] = {}  # rg's path bytes -> its lines
+    total_files = 0
+    size = 0
+    match = _NUMBERED.match
+    async with _rg(args, spec) as process:
+        async for batch in process.batches():
+            for raw in batch:
+                size += len(raw) + 1
+                head, nul, rest = raw.partition(b"\0")
+                if not nul:  # a "--" between groups, or rg's statistics at the end
+                    found = _SEARCHED.match(raw)
+                    if found:
+                        total_files = int(found.group(1))
+                    continue
+                numbered = match(rest)
+                if numbered is None:
+                    continue
+                lines = names.get(head)
+                if lines is None:
+                    lines = names[head] = printed.setdefault(_strip_dot(os.fsdecode(head)), [])
+                number, sep, text = numbered.groups()
+                lines.append((int(number), text.rstrip(b"\r"), sep == b":"))
+            if size > ONE_PASS_BUDGET:
+                return None  # leaving the block kills rg
+        await process.wait()
+    stats = {term: TermStats(term) for term in terms}
+    lowered = [(term, term.lower()) for term in terms]
+    for lines in printed.values():
+        seen: set[str] = set()
+        for _number, text, matched in lines:
+            if not matched:
+                continue
+            low = text.decode("utf-8", "replace").lower()
+            for term, term_low in lowered:
+                count = low.count(term_low)
+                if count:
+                    stats[term].hits += count
+                    seen.add(term)
+        for term in seen:
+            stats[term].files += 1
+    return total_files, list(stats.values()), printed, process.overlong
+
+
+def _line_text(text: bytes) -> str:
+    try:
+        line = text.decode("utf-8")
+    except UnicodeDecodeError:
+        return "<non-UTF-8 line>"
+    return line if len(line) <= MAX_LINE_CHARS else line[: MAX_LINE_CHARS - 3] + "..."
+
+
+def _hits_of(
+    printed: Printed, kept: list[str], context_lines: int
+) -> tuple[dict[str, FileHits], int, bool]:
+    """The kept terms' hits as the collecting pass would show them: up to
+    MAX_HITS_PER_FILE matching lines per file with their context, at most
+    MAX_TOTAL_HITS in all (then truncated); lines matching only dropped terms show
+    as context."""
+    files: dict[str, FileHits] = {}
+    shown = 0
+    lowered = [(term, term.lower()) for term in kept]
+    for path, lines in printed.items():
+        hits: dict[int, set[str]] = {}
+        for number, text, matched in lines:
+            if not matched or len(hits) >= MAX_HITS_PER_FILE:
+                continue
+            low = text.decode("utf-8", "replace").lower()
+            found = {term for term, term_low in lowered if term_low in low}
+            if found:
+                hits[number] = found
+        if not hits:
+            continue
+        near = {n + d for n in hits for d in range(-context_lines, context_lines + 1)}
+        entry = files.setdefault(path, FileHits(path))
+        for number, text, matched in lines:
+            if number not in near:
+                continue
+            terms_here = hits.get(number)
+            if terms_here is None and matched:  # after the last hit, in its context: rg says match
+                low = text.decode("utf-8", "replace").lower()
+                terms_here = {term for term, term_low in lowered if term_low in low} or None
+            if terms_here is not None and shown >= MAX_TOTAL_HITS:
+                if not entry.matches:
+                    del files[path]  # only context so far: nothing of it is shown
+                return files, shown, True
+            entry.lines[number] = Line(number, _line_text(text), terms_here is not None)
+            if terms_here is not None:
+                entry.matches += 1
+                entry.terms.update(terms_here)
+                shown += 1
+    return files, shown, False
 
 
 def _render_hits(files: list[FileHits]) -> str:
@@ -419,26 +638,20 @@ class KeywordSearchTool:
     async def _search(
         self, query: str, terms: list[str], root: Path, spec: sandbox.RunSpec, context_lines: int
     ) -> tuple[str, SearchDisplay]:
-        # A TaskGroup, not gather: on cancel it waits until every rg is killed and reaped.
-        async with asyncio.TaskGroup() as group:
-            files_task = group.create_task(_count_files(spec))
-            term_tasks = [
-                group.create_task(_count_term(t, spec, MAX_FILES_PER_TERM)) for t in terms
-            ]
-        total_files = files_task.result()
-        stats = [task.result() for task in term_tasks]
-        for s in stats:
-            if (
-                not s.dropped
-                and total_files >= BROAD_MIN_TREE
-                and s.files > BROAD_FRACTION * total_files
-            ):
-                s.dropped = f"too broad (matches {s.files} of {total_files} files)"
-        kept = [s.term for s in stats if not s.dropped and s.files]
-        files: dict[str, FileHits] = {}
-        shown, truncated, overlong = 0, False, 0
-        if kept:
-            files, shown, truncated, overlong = await _collect_hits(kept, spec, context_lines)
+        one = await _one_pass(terms, spec, context_lines)
+        if one is not None:
+            total_files, stats, lines, overlong = one
+            _drop_broad(stats, total_files)
+            kept = [s.term for s in stats if not s.dropped and s.files]
+            files, shown, truncated = _hits_of(lines, kept, context_lines)
+        else:  # too much output for one pass: count each term first, then collect
+            total_files, stats = await _count_each(terms, spec)
+            _drop_broad(stats, total_files)
+            kept = [s.term for s in stats if not s.dropped and s.files]
+            files = {}
+            shown, truncated, overlong = 0, False, 0
+            if kept:
+                files, shown, truncated, overlong = await _collect_hits(kept, spec, context_lines)
         ranked = sorted(files.values(), key=lambda h: (-len(h.terms), -h.matches))
         header = [
             f"Searched {total_files} files under {root} (case-insensitive, literal).",

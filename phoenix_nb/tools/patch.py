@@ -12,9 +12,12 @@ Why it is shaped this way:
 * setuid/setgid bits are dropped from a changed file, as the kernel drops them
   when an unprivileged process writes it; root would otherwise keep them and a
   patched setuid binary would run the new code as its owner.
-* Reading, matching and diffing run in a worker thread (`asyncio.to_thread`):
-  the kernel's event loop keeps serving the notebook while a 10 MB file is
-  searched. Every step is linear in the file: the matches' line numbers are
+* Reading, matching and diffing run off the event loop: in a worker thread
+  for small files, and in a child process above `_OFFLOAD_BYTES`, because in a
+  thread a single C call over a large text (a regular expression, splitlines)
+  holds the GIL, and so the kernel's loop, for hundreds of milliseconds. The
+  kernel keeps serving the notebook while a 10 MB file is searched. Every step
+  is linear in the file: the matches' line numbers are
   counted in one pass, only the first few positions are collected (the rest
   counted by `str.count`), folding touches only the look-alikes, the
   whitespace-tolerant search turns lines into characters and runs `str.find`,
@@ -41,8 +44,10 @@ import contextlib
 import difflib
 import itertools
 import os
+import pickle
 import re
 import stat
+import sys
 import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -595,9 +600,8 @@ def _write_in_place(path: Path, data: bytes, mode: int) -> None:
         os.close(fd)
 
 
-def _write(path: Path, content: str, info: os.stat_result | None) -> str:
+def _write(path: Path, data: bytes, info: os.stat_result | None) -> str:
     """Write the new content keeping what the file is; returns a note for the model."""
-    data = content.encode("utf-8")
     if info is None:
         _replace_file(path, data, _default_file_mode(), None)
         return ""
@@ -682,6 +686,95 @@ def _diff(before: str, after: str, name: str) -> tuple[str, int, int]:
 
 
 @dataclass(frozen=True)
+class _Outcome:
+    """Everything the tool needs from the CPU-bound work: what to write and the diff."""
+
+    existed: bool
+    unchanged: bool
+    data: bytes  # the new content, encoded (empty when unchanged)
+    notes: list[str]
+    info: os.stat_result | None
+    diff: str
+    added: int
+    removed: int
+
+
+def _compute(target: Path, shown: str, patches: list[Mapping[str, Any]]) -> _Outcome:
+    """Read, apply and diff, before anything is written (CPU-bound on large files)."""
+    plan = _plan(target, shown, patches)
+    if plan.before is not None and plan.after == plan.before:
+        return _Outcome(True, True, b"", plan.notes, plan.info, "", 0, 0)
+    diff, added, removed = _diff(plan.before or "", plan.after, shown)
+    data = plan.after.encode("utf-8")
+    return _Outcome(
+        plan.before is not None, False, data, plan.notes, plan.info, diff, added, removed
+    )
+
+
+# Above this many bytes (file plus patch texts) the work runs in a child process: in
+# a thread, one C call over a large text (a regular expression, splitlines, replace)
+# holds the GIL for hundreds of milliseconds, and the kernel's event loop with it.
+_OFFLOAD_BYTES = 256 << 10
+
+
+def _work_size(target: Path, patches: list[Mapping[str, Any]]) -> int:
+    try:
+        size = target.stat().st_size
+    except OSError:
+        size = 0
+    return size + sum(len(p.get("newText") or "") + len(p.get("oldText") or "") for p in patches)
+
+
+async def _compute_away(target: Path, shown: str, patches: list[Mapping[str, Any]]) -> _Outcome:
+    """`_compute` in a child process, so the kernel's event loop never waits for the GIL.
+
+    The child reads the file itself, writes nothing, and answers with a pickle of
+    its `_Outcome` (or the `PatchError`) on stdout: only this module's own objects
+    cross, the file's text inside them as data. A cancel kills the child. If the
+    child cannot run, the work is done in a thread instead.
+    """
+    request = pickle.dumps((str(target), shown, [dict(p) for p in patches]))
+    try:
+        child = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-I",
+            "-c",
+            "from phoenix_nb.tools import patch; patch._serve()",
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.DEVNULL,
+        )
+    except OSError:
+        return await asyncio.to_thread(_compute, target, shown, patches)
+    try:
+        out, _ = await child.communicate(request)
+    except BaseException:
+        with contextlib.suppress(ProcessLookupError):
+            child.kill()
+        await asyncio.shield(child.wait())
+        raise
+    if child.returncode != 0 or not out:
+        return await asyncio.to_thread(_compute, target, shown, patches)
+    answer = pickle.loads(out)
+    if isinstance(answer, PatchError):
+        raise answer
+    if not isinstance(answer, _Outcome):
+        return await asyncio.to_thread(_compute, target, shown, patches)
+    return answer
+
+
+def _serve() -> None:
+    """The child's side of `_compute_away`."""
+    target, shown, patches = pickle.loads(sys.stdin.buffer.read())
+    try:
+        answer: _Outcome | PatchError = _compute(Path(target), shown, patches)
+    except PatchError as error:
+        answer = error
+    sys.stdout.buffer.write(pickle.dumps(answer, protocol=pickle.HIGHEST_PROTOCOL))
+    sys.stdout.buffer.flush()
+
+
+@dataclass(frozen=True)
 class _Planned:
     """The outcome of reading and applying, before anything is written."""
 
@@ -755,14 +848,17 @@ class PatchTool:
         patches: list[Mapping[str, Any]] = list(input["patches"])
         target = Path(os.path.realpath(path))
         try:
-            plan: _Planned = await asyncio.to_thread(_plan, target, shown, patches)
-            if plan.before is not None and plan.after == plan.before:
+            if _work_size(target, patches) > _OFFLOAD_BYTES:
+                outcome = await _compute_away(target, shown, patches)
+            else:
+                outcome = await asyncio.to_thread(_compute, target, shown, patches)
+            if outcome.unchanged:
                 return ToolResult(
                     tool_use_id=tool_use_id,
                     content=f"No change: {shown} already has this content.",
                     display=PatchDisplay(shown, ""),
                 )
-            written = await _finish(asyncio.to_thread(_write, target, plan.after, plan.info))
+            written = await _finish(asyncio.to_thread(_write, target, outcome.data, outcome.info))
         except PartialWriteError as error:
             return ToolResult(
                 tool_use_id=tool_use_id,
@@ -785,13 +881,12 @@ class PatchTool:
                 is_error=True,
                 display=PatchDisplay(shown, ""),
             )
-        before, after, notes = plan.before, plan.after, list(plan.notes)
-        original = before or ""
+        notes = list(outcome.notes)
         if written:
             notes.append(written)
-        diff, added, removed = await asyncio.to_thread(_diff, original, after, shown)
+        diff, added, removed = outcome.diff, outcome.added, outcome.removed
         count = len(patches)
-        if before is None:
+        if not outcome.existed:
             summary = f"Created {shown} (+{added} −{removed})"
         else:
             plural = "es" if count != 1 else ""

@@ -25,6 +25,7 @@ from phoenix_nb.core.values import ToolResult
 from phoenix_nb.tools.base import Tool, ToolContext
 from phoenix_nb.tools.bash import BashTool
 from phoenix_nb.tools.declared import REQUEST_MODE_UPGRADE, SPAWN_AGENTS, SUBMIT_RESULT
+from phoenix_nb.tools.kernel_edits import EditCellTool, InsertCellTool
 from phoenix_nb.tools.kernel_tools import (
     InspectVariablesTool,
     KernelHistoryTool,
@@ -46,7 +47,8 @@ def tools_for(*, is_sub_agent: bool) -> tuple[Tool, ...]:
     The kernel tools are declared in both modes and whether or not kernel
     access is on (REQ-BED-017: the tools array never changes); sub-agents get
     only the two that read (inspect_variables, kernel_history): proposing
-    cells and the scratchpad belong to the conversation the user talks to.
+    cells, editing the user's cells and the scratchpad belong to the
+    conversation the user talks to.
     """
     common: tuple[Tool, ...] = (BashTool(), PatchTool(), KeywordSearchTool(), ThinkTool())
     kernel_read: tuple[Tool, ...] = (InspectVariablesTool(), KernelHistoryTool())
@@ -57,6 +59,8 @@ def tools_for(*, is_sub_agent: bool) -> tuple[Tool, ...]:
         *kernel_read,
         RunPythonTool(),
         ProposeCellTool(),
+        EditCellTool(),
+        InsertCellTool(),
         REQUEST_MODE_UPGRADE,
         SPAWN_AGENTS,
     )

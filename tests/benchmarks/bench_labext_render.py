@@ -4,6 +4,8 @@ While the agent streams, the kernel replaces the whole record in place (throttle
 so the renderer redraws everything each time: its cost must grow no faster than
 the record. Baseline, measured in the same run and page setup: the sample record
 (tests/browser/fixtures). Larger records repeat its cycles with fresh call ids.
+A second series starts from a record of 20 proposed cell edits (edit_cell calls
+with their diffs, as a headless run leaves them) and grows it the same way.
 Figures come from the renderer's own `phoenix-render` performance entries (the
 time from renderModel's start to the DOM being in place, Markdown included),
 taken in a warm page, as during streaming: each notebook is opened from the file
@@ -35,6 +37,8 @@ from tests.browser.lab import (
 )
 
 FACTORS = (1, 10, 40)
+PROPOSALS = 20
+EDIT_FACTORS = (1, 10)
 REPEATS = 5
 
 
@@ -51,6 +55,46 @@ def scaled(record: dict[str, Any], factor: int) -> dict[str, Any]:
                         call["id"] = f"{call['id']}-{copy_index}"
             cycles.append(cycle)
     out["cycles"] = cycles
+    return out
+
+
+def with_proposals(record: dict[str, Any], count: int) -> dict[str, Any]:
+    """One cycle whose agent proposes `count` cell edits, each a 12-line cell changed in one
+    line (the diff shows every line, as the record stores it)."""
+    out = copy.deepcopy(record)
+    steps: list[dict[str, Any]] = [{"kind": "user", "user_kind": "direct", "text": "Fix my cells."}]
+    for i in range(count):
+        old = [f"value_{i}_{n} = load({n})" for n in range(12)]
+        new = [*old[:6], f"value_{i}_6 = load(6) or 0", *old[7:]]
+        diff = "\n".join(
+            ["--- cell (now)", "+++ cell (proposed)", "@@ -1,12 +1,12 @@"]
+            + [f" {line}" for line in old[:6]]
+            + [f"-{old[6]}", f"+{new[6]}"]
+            + [f" {line}" for line in old[7:]]
+        )
+        call = {
+            "id": f"toolu_edit_{i}",
+            "name": "edit_cell",
+            "input": {"cell_id": f"cell-{i}", "new_source": "\n".join(new), "explanation": "x"},
+            "result": {
+                "content": f"Proposed edit edit-{i}.",
+                "is_error": False,
+                "display": {
+                    "edit_id": f"edit-{i}",
+                    "cell_id": f"cell-{i}",
+                    "position": "replace",
+                    "execution_count": i + 1,
+                    "new_source": "\n".join(new),
+                    "explanation": f"Guard load({6}) in cell {i}: it returns None when empty.",
+                    "cell_diff": diff + "\n",
+                },
+            },
+        }
+        item = {"type": "assistant", "text": f"Proposing edit {i}."}
+        steps.append(
+            {"kind": "ai", "item": item, "tool_groups": [{"group": "other", "calls": [call]}]}
+        )
+    out["cycles"] = [{"index": 0, "steps": steps}]
     return out
 
 
@@ -71,7 +115,9 @@ def render_ms(lab: LabPage, name: str) -> float:
 def main() -> None:
     sample = load_fixture("sample_record.json")
     steps = sum(len(c["steps"]) for c in sample["cycles"])
+    edits = with_proposals(sample, PROPOSALS)
     results: dict[int, list[float]] = {f: [] for f in FACTORS}
+    edit_results: dict[int, list[float]] = {f: [] for f in EDIT_FACTORS}
     with (
         tempfile.TemporaryDirectory() as tmp,
         running_lab(Path(tmp)) as server,
@@ -86,6 +132,11 @@ def main() -> None:
             for repeat in range(REPEATS):
                 cells = [("%%phoenix\nx", [record_output(record, "<b/>", "x")])]
                 write_notebook(root, f"bench-{factor}-{repeat}.ipynb", cells)
+        for factor in EDIT_FACTORS:
+            record = scaled(edits, factor)
+            for repeat in range(REPEATS):
+                cells = [("%%phoenix\nx", [record_output(record, "<b/>", "x")])]
+                write_notebook(root, f"edits-{factor}-{repeat}.ipynb", cells)
         for repeat in range(REPEATS):
             context = browser.new_context(viewport={"width": 1280, "height": 1000})
             lab = LabPage(context.new_page(), server)
@@ -94,6 +145,8 @@ def main() -> None:
             order = FACTORS[repeat % len(FACTORS) :] + FACTORS[: repeat % len(FACTORS)]
             for factor in order:  # rotated so machine load falls on all sizes alike
                 results[factor].append(render_ms(lab, f"bench-{factor}-{repeat}.ipynb"))
+            for factor in EDIT_FACTORS:
+                edit_results[factor].append(render_ms(lab, f"edits-{factor}-{repeat}.ipynb"))
             context.close()
         browser.close()
     base = statistics.median(results[1])
@@ -103,6 +156,18 @@ def main() -> None:
         ratio = ms / base
         print(
             f"x{factor:<3} ({steps * factor:>4} steps): {ms:8.1f} ms  ratio {ratio:6.2f}"
+            f"  ratio/size {ratio / factor:5.2f}  (<= 1 means no worse than linear)"
+        )
+    edit_base = statistics.median(edit_results[1])
+    print(
+        f"{PROPOSALS} proposed cell edits render in {edit_base:.1f} ms "
+        f"(ratio {edit_base / base:.2f} to the sample record)"
+    )
+    for factor in EDIT_FACTORS:
+        ms = statistics.median(edit_results[factor])
+        ratio = ms / edit_base
+        print(
+            f"x{factor:<3} ({PROPOSALS * factor:>4} proposals): {ms:8.1f} ms  ratio {ratio:6.2f}"
             f"  ratio/size {ratio / factor:5.2f}  (<= 1 means no worse than linear)"
         )
 

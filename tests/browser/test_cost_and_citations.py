@@ -76,5 +76,13 @@ def test_unknown_model_shows_tokens_not_a_price(lab: LabPage) -> None:
     _open(lab, "cost-unknown.ipynb", _record(priced=False))
     cost = lab.page.locator("[data-phoenix-cost]")
     expect(cost).to_contain_text("102.0k in / 500 out tokens")
-    expect(cost).to_contain_text("no price known for this model")
+    expect(cost).to_contain_text("price unknown")
     expect(cost).not_to_contain_text("$")
+
+
+def test_a_model_served_elsewhere_says_by_whom_and_what_it_goes_without(lab: LabPage) -> None:
+    record = _record(priced=False)
+    record["conversation"].update(provider="openai", lacks=["thinking", "images"])
+    _open(lab, "cost-served.ipynb", record)
+    facts = lab.page.locator(".jp-Phoenix-facts")
+    expect(facts).to_contain_text("via openai · without thinking, images")

@@ -228,6 +228,10 @@ def test_phoenix_cell_explores_asks_patches_and_survives_reload(
     _assert_conversation(record)
     assert _rendering(lab) == before
     assert len(fake_llm.requests) == 5, "reloading ran nothing"
+    # The Revert button cannot act on a new kernel: it reads as the command to run.
+    revert = lab.page.locator(".jp-Phoenix-controlOutput[data-phoenix-control=hint]")
+    expect(revert).to_contain_text("%phoenix revert", timeout=WAIT_MS)
+    expect(lab.page.get_by_text("Error displaying widget").filter(visible=True)).to_have_count(0)
     # The saved execution count; a cell run again on the restarted kernel would read [1].
     expect(
         lab.page.locator(".jp-NotebookPanel .jp-Cell").nth(1).locator(".jp-InputPrompt")

@@ -154,7 +154,9 @@ CLIPPED_JS = """
 
 def _check_chat(lab: LabPage, theme: str) -> None:
     panel = lab.page.locator(".jp-Phoenix-chat").first
-    record = panel.locator(".jp-PhoenixConversation [data-phoenix-record]")
+    # The transcript is the chat cell's ordinary output above the panel's controls.
+    cell = lab.page.locator(".jp-NotebookPanel .jp-Cell").nth(1)
+    record = cell.locator(".jp-PhoenixConversation [data-phoenix-record]")
     expect(record).to_have_count(1)  # the cell's renderer, not an HTML copy
     expect(record.locator("[data-phoenix-ai=assistant]").last).to_contain_text("Hello from chat")
     status = panel.locator(".jp-Phoenix-chatStatus")
@@ -167,6 +169,7 @@ def _check_chat(lab: LabPage, theme: str) -> None:
     assert output.evaluate(CLIPPED_JS) == [], theme
     assert panel.evaluate(CLIPPED_JS) == [], theme
     lab.screenshot(f"chat-{theme}.png", ".jp-Phoenix-chat")
+    lab.screenshot(f"chat-record-{theme}.png", ".jp-PhoenixConversation")
 
 
 def test_chat_panel_uses_the_cells_renderer_in_light_and_dark(
@@ -186,10 +189,14 @@ def test_chat_panel_uses_the_cells_renderer_in_light_and_dark(
     panel = lab.page.locator(".jp-Phoenix-chat").first
     panel.locator("textarea").fill("hello")
     panel.get_by_role("button", name="Send", exact=True).click()
-    expect(panel.locator("[data-phoenix-record]")).to_have_attribute(
+    cell = lab.page.locator(".jp-NotebookPanel .jp-Cell").nth(1)
+    expect(cell.locator("[data-phoenix-ai=assistant]").last).to_contain_text(
+        "Hello from chat", timeout=WAIT_MS
+    )
+    expect(cell.locator("[data-phoenix-record]")).to_have_attribute(
         "data-phoenix-state", "idle", timeout=WAIT_MS
     )
-    expect(panel.locator("[data-phoenix-ai=assistant]").last).to_contain_text(
+    expect(cell.locator("[data-phoenix-ai=assistant]").last).to_contain_text(
         "Hello from chat", timeout=WAIT_MS
     )
     _check_chat(lab, "light")

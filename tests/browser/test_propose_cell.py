@@ -63,7 +63,8 @@ def test_proposed_cell_appears_below_unexecuted(
     cells = lab.page.locator(".jp-NotebookPanel .jp-Cell")
     expect(cells).to_have_count(4, timeout=WAIT_MS)
     sources = _cells(lab)
-    assert sources[2] == PROPOSED, sources  # right below the %%phoenix cell
+    # Right below the %%phoenix cell, its explanation leading the code as a comment.
+    assert sources[2] == "# Drop the row with a missing x.\n" + PROPOSED, sources
     assert sources[3] == "print('last cell')"
     new_cell = cells.nth(2)
     expect(new_cell.locator(".jp-InputPrompt")).to_have_text("[ ]:")  # never run
@@ -93,4 +94,4 @@ def test_proposed_cell_appears_below_unexecuted(
     assert both.index("# %% Proposal 1 of 2: First step.") < both.index("a = 1")
     assert both.index("a = 1") < both.index("# %% Proposal 2 of 2: Second step.")
     assert both.index("Second step.") < both.index("b = a + 1")
-    assert _cells(lab)[3] == PROPOSED
+    assert _cells(lab)[3] == "# Drop the row with a missing x.\n" + PROPOSED

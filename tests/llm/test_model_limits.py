@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from phoenix_nb.core.models import SMALLEST_KNOWN, model_info
 from phoenix_nb.llm.model_limits import CACHE_FILE, MAX_AGE, ModelLimits
 from phoenix_nb.llm.provider import AnthropicProvider
@@ -93,12 +95,31 @@ async def test_a_partial_answer_is_completed_by_the_registry(
     await provider.aclose()
 
 
-async def test_no_key_means_no_request(fake_anthropic: FakeAnthropic, tmp_path: Path) -> None:
+async def test_no_key_means_no_request(
+    fake_anthropic: FakeAnthropic, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Anthropic's own API without a key is not asked (the client is re-pointed at the
+    fake only so that a request, were one made, would be seen)."""
+    for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "ANTHROPIC_AUTH_TOKEN"):
+        monkeypatch.delenv(name, raising=False)
     fake_anthropic.add_model("claude-sonnet-5-5", max_input_tokens=1_000_000, max_tokens=128_000)
-    provider = AnthropicProvider(api_key="", base_url=fake_anthropic.base_url)
+    provider = AnthropicProvider(api_key="")
+    provider._sdk_client = (await provider._client()).with_options(base_url=fake_anthropic.base_url)
     info = await ModelLimits(tmp_path, provider).resolve("claude-sonnet-5-5")
     assert info == model_info("claude-sonnet-5-5")
     assert fake_anthropic.model_requests == []
+    await provider.aclose()
+
+
+async def test_a_keyless_local_server_is_asked(
+    fake_anthropic: FakeAnthropic, tmp_path: Path
+) -> None:
+    """A base URL without a key is a local server: its models endpoint is asked."""
+    fake_anthropic.add_model("qwen3-coder", max_input_tokens=65_536, max_tokens=8_192)
+    provider = AnthropicProvider(api_key="", base_url=fake_anthropic.base_url)
+    info = await ModelLimits(tmp_path, provider, conservative=True).resolve("qwen3-coder")
+    assert (info.context_window, info.max_output, info.source) == (65_536, 8_192, "models_api")
+    assert fake_anthropic.model_requests == ["qwen3-coder"]
     await provider.aclose()
 
 

@@ -192,10 +192,23 @@ async def test_cancel_mid_stream_closes_the_connection(fake_anthropic, provider)
 
 
 async def test_missing_key_is_auth_failure(fake_anthropic, monkeypatch, tmp_path) -> None:
+    """Anthropic's API without a key fails before any request, saying what to set."""
     for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_PROFILE"):
         monkeypatch.delenv(name, raising=False)
+    monkeypatch.delenv("ANTHROPIC_BASE_URL", raising=False)
     monkeypatch.setenv("HOME", str(tmp_path))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
-    _, outcome = await collect(AnthropicProvider(base_url=fake_anthropic.base_url))
+    _, outcome = await collect(AnthropicProvider())
+    assert (outcome.failure.kind, outcome.failure.retryable) == (ErrorKind.AUTH, False)
+    assert "ANTHROPIC_API_KEY" in outcome.failure.message
+
+
+async def test_a_server_wanting_a_key_it_was_not_given_is_auth_failure(monkeypatch) -> None:
+    """A base URL without a key is tried as a keyless local server; one that checks
+    keys answers 401, shown as an authentication failure naming the variable."""
+    for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"):
+        monkeypatch.delenv(name, raising=False)
+    with FakeAnthropic(api_key="the-real-key") as server:
+        _, outcome = await collect(AnthropicProvider(base_url=server.base_url))
     assert (outcome.failure.kind, outcome.failure.retryable) == (ErrorKind.AUTH, False)
     assert "ANTHROPIC_API_KEY" in outcome.failure.message

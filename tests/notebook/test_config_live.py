@@ -16,6 +16,8 @@ from typing import Any
 
 import pytest
 
+from phoenix_nb.core.models import configure_models
+from phoenix_nb.core.prices import configure_prices
 from phoenix_nb.notebook.cell import TurnView, decorate, front_end_can_answer
 from phoenix_nb.notebook.session import PhoenixConfig, Session
 from phoenix_nb.runtime.manager import Conversation
@@ -87,9 +89,23 @@ TABLE: dict[str, tuple[Any, Probe, Any]] = {
         lambda s, c: dict(c.runtime.services.thinking or {}),
         None,
     ),
+    "provider": ("openai", lambda s, c: type(_provider(s, c)).__name__, "OpenAIChatProvider"),
+    "models": (
+        {"claude-sonnet-4-5": {"context_window": 12_345}},
+        lambda s, c: s.phoenix.limits.cached(c.model).context_window,
+        12_345,
+    ),
     "secret_patterns": (
         ["*_PRIVATE"],
         lambda s, c: list(c.runtime.tool_context().secret_patterns),
+        None,
+    ),
+    # the turn budget
+    "max_turn_rounds": (7, lambda s, c: c.runtime.budget().max_rounds, None),
+    "max_turn_cost": (2.5, lambda s, c: c.runtime.budget().max_turn_cost, None),
+    "max_conversation_cost": (
+        20.0,
+        lambda s, c: c.runtime.budget().max_conversation_cost,
         None,
     ),
 }
@@ -119,12 +135,16 @@ def session(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Session
         phoenix = s._phoenix
         if phoenix is not None:
             asyncio.run(phoenix.aclose())
+        configure_models({})  # c.Phoenix.models is process-wide: leave none behind
+        configure_prices({})
 
 
 @pytest.mark.parametrize("trait", sorted(TABLE))
 def test_config_after_load_reaches_the_next_turn(
-    trait: str, session: Session, tmp_path: Path
+    trait: str, session: Session, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
     value, probe, expected = TABLE[trait]
     if trait == "home":
         value = str(tmp_path / "home2")

@@ -129,17 +129,9 @@ def test_stored_images_show_as_bounded_thumbnails_in_history_exports_and_chat(
         )
         == 2
     )
-    # The chat panel draws the same record: its transcript carries the thumbnails.
-    since = kernel.iopub[-1][0] if kernel.iopub else 0.0
-    kernel.ok("%phoenix chat")
-    outputs = [m for m, state in kernel.widgets(since) if state.get("_model_name") == "OutputModel"]
-    transcripts = [
-        o
-        for model_id in outputs
-        for state in kernel.widget_updates(model_id, since)
-        for o in state.get("outputs", [])
-        if MIME in o.get("data", {})
-    ]
+    # The chat panel draws the same record: its transcript (an ordinary output) carries them.
+    chat = kernel.ok("%phoenix chat")
+    transcripts = [o for o in chat.final_outputs() if MIME in o["data"]]
     assert transcripts, "the chat panel shows the record"
     assert transcripts[-1]["data"]["text/html"].count('class="phx-thumb"') == 2
 

@@ -383,13 +383,14 @@ def test_chat_panel_drives_the_runtime_in_the_background(kern: Kernel, fake: Fak
     kern.click(send)
     free = kern.ok("print('the kernel is free')")
     assert free.text() == "the kernel is free\n"
+    [transcript] = [o["display_id"] for o in cell.final_outputs() if MIME in o["data"]]
     kern.wait_until(
         lambda: any(
-            "Chat reply from the agent." in str(u.get("outputs", ""))
-            and "application/vnd.phoenix.conversation+json" in str(u.get("outputs", ""))
-            for mid, s in kern.widgets(since)
-            if s.get("_model_name") == "OutputModel"
-            for u in kern.widget_updates(mid, since)
+            msg["msg_type"] == "update_display_data"
+            and msg["content"]["transient"].get("display_id") == transcript
+            and "Chat reply from the agent." in str(msg["content"]["data"].get(MIME, ""))
+            for at, msg in kern.iopub
+            if at >= since
         ),
         20,
         "the reply in the chat transcript, as the cell's record",

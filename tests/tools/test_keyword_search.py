@@ -7,6 +7,7 @@ import os
 import re
 import signal
 import subprocess
+import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -91,6 +92,25 @@ async def test_total_hits_are_capped(tmp_path: Path) -> None:
     assert f"capped at {ks.MAX_TOTAL_HITS}" in result.content
     match_lines = re.findall(r"^  \d+: needle$", result.content, flags=re.M)
     assert len(match_lines) == ks.MAX_TOTAL_HITS
+
+
+@pytest.mark.parametrize("context", [0, 1, 3])
+async def test_one_pass_and_a_pass_per_term_agree(
+    repo: Path, monkeypatch: pytest.MonkeyPatch, context: int
+) -> None:
+    """All terms are searched in one rg; when its output outgrows the budget the tool
+    counts per term instead. Both give the same terms, counts and hits."""
+    (repo / "src" / "deep.py").write_text(
+        "".join(f"line {i} frobnicator {'import os' if i % 3 else ''}\n" for i in range(40))
+    )
+    terms = ("frobnicator", "import os", "FROBNICATOR_LEVEL", "absent_term")
+    one = await search(repo, *terms, context_lines=context)
+    monkeypatch.setattr(ks, "ONE_PASS_BUDGET", 1)
+    per_term = await search(repo, *terms, context_lines=context)
+    assert one.display is not None and per_term.display is not None
+    assert one.display.terms == per_term.display.terms
+    assert sorted(one.content.splitlines()) == sorted(per_term.content.splitlines())
+    assert "hits in" in one.content and "dropped, too broad" in one.content
 
 
 async def test_no_hits_is_not_an_error(repo: Path) -> None:
@@ -182,7 +202,7 @@ async def test_cancel_kills_rg(tmp_path: Path) -> None:
     before = _rg_children()
     task = asyncio.create_task(search(tmp_path, "needle"))
     loop = asyncio.get_running_loop()
-    deadline = loop.time() + 5
+    deadline = loop.time() + 30
     frozen: set[int] = set()
     while not frozen and not task.done() and loop.time() < deadline:
         for pid in _rg_children() - before:
@@ -192,11 +212,36 @@ async def test_cancel_kills_rg(tmp_path: Path) -> None:
     assert frozen, "rg was never seen running"
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
-        await asyncio.wait_for(task, 2)
+        await asyncio.wait_for(task, 60)
     for pid in frozen:
         assert not Path(f"/proc/{pid}").exists(), (
             f"rg {pid} survived the cancel (or was not reaped)"
         )
+
+
+async def test_cancel_while_rg_starts_returns_only_once_rg_is_reaped(tmp_path: Path) -> None:
+    """The window between the supervisor exec'ing rg and the tool reading its pids: the
+    event loop is held (synchronous /proc polling, no await) until an rg runs, so the
+    cancel lands while the tool still waits for the pids. The cancelled tool must not
+    return while that rg exists (it used to abandon it and return at once: a CI failure
+    under load)."""
+    (tmp_path / "a.txt").write_bytes(b"needle\n" * 30_000_000)
+    before = _rg_children()
+    task = asyncio.create_task(search(tmp_path, "needle"))
+    for _ in range(3):  # the tool sends its requests and waits for the pids
+        await asyncio.sleep(0)
+    deadline = time.monotonic() + 30
+    frozen: set[int] = set()
+    while not frozen and time.monotonic() < deadline:  # deliberately not yielding
+        for pid in _rg_children() - before:
+            if _freeze(pid):
+                frozen.add(pid)
+    assert frozen, "rg was never seen running"
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await asyncio.wait_for(task, 60)
+    for pid in frozen:
+        assert not Path(f"/proc/{pid}").exists(), f"rg {pid} outlived the cancelled tool"
 
 
 async def test_restricted_search_never_reads_hidden_credential_paths(tmp_path: Path) -> None:

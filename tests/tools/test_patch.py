@@ -443,3 +443,78 @@ async def test_a_cancel_leaves_the_file_whole_and_no_temp_files(tmp_path: Path) 
             await task
         assert f.read_text() in (old, old.replace("line 199999\n", "last\n"))
         assert sorted(p.name for p in tmp_path.iterdir()) == ["big.txt"]
+
+
+def _patch_children() -> list[int]:
+    """Child processes of this one running the patch worker."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat_line = (entry / "stat").read_text()
+            cmdline = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        ppid = int(stat_line.rsplit(")", 1)[1].split()[1])
+        if ppid == os.getpid() and b"patch._serve" in cmdline:
+            found.append(int(entry.name))
+    return found
+
+
+async def test_a_large_file_is_patched_by_a_child_process_like_a_small_one(
+    tmp_path: Path,
+) -> None:
+    """Above the offload size the work runs in a child process (its C calls cannot hold
+    the kernel's GIL); the result, the diff and the file are what the thread gives."""
+    import asyncio
+
+    from phoenix_nb.tools import patch as module
+
+    text = "".join(f"row {i} \u2014 value\n" for i in range(120_000))  # ~2.5 MB
+    assert len(text.encode()) > module._OFFLOAD_BYTES
+    results = []
+    for name in ("away.txt", "thread.txt"):
+        (tmp_path / name).write_text(text)
+    seen: list[int] = []
+    task = asyncio.ensure_future(
+        patch(tmp_path, "away.txt", replace("row 99999 - value\n", "changed\n"))
+    )
+    while not task.done():
+        seen += _patch_children()
+        await asyncio.sleep(0.001)
+    results.append(await task)
+    assert seen, "the large file's work ran in a child process"
+    small = module._OFFLOAD_BYTES
+    module._OFFLOAD_BYTES = 1 << 40  # the same work in a thread, for comparison
+    try:
+        results.append(
+            await patch(tmp_path, "thread.txt", replace("row 99999 - value\n", "changed\n"))
+        )
+    finally:
+        module._OFFLOAD_BYTES = small
+    away, thread = results
+    assert not away.is_error, away.content
+    assert away.content.replace("away", "thread") == thread.content
+    assert away.display is not None and thread.display is not None
+    assert away.display.diff.replace("away", "thread") == thread.display.diff
+    assert "+changed" in away.display.diff
+    expected = text.replace("row 99999 \u2014 value\n", "changed\n")
+    assert (tmp_path / "away.txt").read_text() == (tmp_path / "thread.txt").read_text() == expected
+
+
+async def test_a_cancelled_large_patch_leaves_no_child_process(tmp_path: Path) -> None:
+    import asyncio
+
+    f = tmp_path / "big.py"
+    text = _many_matches(200_000)
+    f.write_text(text)
+    task = asyncio.ensure_future(patch(tmp_path, "big.py", replace("value = compute()", "x")))
+    while not _patch_children():
+        assert not task.done(), "the child ran and finished before it was seen"
+        await asyncio.sleep(0.001)
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
+    assert _patch_children() == []
+    assert f.read_text() == text

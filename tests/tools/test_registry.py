@@ -30,6 +30,8 @@ def test_parent_tools_have_no_submit_result() -> None:
         "kernel_history",
         "run_python",
         "propose_cell",
+        "edit_cell",
+        "insert_cell",
         "request_mode_upgrade",
         "spawn_agents",
     ]

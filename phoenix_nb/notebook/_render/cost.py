@@ -3,9 +3,9 @@
 The record's `usage` (core.cycles.spending) holds tokens, dollars and the
 cache-hit share for this turn and for the conversation. One wording here serves
 the HTML, Markdown and plain fallbacks, the meter, `%phoenix status` and
-`%phoenix history`. A model without a known price shows tokens only: a price is
-never invented. Citations become numbered footnotes; only http(s) links are
-made clickable.
+`%phoenix history`. A model without a known price shows tokens only and says
+"price unknown": a price is never invented, and never shown as $0.00. Citations
+become numbered footnotes; only http(s) links are made clickable.
 """
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ class Spending:
         if share:
             parts.append(share)
         if not self.priced:
-            parts.append("no price known for this model")
+            parts.append("price unknown")
         return " · ".join(parts)
 
 

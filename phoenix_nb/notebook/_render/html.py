@@ -250,6 +250,9 @@ class _Html:
         cwd = v.text(conv, "cwd")
         if cwd:
             self.w(f'<div class="phx-cwd">in <code>{_e(v.shown_cwd(cwd))}</code></div>')
+        served = v.serving(conv)
+        if served:
+            self.w(f'<div class="phx-cwd">{_e(served)}</div>')
 
     def meter(self, m: v.Meter) -> None:
         if not m.known:

@@ -143,6 +143,8 @@ class _Md:
         if document:
             self.para(f"# phoenix conversation {code_span(slug)}")
             self.w(f"- **Model:** {code_span(v.text(conv, 'model') or 'unknown')}\n")
+            if v.serving(conv):
+                self.w(f"- **Served:** {plain(v.serving(conv))}\n")
             cwd = v.shown_cwd(v.text(conv, "cwd")) or "unknown"
             self.w(f"- **Working directory:** {code_span(cwd)}\n")
             self.w(f"- **Mode:** {plain(mode)}\n")
@@ -156,6 +158,8 @@ class _Md:
             line += f" · **{plain(mode)}** · {plain(v.state_line(state, record))}"
             if v.text(conv, "cwd"):
                 line += f" · in {code_span(v.shown_cwd(v.text(conv, 'cwd')))}"
+            if v.serving(conv):
+                line += f" · {plain(v.serving(conv))}"
             self.para(line)
         meter = v.Meter(v.mapping(record, "context"))
         if meter.known:

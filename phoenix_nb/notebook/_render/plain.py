@@ -53,6 +53,8 @@ class _Plain:
         self.line(" · ".join(h for h in head if h))
         if v.text(conv, "cwd"):
             self.line(f"in {v.shown_cwd(v.text(conv, 'cwd'))}")
+        if v.serving(conv):
+            self.line(v.serving(conv))
         meter = v.Meter(v.mapping(record, "context"))
         if meter.known:
             self.line(meter.line + (f" ⚠ {meter.advice}" if meter.advice else ""))

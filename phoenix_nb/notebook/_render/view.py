@@ -19,6 +19,7 @@ from typing import Any
 
 from phoenix_nb.core.displays import (
     BashDisplay,
+    CellEditDisplay,
     HistoryDisplay,
     InspectDisplay,
     PatchDisplay,
@@ -416,6 +417,22 @@ def sandbox_unavailable(conv: Mapping[str, Any]) -> bool:
     return isinstance(conv, Mapping) and conv.get("sandbox_available") is False
 
 
+def serving(conv: Mapping[str, Any]) -> str:
+    """'via bedrock · without caching, thinking': who serves the model when it is not
+    Anthropic's API, and the optional features it goes without ("" when neither: a
+    Claude conversation's record reads as before). The labextension says the same."""
+    if not isinstance(conv, Mapping):
+        return ""
+    parts = []
+    provider = text(conv, "provider")
+    if provider and provider != "anthropic":
+        parts.append(f"via {provider}")
+    lacks = [str(x) for x in conv.get("lacks") or () if isinstance(x, str)]
+    if lacks:
+        parts.append("without " + ", ".join(lacks))
+    return " · ".join(parts)
+
+
 def error_label(kind: str) -> str:
     return ERROR_LABELS.get(kind, kind.replace("_", " ") if kind else "error")
 
@@ -550,6 +567,10 @@ def _tool_phrase(name: str, calls: list[Mapping[str, Any]]) -> str:
         return "read the kernel's history"
     if name == "propose_cell":
         return "proposed a cell" if n == 1 else f"proposed {n} cells"
+    if name == "edit_cell":
+        return "proposed an edit to a cell" if n == 1 else f"proposed {n} cell edits"
+    if name == "insert_cell":
+        return "proposed a new cell" if n == 1 else f"proposed {n} new cells"
     if name == "spawn_agents":
         return "started sub-agents"
     if name == "request_mode_upgrade":
@@ -677,6 +698,12 @@ def kernel_status(name: str, display: Any) -> str:
         last = HistoryDisplay.read(display).last
         if last:
             parts.append(f"last {last} cell{'s' if last != 1 else ''}")
+    elif name in ("edit_cell", "insert_cell"):
+        edit = CellEditDisplay.read(display)
+        run = f" (In [{edit.execution_count}])" if edit.execution_count is not None else ""
+        where = "" if edit.position == "replace" else f"{edit.position} "
+        if edit.cell_id:
+            parts.append(f"{edit.edit_id} · {where}cell {edit.cell_id}{run}")
     return " · ".join(parts)
 
 
@@ -702,6 +729,10 @@ def kernel_code(call: Mapping[str, Any]) -> tuple[str, str]:
         proposal = ProposalDisplay.read(mapping(maybe_mapping(call, "result"), "display"))
         code = proposal.proposed_cell or text(inp, "code")
         return code, proposal.explanation or text(inp, "explanation")
+    if name in ("edit_cell", "insert_cell"):
+        edit = CellEditDisplay.read(mapping(maybe_mapping(call, "result"), "display"))
+        code = edit.new_source or text(inp, "new_source") or text(inp, "source")
+        return code, edit.explanation or text(inp, "explanation")
     if name == "run_python":
         return text(inp, "code"), ""
     return "", ""

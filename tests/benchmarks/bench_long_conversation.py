@@ -1,0 +1,247 @@
+"""What one turn costs as a conversation grows, measured through a real kernel.
+
+The same one-round turn (a user message, one streamed answer, end of turn) runs
+in conversations holding 100, 1,000 and 10,000 stored messages (a realistic mix:
+a user message, an answer with a tool call, its result, a final answer). For
+each size it prints:
+
+* turn overhead: the cell's wall time minus the time the fake Messages API
+  spent answering (reading and checking the request, streaming the reply), the
+  median of several turns after a warm-up turn;
+* the kernel's event-loop lag while an answer streams: a task in the kernel
+  sleeps 10 ms at a time and records how late it wakes (p50 / p99 / max).
+
+Both are printed as ratios against the 100-message run of the same process.
+Targets: overhead at 10,000 <= 1.5x at 100; lag p99 <= 50 ms at 10,000.
+The machine is shared: the load (`uptime`) is printed before and after.
+
+Run: /work/venvs/<branch>/bin/python tests/benchmarks/bench_long_conversation.py [sizes...]
+     [--without-sdk-copy]  (attribution: how much of the growth is the SDK's body copy)
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from phoenix_nb.core.values import Usage
+from phoenix_nb.testing import FakeAnthropic, Turn, text
+from tests.notebook.kernel_harness import Kernel
+
+SIZES = (100, 1_000, 10_000)
+TURNS = 5  # measured turns per size (after one warm-up)
+STREAM_CHARS = 6_000  # the streamed answer of the lag turn
+STREAM_CHUNK = 30
+STREAM_DELAY = 0.01  # seconds between deltas: ~2 s of streaming
+# The model's figures, fixed: estimated from the request, 10,000 messages would fill the
+# context window and end the conversation (a continuation), which is not what is measured.
+USAGE = Usage(input_tokens=2_000, output_tokens=50, cache_read_input_tokens=20_000)
+
+
+class TimedFake(FakeAnthropic):
+    """The fake server, timing how long it spends on each request (the model's time)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.busy: list[float] = []
+        self._lock = threading.Lock()
+
+    async def _handle_messages(self, request: Any) -> Any:
+        started = time.perf_counter()
+        try:
+            return await super()._handle_messages(request)
+        finally:
+            with self._lock:
+                self.busy.append(time.perf_counter() - started)
+
+    def take_busy(self) -> float:
+        with self._lock:
+            total, self.busy = sum(self.busy), []
+        return total
+
+
+SEED = """
+import json as _json
+from phoenix_nb.core.codec import to_json as _to_json
+from phoenix_nb.core.values import TextBlock as _T, ToolUseBlock as _U, Usage as _Usage
+from phoenix_nb.notebook.session import get_session as _gs
+
+def _seed(slug, n):
+    phoenix = _gs(get_ipython()).phoenix
+    conv = phoenix.create(slug=slug)
+    specs = []
+    usage = _to_json(_Usage(input_tokens=1200, output_tokens=80, cache_read_input_tokens=9000))
+    i = 0
+    while len(specs) < n:
+        i += 1
+        call = f"toolu_seed_{i:06d}"
+        specs.append(("user", {"text": f"Question {i}: what does module {i} do?", "images": []},
+                      None, None))
+        blocks = (_T(f"Let me look at module {i}."), _U(call, "bash", {"command": f"cat m{i}.py"}))
+        specs.append(("agent", {"blocks": _to_json(blocks), "stop_reason": "tool_use"},
+                      None, usage))
+        specs.append(("tool", {"tool_use_id": call, "content": f"def f{i}():\\n    return {i}\\n",
+                               "is_error": False, "images": []}, None, None))
+        answer = (_T(f"Module {i} defines f{i}, which returns {i}."),)
+        specs.append(("agent", {"blocks": _to_json(answer), "stop_reason": "end_turn"},
+                      None, usage))
+    phoenix.store.append_messages(conv.id, specs[:n])
+    return conv.slug
+"""
+
+# What the anthropic SDK itself does with the request body before sending it (copy and
+# JSON-encode the whole history): the part of the overhead that still grows with the
+# conversation (llm/offload.py moves the copy off the loop). Reads SDK internals, so it
+# may print n/a.
+SDK_COST = """
+def _sdk_cost(slug):
+    import time as _t
+    try:
+        from anthropic._utils._json import openapi_dumps
+        from anthropic._utils._prepare import copy_tree
+    except ImportError:
+        return -1.0
+    runtime = _gs(get_ipython()).phoenix.get(slug).runtime
+    params = runtime.services.provider._params(runtime.build_request())
+    started = _t.perf_counter()
+    for _ in range(3):
+        openapi_dumps(copy_tree(params, location="body", keep_top_level_omit=False)[0][0])
+    return (_t.perf_counter() - started) / 3
+"""
+
+# `--without-sdk-copy`: attribution only, never the product. The kernel's SDK client
+# sends the body without first deep-copying it (phoenix's request lists are fresh and
+# JSON-ready), which shows how much of the growth is phoenix's own work.
+NO_SDK_COPY = """
+import anthropic._base_client as _bc
+from anthropic._compat import model_copy as _model_copy
+from anthropic._types import NotGiven as _NotGiven, Omit as _Omit
+
+async def _shallow(self, options):
+    options = _model_copy(options)
+    _bc._merge_extra_json(options)
+    if isinstance(options.json_data, dict):  # drop unset parameters, as the copy does
+        options.json_data = {
+            k: v for k, v in options.json_data.items() if not isinstance(v, (_NotGiven, _Omit))
+        }
+    return options
+
+_bc.AsyncAPIClient._copy_and_prepare = _shallow
+"""
+
+LAG_START = """
+import asyncio as _asyncio, time as _time
+_lags = []
+async def _sample():
+    while True:
+        t = _time.perf_counter()
+        await _asyncio.sleep(0.01)
+        _lags.append(_time.perf_counter() - t - 0.01)
+_sampler = _asyncio.get_running_loop().create_task(_sample())
+"""
+
+
+def uptime() -> str:
+    return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    if not ordered:
+        return 0.0
+    k = min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))
+    return ordered[k]
+
+
+def one_turn(kernel: Kernel, fake: TimedFake, slug: str, turn: Turn, message: str) -> float:
+    """The cell's overhead: wall time minus the fake's time answering."""
+    fake.clear()
+    fake.script(turn)
+    fake.take_busy()
+    started = time.perf_counter()
+    cell = kernel.run(f"%%phoenix --name {slug}\n{message}", timeout=600)
+    wall = time.perf_counter() - started
+    assert cell.status == "ok", (cell.error(), cell.text())
+    records = cell.records()
+    assert records, "no record displayed"
+    state = records[-1]["conversation"]["state"]["name"]
+    assert state == "idle", state
+    return wall - fake.take_busy()
+
+
+def measure(kernel: Kernel, fake: TimedFake, size: int) -> dict[str, float]:
+    slug = f"long-{size}"
+    kernel.ok(f"print(_seed({slug!r}, {size}))", timeout=600)
+    short = Turn([text("Done: the answer is short.")], usage=USAGE)
+    one_turn(kernel, fake, slug, short, "Warm-up question.")
+    overheads = [one_turn(kernel, fake, slug, short, f"Question {i}.") for i in range(TURNS)]
+    # the event loop's lag while an answer streams
+    kernel.ok(LAG_START)
+    streamed = Turn([text("x" * STREAM_CHARS, chunk=STREAM_CHUNK, delay=STREAM_DELAY)], usage=USAGE)
+    one_turn(kernel, fake, slug, streamed, "Explain it at length.")
+    lags = kernel.eval("(_sampler.cancel(), _lags)[1]")
+    sdk = kernel.eval(f"_sdk_cost({slug!r})")
+    return {
+        "sdk": sdk,
+        "overhead": statistics.median(overheads),
+        "p50": percentile(lags, 0.50),
+        "p99": percentile(lags, 0.99),
+        "max": max(lags) if lags else 0.0,
+        "samples": float(len(lags)),
+    }
+
+
+def main() -> None:
+    args = sys.argv[1:]
+    without_copy = "--without-sdk-copy" in args
+    sizes = tuple(int(a) for a in args if a.isdigit()) or SIZES
+    print(f"load before: {uptime()}")
+    with TimedFake() as fake, tempfile.TemporaryDirectory() as tmp:
+        kernel = Kernel(Path(tmp), fake.base_url)
+        try:
+            kernel.ok("%load_ext phoenix_nb")
+            kernel.ok(SEED)
+            kernel.ok(SDK_COST)
+            if without_copy:
+                kernel.ok(NO_SDK_COPY)
+                print("(--without-sdk-copy: the SDK sends the body without deep-copying it)")
+            results = {size: measure(kernel, fake, size) for size in sizes}
+        finally:
+            kernel.shutdown()
+    base = results[sizes[0]]
+    print(f"\nturn overhead (median of {TURNS}, model time excluded) and event-loop lag")
+    print("  messages   overhead  ratio    lag p50    p99      max   (ratio p99)  samples")
+    for size in sizes:
+        r = results[size]
+        print(
+            f"  {size:>8}  {r['overhead'] * 1000:7.1f} ms {r['overhead'] / base['overhead']:5.2f}x"
+            f"  {r['p50'] * 1000:6.1f} ms {r['p99'] * 1000:6.1f} ms {r['max'] * 1000:7.1f} ms"
+            f"  ({r['p99'] / base['p99'] if base['p99'] else 0:5.2f}x)  {int(r['samples'])}"
+        )
+    print(
+        "\nthe SDK's copy and encoding of the request body, timed alone (part of the overhead;"
+        " the copy runs in a worker thread, the encoding on the loop):"
+    )
+    for size in sizes:
+        sdk = results[size]["sdk"]
+        print(f"  {size:>8}  " + (f"{sdk * 1000:7.1f} ms" if sdk >= 0 else "n/a"))
+    last = results[sizes[-1]]
+    print(
+        f"\ntargets at {sizes[-1]}: overhead <= 1.5x ({last['overhead'] / base['overhead']:.2f}x), "
+        f"lag p99 <= 50 ms ({last['p99'] * 1000:.1f} ms)"
+    )
+    print(f"load after: {uptime()}")
+    print(json.dumps({str(k): v for k, v in results.items()}))
+
+
+if __name__ == "__main__":
+    main()
