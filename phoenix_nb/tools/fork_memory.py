@@ -281,11 +281,167 @@ def _mapped(start: int, end: int) -> bool:
     return bool(_libc.mincore(first, size, probe) == 0)
 
 
-_WORD_MIN = 15  # a needle this long covers a whole aligned 8-byte word wherever it lies
-_MEMMEM_MAX = 6  # up to this many needles, one memmem pass each is cheaper than hashing
+_MEMMEM_MAX = 0  # up to this many needles, one memmem pass each instead of the window pass
 _CHUNK = 1 << 20  # bytes hashed at a time (stays in cache; bounded temporaries)
-_HASH_BITS = 16
-_GOLDEN = 0x9E3779B97F4A7C15
+_HASH_BITS = 16  # a 64 KB table: stays in the first-level caches
+_MULTIPLIERS = (0x9E3779B97F4A7C15, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9, 0xD6E8FEB86659FD93)
+
+
+@dataclass
+class _Windows:
+    """One aligned `width`-byte window per needle and alignment, and a table to find them.
+
+    A needle of length L >= 2*width-1, wherever it lies, contains whole
+    windows aligned to `width`: its bytes [o + width*j, o + width*(j+1)) for
+    o = the distance from its start to the next multiple of `width`, j = 0,
+    1, ... So for each needle and each o, ONE such window suffices to find
+    every occurrence; it is chosen as the one fewest other needles share
+    (secrets often share a prefix such as "sk-ant-", and a UCS-4 window is
+    two characters): an exact window match then names about one needle to
+    compare, whatever the number of needles. `words` is sorted; `words[k]`
+    is needle `pairs[order[k]][0]`'s window at offset `pairs[order[k]][1]`.
+    `table[hash(word)]` says "maybe one of the words".
+    """
+
+    width: int
+    dtype: str
+    placed: list[tuple[int, int, int]]
+    pairs: list[tuple[int, int]]
+    order: Any
+    words: Any
+    table: Any
+    multiplier: Any
+
+    @classmethod
+    def of(cls, np: Any, width: int, placed: list[tuple[int, int, int]]) -> _Windows:
+        dtype = f"<u{width}"
+        segments: list[tuple[int, int, int]] = []  # (needle, o, windows) per alignment
+        views = []
+        for i, (needle_at, _filler_at, length) in enumerate(placed):
+            for o in range(width):
+                count = (length - o) // width
+                if count:
+                    segments.append((i, o, count))
+                    buffer = (ctypes.c_char * (count * width)).from_address(needle_at + o)
+                    views.append(np.frombuffer(buffer, dtype=dtype))
+        every = np.concatenate(views, dtype=np.uint64)  # straight into 64 bits: one copy
+        ordered = np.sort(every)
+        shared = np.searchsorted(ordered, every, side="right")
+        shared -= np.searchsorted(ordered, every, side="left")  # how many windows are equal
+        ordered.fill(0)
+        pairs: list[tuple[int, int]] = []
+        picked = []
+        first = 0
+        for i, o, count in segments:
+            j = int(shared[first : first + count].argmin())
+            pairs.append((i, o + width * j))
+            picked.append(first + j)
+            first += count
+        unsorted = every[picked]
+        every.fill(0)
+        order = np.argsort(unsorted, kind="stable")
+        words = unsorted[order]
+        unsorted.fill(0)
+        # Memory is mostly zero words, and a multiplicative hash sends 0 to bucket 0:
+        # a multiplier under which no needle window shares that bucket keeps zeros
+        # from ever being candidates (the first that does so is taken; fixed list).
+        shift = np.uint64(64 - _HASH_BITS)
+        for value in _MULTIPLIERS:
+            multiplier = np.uint64(value)
+            hashed = words * multiplier  # invertible: shifted in place, 16 bits kept
+            hashed >>= shift
+            if not (hashed == 0).any() or not words[0]:
+                break
+        table = np.zeros(1 << _HASH_BITS, dtype=bool)
+        table[hashed.astype(np.intp)] = True
+        return cls(width, dtype, placed, pairs, order, words, table, multiplier)
+
+    def scan(
+        self, np: Any, chunk: int, size: int, scratch: Any, marks: Any, bounds: tuple[int, int]
+    ) -> int:
+        """Overwrite every needle found through a window inside [chunk, chunk+size)."""
+        memory = np.frombuffer((ctypes.c_char * size).from_address(chunk), dtype=self.dtype)
+        n = memory.shape[0]
+        hashed = scratch[:n]
+        np.multiply(memory, self.multiplier, out=hashed)  # widened to 64 bits in the loop
+        np.right_shift(hashed, np.uint64(64 - _HASH_BITS), out=hashed)
+        self.table.take(hashed.view(np.intp), out=marks[:n])  # intp: no converted copy
+        if not marks[:n].any():
+            return 0
+        candidates = np.flatnonzero(marks[:n])
+        raw = memory[candidates]
+        values = raw.astype(np.uint64, copy=False)
+        low = np.searchsorted(self.words, values, side="left")
+        high = np.searchsorted(self.words, values, side="right")
+        raw.fill(0)
+        values.fill(0)
+        hit = high > low
+        if not hit.any():
+            return 0
+        memcmp, memmove = _libc.memcmp, ctypes.memmove
+        start, end = bounds
+        overwritten = 0
+        for index, k_low, k_high in zip(
+            candidates[hit].tolist(), low[hit].tolist(), high[hit].tolist(), strict=True
+        ):
+            at = chunk + self.width * index
+            for k in range(k_low, k_high):
+                i, o = self.pairs[int(self.order[k])]
+                needle_at, filler_at, length = self.placed[i]
+                begin = at - o
+                if begin < start or begin + length > end:
+                    continue
+                if memcmp(begin, needle_at, length) == 0:
+                    memmove(begin, filler_at, length)
+                    overwritten += 1
+        return overwritten
+
+    def clear(self) -> None:
+        self.words.fill(0)
+        self.table.fill(False)
+
+
+def _scan_windows(
+    np: Any, ranges: Sequence[tuple[int, int]], placed: Sequence[tuple[int, int, int]]
+) -> int:
+    """All needles in one pass over memory, at a cost that does not grow with their number.
+
+    Needles of 15 bytes or more are looked for through their aligned 8-byte
+    windows, shorter ones (8 to 14 bytes) through aligned 4-byte windows (a
+    second hash of the same chunk, only when there are such needles: a
+    4-byte window of a UCS-4 needle is one character, as common in memory as
+    a small integer, so the long needles keep 8-byte windows). Per chunk of
+    1 MB: multiply, shift and a table look-up, each one NumPy loop writing
+    into preallocated arrays (no temporary the size of the chunk: glibc
+    would map and unmap each one, a page fault per 4 KB); then the few
+    candidates are checked against the sorted windows (`searchsorted`) and
+    only exact window matches are compared with their needle in place
+    (memcmp, no copy). Every array that held a fragment of a needle or of
+    memory is zeroed before it is freed: freed memory is not cleared, and
+    the job runs next.
+    """
+    wide = [p for p in placed if p[2] >= 15]
+    narrow = [p for p in placed if p[2] < 15]
+    indexes = [_Windows.of(np, 8, wide)] if wide else []
+    if narrow:
+        indexes.append(_Windows.of(np, 4, narrow))
+    scratch = np.empty(_CHUNK // 4, dtype=np.uint64)
+    marks = np.empty(_CHUNK // 4, dtype=bool)
+    overwritten = 0
+    try:
+        for start, end in ranges:
+            first, last = -(-start // 8) * 8, end // 8 * 8
+            for chunk in range(first, last, _CHUNK):
+                size = min(_CHUNK, last - chunk)
+                if not _mapped(chunk, chunk + size):
+                    continue
+                for index in indexes:
+                    overwritten += index.scan(np, chunk, size, scratch, marks, (start, end))
+    finally:
+        for index in indexes:
+            index.clear()
+        scratch.fill(0)
+    return overwritten
 
 
 def _scan_each(placed: Sequence[tuple[int, int, int]], ranges: Sequence[tuple[int, int]]) -> int:
@@ -307,82 +463,15 @@ def _scan_each(placed: Sequence[tuple[int, int, int]], ranges: Sequence[tuple[in
     return overwritten
 
 
-def _scan_words(
-    np: Any, ranges: Sequence[tuple[int, int]], placed: Sequence[tuple[int, int, int]]
-) -> int:
-    """All needles in one pass: every aligned 8-byte word of memory is hashed and looked up.
-
-    A needle of 15 bytes or more contains, wherever it lies, a whole aligned
-    word: its bytes [o, o+8) for o = the distance to the next multiple of 8.
-    The 8 such words of every needle form the set looked for; a word of memory
-    in the set (a hash table of 2^20 bits, then an exact comparison) marks a
-    candidate, and each candidate is compared with each needle in place
-    (memcmp, no copy). Cost: one pass at NumPy's speed whatever the number of
-    needles, against one memmem pass per needle (measured in bench_fork.py).
-    Every array that held a fragment of a needle is zeroed before it is freed:
-    freed memory is not cleared, and the job runs next.
-    """
-    memcmp, memmove = _libc.memcmp, ctypes.memmove
-    pairs = [
-        (i, o) for i, (_a, _f, length) in enumerate(placed) for o in range(8) if o + 8 <= length
-    ]
-    views = [
-        np.frombuffer((ctypes.c_char * 8).from_address(placed[i][0] + o), dtype="<u8")
-        for i, o in pairs
-    ]
-    unsorted = np.concatenate(views)
-    order = np.argsort(unsorted, kind="stable")
-    words = unsorted[order]  # sorted; words[k] comes from pairs[order[k]]
-    unsorted.fill(0)
-    multiplier, shift = np.uint64(_GOLDEN), np.uint64(64 - _HASH_BITS)
-    table = np.zeros(1 << _HASH_BITS, dtype=bool)
-    hashed = words * multiplier
-    hashed >>= shift
-    table[hashed] = True
-    hashed.fill(0)
-    scratch = np.empty(_CHUNK // 8, dtype=np.uint64)
-    marks = np.empty(_CHUNK // 8, dtype=bool)
-    overwritten = 0
-    try:
-        for start, end in ranges:
-            first, last = -(-start // 8) * 8, end // 8 * 8
-            for chunk in range(first, last, _CHUNK):
-                size = min(_CHUNK, last - chunk)
-                memory = candidates = values = low = high = hit = None
-                if not _mapped(chunk, chunk + size):
-                    continue
-                memory = np.frombuffer((ctypes.c_char * size).from_address(chunk), dtype="<u8")
-                n = memory.shape[0]
-                np.multiply(memory, multiplier, out=scratch[:n])
-                np.right_shift(scratch[:n], shift, out=scratch[:n])
-                table.take(scratch[:n], out=marks[:n])
-                if not marks[:n].any():
-                    continue
-                candidates = np.flatnonzero(marks[:n])
-                values = memory[candidates]
-                low = np.searchsorted(words, values, side="left")
-                high = np.searchsorted(words, values, side="right")
-                values.fill(0)
-                hit = high > low
-                for index, k_low, k_high in zip(
-                    candidates[hit].tolist(), low[hit].tolist(), high[hit].tolist(), strict=True
-                ):
-                    at = chunk + 8 * index
-                    for k in range(k_low, k_high):
-                        i, o = pairs[int(order[k])]
-                        needle_at, filler_at, length = placed[i]
-                        begin = at - o
-                        if begin < start or begin + length > end:
-                            continue
-                        if memcmp(begin, needle_at, length) == 0:
-                            memmove(begin, filler_at, length)
-                            overwritten += 1
-    finally:
-        words.fill(0)
-        table.fill(False)
-        scratch.fill(0)
-        del views
-    return overwritten
+def _merged(ranges: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Adjacent ranges as one: a copy may straddle two mappings that touch."""
+    out: list[tuple[int, int]] = []
+    for start, end in sorted(ranges):
+        if out and out[-1][1] == start:
+            out[-1] = (out[-1][0], end)
+        else:
+            out.append((start, end))
+    return out
 
 
 def scrub_secrets(
@@ -410,7 +499,7 @@ def scrub_secrets(
     skipped = sum(
         min(e, r_e) - max(s, r_s) for s, e in skip for r_s, r_e in ranges if s < r_e and e > r_s
     )
-    ranges = _minus(ranges, sorted(skip))
+    ranges = _merged(_minus(ranges, sorted(skip)))
     # The needles move to a mapping made after the ranges were taken: overwriting
     # their originals (which are on the scanned heap) must not change the search.
     total = sum(len(n) + len(f) for n, f in forms)
@@ -425,11 +514,10 @@ def scrub_secrets(
         placed.append((base + at, base + at + len(needle), len(needle)))
         at += 2 * len(needle)
     numpy = sys.modules.get("numpy")
-    wide = [p for p in placed if p[2] >= _WORD_MIN]
-    if numpy is None or len(wide) <= _MEMMEM_MAX:
-        wide = []
-    overwritten = _scan_words(numpy, ranges, wide) if wide else 0
-    overwritten += _scan_each([p for p in placed if p not in wide], ranges)
+    if numpy is None or len(placed) <= _MEMMEM_MAX:
+        overwritten = _scan_each(placed, ranges)
+    else:
+        overwritten = _scan_windows(numpy, ranges, placed)
     searched = sum(e - s for s, e in ranges)
     # Zero the scratch before letting it go (it is not scanned).
     ctypes.memset(base, 0, scratch_size)
