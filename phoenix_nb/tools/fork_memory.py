@@ -183,13 +183,14 @@ def _remap_file_private(m: _Mapping, prot: int) -> bool:
 
 @dataclass(frozen=True)
 class ScrubReport:
-    """What one scrub did: bytes searched, occurrences overwritten, needles, seconds."""
+    """What one scrub did: bytes searched, occurrences overwritten, needles, time taken."""
 
     searched: int
     overwritten: int
     needles: int
     skipped: int  # bytes of numeric array buffers left out
-    seconds: float
+    seconds: float  # wall clock
+    cpu_seconds: float = 0.0  # this process's CPU time (user + system): less load-dependent
 
 
 def numeric_buffers(namespace: Mapping[str, Any]) -> list[tuple[int, int]]:
@@ -313,32 +314,36 @@ class _Windows:
     multiplier: Any
 
     @classmethod
-    def of(cls, np: Any, width: int, placed: list[tuple[int, int, int]]) -> _Windows:
-        dtype = f"<u{width}"
-        segments: list[tuple[int, int, int]] = []  # (needle, o, windows) per alignment
-        views = []
-        for i, (needle_at, _filler_at, length) in enumerate(placed):
-            for o in range(width):
-                count = (length - o) // width
-                if count:
-                    segments.append((i, o, count))
-                    buffer = (ctypes.c_char * (count * width)).from_address(needle_at + o)
-                    views.append(np.frombuffer(buffer, dtype=dtype))
-        every = np.concatenate(views, dtype=np.uint64)  # straight into 64 bits: one copy
+    def of(
+        cls, np: Any, width: int, placed: list[tuple[int, int, int]], area: tuple[int, int]
+    ) -> _Windows:
+        # The window starting at every byte of the scratch mapping that holds the
+        # needles, read once (a sliding view, copied once into 8-byte rows).
+        area_at, area_size = area
+        raw = np.frombuffer((ctypes.c_char * area_size).from_address(area_at), dtype=np.uint8)
+        windows = np.zeros((area_size - width + 1, 8), dtype=np.uint8)
+        windows[:, :width] = np.lib.stride_tricks.sliding_window_view(raw, width)
+        every = windows.view("<u8").reshape(-1)  # one 64-bit word per window
         ordered = np.sort(every)
         shared = np.searchsorted(ordered, every, side="right")
         shared -= np.searchsorted(ordered, every, side="left")  # how many windows are equal
         ordered.fill(0)
         pairs: list[tuple[int, int]] = []
-        picked = []
-        first = 0
-        for i, o, count in segments:
-            j = int(shared[first : first + count].argmin())
-            pairs.append((i, o + width * j))
-            picked.append(first + j)
-            first += count
+        picked: list[int] = []
+        padded = np.empty(-(-area_size // width) * width, dtype=np.intp)
+        for i, (needle_at, _filler_at, length) in enumerate(placed):
+            first, count = needle_at - area_at, length - width + 1  # its windows: first + s
+            # Alignment o, index j: the window at s = o + width*j; the least shared per o.
+            rows = -(-count // width)
+            padded[: rows * width] = len(every)
+            padded[:count] = shared[first : first + count]
+            best = padded[: rows * width].reshape(rows, width).argmin(axis=0).tolist()
+            for o, j in enumerate(best):
+                if o + width * j < count:
+                    pairs.append((i, o + width * j))
+                    picked.append(first + o + width * j)
         unsorted = every[picked]
-        every.fill(0)
+        windows.fill(0)
         order = np.argsort(unsorted, kind="stable")
         words = unsorted[order]
         unsorted.fill(0)
@@ -354,7 +359,7 @@ class _Windows:
                 break
         table = np.zeros(1 << _HASH_BITS, dtype=bool)
         table[hashed.astype(np.intp)] = True
-        return cls(width, dtype, placed, pairs, order, words, table, multiplier)
+        return cls(width, f"<u{width}", placed, pairs, order, words, table, multiplier)
 
     def scan(
         self, np: Any, chunk: int, size: int, scratch: Any, marks: Any, bounds: tuple[int, int]
@@ -366,9 +371,9 @@ class _Windows:
         np.multiply(memory, self.multiplier, out=hashed)  # widened to 64 bits in the loop
         np.right_shift(hashed, np.uint64(64 - _HASH_BITS), out=hashed)
         self.table.take(hashed.view(np.intp), out=marks[:n])  # intp: no converted copy
-        if not marks[:n].any():
-            return 0
         candidates = np.flatnonzero(marks[:n])
+        if not len(candidates):
+            return 0
         raw = memory[candidates]
         values = raw.astype(np.uint64, copy=False)
         low = np.searchsorted(self.words, values, side="left")
@@ -402,7 +407,10 @@ class _Windows:
 
 
 def _scan_windows(
-    np: Any, ranges: Sequence[tuple[int, int]], placed: Sequence[tuple[int, int, int]]
+    np: Any,
+    ranges: Sequence[tuple[int, int]],
+    placed: Sequence[tuple[int, int, int]],
+    area: tuple[int, int],
 ) -> int:
     """All needles in one pass over memory, at a cost that does not grow with their number.
 
@@ -422,9 +430,9 @@ def _scan_windows(
     """
     wide = [p for p in placed if p[2] >= 15]
     narrow = [p for p in placed if p[2] < 15]
-    indexes = [_Windows.of(np, 8, wide)] if wide else []
+    indexes = [_Windows.of(np, 8, wide, area)] if wide else []
     if narrow:
-        indexes.append(_Windows.of(np, 4, narrow))
+        indexes.append(_Windows.of(np, 4, narrow, area))
     scratch = np.empty(_CHUNK // 4, dtype=np.uint64)
     marks = np.empty(_CHUNK // 4, dtype=bool)
     overwritten = 0
@@ -483,7 +491,7 @@ def scrub_secrets(
     (`SecretValues.memory_forms`). `skip`: address ranges left unsearched
     (`numeric_buffers`). Runs in the fork only: it writes to its own memory.
     """
-    started = time.perf_counter()
+    started, cpu_started = time.perf_counter(), time.process_time()
     if not forms:
         return ScrubReport(0, 0, 0, 0, 0.0)
     # Memory that was mapped when the ranges were taken must stay mapped while they
@@ -517,11 +525,18 @@ def scrub_secrets(
     if numpy is None or len(placed) <= _MEMMEM_MAX:
         overwritten = _scan_each(placed, ranges)
     else:
-        overwritten = _scan_windows(numpy, ranges, placed)
+        overwritten = _scan_windows(numpy, ranges, placed, (base, scratch_size))
     searched = sum(e - s for s, e in ranges)
     # Zero the scratch before letting it go (it is not scanned).
     ctypes.memset(base, 0, scratch_size)
     del base
     with contextlib.suppress(BufferError):
         scratch.close()
-    return ScrubReport(searched, overwritten, len(placed), skipped, time.perf_counter() - started)
+    return ScrubReport(
+        searched,
+        overwritten,
+        len(placed),
+        skipped,
+        time.perf_counter() - started,
+        time.process_time() - cpu_started,
+    )

@@ -17,11 +17,15 @@ cancel latency of `while True: pass` (target ≤ 100 ms until the fork is gone).
 The scrub (`tools/fork_memory.py`): the fork overwrites every secret in its own
 memory before the job. The kernel here holds a provider key in its
 environment and secret-named variables; printed: the round trip with the
-scrub against the same confined fork without it, and the scrub's own time
-(as the fork measures it) for 1, 10 and 50 secrets — each secret is three
-needles (UTF-8, UCS-2, UCS-4) — with NumPy's one-pass search and with one
-memmem pass per needle. Target: the round trip at 1 GB ≤ 150 ms and flat in
-the number of secrets. Run: `python tests/benchmarks/bench_fork.py [sizes in MB]`.
+scrub against the same confined fork without it (their difference is what
+the scrub adds), and the scrub's own time as the fork measures it, wall
+clock and CPU (user + system of the fork: what the scrub costs on an idle
+machine, much less sensitive to the load of the shared one), for 1, 10 and
+50 secrets — each secret is three needles (UTF-8, UCS-2, UCS-4) — with the
+one-pass window search (NumPy) and with one memmem pass per needle (the
+fallback without NumPy; fewer rounds: it is slow). Target: the round trip at
+1 GB ≤ 150 ms and the scrub flat in the number of secrets.
+Run: `python tests/benchmarks/bench_fork.py [sizes in MB]`.
 """
 
 from __future__ import annotations
@@ -92,14 +96,19 @@ def _secrets(n: int) -> dict[str, str]:
     }
 
 
-async def scrub_cost(kernel: object, ctx: ToolContext, n: int, one_pass: bool) -> float:
-    """The scrub's own time in the fork (median ms) with `n` secrets in the kernel."""
+async def scrub_cost(
+    kernel: object, n: int, one_pass: bool, rounds: int
+) -> tuple[float, float, int]:
+    """The scrub's own time in the fork with `n` secrets in the kernel.
+
+    Medians in ms of (wall clock, CPU time), and the bytes searched.
+    """
     secrets = SecretValues.of(_secrets(n).values())
     saved = fork_memory._MEMMEM_MAX
     fork_memory._MEMMEM_MAX = saved if one_pass else 1 << 30
     try:
-        seconds = []
-        for _ in range(5):
+        wall, cpu, searched = [], [], []
+        for _ in range(rounds):
             outcome = await run_in_fork(
                 lambda emit, _sink: emit({"r": 1}),
                 port=kernel,  # type: ignore[arg-type]
@@ -110,10 +119,12 @@ async def scrub_cost(kernel: object, ctx: ToolContext, n: int, one_pass: bool) -
                 report_scrub=True,
             )
             assert outcome.scrub is not None, outcome.stderr
-            seconds.append(outcome.scrub["seconds"])
+            wall.append(outcome.scrub["seconds"])
+            cpu.append(outcome.scrub["cpu_seconds"])
+            searched.append(outcome.scrub["searched"])
     finally:
         fork_memory._MEMMEM_MAX = saved
-    return statistics.median(seconds) * 1000
+    return statistics.median(wall) * 1000, statistics.median(cpu) * 1000, max(searched)
 
 
 async def measure(size_mb: int) -> None:
@@ -176,12 +187,14 @@ async def measure(size_mb: int) -> None:
         f"  the same confined fork, no scrub:   {unscrubbed:8.2f} ms  "
         f"(with scrub/without {fork / unscrubbed:.2f}x)"
     )
+    print(f"  what the scrub adds to the round trip: {fork - unscrubbed:8.2f} ms")
     for n in SECRET_COUNTS:
-        one = await scrub_cost(kernel, ctx, n, one_pass=True)
-        each = await scrub_cost(kernel, ctx, n, one_pass=False)
+        one, one_cpu, searched = await scrub_cost(kernel, n, one_pass=True, rounds=7)
+        each, each_cpu, _ = await scrub_cost(kernel, n, one_pass=False, rounds=3)
         print(
-            f"  scrub alone, {n:>2} secrets ({3 * n:>3} needles): one pass {one:7.2f} ms, "
-            f"memmem per needle {each:8.2f} ms ({each / one:.1f}x)"
+            f"  scrub alone, {n:>2} secrets ({3 * n:>3} needles, {searched / (1 << 20):.0f} MB "
+            f"searched): one pass {one:6.1f} ms (CPU {one_cpu:5.1f}), memmem per needle "
+            f"{each:7.1f} ms (CPU {each_cpu:6.1f}; {each_cpu / one_cpu:.1f}x the CPU)"
         )
     print(
         f"  the same fork without the sandbox:  {bare:8.2f} ms  (confined/bare {fork / bare:.2f}x)"
@@ -205,6 +218,8 @@ async def main() -> None:
         print(f"sandbox unavailable: {detect_sandbox().reason}")
         return
     sizes = tuple(int(a) for a in sys.argv[1:]) or SIZES_MB
+    load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
+    print(f"load average {load} on {os.cpu_count()} CPUs")
     with kernel_thread():  # a kernel has threads
         for size in sizes:
             await measure(size)
