@@ -9,6 +9,7 @@ round so load from the shared machine falls on all alike:
 * a plain `subprocess` of Python (`python -c 1`): what a fresh interpreter costs,
   without the data;
 * `exec` in-process: no isolation at all;
+* the same run_python with the scrub a no-op (what the scrub adds);
 * the same fork without the sandbox (what confinement adds).
 
 Also: the kernel's RSS before and after the rounds (target: no growth), and
@@ -39,6 +40,7 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -46,7 +48,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from phoenix_nb.core.secrets import SecretValues
-from phoenix_nb.tools import fork_memory
+from phoenix_nb.tools import fork_memory, kernel_fork
 from phoenix_nb.tools.base import ToolContext
 from phoenix_nb.tools.kernel_fork import run_in_fork
 from phoenix_nb.tools.kernel_tools import RunPythonTool, fork_secrets
@@ -86,6 +88,17 @@ async def cancel_latency(tool: RunPythonTool, ctx: ToolContext) -> float:
     while any(alive(pid) for pid in forks):
         await asyncio.sleep(0.0005)
     return (time.perf_counter() - start) * 1000
+
+
+@contextlib.contextmanager
+def scrub_off() -> Iterator[None]:
+    """The same tool run with the fork's scrub a no-op (the fork inherits the patch)."""
+    saved = kernel_fork.scrub_secrets
+    kernel_fork.scrub_secrets = lambda _forms, _skip=(): fork_memory.ScrubReport(0, 0, 0, 0, 0.0)
+    try:
+        yield
+    finally:
+        kernel_fork.scrub_secrets = saved
 
 
 def _secrets(n: int) -> dict[str, str]:
@@ -141,7 +154,6 @@ async def measure(size_mb: int) -> None:
         "subprocess": [],
         "exec": [],
     }
-    no_secrets = SecretValues()
     namespace: dict[str, object] = {"data": data}
     code = compile("1", "<bench>", "eval")
     for _ in range(ROUNDS):
@@ -150,16 +162,10 @@ async def measure(size_mb: int) -> None:
         times["fork"].append((time.perf_counter() - start) * 1000)
         assert not result.is_error and "Result:\n1" in result.content, result.content
         start = time.perf_counter()
-        fork_secrets(ctx, kernel)  # built in the kernel in both, as the tool does
-        await run_in_fork(
-            lambda emit, _sink: emit({"r": 1}),
-            port=kernel,
-            env={},
-            cwd="/",
-            confine=True,
-            secrets=no_secrets,
-        )
+        with scrub_off():
+            result = await tool.run({"code": "1"}, ctx, "b")
         times["unscrubbed"].append((time.perf_counter() - start) * 1000)
+        assert not result.is_error and "Result:\n1" in result.content, result.content
         start = time.perf_counter()
         await run_in_fork(
             lambda emit, _sink: emit({"r": 1}), port=kernel, env={}, cwd="/", confine=False
@@ -184,7 +190,7 @@ async def measure(size_mb: int) -> None:
         f"scrubs {len(secrets_now.values)} secrets)"
     )
     print(
-        f"  the same confined fork, no scrub:   {unscrubbed:8.2f} ms  "
+        f"  the same run_python, no scrub:      {unscrubbed:8.2f} ms  "
         f"(with scrub/without {fork / unscrubbed:.2f}x)"
     )
     print(f"  what the scrub adds to the round trip: {fork - unscrubbed:8.2f} ms")
