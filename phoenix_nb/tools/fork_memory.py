@@ -137,11 +137,7 @@ def privatize_shared_mappings() -> None:
         if m.perms[3] != "s":
             continue
         size = m.end - m.start
-        prot = (
-            (_PROT_READ if m.perms[0] == "r" else _PROT_NONE)
-            | (_PROT_WRITE if m.perms[1] == "w" else _PROT_NONE)
-            | (_PROT_EXEC if m.perms[2] == "x" else _PROT_NONE)
-        )
+        prot = _prot(m.perms)
         if _remap_file_private(m, prot):
             continue
         if m.perms[0] != "r":
@@ -245,6 +241,42 @@ def _resident_runs(m: _Mapping) -> list[tuple[int, int]]:
         (m.start + found.start() * _PAGE, m.start + found.end() * _PAGE)
         for found in _RESIDENT.finditer(vector.raw)
     ]
+
+
+# /proc/self/pagemap: 8 bytes per page; in the top byte, bit 7 "present", bit 6
+# "swapped" and bit 5 "file page or shared". Present and not a file's page, or
+# swapped out: memory this process wrote.
+_WRITTEN_PAGE = bytes(range(256)).translate(
+    bytes(1 if b & 0xA0 == 0x80 or b & 0x40 else 0 for b in range(256))
+)
+_WRITTEN = re.compile(b"\x01+")
+
+
+def _written_runs(m: _Mapping, pagemap: int) -> list[tuple[int, int]]:
+    """(start, end) of the runs of pages of `m` that hold memory, not a file's pages.
+
+    For a private mapping that is not both readable and writable: its
+    anonymous pages, or the pages of a file mapping that were copied on a
+    write (relocations, or data written and then protected).
+    """
+    pages = (m.end - m.start) // _PAGE
+    try:
+        entries = os.pread(pagemap, pages * 8, m.start // _PAGE * 8)
+    except OSError:
+        return []
+    flags = entries[7::8].translate(_WRITTEN_PAGE)
+    return [
+        (m.start + found.start() * _PAGE, m.start + found.end() * _PAGE)
+        for found in _WRITTEN.finditer(flags)
+    ]
+
+
+def _prot(perms: str) -> int:
+    return (
+        (_PROT_READ if perms[0] == "r" else _PROT_NONE)
+        | (_PROT_WRITE if perms[1] == "w" else _PROT_NONE)
+        | (_PROT_EXEC if perms[2] == "x" else _PROT_NONE)
+    )
 
 
 def _minus(
@@ -500,10 +532,25 @@ def scrub_secrets(
     # right before it is read.
     _libc.mallopt(_M_TRIM_THRESHOLD, 0x7FFFFFFF)
     ranges: list[tuple[int, int]] = []
-    for m in _mappings():
-        if m.perms[:2] != "rw" or m.perms[3] != "p" or m.path in _SPECIAL:
-            continue
-        ranges.extend(_resident_runs(m))
+    # Memory the job could read after an mprotect of its own: written pages of
+    # private mappings that are read-only or inaccessible now. Opened for the scrub
+    # (read and write added), closed again after it.
+    reopened: list[tuple[int, int, int]] = []  # (start, end, protection to restore)
+    pagemap = os.open("/proc/self/pagemap", os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        for m in _mappings():
+            if m.perms[3] != "p" or m.path in _SPECIAL:
+                continue
+            if m.perms[:2] == "rw":
+                ranges.extend(_resident_runs(m))
+                continue
+            prot = _prot(m.perms)
+            for start, end in _written_runs(m, pagemap):
+                if _libc.mprotect(start, end - start, prot | _PROT_READ | _PROT_WRITE) == 0:
+                    reopened.append((start, end, prot))
+                    ranges.append((start, end))
+    finally:
+        os.close(pagemap)
     skipped = sum(
         min(e, r_e) - max(s, r_s) for s, e in skip for r_s, r_e in ranges if s < r_e and e > r_s
     )
@@ -527,6 +574,8 @@ def scrub_secrets(
     else:
         overwritten = _scan_windows(numpy, ranges, placed, (base, scratch_size))
     searched = sum(e - s for s, e in ranges)
+    for start, end, prot in reopened:
+        _libc.mprotect(start, end - start, prot)
     # Zero the scratch before letting it go (it is not scanned).
     ctypes.memset(base, 0, scratch_size)
     del base

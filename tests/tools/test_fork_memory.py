@@ -13,6 +13,8 @@ an ordinary name, is starred in run_python's fork.
 
 from __future__ import annotations
 
+import ctypes
+import mmap
 from collections.abc import Iterator
 from typing import Any
 
@@ -111,3 +113,53 @@ async def test_a_service_account_key_is_scrubbed_wherever_the_kernel_holds_it(
     assert not result.is_error, result.content
     assert line not in result.content and line[::-1] not in result.content
     assert "False" in result.content  # the fork's copy of the key no longer holds the line
+
+
+def _protected_copies() -> list[tuple[int, int]]:
+    """Two private anonymous pages holding SECRET: one made read-only, one inaccessible."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.mmap.restype = ctypes.c_void_p
+    libc.mmap.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int)
+    libc.mmap.argtypes += (ctypes.c_int, ctypes.c_long)
+    libc.mprotect.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
+    pages = []
+    for prot in (mmap.PROT_READ, 0):
+        at = libc.mmap(None, mmap.PAGESIZE, 3, mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS, -1, 0)
+        assert at not in (None, ctypes.c_void_p(-1).value)
+        ctypes.memmove(at + 100, SECRET.encode(), len(SECRET))
+        assert libc.mprotect(at, mmap.PAGESIZE, prot) == 0
+        pages.append((at, prot))
+    return pages
+
+
+def protected_job(emit: Emit, _sink: ChildSink) -> None:
+    libc = ctypes.CDLL(None)
+    libc.mprotect.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
+    value = REVERSED[::-1].encode()
+    found = []
+    for at, _prot in kernel_namespace["pages"]:
+        libc.mprotect(at, mmap.PAGESIZE, mmap.PROT_READ)  # the job may do this too
+        found.append(value in ctypes.string_at(at, mmap.PAGESIZE))
+    emit({"found": found})
+
+
+async def test_memory_protected_after_it_was_written_is_scrubbed_too(strategy: str) -> None:
+    # A job can mprotect any mapping of its own readable: a page the kernel wrote and
+    # then made read-only or inaccessible is as readable as the heap.
+    pages = _protected_copies()
+    kernel_namespace.clear()
+    kernel_namespace["pages"] = pages
+    outcome = await run_in_fork(
+        protected_job,
+        port=DictKernel(namespace=kernel_namespace),
+        env={},
+        cwd="/",
+        confine=False,
+        secrets=SecretValues.of([SECRET]),
+    )
+    assert outcome.records == [{"found": [False, False]}], (strategy, outcome.stderr)
+    libc = ctypes.CDLL(None)
+    libc.mprotect.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
+    for at, _prot in pages:  # the kernel's own pages are untouched
+        libc.mprotect(at, mmap.PAGESIZE, mmap.PROT_READ)
+        assert SECRET.encode() in ctypes.string_at(at, mmap.PAGESIZE)
