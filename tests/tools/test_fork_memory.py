@@ -6,9 +6,12 @@ scrub deliberately does not search: README). The job knows the secret only
 reversed (its own copy of the value would be starred too) and reports which
 copies still hold it; afterwards this process — the kernel — still holds
 every copy intact. Both search strategies are run: one pass over all needles
-(NumPy) and one memmem pass per needle. Last, a service-account key file named
-by GOOGLE_APPLICATION_CREDENTIALS: its private key, held by the kernel under
-an ordinary name, is starred in run_python's fork.
+(NumPy) and one memmem pass per needle, and both ways of finding the pages in
+use (mincore; the pagemap, as with swap on). Pages the kernel wrote and then
+made read-only or inaccessible are starred too (a job may mprotect them).
+Last, a service-account key file named by GOOGLE_APPLICATION_CREDENTIALS: its
+private key, held by the kernel under an ordinary name, is starred in
+run_python's fork.
 """
 
 from __future__ import annotations
@@ -64,7 +67,17 @@ def strategy(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) ->
     yield request.param
 
 
-async def test_every_copy_is_starred_except_inside_numeric_arrays(strategy: str) -> None:
+@pytest.fixture(params=["mincore", "pagemap (swap on)"])
+def residency(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    # With swap, mincore would call a swapped-out page absent: the pagemap is read instead.
+    if request.param != "mincore":
+        monkeypatch.setattr(fork_memory, "_swap_on", lambda: True)
+    return str(request.param)
+
+
+async def test_every_copy_is_starred_except_inside_numeric_arrays(
+    strategy: str, residency: str
+) -> None:
     kernel_namespace.clear()
     kernel_namespace.update(namespace())
     kernel = DictKernel(namespace=kernel_namespace)
@@ -83,7 +96,7 @@ async def test_every_copy_is_starred_except_inside_numeric_arrays(strategy: str)
         "wide": False,
         "config": False,
         "numbers": True,  # a numeric array's buffer is the user's data: not searched
-    }, strategy
+    }, (strategy, residency)
     assert outcome.scrub is not None and outcome.scrub["overwritten"] >= 3
     assert outcome.scrub["skipped"] >= kernel_namespace["numbers"].nbytes
     # The kernel's own copies are untouched (copy-on-write).
