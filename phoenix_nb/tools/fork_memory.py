@@ -344,7 +344,7 @@ def _mapped(start: int, end: int) -> bool:
 
 _MEMMEM_MAX = 0  # up to this many needles, one memmem pass each instead of the window pass
 _CHUNK = 1 << 20  # bytes hashed at a time (stays in cache; bounded temporaries)
-_HASH_BITS = 16  # a 64 KB table: stays in the first-level caches
+_HASH_BITS = 16  # a 64 KB table at least (more for many needles): stays in the caches
 _MULTIPLIERS = (0x9E3779B97F4A7C15, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9, 0xD6E8FEB86659FD93)
 
 
@@ -370,8 +370,10 @@ class _Windows:
     pairs: list[tuple[int, int]]
     order: Any
     words: Any
+    run_end: Any  # run_end[k]: the index past the last word equal to words[k]
     table: Any
     multiplier: Any
+    shift: Any
 
     @classmethod
     def of(
@@ -410,16 +412,21 @@ class _Windows:
         # Memory is mostly zero words, and a multiplicative hash sends 0 to bucket 0:
         # a multiplier under which no needle window shares that bucket keeps zeros
         # from ever being candidates (the first that does so is taken; fixed list).
-        shift = np.uint64(64 - _HASH_BITS)
+        run_end = np.searchsorted(words, words, side="right")
+        # About 1 in 256 buckets set or fewer: a random word is a candidate that rarely.
+        bits = min(max(_HASH_BITS, len(words).bit_length() + 8), 20)
+        shift = np.uint64(64 - bits)
         for value in _MULTIPLIERS:
             multiplier = np.uint64(value)
             hashed = words * multiplier  # invertible: shifted in place, 16 bits kept
             hashed >>= shift
             if not (hashed == 0).any() or not words[0]:
                 break
-        table = np.zeros(1 << _HASH_BITS, dtype=bool)
+        table = np.zeros(1 << bits, dtype=bool)
         table[hashed.astype(np.intp)] = True
-        return cls(width, f"<u{width}", placed, pairs, order, words, table, multiplier)
+        return cls(
+            width, f"<u{width}", placed, pairs, order, words, run_end, table, multiplier, shift
+        )
 
     def scan(
         self, np: Any, chunk: int, size: int, scratch: Any, marks: Any, bounds: tuple[int, int]
@@ -429,7 +436,7 @@ class _Windows:
         n = memory.shape[0]
         hashed = scratch[:n]
         np.multiply(memory, self.multiplier, out=hashed)  # widened to 64 bits in the loop
-        np.right_shift(hashed, np.uint64(64 - _HASH_BITS), out=hashed)
+        np.right_shift(hashed, self.shift, out=hashed)
         self.table.take(hashed.view(np.intp), out=marks[:n])  # intp: no converted copy
         candidates = np.flatnonzero(marks[:n])
         if not len(candidates):
@@ -437,12 +444,13 @@ class _Windows:
         raw = memory[candidates]
         values = raw.astype(np.uint64, copy=False)
         low = np.searchsorted(self.words, values, side="left")
-        high = np.searchsorted(self.words, values, side="right")
+        np.minimum(low, len(self.words) - 1, out=low)
+        hit = self.words[low] == values
         raw.fill(0)
         values.fill(0)
-        hit = high > low
         if not hit.any():
             return 0
+        high = self.run_end[low]
         memcmp, memmove = _libc.memcmp, ctypes.memmove
         start, end = bounds
         overwritten = 0
