@@ -506,7 +506,11 @@ def _scan_windows(
     overwritten = 0
     try:
         for start, end in ranges:
-            first, last = -(-start // 8) * 8, end // 8 * 8
+            # Whole 8-byte words around the range (a range ends where a skipped buffer
+            # begins, at any byte; the words stay inside its pages): every 4- or
+            # 8-aligned window inside the range is read, and a match must lie inside
+            # the range to be overwritten.
+            first, last = start // 8 * 8, -(-end // 8) * 8
             for chunk in range(first, last, _CHUNK):
                 size = min(_CHUNK, last - chunk)
                 if not _mapped(chunk, chunk + size):

@@ -176,3 +176,34 @@ async def test_memory_protected_after_it_was_written_is_scrubbed_too(strategy: s
     for at, _prot in pages:  # the kernel's own pages are untouched
         libc.mprotect(at, mmap.PAGESIZE, mmap.PROT_READ)
         assert SECRET.encode() in ctypes.string_at(at, mmap.PAGESIZE)
+
+
+SHORT = "pw-7Qz!x9K"  # 8 to 14 bytes: found through 4-byte windows
+SHORT_REVERSED = SHORT[::-1]  # the fork stars SHORT itself
+
+
+def short_job(emit: Emit, _sink: ChildSink) -> None:
+    view = kernel_namespace["view"]
+    emit({"found": SHORT_REVERSED[::-1].encode() in view.base.tobytes()})
+
+
+async def test_a_short_secret_right_after_a_skipped_array_is_starred(strategy: str) -> None:
+    # The array's buffer is left out, so the searched range begins at an odd byte,
+    # 1 byte before the secret: the windows there must still be read.
+    buffer = np.full((2 << 20) + 64, 7, dtype=np.uint8)  # written: every page resident
+    size = (2 << 20) + (3 - buffer.ctypes.data) % 8  # the range starts at 8k+3, the secret 8k+4
+    buffer[size + 1 : size + 1 + len(SHORT)] = np.frombuffer(SHORT.encode(), dtype=np.uint8)
+    kernel_namespace.clear()
+    kernel_namespace["view"] = buffer[:size]  # skipped: an exact ndarray of 1 MB or more
+    outcome = await run_in_fork(
+        short_job,
+        port=DictKernel(namespace=kernel_namespace),
+        env={},
+        cwd="/",
+        confine=False,
+        secrets=SecretValues.of([SHORT]),
+        report_scrub=True,
+    )
+    assert outcome.records == [{"found": False}], (strategy, outcome.stderr)
+    assert outcome.scrub is not None and outcome.scrub["skipped"] >= size
+    assert SHORT.encode() in buffer.tobytes()  # the kernel's copy is untouched
