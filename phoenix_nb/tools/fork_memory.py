@@ -498,6 +498,8 @@ def _scan_windows(
     """
     wide = [p for p in placed if p[2] >= 15]
     narrow = [p for p in placed if p[2] < 15]
+    if not placed:
+        return 0
     indexes = [_Windows.of(np, 8, wide, area)] if wide else []
     if narrow:
         indexes.append(_Windows.of(np, 4, narrow, area))
@@ -615,7 +617,11 @@ def scrub_secrets(
     if numpy is None or len(placed) <= _MEMMEM_MAX:
         overwritten = _scan_each(placed, ranges)
     else:
-        overwritten = _scan_windows(numpy, ranges, placed, (base, scratch_size))
+        # Under 7 bytes a needle need not hold an aligned 4-byte window (memory_forms
+        # makes none that short): memmem for those.
+        windowed = [p for p in placed if p[2] >= 7]
+        overwritten = _scan_windows(numpy, ranges, windowed, (base, scratch_size))
+        overwritten += _scan_each([p for p in placed if p[2] < 7], ranges)
     searched = sum(e - s for s, e in ranges)
     for start, end, prot in reopened:
         _libc.mprotect(start, end - start, prot)
