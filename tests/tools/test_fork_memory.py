@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import ctypes
 import mmap
+import random
 from collections.abc import Iterator
 from typing import Any
 
@@ -28,6 +29,7 @@ from phoenix_nb.core.secrets import SecretValues
 from phoenix_nb.tools import fork_memory
 from phoenix_nb.tools.kernel_fork import ChildSink, Emit, run_in_fork, sandbox_ready
 from phoenix_nb.tools.kernel_port import DictKernel
+from tests.seeds import phoenix_seed
 
 SECRET = "sk-ant-api03-Fm4Tq9Lw2Zx7Nc5Vb8Hj1Kd6-Ps3"
 REVERSED = SECRET[::-1]
@@ -207,3 +209,45 @@ async def test_a_short_secret_right_after_a_skipped_array_is_starred(strategy: s
     assert outcome.records == [{"found": False}], (strategy, outcome.stderr)
     assert outcome.scrub is not None and outcome.scrub["skipped"] >= size
     assert SHORT.encode() in buffer.tobytes()  # the kernel's copy is untouched
+
+
+def _random_needles(rng: random.Random) -> list[str]:
+    """Secrets of every length class the search treats apart (8-14: 4-byte windows)."""
+    alphabet = "abcdefghijklmnopqrstuvwxyz0123456789-_"
+    lengths = (8, 9, 11, 14, 15, 16, 17, 23, 40, 108)
+    values = {"".join(rng.choice(alphabet) for _ in range(n)) for n in lengths for _ in range(4)}
+    return sorted(values)
+
+
+def planted_job(emit: Emit, _sink: ChildSink) -> None:
+    blob = kernel_namespace["blob"]
+    left = [value[::-1] for value in kernel_namespace["reversed"] if value[::-1].encode() in blob]
+    emit({"left": len(left)})
+
+
+async def test_every_planted_copy_at_every_alignment_is_starred(strategy: str) -> None:
+    # Copies of 40 secrets of every length class at random byte offsets (every alignment
+    # to 4 and 8 bytes), some side by side, in 3 MB of random bytes.
+    rng = random.Random(phoenix_seed())
+    values = _random_needles(rng)
+    blob = bytearray(rng.randbytes(3 << 20))
+    for _ in range(2000):
+        value = rng.choice(values).encode()
+        at = rng.randrange(len(blob) - len(value))
+        blob[at : at + len(value)] = value
+    for value in values:  # at least one untouched copy of each
+        at = rng.randrange(len(blob) - 200)
+        blob[at : at + len(value)] = value.encode()
+    kernel_namespace.clear()
+    kernel_namespace["blob"] = bytes(blob)
+    kernel_namespace["reversed"] = [value[::-1] for value in values]
+    outcome = await run_in_fork(
+        planted_job,
+        port=DictKernel(namespace=kernel_namespace),
+        env={},
+        cwd="/",
+        confine=False,
+        secrets=SecretValues.of(values),
+    )
+    assert outcome.records == [{"left": 0}], (strategy, phoenix_seed(), outcome.stderr)
+    assert all(value.encode() in kernel_namespace["blob"] for value in values)
