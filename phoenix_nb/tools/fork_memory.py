@@ -329,7 +329,8 @@ def _minus(
 
 
 _SPECIAL = ("[vvar]", "[vvar_vclock]", "[vdso]", "[vsyscall]")
-_M_TRIM_THRESHOLD = -1
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
+_MALLOC_DEFAULT = 128 << 10  # glibc's default trim and mmap thresholds
 _PROBE = ctypes.create_string_buffer(_CHUNK_PAGES := (1 << 20) // _PAGE + 2)
 
 
@@ -374,6 +375,8 @@ class _Windows:
     table: Any
     multiplier: Any
     shift: Any
+    scratch: Any  # the hashes of one chunk
+    marks: Any  # the table's answer for each
 
     @classmethod
     def of(
@@ -415,30 +418,47 @@ class _Windows:
         run_end = np.searchsorted(words, words, side="right")
         # About 1 in 256 buckets set or fewer: a random word is a candidate that rarely.
         bits = min(max(_HASH_BITS, len(words).bit_length() + 8), 20)
-        shift = np.uint64(64 - bits)
+        # Hashed in the window's own width (4-byte windows in 32-bit arithmetic: half
+        # the work of widening each to 64 bits).
+        kind = np.uint64 if width == 8 else np.uint32
+        shift = kind(8 * width - bits)
         for value in _MULTIPLIERS:
-            multiplier = np.uint64(value)
-            hashed = words * multiplier  # invertible: shifted in place, 16 bits kept
+            multiplier = kind(value & ((1 << (8 * width)) - 1))
+            hashed = words.astype(kind)  # invertible once multiplied: shifted in place
+            hashed *= multiplier
             hashed >>= shift
             if not (hashed == 0).any() or not words[0]:
                 break
         table = np.zeros(1 << bits, dtype=bool)
         table[hashed.astype(np.intp)] = True
+        scratch = np.empty(_CHUNK // width, dtype=kind)
+        marks = np.empty(_CHUNK // width, dtype=bool)
         return cls(
-            width, f"<u{width}", placed, pairs, order, words, run_end, table, multiplier, shift
+            width,
+            f"<u{width}",
+            placed,
+            pairs,
+            order,
+            words,
+            run_end,
+            table,
+            multiplier,
+            shift,
+            scratch,
+            marks,
         )
 
-    def scan(
-        self, np: Any, chunk: int, size: int, scratch: Any, marks: Any, bounds: tuple[int, int]
-    ) -> int:
+    def scan(self, np: Any, chunk: int, size: int, bounds: tuple[int, int]) -> int:
         """Overwrite every needle found through a window inside [chunk, chunk+size)."""
         memory = np.frombuffer((ctypes.c_char * size).from_address(chunk), dtype=self.dtype)
         n = memory.shape[0]
-        hashed = scratch[:n]
-        np.multiply(memory, self.multiplier, out=hashed)  # widened to 64 bits in the loop
+        hashed, marks = self.scratch[:n], self.marks[:n]
+        np.multiply(memory, self.multiplier, out=hashed)
         np.right_shift(hashed, self.shift, out=hashed)
-        self.table.take(hashed.view(np.intp), out=marks[:n])  # intp: no converted copy
-        candidates = np.flatnonzero(marks[:n])
+        # 64-bit hashes are read as intp in place; 32-bit ones are converted by take,
+        # into a block malloc reuses (scrub_secrets keeps such blocks off mmap).
+        self.table.take(hashed.view(np.intp) if self.width == 8 else hashed, out=marks)
+        candidates = np.flatnonzero(marks)
         if not len(candidates):
             return 0
         raw = memory[candidates]
@@ -472,6 +492,7 @@ class _Windows:
     def clear(self) -> None:
         self.words.fill(0)
         self.table.fill(False)
+        self.scratch.fill(0)
 
 
 def _scan_windows(
@@ -488,8 +509,9 @@ def _scan_windows(
     4-byte window of a UCS-4 needle is one character, as common in memory as
     a small integer, so the long needles keep 8-byte windows). Per chunk of
     1 MB: multiply, shift and a table look-up, each one NumPy loop writing
-    into preallocated arrays (no temporary the size of the chunk: glibc
-    would map and unmap each one, a page fault per 4 KB); then the few
+    into preallocated arrays (a temporary the size of the chunk would be
+    mapped and unmapped by glibc each time, a page fault per 4 KB: the one
+    `take` makes of 32-bit hashes comes from the heap instead); then the few
     candidates are checked against the sorted windows (`searchsorted`) and
     only exact window matches are compared with their needle in place
     (memcmp, no copy). Every array that held a fragment of a needle or of
@@ -503,8 +525,6 @@ def _scan_windows(
     indexes = [_Windows.of(np, 8, wide, area)] if wide else []
     if narrow:
         indexes.append(_Windows.of(np, 4, narrow, area))
-    scratch = np.empty(_CHUNK // 4, dtype=np.uint64)
-    marks = np.empty(_CHUNK // 4, dtype=bool)
     overwritten = 0
     try:
         for start, end in ranges:
@@ -518,11 +538,10 @@ def _scan_windows(
                 if not _mapped(chunk, chunk + size):
                     continue
                 for index in indexes:
-                    overwritten += index.scan(np, chunk, size, scratch, marks, (start, end))
+                    overwritten += index.scan(np, chunk, size, (start, end))
     finally:
         for index in indexes:
             index.clear()
-        scratch.fill(0)
     return overwritten
 
 
@@ -572,7 +591,11 @@ def scrub_secrets(
     # are read: no heap trimming (free() would otherwise give the top of the heap
     # back), and every chunk is checked with mincore (ENOMEM: no longer mapped)
     # right before it is read.
+    # Blocks up to 16 MB come from the heap, not from mmap: a temporary a NumPy call
+    # makes per chunk is then the same reused memory, not a fresh mapping to fault
+    # in page by page. Both are set back to glibc's defaults for the job.
     _libc.mallopt(_M_TRIM_THRESHOLD, 0x7FFFFFFF)
+    _libc.mallopt(_M_MMAP_THRESHOLD, 16 << 20)
     ranges: list[tuple[int, int]] = []
     # Memory the job could read after an mprotect of its own: written pages of
     # private mappings that are read-only or inaccessible now. Opened for the scrub
@@ -625,6 +648,8 @@ def scrub_secrets(
     searched = sum(e - s for s, e in ranges)
     for start, end, prot in reopened:
         _libc.mprotect(start, end - start, prot)
+    _libc.mallopt(_M_MMAP_THRESHOLD, _MALLOC_DEFAULT)
+    _libc.mallopt(_M_TRIM_THRESHOLD, _MALLOC_DEFAULT)
     # Zero the scratch before letting it go (it is not scanned).
     ctypes.memset(base, 0, scratch_size)
     del base

@@ -1,7 +1,9 @@
 """run_python("1") round trip while the kernel holds 10 MB, 1 GB and 4 GB of data.
 
 This process plays the kernel: it holds the data (resident, written once so
-every page is really there), runs an idle second thread as a kernel does, and
+every page is really there) and the modules a kernel running phoenix has
+loaded (IPython, ipykernel, the Anthropic SDK: the heap the scrub searches),
+runs an idle second thread as a kernel does, and
 calls `RunPythonTool.run` through a `DictKernel` — the same code path as in a
 notebook, minus ZMQ. Baselines measured in the same run, interleaved round by
 round so load from the shared machine falls on all alike:
@@ -43,6 +45,9 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import anthropic  # noqa: F401 - a kernel running phoenix holds these: its heap's size
+import ipykernel.ipkernel  # noqa: F401
+import IPython  # noqa: F401
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
