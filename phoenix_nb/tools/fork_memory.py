@@ -15,8 +15,10 @@ What is searched, and why (measured in tests/benchmarks/bench_fork.py):
 
 * every *private, writable* mapping (the heap, the allocator's arenas, thread
   stacks, the main stack with argv and the environment block, libraries'
-  data), only in its *resident* pages (`mincore`): untouched reserved memory
-  reads as zeros and costs a page fault per page to read;
+  data), only in its *resident* pages (`mincore`; with swap configured the
+  pagemap's present or swapped-out pages, as mincore calls a swapped-out page
+  absent): untouched reserved memory reads as zeros and costs a page fault
+  per page to read;
 * the pages of every other private mapping that hold memory rather than a
   file's pages — anonymous pages, and a file mapping's pages copied on a
   write (`/proc/self/pagemap`: present and not a file page, or swapped out) —
@@ -43,11 +45,13 @@ UCS-2 and UCS-4 — an ASCII secret inside a cell whose source holds an emoji
 is stored four bytes per character. With NumPy loaded (the usual kernel),
 all needles are found in ONE pass over memory whose cost does not grow with
 their number (`_scan_windows`: a hash of every aligned 8-byte word looked up
-in a 64 KB table, candidates checked exactly; per kernel heap of 75 MB about
-25 ms of CPU, 1 secret or 50, where one glibc `memmem` pass per needle took
-from 17 ms for 1 secret to 600 ms for 50). Without NumPy it is one `memmem`
-pass per needle: importing NumPy in each fork would cost more than that for
-a few secrets. Memory is read in place (no copy: a copy would itself be a
+in a table of 64 KB or more, candidates checked exactly; a second pass of
+4-byte words only when a value is 8 to 14 bytes long). Measured on a kernel
+heap of ~95 MB (IPython, ipykernel, the Anthropic SDK): about 30 ms of CPU
+for the 8-byte pass and 20 ms more for the 4-byte one, with 1 secret or 50,
+where one glibc `memmem` pass per needle cost 77 ms of CPU for 1 secret and
+2.8 s for 50. Without NumPy it is one `memmem` pass per needle: importing
+NumPy in each fork (~65 ms) would cost more than that for a few secrets. Memory is read in place (no copy: a copy would itself be a
 new copy of the secret); the needles are first copied to a scratch mapping
 outside the searched ranges, so overwriting their originals on the heap does
 not change what is searched, and every array that held a fragment of a
