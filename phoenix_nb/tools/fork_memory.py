@@ -51,11 +51,12 @@ heap of ~95 MB (IPython, ipykernel, the Anthropic SDK): about 30 ms of CPU
 for the 8-byte pass and 20 ms more for the 4-byte one, with 1 secret or 50,
 where one glibc `memmem` pass per needle cost 77 ms of CPU for 1 secret and
 2.8 s for 50. Without NumPy it is one `memmem` pass per needle: importing
-NumPy in each fork (~65 ms) would cost more than that for a few secrets. Memory is read in place (no copy: a copy would itself be a
-new copy of the secret); the needles are first copied to a scratch mapping
-outside the searched ranges, so overwriting their originals on the heap does
-not change what is searched, and every array that held a fragment of a
-needle or of memory is zeroed before it is freed.
+NumPy in each fork (~65 ms) would cost more than that for a few secrets.
+Memory is read in place (no copy: a copy would itself be a new copy of the
+secret); the needles are first copied to a scratch mapping outside the
+searched ranges, so overwriting their originals on the heap does not change
+what is searched, and every array that held a fragment of a needle or of
+memory is zeroed before it is freed.
 
 What this cannot reach: a secret stored transformed (encrypted, compressed,
 split, XOR'd) or under an ordinary name inside an object, whose value phoenix
