@@ -42,7 +42,7 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import anthropic  # noqa: F401 - a kernel running phoenix holds these: its heap's size
@@ -95,11 +95,17 @@ async def cancel_latency(tool: RunPythonTool, ctx: ToolContext) -> float:
     return (time.perf_counter() - start) * 1000
 
 
+def _no_scrub(
+    forms: Sequence[tuple[bytes, bytes]], skip: Sequence[tuple[int, int]] = ()
+) -> fork_memory.ScrubReport:
+    return fork_memory.ScrubReport(0, 0, len(forms), len(skip), 0.0)
+
+
 @contextlib.contextmanager
 def scrub_off() -> Iterator[None]:
     """The same tool run with the fork's scrub a no-op (the fork inherits the patch)."""
     saved = kernel_fork.scrub_secrets
-    kernel_fork.scrub_secrets = lambda _forms, _skip=(): fork_memory.ScrubReport(0, 0, 0, 0, 0.0)
+    kernel_fork.scrub_secrets = _no_scrub
     try:
         yield
     finally:
@@ -115,13 +121,12 @@ def _secrets(n: int) -> dict[str, str]:
 
 
 async def scrub_cost(
-    kernel: object, n: int, one_pass: bool, rounds: int
+    kernel: object, secrets: SecretValues, one_pass: bool, rounds: int
 ) -> tuple[float, float, int]:
-    """The scrub's own time in the fork with `n` secrets in the kernel.
+    """The scrub's own time in the fork for `secrets`.
 
     Medians in ms of (wall clock, CPU time), and the bytes searched.
     """
-    secrets = SecretValues.of(_secrets(n).values())
     saved = fork_memory._MEMMEM_MAX
     fork_memory._MEMMEM_MAX = saved if one_pass else 1 << 30
     try:
@@ -199,9 +204,17 @@ async def measure(size_mb: int) -> None:
         f"(with scrub/without {fork / unscrubbed:.2f}x)"
     )
     print(f"  what the scrub adds to the round trip: {fork - unscrubbed:8.2f} ms")
+    own = await scrub_cost(kernel, secrets_now, one_pass=True, rounds=7)
+    short = [v for v in secrets_now.values if len(v.encode()) < 15]
+    print(
+        f"  scrub alone, run_python's own {len(secrets_now.values)} secrets "
+        f"({len(secrets_now.memory_forms())} needles; {len(short)} under 15 bytes: "
+        f"4-byte windows too): {own[0]:6.1f} ms (CPU {own[1]:5.1f})"
+    )
     for n in SECRET_COUNTS:
-        one, one_cpu, searched = await scrub_cost(kernel, n, one_pass=True, rounds=7)
-        each, each_cpu, _ = await scrub_cost(kernel, n, one_pass=False, rounds=3)
+        values = SecretValues.of(_secrets(n).values())
+        one, one_cpu, searched = await scrub_cost(kernel, values, one_pass=True, rounds=7)
+        each, each_cpu, _ = await scrub_cost(kernel, values, one_pass=False, rounds=3)
         print(
             f"  scrub alone, {n:>2} secrets ({3 * n:>3} needles, {searched / (1 << 20):.0f} MB "
             f"searched): one pass {one:6.1f} ms (CPU {one_cpu:5.1f}), memmem per needle "
