@@ -98,7 +98,7 @@ async def cancel_latency(tool: RunPythonTool, ctx: ToolContext) -> float:
 def _no_scrub(
     forms: Sequence[tuple[bytes, bytes]], skip: Sequence[tuple[int, int]] = ()
 ) -> fork_memory.ScrubReport:
-    return fork_memory.ScrubReport(0, 0, len(forms), len(skip), 0.0)
+    return fork_memory.ScrubReport(0, 0, 0, 0, 0.0)
 
 
 @contextlib.contextmanager
