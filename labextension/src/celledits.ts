@@ -25,6 +25,9 @@ import type { Cell } from '@jupyterlab/cells';
 import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
 import type { Kernel, KernelMessage } from '@jupyterlab/services';
 import { PanelLayout, Widget } from '@lumino/widgets';
+// node-diff3 is bundled, not a shared module (package.json `sharedPackages`): its
+// package has only an `exports` map, and the shared-module fallback resolved it to an
+// empty module in the production build, so every proposal failed to draw.
 import { diff3Merge, diffComm } from 'node-diff3';
 
 export const TARGET = 'phoenix.cell_edits';

@@ -1,7 +1,9 @@
 """run_python("1") round trip while the kernel holds 10 MB, 1 GB and 4 GB of data.
 
 This process plays the kernel: it holds the data (resident, written once so
-every page is really there), runs an idle second thread as a kernel does, and
+every page is really there) and the modules a kernel running phoenix has
+loaded (IPython, ipykernel, the Anthropic SDK: the heap the scrub searches),
+runs an idle second thread as a kernel does, and
 calls `RunPythonTool.run` through a `DictKernel` — the same code path as in a
 notebook, minus ZMQ. Baselines measured in the same run, interleaved round by
 round so load from the shared machine falls on all alike:
@@ -9,6 +11,7 @@ round so load from the shared machine falls on all alike:
 * a plain `subprocess` of Python (`python -c 1`): what a fresh interpreter costs,
   without the data;
 * `exec` in-process: no isolation at all;
+* the same run_python with the scrub a no-op (what the scrub adds);
 * the same fork without the sandbox (what confinement adds).
 
 Also: the kernel's RSS before and after the rounds (target: no growth), and
@@ -17,11 +20,15 @@ cancel latency of `while True: pass` (target ≤ 100 ms until the fork is gone).
 The scrub (`sandbox/fork_memory.py`): the fork overwrites every secret in its own
 memory before the job. The kernel here holds a provider key in its
 environment and secret-named variables; printed: the round trip with the
-scrub against the same confined fork without it, and the scrub's own time
-(as the fork measures it) for 1, 10 and 50 secrets — each secret is three
-needles (UTF-8, UCS-2, UCS-4) — with NumPy's one-pass search and with one
-memmem pass per needle. Target: the round trip at 1 GB ≤ 150 ms and flat in
-the number of secrets. Run: `python tests/benchmarks/bench_fork.py [sizes in MB]`.
+scrub against the same confined fork without it (their difference is what
+the scrub adds), and the scrub's own time as the fork measures it, wall
+clock and CPU (user + system of the fork: what the scrub costs on an idle
+machine, much less sensitive to the load of the shared one), for 1, 10 and
+50 secrets — each secret is three needles (UTF-8, UCS-2, UCS-4) — with the
+one-pass window search (NumPy) and with one memmem pass per needle (the
+fallback without NumPy; fewer rounds: it is slow). Target: the round trip at
+1 GB ≤ 150 ms and the scrub flat in the number of secrets.
+Run: `python tests/benchmarks/bench_fork.py [sizes in MB]`.
 """
 
 from __future__ import annotations
@@ -35,14 +42,19 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
+import anthropic  # noqa: F401 - a kernel running phoenix holds these: its heap's size
+import ipykernel.ipkernel  # noqa: F401
+import IPython  # noqa: F401
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from phoenix_nb.core.secrets import SecretValues
 from phoenix_nb.sandbox import detect_sandbox, fork_memory
+from phoenix_nb.tools import kernel_fork
 from phoenix_nb.tools.base import ToolContext
 from phoenix_nb.tools.kernel_fork import run_in_fork
 from phoenix_nb.tools.kernel_tools import RunPythonTool, fork_secrets
@@ -83,6 +95,23 @@ async def cancel_latency(tool: RunPythonTool, ctx: ToolContext) -> float:
     return (time.perf_counter() - start) * 1000
 
 
+def _no_scrub(
+    forms: Sequence[tuple[bytes, bytes]], skip: Sequence[tuple[int, int]] = ()
+) -> fork_memory.ScrubReport:
+    return fork_memory.ScrubReport(0, 0, 0, 0, 0.0)
+
+
+@contextlib.contextmanager
+def scrub_off() -> Iterator[None]:
+    """The same tool run with the fork's scrub a no-op (the fork inherits the patch)."""
+    saved = kernel_fork.scrub_secrets
+    kernel_fork.scrub_secrets = _no_scrub
+    try:
+        yield
+    finally:
+        kernel_fork.scrub_secrets = saved
+
+
 def _secrets(n: int) -> dict[str, str]:
     """`n` key-like values (fixed, distinct, no shared runs: like real tokens)."""
     return {
@@ -91,14 +120,18 @@ def _secrets(n: int) -> dict[str, str]:
     }
 
 
-async def scrub_cost(kernel: object, ctx: ToolContext, n: int, one_pass: bool) -> float:
-    """The scrub's own time in the fork (median ms) with `n` secrets in the kernel."""
-    secrets = SecretValues.of(_secrets(n).values())
+async def scrub_cost(
+    kernel: object, secrets: SecretValues, one_pass: bool, rounds: int
+) -> tuple[float, float, int]:
+    """The scrub's own time in the fork for `secrets`.
+
+    Medians in ms of (wall clock, CPU time), and the bytes searched.
+    """
     saved = fork_memory._MEMMEM_MAX
     fork_memory._MEMMEM_MAX = saved if one_pass else 1 << 30
     try:
-        seconds = []
-        for _ in range(5):
+        wall, cpu, searched = [], [], []
+        for _ in range(rounds):
             outcome = await run_in_fork(
                 lambda emit, _sink: emit({"r": 1}),
                 port=kernel,  # type: ignore[arg-type]
@@ -109,10 +142,12 @@ async def scrub_cost(kernel: object, ctx: ToolContext, n: int, one_pass: bool) -
                 report_scrub=True,
             )
             assert outcome.scrub is not None, outcome.stderr
-            seconds.append(outcome.scrub["seconds"])
+            wall.append(outcome.scrub["seconds"])
+            cpu.append(outcome.scrub["cpu_seconds"])
+            searched.append(outcome.scrub["searched"])
     finally:
         fork_memory._MEMMEM_MAX = saved
-    return statistics.median(seconds) * 1000
+    return statistics.median(wall) * 1000, statistics.median(cpu) * 1000, max(searched)
 
 
 async def measure(size_mb: int) -> None:
@@ -129,7 +164,6 @@ async def measure(size_mb: int) -> None:
         "subprocess": [],
         "exec": [],
     }
-    no_secrets = SecretValues()
     namespace: dict[str, object] = {"data": data}
     code = compile("1", "<bench>", "eval")
     for _ in range(ROUNDS):
@@ -138,16 +172,10 @@ async def measure(size_mb: int) -> None:
         times["fork"].append((time.perf_counter() - start) * 1000)
         assert not result.is_error and "Result:\n1" in result.content, result.content
         start = time.perf_counter()
-        fork_secrets(ctx, kernel)  # built in the kernel in both, as the tool does
-        await run_in_fork(
-            lambda emit, _sink: emit({"r": 1}),
-            port=kernel,
-            env={},
-            cwd="/",
-            confine=True,
-            secrets=no_secrets,
-        )
+        with scrub_off():
+            result = await tool.run({"code": "1"}, ctx, "b")
         times["unscrubbed"].append((time.perf_counter() - start) * 1000)
+        assert not result.is_error and "Result:\n1" in result.content, result.content
         start = time.perf_counter()
         await run_in_fork(
             lambda emit, _sink: emit({"r": 1}), port=kernel, env={}, cwd="/", confine=False
@@ -172,15 +200,25 @@ async def measure(size_mb: int) -> None:
         f"scrubs {len(secrets_now.values)} secrets)"
     )
     print(
-        f"  the same confined fork, no scrub:   {unscrubbed:8.2f} ms  "
+        f"  the same run_python, no scrub:      {unscrubbed:8.2f} ms  "
         f"(with scrub/without {fork / unscrubbed:.2f}x)"
     )
+    print(f"  what the scrub adds to the round trip: {fork - unscrubbed:8.2f} ms")
+    own = await scrub_cost(kernel, secrets_now, one_pass=True, rounds=7)
+    short = [v for v in secrets_now.values if len(v.encode()) < 15]
+    print(
+        f"  scrub alone, run_python's own {len(secrets_now.values)} secrets "
+        f"({len(secrets_now.memory_forms())} needles; {len(short)} under 15 bytes: "
+        f"4-byte windows too): {own[0]:6.1f} ms (CPU {own[1]:5.1f})"
+    )
     for n in SECRET_COUNTS:
-        one = await scrub_cost(kernel, ctx, n, one_pass=True)
-        each = await scrub_cost(kernel, ctx, n, one_pass=False)
+        values = SecretValues.of(_secrets(n).values())
+        one, one_cpu, searched = await scrub_cost(kernel, values, one_pass=True, rounds=7)
+        each, each_cpu, _ = await scrub_cost(kernel, values, one_pass=False, rounds=3)
         print(
-            f"  scrub alone, {n:>2} secrets ({3 * n:>3} needles): one pass {one:7.2f} ms, "
-            f"memmem per needle {each:8.2f} ms ({each / one:.1f}x)"
+            f"  scrub alone, {n:>2} secrets ({3 * n:>3} needles, {searched / (1 << 20):.0f} MB "
+            f"searched): one pass {one:6.1f} ms (CPU {one_cpu:5.1f}), memmem per needle "
+            f"{each:7.1f} ms (CPU {each_cpu:6.1f}; {each_cpu / one_cpu:.1f}x the CPU)"
         )
     print(
         f"  the same fork without the sandbox:  {bare:8.2f} ms  (confined/bare {fork / bare:.2f}x)"
@@ -204,6 +242,8 @@ async def main() -> None:
         print(f"sandbox unavailable: {detect_sandbox().reason}")
         return
     sizes = tuple(int(a) for a in sys.argv[1:]) or SIZES_MB
+    load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
+    print(f"load average {load} on {os.cpu_count()} CPUs")
     with kernel_thread():  # a kernel has threads
         for size in sizes:
             await measure(size)

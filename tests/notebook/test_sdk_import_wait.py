@@ -23,7 +23,13 @@ REPO = Path(__file__).resolve().parents[2]
 WAIT = 60.0  # generous: a command that waited for the gate would never finish
 
 HOOK = '''
-"""Test hook: `import anthropic` waits until the gate file exists."""
+"""Test hook: `import anthropic` runs its module code only once the gate file exists.
+
+It waits in the loader, as a slow import does, not in `find_spec`: Python calls
+finders under the global import lock, so waiting there would hold every other
+import in every thread, which no real import does.
+"""
+import importlib.machinery
 import os
 import sys
 import time
@@ -32,14 +38,29 @@ from pathlib import Path
 _GATE = os.environ.get("PHOENIX_TEST_SDK_GATE")
 
 
+class _GatedLoader:
+    def __init__(self, loader):
+        self._loader = loader
+
+    def create_module(self, spec):
+        return self._loader.create_module(spec)
+
+    def exec_module(self, module):
+        gate = Path(_GATE)
+        (gate.parent / "import-started").touch()
+        while not gate.exists():
+            time.sleep(0.01)
+        self._loader.exec_module(module)
+
+
 class _HoldAnthropic:
     def find_spec(self, name, path=None, target=None):
-        if name == "anthropic" and _GATE:
-            gate = Path(_GATE)
-            (gate.parent / "import-started").touch()
-            while not gate.exists():
-                time.sleep(0.01)
-        return None
+        if name != "anthropic" or not _GATE:
+            return None
+        spec = importlib.machinery.PathFinder.find_spec(name, path)
+        if spec is not None and spec.loader is not None:
+            spec.loader = _GatedLoader(spec.loader)
+        return spec
 
 
 sys.meta_path.insert(0, _HoldAnthropic())
@@ -62,7 +83,9 @@ def kernel_env(gate_dir: Path) -> Mapping[str, str]:
 
 
 def sdk_imported(kern: Kernel) -> bool:
-    return bool(kern.eval("'anthropic' in __import__('sys').modules"))
+    """Whether `anthropic` finished importing (a module held at the gate is in
+    sys.modules already, still empty)."""
+    return bool(kern.eval("hasattr(__import__('sys').modules.get('anthropic'), 'AsyncAnthropic')"))
 
 
 def test_commands_without_the_model_do_not_wait_for_the_sdk_import(

@@ -40,7 +40,16 @@ from phoenix_nb.testing import FakeAnthropic, Fault, Turn, text, tool_use
 
 # Imported lazily by the first request and the first sandboxed tool: a forkserver
 # that preloads this module then spares every victim their cost.
-for _lazy in ("anyio", "h11", "httpcore2", "truststore", "landlockpy", "pyseccomp", "ctypes"):
+for _lazy in (
+    "anthropic",
+    "anyio",
+    "h11",
+    "httpcore2",
+    "truststore",
+    "landlockpy",
+    "pyseccomp",
+    "ctypes",
+):
     with contextlib.suppress(ImportError):
         importlib.import_module(_lazy)
 
