@@ -25,9 +25,9 @@ import type { Cell } from '@jupyterlab/cells';
 import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
 import type { Kernel, KernelMessage } from '@jupyterlab/services';
 import { PanelLayout, Widget } from '@lumino/widgets';
-// node-diff3 is bundled, not a shared module (package.json `sharedPackages`): its
-// package has only an `exports` map, and the shared-module fallback resolved it to an
-// empty module in the production build, so every proposal failed to draw.
+// node-diff3 is bundled, not shared (package.json `sharedPackages`), and imported from
+// its ES module build (webpack.config.js): resolved through its `exports` map alone it
+// became an empty module in some builds, and no proposal could be drawn.
 import { diff3Merge, diffComm } from 'node-diff3';
 
 export const TARGET = 'phoenix.cell_edits';
