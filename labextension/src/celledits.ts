@@ -25,9 +25,10 @@ import type { Cell } from '@jupyterlab/cells';
 import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
 import type { Kernel, KernelMessage } from '@jupyterlab/services';
 import { PanelLayout, Widget } from '@lumino/widgets';
-// node-diff3 is bundled, not a shared module (package.json `sharedPackages`): its
-// package has only an `exports` map, and the shared-module fallback resolved it to an
-// empty module in the production build, so every proposal failed to draw.
+// node-diff3 is bundled, not a shared module (package.json `sharedPackages`), and
+// resolved to its ES module by path (webpack.config.js): its `exports` map also offers
+// a browser script that only sets a global, which the build picked and bundled as an
+// empty module, so every proposal failed to draw ('Exception opening new comm').
 import { diff3Merge, diffComm } from 'node-diff3';
 
 export const TARGET = 'phoenix.cell_edits';
