@@ -9,6 +9,13 @@ Run boundaries are derived, never stored: a run ends "completed" with an agent
 message that ends its turn, "error" with an error message, and "interrupted"
 when it ends any other way (a cancel, a restart) - found by a later root
 message or by the conversation resting, never by searching tool output.
+
+A system note (a mode change, a revert, what the human did with the agent's cell
+proposals) is read by the model with whatever message comes next. So a note placed
+right before a user message that starts a new run opens that run's cycle, ahead of
+the user step: the cell of the turn in which the agent reads the note shows it. A
+note followed by anything else stays where it was written, and so does a note of a
+run the turn budget stopped (it says why that run ended).
 """
 
 from __future__ import annotations
@@ -143,6 +150,8 @@ class _Projector:
         self.calls: dict[str, dict[str, Any]] = {}
         self.queued: list[dict[str, Any]] = []
         self.limit = ""  # the turn budget's limit that stopped the open run, if one did
+        # System notes not yet placed: the next message decides their cycle.
+        self.held: list[dict[str, Any]] = []
 
     # -- cycle boundaries
     def _open(self, step: dict[str, Any]) -> None:
@@ -173,6 +182,12 @@ class _Projector:
     def _close_open_run(self) -> None:
         self._close("completed" if self.ends_completed else "interrupted")
 
+    def _place_held(self) -> None:
+        """Held notes join the current cycle: what follows them continues it."""
+        if self.held:
+            self._steps().extend(self.held)
+            self.held = []
+
     # -- message kinds
     def user(self, record: Mapping[str, Any], content: Mapping[str, Any]) -> None:
         step = {
@@ -183,22 +198,31 @@ class _Projector:
                 {"media_type": i.media_type, "name": i.source_name} for i in images(content)
             ],
         }
+        notes, self.held = self.held, []
         if self.active and self.ends_completed:
             self._close("completed")  # a new root after a finished run
         if not self.active:
-            self._open(step)
+            self._open_with(notes, step)
             return
         kind = self.policy(record)
         step["user_kind"] = kind
         if kind == "steer":
-            self._steps().append(step)
+            self._steps().extend([*notes, step])
         elif kind == "followUp":
+            self._steps().extend(notes)
             self.queued.append(step)
         else:
             self._close_open_run()
-            self._open(step)
+            self._open_with(notes, step)
+
+    def _open_with(self, notes: list[dict[str, Any]], step: dict[str, Any]) -> None:
+        """A new run's cycle: the notes the model reads with its first message, then it."""
+        self._open(step)
+        if notes:
+            self.cycles[-1]["steps"][:0] = notes
 
     def agent(self, record: Mapping[str, Any], content: Mapping[str, Any]) -> None:
+        self._place_held()
         steps = self._steps()
         current: dict[str, Any] | None = None
         has_calls = False
@@ -275,6 +299,7 @@ class _Projector:
         return current
 
     def tool(self, record: Mapping[str, Any], content: Mapping[str, Any]) -> None:
+        self._place_held()
         call = self.calls.get(str(content.get("tool_use_id")))
         display = record.get("display_data")
         result = {
@@ -309,7 +334,10 @@ class _Projector:
         if isinstance(limit, str) and limit:
             step["limit"] = limit  # the turn budget's limit that stopped the turn
             self.limit = limit
-        self._steps().append(step)
+            self._place_held()
+            self._steps().append(step)
+            return
+        self.held.append(step)
 
     def error(self, record: Mapping[str, Any], content: Mapping[str, Any]) -> None:
         step = {
@@ -318,10 +346,12 @@ class _Projector:
             "error_kind": str(content.get("kind") or "unknown"),
             "retry": None,
         }
+        self._place_held()
         self._steps().append(step)
         self._close("error")
 
     def continuation(self, record: Mapping[str, Any], content: Mapping[str, Any]) -> None:
+        self._place_held()
         self._steps().append({"kind": "continuation", "summary": str(content.get("summary") or "")})
         self._close("completed")
 
@@ -446,7 +476,9 @@ def _merge(a: Spend, b: Spend) -> Spend:
 
 def _finish(walker: _Projector, state: ConvState) -> None:
     """What the state adds to the walked history: a pending approval or sub-agents step,
-    and the end of a run that is no longer active."""
+    and the end of a run that is no longer active. Notes no message has followed yet
+    show at the end of the last cycle until one does."""
+    walker._place_held()
     phase = state.phase
     if isinstance(phase, AwaitingModeApproval):
         step = {"kind": "approval", "reason": phase.reason, "decision": "pending"}
@@ -564,13 +596,14 @@ class Projection:
         """The conversation record (docs/record-format.md), holding the cycles from
         `since_cycle` on (their `index` stays their place in the whole record)."""
         walker = self._walker
-        held = len(walker.cycles)
+        count = len(walker.cycles)
         # The last cycle is always copied: the state may add a step to it or close it.
-        start = max(0, min(since_cycle, held - 1))
+        start = max(0, min(since_cycle, count - 1))
         tail = _Projector(walker.policy, offset=start)
         tail.cycles = _plain(walker.cycles[start:])
         tail.active, tail.ends_completed = walker.active, walker.ends_completed
         tail.limit = walker.limit
+        tail.held = _plain(walker.held)
         tail.queued = _plain(walker.queued)
         _finish(tail, state)
         cycles = [c for c in tail.cycles if c["index"] >= since_cycle]

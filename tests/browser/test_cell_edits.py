@@ -11,10 +11,15 @@ page reload. Two proposals of one turn are accepted at once (one of them a new c
 cell the user deleted comes back as gone.
 Each decision reaches the agent with
 the next message (checked in the requests the fake server received).
+
+The tour's cell-fix section runs as a user runs it, with the offline demo model's own
+script (served by the fake, as the kernel's ANTHROPIC_BASE_URL points there): its
+failing cell gets the demo's proposal, and Accept changes the cell without running it.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -22,6 +27,8 @@ import nbformat
 import pytest
 from playwright.sync_api import Locator, expect
 
+from phoenix_nb.demo.cell_fix import guarded
+from phoenix_nb.demo.screenplay import DemoScript
 from phoenix_nb.testing import FakeAnthropic, Turn, text, tool_use
 from tests.browser.lab import LabPage, require_notebook7
 
@@ -277,3 +284,50 @@ def test_cell_edit_in_notebook7(lab: LabPage, fake_llm: FakeAnthropic) -> None:
     _write(lab.server.root, "edits_nb7.ipynb", "cell-edits-nb7")
     lab.open_in_notebook7("edits_nb7.ipynb")
     _edit_flow(lab, fake_llm)
+
+
+TOUR = Path(__file__).resolve().parents[2] / "notebooks" / "tour.ipynb"
+
+
+def test_the_tours_failing_cell_gets_the_demos_fix_in_jupyterlab(
+    lab: LabPage, fake_llm: FakeAnthropic
+) -> None:
+    tour = json.loads(TOUR.read_text(encoding="utf-8"))["cells"]
+    heading = next(
+        i for i, c in enumerate(tour) if "".join(c["source"]).startswith("## 3. The agent edits")
+    )
+    failing, agent = (tour[heading + 1], tour[heading + 2])
+    assert "raises-exception" in failing["metadata"]["tags"]
+    notebook = nbformat.v4.new_notebook()
+    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
+                                       "language": "python"}  # fmt: skip
+    notebook.cells = [nbformat.v4.new_code_cell("%load_ext phoenix_nb")] + [
+        nbformat.v4.new_code_cell("".join(c["source"]), id=c["id"]) for c in (failing, agent)
+    ]
+    (lab.server.root / "tour_fix.ipynb").write_text(nbformat.writes(notebook), "utf-8")
+    lab.open_notebook("tour_fix.ipynb", workspace="phoenix-tour-fix")
+    lab.wait_for_kernel_idle()
+
+    _run(lab, 0)
+    _run(lab, 1)
+    expect(_cell(lab, 1).locator(".jp-OutputArea-output")).to_contain_text(
+        "KeyError", timeout=WAIT_MS
+    )
+    failing_prompt = _cell(lab, 1).locator(".jp-InputPrompt").inner_text()
+    fake_llm.clear()
+    previous, fake_llm.default = fake_llm.default, DemoScript(pace=0).reply
+    try:
+        _run(lab, 2)
+        lab.wait_for_text("I proposed the change on your cell.", timeout_ms=WAIT_MS)
+    finally:
+        fake_llm.default = previous
+
+    view = _cell(lab, 1).locator("[data-phoenix-edit]")
+    expect(view).to_be_visible(timeout=WAIT_MS)
+    expect(view.locator('[data-phoenix-edit-line="add"]').first).to_have_text("+ try:")
+    view.locator('[data-phoenix-edit-action="accept"]').click()
+    expect(view).to_have_count(0, timeout=WAIT_MS)
+    source = "".join(failing["source"])
+    assert _sources(lab)[1].rstrip("\n") == guarded(source, "KeyError").rstrip("\n")
+    expect(_cell(lab, 1).locator(".jp-InputPrompt")).to_have_text(failing_prompt)  # not run
+    expect(_cell(lab, 1).locator(".jp-OutputArea-output")).to_contain_text("KeyError")

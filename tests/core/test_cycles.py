@@ -179,3 +179,29 @@ def test_a_restart_during_approval_records_a_denied_answer() -> None:
     assert answer["approval"] == "denied"
     history = [*d.history, {"message_type": "tool", "content": answer}]
     assert _decisions(history) == ["denied"]
+
+
+def test_a_note_between_turns_opens_the_turn_that_reads_it() -> None:
+    """The model reads a note with the next message, so the next cell shows it first."""
+    d = Driver()
+    d.send(UserMessage("fix my cell"), LlmResponse((TextBlock("proposed"),), "end_turn"))
+    d.history.append({"message_type": "system", "content": {"text": "edit-1: accepted"}})
+    resting = project(d.history, d.state, HEADER)["cycles"]
+    assert [s["kind"] for s in resting[-1]["steps"]] == ["user", "ai", "system"]  # nothing after
+    d.send(UserMessage("done?"), LlmResponse((TextBlock("yes"),), "end_turn"))
+    c0, c1 = project(d.history, d.state, HEADER)["cycles"]
+    assert [s["kind"] for s in c0["steps"]] == ["user", "ai"]
+    assert [s["kind"] for s in c1["steps"]] == ["system", "user", "ai"]
+    assert c1["steps"][0]["text"] == "edit-1: accepted"
+    assert c0["stop"] == {"reason": "completed"}
+
+
+def test_a_note_the_run_goes_on_after_stays_in_that_run() -> None:
+    d = Driver()
+    d.send(UserMessage("go"), LlmResponse((BASH1,), "tool_use"))
+    d.history.append({"message_type": "system", "content": {"text": "Mode changed"}})
+    d.send(ToolComplete(ToolResult(BASH1.id, "out")))
+    d.send(LlmResponse((TextBlock("done"),), "end_turn"), UserMessage("next"))
+    c0, c1 = project(d.history, d.state, HEADER)["cycles"]
+    assert [s["kind"] for s in c0["steps"]] == ["user", "ai", "system", "ai"]
+    assert [s["kind"] for s in c1["steps"]] == ["user"]

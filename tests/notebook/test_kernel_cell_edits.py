@@ -214,6 +214,14 @@ def test_decisions_reach_the_agent_with_the_next_message(kern: Kernel, fake: Fak
     assert "edit-forged" not in note
     words, _ = result_text(fake, history.id)
     assert f"(cell {FAILING_ID}; changed since: the user accepted edit {fixed_id})" in words
+    # The cell of the turn in which the agent read the outcome shows it, ahead of the question.
+    saved = cell.last_bundle()
+    plain = saved["text/plain"]
+    assert f"- {fixed_id} (cell {FAILING_ID}" in plain and "still pending" in plain
+    assert plain.index("accepted, merged with the user's own edit") < plain.index("Done?")
+    cycles = saved["application/vnd.phoenix.conversation+json"]["cycles"]
+    assert [s["kind"] for s in cycles[0]["steps"][:2]] == ["system", "user"]
+    assert fixed_id in cycles[0]["steps"][0]["text"]
     # The conversation record holds the proposal and, after it, what became of it.
     kern.ok("%phoenix export decisions --output decisions.md")
     exported = (kern.project / "decisions.md").read_text()
