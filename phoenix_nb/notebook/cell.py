@@ -185,8 +185,9 @@ class TurnView:
         # An answer (`%phoenix approve`) shows the paused cycle from its approval on: the
         # cell above already shows what came before.
         self.first_step = 0
-        # The messages this view shows start here: thumbnails look only at them.
-        self.first_message = conv.message_count()
+        # The messages this view shows start here: thumbnails look only at them (a view
+        # of the whole conversation, the chat's transcript, looks at all of them).
+        self.first_message = 0 if first_cycle == 0 else conv.message_count()
         if from_approval:
             cycles = conv.payload(since_cycle=max(0, conv.cycle_count() - 1)).get("cycles", [])
             if cycles:

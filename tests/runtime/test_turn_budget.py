@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +22,6 @@ from phoenix_nb.core.states import Idle
 from phoenix_nb.core.transition import BUDGET_NOT_RUN_RESULT
 from phoenix_nb.core.values import Usage
 from phoenix_nb.runtime.manager import Conversation, PhoenixError
-from phoenix_nb.runtime.settings import Settings
 from phoenix_nb.testing import FakeAnthropic, FakeRequest, Turn, text, tool_use
 
 from .harness import MODEL, assert_valid_history, phoenix_for, project_dir
@@ -155,7 +155,7 @@ async def test_max_conversation_cost_stops_the_turn_and_refuses_more_until_raise
         assert len(conv.history()) == stored
 
         # Raised (as `%config` does), it goes on, and the model is told.
-        phoenix.reconfigure(Settings(**{**_settings_of(phoenix), "max_conversation_cost": 100.0}))
+        phoenix.reconfigure(replace(phoenix.settings, max_conversation_cost=100.0))
         fake_anthropic.script(Turn([text("Stopping.")], usage=EXPENSIVE))
         await conv.run("Stop now.")
         assert notice_sent(fake_anthropic.requests[-1], "max_conversation_cost")
@@ -171,6 +171,9 @@ async def test_dollar_limits_are_off_for_a_model_without_a_price(
         fake_anthropic,
         tmp_path,
         model="local-model-without-a-price",
+        # Described (no prices): a served model nobody describes gets a small stated
+        # window, which this runaway's usage would fill before its rounds run out.
+        models={"local-model-without-a-price": {"context_window": 1_000_000}},
         max_turn_cost=0.01,
         max_conversation_cost=0.01,
         max_turn_rounds=4,
@@ -181,9 +184,3 @@ async def test_dollar_limits_are_off_for_a_model_without_a_price(
         (step,) = limit_steps(last_cycle(conv))
         assert step["limit"] == "max_turn_rounds"
         assert_valid_history(conv)
-
-
-def _settings_of(phoenix: Any) -> dict[str, Any]:
-    from dataclasses import asdict
-
-    return asdict(phoenix.settings)
