@@ -365,11 +365,15 @@ def _open(browser: Browser, url: str, canary: Canary, name: str, where: str) -> 
         mark = canary.mark()
         page.goto(url)
         canary.wait_for(f"{CONTROL}?{name}", mark, timeout=UI_TIMEOUT_MS / 1000)
+        # Outputs render asynchronously, the control's cell may come first: the count
+        # is taken once the payloads themselves are on the page and the network is quiet.
+        page.wait_for_function(
+            "() => document.documentElement.innerHTML.includes('md-image')",
+            timeout=UI_TIMEOUT_MS,
+        )
         _assert_no_leak(canary, mark, page, where)
         leaked = [u for u in browser_requests if CONTROL not in u]
         assert leaked == [], f"{where}: the page asked for {leaked}"
-        content = page.content()
-        assert "md-image" in content, f"{where}: the payloads are not on the page at all"
     finally:
         context.close()
 
