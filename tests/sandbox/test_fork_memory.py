@@ -27,7 +27,7 @@ import pytest
 
 from phoenix_nb.core.secrets import SecretValues
 from phoenix_nb.sandbox import fork_memory
-from phoenix_nb.tools.kernel_fork import ChildSink, Emit, run_in_fork, sandbox_ready
+from phoenix_nb.tools.kernel_fork import ChildSink, Emit, ForkLimits, run_in_fork, sandbox_ready
 from phoenix_nb.tools.kernel_port import DictKernel
 from tests.seeds import phoenix_seed
 
@@ -246,6 +246,9 @@ async def test_every_planted_copy_at_every_alignment_is_starred(strategy: str) -
         cwd="/",
         confine=False,
         secrets=SecretValues.of(values),
+        # Correctness, not speed: memmem for every needle over the test process's heap
+        # outlived the 30 s default on a saturated machine.
+        limits=ForkLimits(timeout=300.0),
     )
     assert outcome.records == [{"left": 0}], (strategy, phoenix_seed(), outcome.stderr)
     assert all(value.encode() in kernel_namespace["blob"] for value in values)
