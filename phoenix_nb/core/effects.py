@@ -14,13 +14,13 @@ from typing import Any
 from phoenix_nb.core.notices import PAYLOAD_OF, Notice, NoticeData
 from phoenix_nb.core.values import SubAgentOutcome, SubAgentTask, ToolUseBlock, Usage
 
-# PersistMessage kinds = the store's message_type values (CONTRACTS.md).
+# PersistMessage kinds = the store's message_type values (docs/record-format.md).
 MESSAGE_KINDS = frozenset({"user", "agent", "tool", "system", "continuation", "error"})
 
 
 @dataclass(frozen=True)
 class PersistMessage:
-    """Append one message; `content` is the JSON shape CONTRACTS.md gives per kind."""
+    """Append one message; `content` is the JSON shape docs/record-format.md gives per kind."""
 
     kind: str
     content: Mapping[str, Any] = field(default_factory=dict)

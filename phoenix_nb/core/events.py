@@ -1,4 +1,4 @@
-"""Events the runtime feeds into `transition` (CONTRACTS.md).
+"""Events the runtime feeds into `transition` (docs/architecture.md).
 
 LLM text deltas are not events: they change no state, so the runtime streams
 them to watchers directly and only the final `LlmResponse` enters the machine.

@@ -1,7 +1,7 @@
 """The persisted message chain and its Anthropic API form.
 
 History records are the store's messages (`message_type`, `content`, ...; the
-content shapes are in CONTRACTS.md). The API demands that every tool_use is
+content shapes are in docs/record-format.md). The API demands that every tool_use is
 answered by exactly one tool_result in the next user turn and that roles
 alternate; a crash or a bug must never make a conversation unsendable, so
 `to_api_messages` always produces a valid list (it pairs results with their

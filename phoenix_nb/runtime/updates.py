@@ -123,7 +123,7 @@ class ServerTool:
 
 @dataclass(frozen=True)
 class MessageSaved:
-    """One message was persisted; `record` is the store's message record (CONTRACTS.md)."""
+    """One message was persisted; `record` is the store's message record (docs/record-format.md)."""
 
     KIND: ClassVar[UpdateKind] = UpdateKind.MESSAGE
     record: Mapping[str, Any]

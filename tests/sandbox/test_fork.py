@@ -73,7 +73,7 @@ CONFINE_SCRIPT = textwrap.dedent(
 
 @needs_landlock
 def test_confine_forked_child_confines_a_fork_like_restricted_bash(tmp_path: Path) -> None:
-    """The API the kernel tools use (docs/CONTRACTS.md): a forked child becomes PID 1 of
+    """The API the kernel tools use (`phoenix_nb.sandbox`): a forked child becomes PID 1 of
     fresh namespaces, cannot write the user's files, read hidden credentials or reach a
     host listener, gets a writable private TMPDIR and only the environment it was given."""
     import socket
