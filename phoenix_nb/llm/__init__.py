@@ -6,6 +6,11 @@ OpenAI-compatible Chat Completions (the openai SDK). Nothing heavy is imported w
 the package: an SDK loads when its provider is built, Pillow when an image is
 prepared (`%load_ext` must stay fast, and openai, boto3 or google never load for a
 user who does not use them).
+
+Every provider implements `runtime.ports.LlmProvider`: `stream(request)` yields
+the deltas (`stream.py`) and then exactly one `LlmOutcome` (a response or an
+`LlmFailure`), never raising for API or network faults; cancelling it closes
+the connection.
 """
 
 from typing import TYPE_CHECKING, Any

@@ -1,0 +1,36 @@
+"""The Jupyter side: magics, the cell's live view, the record's fallbacks.
+
+`%load_ext phoenix_nb` (`extension.load`) registers the `%%phoenix` input
+transformer (`transformer.transform_phoenix_cell`) and the `%phoenix` line
+commands (`magics`, also rewritten into awaited calls). `cell.run_cell` runs one turn and its
+`TurnView` re-renders the record while updates arrive; `render.render_bundle`
+adds the html/markdown/plain fallbacks (private pieces in `_render`).
+`session.Session` (one per kernel, `get_session()`) holds the `Phoenix` and
+turns `c.Phoenix.*` into `Settings`; `kernel_port.IPythonKernel` is the only
+code of the kernel tools that touches IPython.
+
+Its face is its modules, listed below and pinned by
+tests/runtime/test_front_door.py.
+"""
+
+__all__ = [
+    "binding",
+    "busy",
+    "cell",
+    "cell_edits_comm",
+    "chat",
+    "controls",
+    "edits_listing",
+    "export",
+    "extension",
+    "interrupt",
+    "kernel_port",
+    "magics",
+    "options",
+    "render",
+    "session",
+    "throttle",
+    "thumbnails",
+    "transformer",
+    "undo",
+]

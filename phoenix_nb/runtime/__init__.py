@@ -1,0 +1,30 @@
+"""The runtime: conversations that run the core's effects against the world.
+
+Its public names are the package's front door (`phoenix_nb.Phoenix`,
+`Conversation`, `Settings`, from `manager` and `settings`). `Phoenix` owns
+what its conversations share (store, providers, checkpoints, sandbox policy,
+background jobs, sub-agent spawner; docs/architecture.md says who owns what);
+`conversation.ConversationRuntime` is the loop of one conversation (queue →
+`core.transition` → persist → dispatch); `executors` run the LLM and tool
+effects and the retry timers, `subagents` the spawns; the executors are
+reached through the typing.Protocol ports in `ports`, whose docstrings are
+the contract. `claim` takes a conversation (lease, work marker, fresh read)
+and restores one left mid-work; `updates` is what watchers receive;
+`settings` is the one Settings, each default written once.
+
+Its face is its modules, listed below and pinned by
+tests/runtime/test_front_door.py.
+"""
+
+__all__ = [
+    "claim",
+    "conversation",
+    "executors",
+    "lease",
+    "manager",
+    "ports",
+    "prompts",
+    "settings",
+    "subagents",
+    "updates",
+]

@@ -1,4 +1,12 @@
-"""Durable TinyDB persistence of conversations and messages (see `store.py`)."""
+"""Durable TinyDB persistence of conversations and messages (see `store.py`).
+
+`Store` is synchronous, thread-safe and process-safe: an index plus one
+append-only, checksummed journal per conversation (`journal`); an append is
+durable when it returns, and a batch is all or nothing after a crash. Every
+value is scrubbed before it is written (`scrub`); every error is a
+`StoreError` (a `PhoenixError`), and a failed write truncates back to the last
+good line and writes nothing. The message shapes are in docs/record-format.md.
+"""
 
 from phoenix_nb.store.journal import JournalCorrupt, JournalDamaged
 from phoenix_nb.store.scrub import REDACTED, scrub

@@ -8,10 +8,16 @@ load only when a name is used).
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
+import pkgutil
 import subprocess
 import sys
 
+import pytest
+
 import phoenix_nb
+import phoenix_nb.sandbox as sandbox_face
 from phoenix_nb.errors import ConversationBusy, PhoenixError, Rejected, UnknownConversation
 
 
@@ -62,3 +68,180 @@ def test_importing_the_package_loads_neither_runtime_nor_sdk() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+# Every package's face: its `__all__`, pinned. A package whose face is its
+# modules lists them; one that re-exports names lists those. Adding or dropping
+# a name, or a package, fails here until the face below says so.
+FACES: dict[str, list[str]] = {
+    "phoenix_nb": phoenix_nb.__all__,  # pinned name by name above
+    "phoenix_nb.checkpoints": [
+        "changes",
+        "manifest",
+        "objects",
+        "recorder",
+        "scan",
+        "shadow",
+        "watch",
+    ],
+    "phoenix_nb.core": [
+        "changes",
+        "codec",
+        "cycles",
+        "displays",
+        "effects",
+        "events",
+        "messages",
+        "models",
+        "notices",
+        "prices",
+        "requests",
+        "restore",
+        "secrets",
+        "states",
+        "tool_fields",
+        "transition",
+        "values",
+    ],
+    "phoenix_nb.demo": ["DemoProvider"],
+    "phoenix_nb.llm": [
+        "AnthropicProvider",
+        "ImageError",
+        "LlmCallError",
+        "LlmOutcome",
+        "LlmRequest",
+        "LlmResponse",
+        "ProviderNotice",
+        "ServerToolInputDelta",
+        "ServerToolUseStart",
+        "StreamUpdate",
+        "TextDelta",
+        "ThinkingDelta",
+        "ToolInputDelta",
+        "ToolUseStart",
+        "classify",
+        "image_block",
+        "make_provider",
+        "prepare_image",
+    ],
+    "phoenix_nb.notebook": [
+        "binding",
+        "busy",
+        "cell",
+        "cell_edits_comm",
+        "chat",
+        "controls",
+        "edits_listing",
+        "export",
+        "extension",
+        "interrupt",
+        "kernel_port",
+        "magics",
+        "options",
+        "render",
+        "session",
+        "throttle",
+        "thumbnails",
+        "transformer",
+        "undo",
+    ],
+    "phoenix_nb.runtime": [
+        "claim",
+        "conversation",
+        "executors",
+        "lease",
+        "manager",
+        "ports",
+        "prompts",
+        "settings",
+        "subagents",
+        "updates",
+    ],
+    "phoenix_nb.sandbox": sandbox_face.__all__,  # pinned name by name in tests/sandbox/test_face.py
+    "phoenix_nb.sandbox.child": [],
+    "phoenix_nb.store": [
+        "MESSAGE_TYPES",
+        "REDACTED",
+        "ConversationDamaged",
+        "Damage",
+        "JournalCorrupt",
+        "JournalDamaged",
+        "SlugTaken",
+        "Store",
+        "StoreError",
+        "StoreWriteError",
+        "UnknownConversation",
+        "default_root",
+        "scrub",
+        "store_problem",
+        "write_failure",
+    ],
+    "phoenix_nb.testing": [
+        "ConnectionEvent",
+        "FakeAnthropic",
+        "FakeRequest",
+        "Fault",
+        "Turn",
+        "text",
+        "thinking",
+        "tool_use",
+    ],
+    "phoenix_nb.tools": [
+        "background_jobs",
+        "base",
+        "bash",
+        "bash_guard",
+        "cell_edits",
+        "declared",
+        "environment",
+        "kernel_edits",
+        "kernel_fork",
+        "kernel_port",
+        "kernel_summarize",
+        "kernel_tools",
+        "keyword_search",
+        "patch",
+        "registry",
+        "schema",
+        "think",
+    ],
+    "phoenix_nb.tools.bash_guard": ["check_command", "expand_word"],
+    "phoenix_nb.tools.bash_guard.rules": ["RULES", "Rule"],
+}
+# Packages whose face is their modules: every public module is listed, none other.
+MODULE_FACES = (
+    "phoenix_nb.checkpoints",
+    "phoenix_nb.core",
+    "phoenix_nb.notebook",
+    "phoenix_nb.runtime",
+    "phoenix_nb.tools",
+)
+
+
+def _public_packages() -> list[str]:
+    found = ["phoenix_nb"]
+    for info in pkgutil.walk_packages(phoenix_nb.__path__, "phoenix_nb."):
+        if info.ispkg and not any(part.startswith("_") for part in info.name.split(".")):
+            found.append(info.name)
+    return sorted(found)
+
+
+def test_every_public_package_has_a_pinned_face() -> None:
+    assert _public_packages() == sorted(FACES)
+
+
+@pytest.mark.parametrize("name", sorted(FACES))
+def test_package_face_is_pinned_and_documented(name: str) -> None:
+    package = importlib.import_module(name)
+    assert (package.__doc__ or "").strip(), f"{name} states its contract in its docstring"
+    assert list(package.__all__) == FACES[name]
+    for export in package.__all__:
+        spec = importlib.util.find_spec(f"{name}.{export}")
+        assert spec is not None or getattr(package, export) is not None, f"{name}.{export}"
+
+
+@pytest.mark.parametrize("name", MODULE_FACES)
+def test_a_module_face_lists_every_public_module(name: str) -> None:
+    package = importlib.import_module(name)
+    modules = sorted(m.name for m in pkgutil.iter_modules(package.__path__) if m.name[0] != "_")
+    assert sorted(package.__all__) == modules
