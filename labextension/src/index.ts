@@ -63,7 +63,7 @@ export const rendererFactory: IRenderMime.IRendererFactory = {
   createRenderer: options => new RenderedConversation(options)
 };
 
-/** Rank 0 puts the record ahead of its text/html fallback (NOTES.md). */
+/** Rank 0 puts the record ahead of its text/html fallback (docs/platform-facts.md). */
 const extension: IRenderMime.IExtension = {
   id: 'phoenix-nb:conversation',
   rendererFactory,

@@ -5,7 +5,7 @@
  * browser fetch a URL (an image, `<video>`, a stylesheet, CSS `url()`, `srcset`,
  * an SVG `<use>`, a font) or to draw something that looks like phoenix's own
  * state line or buttons. JupyterLab's own Markdown pipeline, even untrusted,
- * keeps remote images, media and inline styles (NOTES.md, round 3), so it is not
+ * keeps remote images, media and inline styles (docs/platform-facts.md), so it is not
  * used for content.
  *
  * Why markdown-it: a well-kept CommonMark parser that, with `html: false`, never

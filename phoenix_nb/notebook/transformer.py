@@ -1,7 +1,7 @@
 """Turn a `%%phoenix` cell into an awaited agent turn.
 
 A cell magic cannot be async, and IPython does not await what a magic returns
-(NOTES.md). An input transformer can: it rewrites the cell, before IPython
+(docs/platform-facts.md). An input transformer can: it rewrites the cell, before IPython
 compiles it, into a top-level `await` of the turn, so the kernel's own loop runs
 the agent while the cell is "busy" — widget clicks still arrive (ipykernel 7.4),
 "Run All" still runs cells in order, and kernel interrupt cancels the awaited

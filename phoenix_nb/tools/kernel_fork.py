@@ -12,7 +12,7 @@ What the child does before it runs anything of the job (order matters):
    it started; asks for SIGKILL if the kernel's forking thread dies;
 2. resets every signal handler to the default, unblocks all signals and
    removes the signal wakeup fd that `notebook/interrupt.py` installs in the
-   kernel (NOTES.md: alarm-based timeouts otherwise stop working);
+   kernel (docs/platform-facts.md: alarm-based timeouts otherwise stop working);
 3. closes every inherited file descriptor except its own pipes: the kernel's
    ZMQ sockets, the event loop's epoll fd, the store's files are unreachable;
    fd 0 is /dev/null, fd 1 and 2 are pipes the kernel drains (bounded), so a C

@@ -25,7 +25,7 @@ needs_landlock = pytest.mark.skipif(not detect_sandbox().available, reason="need
 
 
 def test_detect_sandbox_reports_available_with_abi() -> None:
-    """This machine has Landlock ABI 7 (NOTES.md): Restricted mode must be on."""
+    """This machine has Landlock ABI 7 (docs/platform-facts.md): Restricted mode must be on."""
     info = detect_sandbox()
     assert info.available, info.reason
     assert info.abi >= MIN_ABI
