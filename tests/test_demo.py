@@ -1,4 +1,4 @@
-"""The offline demo model drives real tools through the real SDK (issue 9).
+"""The offline demo model drives real tools through the real SDK.
 
 Every test goes the way a user does: `Phoenix` with model "demo" starts the
 demo server, the official `anthropic` SDK reaches it over loopback, bash runs

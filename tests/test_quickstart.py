@@ -1,4 +1,4 @@
-"""The notebooks run headless, offline, with the demo model (issue 9 acceptance).
+"""The notebooks run headless, offline, with the demo model .
 
 Both checks run as a user or CI would, in subprocesses: `jupyter nbconvert
 --execute` on the quickstart, and nbval on both notebooks. No API key and no
@@ -122,7 +122,7 @@ def test_quickstart_executes_offline_and_shows_the_whole_conversation(
         o.get("data") == {"text/plain": ""} for c in notebook["cells"] for o in c.get("outputs", [])
     )
     assert "widgets" not in notebook["metadata"], "no widget state from a headless run"
-    # Issue 18: the executed quickstart was 248 KB (252,584 bytes); at most half now.
+    # A run's outputs stay light: at most half of what the notebook once weighed.
     size = (workdir / "quickstart.out.ipynb").stat().st_size
     assert size <= 252_584 // 2, size
     stdout = "".join(

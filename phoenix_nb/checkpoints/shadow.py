@@ -284,8 +284,8 @@ class ShadowRepo:
                     f"cannot create the checkpoint store in {self.root}: "
                     + done.stderr.decode("utf-8", "replace").strip()
                 )
-            with open(tmp / "config", "a") as config:  # git's config format: one `git config`
-                config.write(_config_text())  # process per setting cost 5 ms each
+            with open(tmp / "config", "a") as config:  # git's config format, written here:
+                config.write(_config_text())  # a `git config` process per setting costs more
             (tmp / "info").mkdir(exist_ok=True)
             (tmp / "info" / "attributes").write_text(_ATTRIBUTES)
             (tmp / "info" / "exclude").write_text(_EXCLUDE_PLACEHOLDER)

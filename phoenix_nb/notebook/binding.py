@@ -69,7 +69,7 @@ class NotebookBindings:
         except OSError:
             # A store that cannot be written: the binding is a convenience, not a reason to
             # fail a command that only reads. Every command says a read-only store is so,
-            # and a full disk is reported by the next message's save (issue 19).
+            # and a full disk is reported by the next message's save.
             with contextlib.suppress(OSError):
                 self.path.with_suffix(".tmp").unlink()
 

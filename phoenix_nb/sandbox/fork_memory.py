@@ -46,12 +46,11 @@ is stored four bytes per character. With NumPy loaded (the usual kernel),
 all needles are found in ONE pass over memory whose cost does not grow with
 their number (`_scan_windows`: a hash of every aligned 8-byte word looked up
 in a table of 64 KB or more, candidates checked exactly; a second pass of
-4-byte words only when a value is 8 to 14 bytes long). Measured on a kernel
-heap of 90 MB (IPython, ipykernel, the Anthropic SDK): 32-38 ms of CPU for
-1 secret, 42-45 ms for 50 (more copies to overwrite), ~30 ms more when the
-4-byte pass runs; one glibc `memmem` pass per needle cost 77 ms for 1 secret
-and 2.8 s for 50. Without NumPy it is one `memmem` pass per needle: importing
-NumPy in each fork (~65 ms) would cost more than that for a few secrets.
+4-byte words only when a value is 8 to 14 bytes long). One glibc `memmem`
+pass per needle costs a pass over the heap per secret, so it loses as soon as
+there are a few (tests/benchmarks/bench_fork.py prints both). Without NumPy it
+is one `memmem` pass per needle: importing NumPy in each fork would cost more
+than those passes for a few secrets.
 Memory is read in place (no copy: a copy would itself be a new copy of the
 secret); the needles are first copied to a scratch mapping outside the
 searched ranges, so overwriting their originals on the heap does not change

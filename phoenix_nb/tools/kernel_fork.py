@@ -27,7 +27,7 @@ What the child does before it runs anything of the job (order matters):
    mapping private, whatever its protection (copy-on-write does not cover
    MAP_SHARED memory; `fork_memory.privatize_shared_mappings`);
 6. for Restricted work, confines itself with the sandbox's documented entry
-   point, `sandbox.confine_forked_child` (issue 12): the conversation's
+   point, `sandbox.confine_forked_child`: the conversation's
    cgroup budget, fresh user/network/IPC/mount/PID namespaces (it forks once
    more: the process the kernel forked becomes a silent intermediate and the
    job runs as PID 1 of the new namespace), a capped tmpfs TMPDIR, credential

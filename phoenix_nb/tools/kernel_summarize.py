@@ -29,7 +29,7 @@ from typing import Any
 
 from phoenix_nb.tools.kernel_port import LastException
 
-# Whole name parts that mark a secret (issue 16), plus plural and squashed forms
+# Whole name parts that mark a secret, plus plural and squashed forms
 # a user writes as often ("credentials", "apikey").
 SECRET_PARTS = frozenset(
     {

@@ -1,7 +1,7 @@
 """Benchmark: an ambiguous `replace` on 10k / 100k / 1M-line files, against reading the file.
 
-Issue 13 item 4: an ambiguous replace was quadratic (a 320 KB file blocked the
-kernel's event loop for 14.5 s). For each size this prints, as ratios to the
+An ambiguous replace must stay linear in the file (anything worse stalls the
+kernel's event loop on a large file). For each size this prints, as ratios to the
 time `Path.read_text` takes for the same file in this run:
 
 * the tool's time to answer "ambiguous, N matches at lines …" (exact, folded

@@ -4,7 +4,7 @@ Three figures, each against a baseline measured in the same run:
 
 1. `true` through the bash tool, Restricted vs Unrestricted vs a direct
    ``subprocess.run``, interleaved round by round so load from other work on
-   the machine (2 shared cores) falls on all alike. Target (issue 12):
+   the machine (2 shared cores) falls on all alike. Target:
    Restricted adds <= 20 ms over Unrestricted at the median.
 2. Cancel: bench_cancel.py's busy tree (four spinning subshells, sleepers,
    setsid ones where the mode allows) is cancelled, measured by its

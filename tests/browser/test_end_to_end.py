@@ -1,4 +1,4 @@
-"""Issue 8 end to end: a `%%phoenix` cell in real JupyterLab, in real Chromium.
+"""End to end: a `%%phoenix` cell in real JupyterLab, in real Chromium.
 
 The agent (the fake Messages API, reached by the kernel through the real SDK)
 explores a small buggy project read-only, asks for write access, waits until
@@ -179,7 +179,7 @@ def _saved_record(path: Path) -> dict[str, Any]:
 def test_phoenix_cell_explores_asks_patches_and_survives_reload(
     lab: LabPage, fake_llm: FakeAnthropic, tmp_path: Path
 ) -> None:
-    """Issue 8 (REQ-BED-011, REQ-BED-015): run, Approve in the page, render, save, reload."""
+    """REQ-BED-011, REQ-BED-015: run, Approve in the page, render, save, reload."""
     fake_llm.clear()
     _script(fake_llm)
     project = _project(tmp_path)

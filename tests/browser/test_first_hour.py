@@ -1,4 +1,4 @@
-"""Issue 18 in real JupyterLab and Chromium: what a new user sees and does.
+"""In real JupyterLab and Chromium: what a new user sees and does.
 
 One approval block (the reason quoted as text, the buttons, then one line with the
 answer); after a click on Approve the keyboard is still in the notebook, so

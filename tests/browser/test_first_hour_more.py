@@ -1,4 +1,4 @@
-"""What a person sees first, and the thumbnails, in real Chromium (issue 18).
+"""What a person sees first, and the thumbnails, in real Chromium.
 
 A saved record carrying the "continuing SLUG" note and an image with its thumbnail,
 drawn by the labextension in JupyterLab and, as nbconvert and untrusted front ends

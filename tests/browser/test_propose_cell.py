@@ -1,4 +1,4 @@
-"""Issue 16: propose_cell in real JupyterLab — the proposal appears as a new cell below the
+"""propose_cell in real JupyterLab — the proposal appears as a new cell below the
 `%%phoenix` cell, with the code, not run.
 
 The agent (fake Messages API through the real SDK) first reads the DataFrame with

@@ -1,4 +1,4 @@
-"""Image preparation (REQ-BED-013): every case from the issue, images made with Pillow."""
+"""Image preparation (REQ-BED-013): every case it must handle, images made with Pillow."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""`%config Phoenix.X = …` after `%load_ext` reaches the running session (issue 18).
+"""`%config Phoenix.X = …` after `%load_ext` reaches the running session.
 
 IPython's `%config` sets the trait on the registered `Phoenix` configurable; the
 session must then rebuild its settings (through `Settings.from_config`, the one

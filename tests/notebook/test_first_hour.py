@@ -1,4 +1,4 @@
-"""A new user's first hour on a real kernel (issue 18 acceptance).
+"""A new user's first hour on a real kernel.
 
 The conversation survives a restart when the kernel knows its notebook, help is
 one command away, mistakes suggest the right spelling, a manual continuation

@@ -1,4 +1,4 @@
-"""The rest of issue 18 on a real kernel: what a user sees first after a restart, thumbnails
+"""On a real kernel: what a user sees first after a restart, thumbnails
 of stored images wherever the record shows the request, `%config Phoenix.env_allow` after
 `%load_ext`, and `%phoenix status` of a conversation whose context is exhausted.
 

@@ -1,4 +1,4 @@
-"""Undo on a real kernel (issue 17 acceptance): the agent's writes are recorded and reverted.
+"""Undo on a real kernel: the agent's writes are recorded and reverted.
 
 The agent's tool calls are the fake server's scripted calls, run by the real
 tools in real subprocesses; checkpoints are taken by the real executor with the

@@ -1,4 +1,4 @@
-"""The kernel tools in a real IPython kernel, driven by the fake Messages API (issue 16).
+"""The kernel tools in a real IPython kernel, driven by the fake Messages API.
 
 A notebook's worth of state is made by ordinary cells (DataFrames, one with
 1,700 columns, an array, a dict, `API_TOKEN`, an object whose `__repr__`

@@ -1,4 +1,4 @@
-"""`%%phoenix` on a real kernel against the fake Messages API (issue 7 acceptance).
+"""`%%phoenix` on a real kernel against the fake Messages API.
 
 One kernel serves the module (start-up costs seconds); every test starts its
 own conversation with `--new` or `--name`, so tests do not depend on each

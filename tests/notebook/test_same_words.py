@@ -1,4 +1,4 @@
-"""One wording everywhere (issue 18): what a tool group did and what the agent is doing
+"""One wording everywhere: what a tool group did and what the agent is doing
 read the same in the record the labextension draws, the HTML, the Markdown and the
 plain text, because all of them take the words from `notebook/_render/view.py`."""
 

@@ -1,4 +1,4 @@
-"""Store faults through a real kernel (issue 19): damage is contained, failures are one line.
+"""Store faults through a real kernel: damage is contained, failures are one line.
 
 Each test copies one prepared store (made by real turns in a real kernel against
 the fake Messages API), damages it the way disks, sync tools and people do, and

@@ -1,4 +1,4 @@
-"""A sub-agent whose save fails mid-turn (issue 19): its parent learns at once, and why.
+"""A sub-agent whose save fails mid-turn: its parent learns at once, and why.
 
 The store is a real full filesystem: a small tmpfs mounted as PHOENIX_HOME in a
 private mount namespace (CI runs as root), filled by the fake Messages API while

@@ -123,7 +123,7 @@ async def test_restricted_tmpdir_is_private_writable_and_removed(tmp_path: Path)
     assert not Path(tmpdir).exists()
 
 
-# ---------------------------------------------------------------- degraded hosts (issue 12)
+# ---------------------------------------------------------------- degraded hosts
 
 HOST_SCRIPT = textwrap.dedent(
     """

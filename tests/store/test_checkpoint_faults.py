@@ -1,4 +1,4 @@
-"""A checkpoint that fails says so once (issue 19): one cause, one line.
+"""A checkpoint that fails says so once: one cause, one line.
 
 Checkpoints live in the store (PHOENIX_HOME/checkpoints). On a full disk the
 store's own saves fail for the same cause and its one line is what the user

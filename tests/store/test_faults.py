@@ -1,4 +1,4 @@
-"""Store faults at the store's own level (issue 19): real files, real damage, a real full disk.
+"""Store faults at the store's own level: real files, real damage, a real full disk.
 
 Damage is contained to what is damaged (intact lines before and after read,
 the original kept beside it, appends refused until the journal is rewritten);

@@ -349,7 +349,7 @@ async def test_cancel_before_the_pids_were_read_leaves_nothing(tmp_path: Path, m
 
 
 async def test_safety_check_judges_paths_from_the_conversation_folder(tmp_path: Path) -> None:
-    """The guard rail knows where the command runs (issue 13): a sibling build folder
+    """The guard rail knows where the command runs: a sibling build folder
     may go, the conversation's own folder by any spelling may not."""
     project = tmp_path / "proj"
     project.mkdir()

@@ -187,9 +187,9 @@ def test_bash_input_shapes_never_raise(payload: Any) -> None:
         assert result.is_error and "Invalid input for bash" in result.content
 
 
-# ---------------------------------------------- issue 13 item 3: spellings and families
+# ---------------------------------------------- spellings and families
 
-# Every spelling the review got past the old checker (issue 13, item 3), verbatim.
+# Spellings that get past a checker reading the text instead of expanding it, verbatim.
 ISSUE_SPELLINGS = [
     r"\rm -rf ~",
     r"r\m -rf ~",

@@ -1,6 +1,6 @@
-"""Commands get an allowlisted environment (issue 13 item 1), seen from inside a real command.
+"""Commands get an allowlisted environment, seen from inside a real command.
 
-Every secret-looking name and credential-bearing value from the issue is put
+Every secret-looking name and credential-bearing value below is put
 in the kernel's environment; real `env` runs through BashTool (both modes) and
 through a real kernel's `%%phoenix` turn, and nothing of them may show up.
 """
@@ -33,7 +33,7 @@ MODES = [
     ),
 ]
 
-# Issue 13 item 1: names a denylist let through, each with a recognisable value.
+# Names a denylist would let through, each with a recognisable value.
 SECRET_NAMES = [
     "OPENAI_KEY",
     "ENCRYPTION_KEY",

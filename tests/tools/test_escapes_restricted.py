@@ -285,7 +285,7 @@ async def test_secret_in_a_process_environment_is_unreadable(user_dir: Path) -> 
 
 
 # ---------------------------------------------------------------------------------------
-# Round 2 (issue 12): one test per family the review broke, each checked from outside.
+# One test per escape family Landlock alone lets through, each checked from outside.
 
 
 async def _run(command: str, cwd: Path, tool: BashTool | None = None, **more: object) -> str:
@@ -711,7 +711,7 @@ def test_item2_kernel_takeover_from_a_phoenix_cell_fails(
 
 
 # ---------------------------------------------------------------------------------------
-# Issue 13, credential files: canaries under a fake HOME.
+# Credential files: canaries under a fake HOME.
 
 CANARY_PATHS = (
     ".ssh/id_ed25519",

@@ -103,7 +103,8 @@ async def test_inherited_descriptors_are_closed() -> None:
 
 
 async def test_signal_wakeup_fd_is_reset_so_alarm_timeouts_work() -> None:
-    """docs/platform-facts.md: an inherited wakeup fd silently breaks SIGALRM timeouts in the child."""
+    """An inherited wakeup fd silently breaks SIGALRM timeouts in the child
+    (docs/platform-facts.md)."""
     loop = asyncio.get_running_loop()
 
     def job(emit: Emit, _sink: ChildSink) -> None:

@@ -246,7 +246,7 @@ async def test_cancel_while_rg_starts_returns_only_once_rg_is_reaped(tmp_path: P
 
 async def test_restricted_search_never_reads_hidden_credential_paths(tmp_path: Path) -> None:
     """rg runs in the Restricted sandbox bash runs in, so it cannot read the paths the
-    sandbox hides from Restricted commands (issue 13): a deny-listed file and folder
+    sandbox hides from Restricted commands: a deny-listed file and folder
     under the search root, a `.env` file and the store's folder; Unrestricted still
     finds them, and ordinary files are found in both modes (more attacks:
     test_keyword_search_sandbox.py)."""

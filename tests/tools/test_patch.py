@@ -262,7 +262,7 @@ needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="chown to another user
 
 @needs_root
 async def test_owner_and_group_are_kept_and_setuid_is_dropped(tmp_path: Path) -> None:
-    """Issue 13 item 4: root patching another user's 4755 file left it root-owned and setuid."""
+    """Root patching another user's 4755 file must not leave it root-owned and setuid."""
     f = tmp_path / "tool.sh"
     f.write_text("#!/bin/sh\necho old\n")
     os.chown(f, 1234, 2345)
