@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from phoenix_nb.llm.errors import LlmCallError, classify
 from phoenix_nb.llm.stream import (
     LlmOutcome,
-    LlmResponse,
+    ModelResponse,
     ProviderNotice,
     ServerToolInputDelta,
     ServerToolUseStart,
@@ -58,7 +58,7 @@ __all__ = [
     "LlmCallError",
     "LlmOutcome",
     "LlmRequest",
-    "LlmResponse",
+    "ModelResponse",
     "ProviderNotice",
     "ServerToolInputDelta",
     "ServerToolUseStart",

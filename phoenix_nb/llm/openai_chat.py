@@ -16,7 +16,7 @@ translates both ways and nothing else does:
 * in: text deltas, tool calls streamed as `tool_calls[i]` fragments (parallel
   calls interleave by their `index`), the finish reason and usage (with cached
   prompt tokens where the server reports them) become the same `StreamUpdate`s
-  and `LlmResponse` the Messages API provider yields.
+  and `ModelResponse` the Messages API provider yields.
 
 Failures are classified into the same kinds and retryability (REQ-BED-006) as
 `errors.classify` does for the Messages API; SDK retries are off. The key is
@@ -37,7 +37,7 @@ from phoenix_nb.llm.errors import LlmCallError, retry_after_seconds, status_kind
 from phoenix_nb.llm.provider import LlmRequest, _tool_block
 from phoenix_nb.llm.stream import (
     LlmOutcome,
-    LlmResponse,
+    ModelResponse,
     ProviderNotice,
     StreamUpdate,
     TextDelta,
@@ -459,9 +459,9 @@ class OpenAIChatProvider:
                 )
             else:
                 content_blocks.append(TextBlock("".join(item)))
-        yield LlmOutcome(response=LlmResponse(tuple(content_blocks), stop, usage))
+        yield LlmOutcome(response=ModelResponse(tuple(content_blocks), stop, usage))
 
-    async def complete(self, request: LlmRequest) -> LlmResponse:
+    async def complete(self, request: LlmRequest) -> ModelResponse:
         """Run `stream` to its end; raise LlmCallError on failure."""
         outcome: LlmOutcome | None = None
         async for update in self.stream(request):

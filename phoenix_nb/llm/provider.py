@@ -57,7 +57,7 @@ from phoenix_nb.llm.caching import CachePlanner
 from phoenix_nb.llm.errors import LlmCallError, classify
 from phoenix_nb.llm.stream import (
     LlmOutcome,
-    LlmResponse,
+    ModelResponse,
     ProviderNotice,
     ServerToolInputDelta,
     ServerToolUseStart,
@@ -430,7 +430,7 @@ class AnthropicProvider:
         content = tuple(
             b for b in (blocks[i].finish(stop_reason) for i in sorted(blocks)) if b is not None
         )
-        yield LlmOutcome(response=LlmResponse(content, stop_reason, usage))
+        yield LlmOutcome(response=ModelResponse(content, stop_reason, usage))
 
     @property
     def has_key(self) -> bool:
@@ -485,7 +485,7 @@ class AnthropicProvider:
                     return value, output if isinstance(output, int) else None
         return (None, None)
 
-    async def complete(self, request: LlmRequest) -> LlmResponse:
+    async def complete(self, request: LlmRequest) -> ModelResponse:
         """Run `stream` to its end; raise LlmCallError on failure."""
         outcome: LlmOutcome | None = None
         async for update in self.stream(request):

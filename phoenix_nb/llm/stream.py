@@ -77,7 +77,7 @@ class ProviderNotice:
 
 
 @dataclass(frozen=True, slots=True)
-class LlmResponse:
+class ModelResponse:
     """A complete response: the model reached `message_stop`."""
 
     content: tuple[ContentBlock, ...]
@@ -89,7 +89,7 @@ class LlmResponse:
 class LlmOutcome:
     """The last item of every stream: exactly one of `response` or `failure` is set."""
 
-    response: LlmResponse | None = None
+    response: ModelResponse | None = None
     failure: LlmFailure | None = None
 
     def __post_init__(self) -> None:

@@ -358,11 +358,11 @@ class TurnView:
         """Take one update into the view: "delta", "structural", "end" (the cell ends) or ""."""
         data = update.data
         controls = self.controls
-        if isinstance(data, up.TextDelta | up.ThinkingDelta):
+        if isinstance(data, up.StreamedText | up.StreamedThinking):
             self.live_parts.setdefault(data.index, []).append(data.text)
             self.live_chars += len(data.text)
             self.live_kind[data.index] = (
-                "assistant" if isinstance(data, up.TextDelta) else "reasoning"
+                "assistant" if isinstance(data, up.StreamedText) else "reasoning"
             )
             return "delta"
         if isinstance(data, up.MessageSaved):

@@ -105,9 +105,9 @@ class LlmExecutor:
         async for item in self.provider.stream(request):
             # Deltas change no state: they bypass the core (REQ-BED-011).
             if type(item) is TextDelta:
-                publish(up.TextDelta(item.index, item.text))
+                publish(up.StreamedText(item.index, item.text))
             elif type(item) is ThinkingDelta:
-                publish(up.ThinkingDelta(item.index, item.text))
+                publish(up.StreamedThinking(item.index, item.text))
             elif type(item) is ToolUseStart:
                 publish(up.ToolInput(item.index, "", id=item.id, name=item.name))
             elif type(item) is ToolInputDelta:

@@ -77,14 +77,18 @@ class Rested:
 
 
 @dataclass(frozen=True)
-class TextDelta:
+class StreamedText:
+    """Answer text streamed into block `index` (the provider's `TextDelta`); not saved."""
+
     KIND: ClassVar[UpdateKind] = UpdateKind.TEXT_DELTA
     index: int
     text: str
 
 
 @dataclass(frozen=True)
-class ThinkingDelta:
+class StreamedThinking:
+    """Reasoning streamed into block `index` (the provider's `ThinkingDelta`); not saved."""
+
     KIND: ClassVar[UpdateKind] = UpdateKind.THINKING_DELTA
     index: int
     text: str
@@ -157,8 +161,8 @@ class NoticeText:
 Payload = (
     StateChanged
     | Rested
-    | TextDelta
-    | ThinkingDelta
+    | StreamedText
+    | StreamedThinking
     | ToolStarted
     | ToolInput
     | ServerTool

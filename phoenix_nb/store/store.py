@@ -108,7 +108,10 @@ class StoreError(PhoenixError):
     """A store operation refused with a message for the user; nothing was written."""
 
 
-class UnknownConversation(StoreError, KeyError):
+class ConversationNotInStore(StoreError, KeyError):
+    """No conversation with this id in the store (`Phoenix` callers get
+    `phoenix_nb.errors.UnknownConversation`, which also knows slugs)."""
+
     def __str__(self) -> str:
         return f"no conversation {self.args[0]!r} in the store"
 
@@ -350,9 +353,9 @@ class Store:
             if journal.lookup(_CONVERSATIONS, "id", conv_id) is not None:
                 raise StoreError(f"a conversation with id {conv_id!r} already exists")
             if parent_id is not None and journal.lookup(_CONVERSATIONS, "id", parent_id) is None:
-                raise UnknownConversation(parent_id)
+                raise ConversationNotInStore(parent_id)
             if seed_from is not None and journal.lookup(_CONVERSATIONS, "id", seed_from) is None:
-                raise UnknownConversation(seed_from)
+                raise ConversationNotInStore(seed_from)
             if slug is None:
                 slug = slugs.unique_slug(self._slug_taken)
             elif self._slug_taken(slug):
@@ -404,7 +407,7 @@ class Store:
         with journal.locked():
             doc_id = journal.lookup(_CONVERSATIONS, "id", id)
             if doc_id is None:
-                raise UnknownConversation(id)
+                raise ConversationNotInStore(id)
             if "slug" in clean:
                 holder = journal.lookup(_CONVERSATIONS, "slug", clean["slug"])
                 if holder is not None and holder != doc_id:
@@ -746,7 +749,7 @@ class Store:
         journal = self._index.journal
         with journal.locked():
             if journal.lookup(_CONVERSATIONS, "id", conversation_id) is None:
-                raise UnknownConversation(conversation_id)
+                raise ConversationNotInStore(conversation_id)
         self._known.add(conversation_id)
 
     def _conversation_db(self, conversation_id: str) -> JournalDB:

@@ -340,7 +340,7 @@ def test_a_consumer_reading_a_renamed_field_fails_type_checking(tmp_path: Path) 
 
             def consume(update: up.Update) -> str:
                 data = update.data
-                if isinstance(data, up.TextDelta):
+                if isinstance(data, up.StreamedText):
                     return data.txt
                 if isinstance(data, up.ApprovalNeeded):
                     return data.reasons

@@ -12,10 +12,10 @@ import pytest
 from phoenix_nb.store import (
     REDACTED,
     ConversationDamaged,
+    ConversationNotInStore,
     SlugTaken,
     Store,
     StoreError,
-    UnknownConversation,
 )
 
 
@@ -83,7 +83,7 @@ def test_batch_is_all_or_nothing_on_bad_input(store: Store) -> None:
 
 
 def test_unknown_conversation_and_bad_ids_are_clear_errors(store: Store) -> None:
-    with pytest.raises(UnknownConversation, match="no conversation 'nope'"):
+    with pytest.raises(ConversationNotInStore, match="no conversation 'nope'"):
         store.append_message("nope", "user", {"text": "x"})
     with pytest.raises(StoreError, match="conversation id"):
         _conv(store, id="../escape")
