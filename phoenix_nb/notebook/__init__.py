@@ -6,7 +6,7 @@ commands (`magics`, also rewritten into awaited calls). `cell.run_cell` runs one
 `TurnView` re-renders the record while updates arrive; `render.render_bundle`
 adds the html/markdown/plain fallbacks (private pieces in `_render`).
 `session.Session` (one per kernel, `get_session()`) holds the `Phoenix` and
-turns `c.Phoenix.*` into `Settings`; `kernel_port.IPythonKernel` is the only
+turns `c.Phoenix.*` into `Settings`; `ipython_kernel.IPythonKernel` is the only
 code of the kernel tools that touches IPython.
 
 Its face is its modules, listed below and pinned by
@@ -24,7 +24,7 @@ __all__ = [
     "export",
     "extension",
     "interrupt",
-    "kernel_port",
+    "ipython_kernel",
     "magics",
     "options",
     "render",

@@ -22,7 +22,7 @@ from traitlets.config import Configurable
 
 from phoenix_nb.errors import PhoenixError
 from phoenix_nb.notebook.binding import NotebookBindings, notebook_key
-from phoenix_nb.notebook.kernel_port import IPythonKernel
+from phoenix_nb.notebook.ipython_kernel import IPythonKernel
 from phoenix_nb.notebook.options import CellOptions
 from phoenix_nb.runtime.settings import DEMO_MODEL, Settings, default_model
 from phoenix_nb.sandbox import DEFAULT_DENY_READ

@@ -5,7 +5,7 @@ propose_cell, edit_cell, insert_cell) read the user's namespace, what the
 kernel ran and the last exception, and hand proposed cells and cell edits back
 to the front end. They do so only
 through `KernelPort`, so the tools layer never imports IPython (the notebook
-layer's adapter, `phoenix_nb.notebook.kernel_port`, is the one place that
+layer's adapter, `phoenix_nb.notebook.ipython_kernel`, is the one place that
 does), and tests can drive the tools with a plain dictionary standing in for a
 kernel (`DictKernel`, below, is a real implementation, not a mock).
 

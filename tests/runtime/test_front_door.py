@@ -135,7 +135,7 @@ FACES: dict[str, list[str]] = {
         "export",
         "extension",
         "interrupt",
-        "kernel_port",
+        "ipython_kernel",
         "magics",
         "options",
         "render",
