@@ -63,7 +63,6 @@ from phoenix_nb.checkpoints.watch import FULL_SCAN_EVERY, TreeWatch, local_files
 from phoenix_nb.errors import PhoenixError
 
 REF_PREFIX = "refs/phoenix/cp/"
-EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 BULK_THRESHOLD = 200  # more files to read than this: their objects go into one pack
 GIT_TIMEOUT = 600.0
 DIFF_FILE_LIMIT = 20_000  # characters of diff kept per file
@@ -105,10 +104,6 @@ Flat = dict[str, tuple[int, bytes]]  # path -> (git mode, object name)
 
 class CheckpointError(PhoenixError):
     """A checkpoint could not be taken or read (git missing, disk full, bad store)."""
-
-
-def git_available() -> bool:
-    return shutil.which("git") is not None
 
 
 @dataclass(frozen=True)
@@ -159,13 +154,6 @@ def _perm_of_mode(mode: int) -> str:
     if perm is None:
         perm = _PERMS[mode] = "link" if stat.S_ISLNK(mode) else f"{stat.S_IMODE(mode):04o}"
     return perm
-
-
-def _git_mode_perm(mode: str) -> str:
-    """The permission bits git would give a file of this index mode when writing it."""
-    if mode == "120000":
-        return "link"
-    return "0755" if mode == "100755" else "0644"
 
 
 class ShadowRepo:
@@ -1300,7 +1288,3 @@ def size_of(folder: Path) -> int:
             with contextlib.suppress(OSError):
                 total += os.lstat(os.path.join(dirpath, name)).st_size
     return total
-
-
-def iter_paths(listing: bytes) -> Iterable[str]:
-    return (os.fsdecode(p) for p in listing.split(b"\0") if p)

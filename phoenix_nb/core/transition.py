@@ -201,10 +201,6 @@ def system_message(text: str) -> PersistMessage:
     return PersistMessage("system", {"text": text})
 
 
-def _error_result(call: ToolUseBlock, text: str) -> ToolResult:
-    return ToolResult(call.id, text, is_error=True)
-
-
 def _rank(effect: Effect) -> int:
     if isinstance(effect, PersistMessage):
         return 0

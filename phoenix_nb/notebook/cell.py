@@ -207,7 +207,6 @@ class TurnView:
         self.handle: Any = None
         self.controls: Controls | None = None
         self.controls_handle: Any = None
-        self.updates_sent = 0
 
     # -- the record -------------------------------------------------------------------
     def record(self) -> dict[str, Any]:
@@ -237,7 +236,6 @@ class TurnView:
         return payload
 
     def _send(self, bundle: dict[str, Any]) -> None:
-        self.updates_sent += 1
         if self.handle is None:
             self.handle = display(bundle, raw=True, display_id=True)
         else:
@@ -271,7 +269,6 @@ class TurnView:
             # the final record, under the same display id.
             clear_output()
             self.controls_handle = None
-            self.updates_sent += 1
             display(bundle, raw=True, display_id=self.handle.display_id)
         else:
             self._send(bundle)

@@ -65,7 +65,6 @@ class _Transcript(TurnView):
         self.output = output
 
     def _send(self, bundle: dict[str, Any]) -> None:
-        self.updates_sent += 1
         self.output.update(bundle)
 
 

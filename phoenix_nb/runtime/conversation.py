@@ -115,7 +115,6 @@ class Services:
     thinking: Mapping[str, Any] | None = None
     spawner: SubAgents | None = None  # set by the manager
     worktree: WorkTreeRecorder | None = None  # checkpoints (phoenix_nb.checkpoints), if on
-    extra_tool_env: Mapping[str, Any] = field(default_factory=dict)
     # The turn budget's limits (its spent figures are filled in per conversation), and the
     # finished sub-agents' responses by their conversation ids (the manager reads them).
     budget: TurnBudget = field(default_factory=TurnBudget)
@@ -521,7 +520,6 @@ class ConversationRuntime:
             jobs=self.services.jobs,
             conversation_id=self.id,
             helper_llm=self._helper_llm if self.services.helper_model else None,
-            extra=self.services.extra_tool_env,
             env_allow=self.services.env_allow,
             kernel=self.services.kernel,
             kernel_access=self.services.kernel_access(),

@@ -50,11 +50,6 @@ SUB_AGENT_PROMPT = (
     "variables, the cells it ran and the last error."
 )
 
-SUB_AGENT_REMINDER = (
-    "You ended your turn without calling submit_result. Call submit_result now "
-    "with your findings; otherwise the task is recorded as failed."
-)
-
 
 def system_prompt(*, cwd: Path | str, is_sub_agent: bool) -> str:
     template = SUB_AGENT_PROMPT if is_sub_agent else PARENT_PROMPT

@@ -47,7 +47,6 @@ class ToolContext:
     env_allow: tuple[str, ...] = ()  # c.Phoenix.env_allow: more variables commands may see
     kernel: KernelPort | None = None  # the Jupyter kernel the conversation lives in (kernel tools)
     kernel_access: bool = True  # c.Phoenix.kernel_access: off keeps the kernel tools declared only
-    extra: Mapping[str, Any] = field(default_factory=dict)
 
 
 @runtime_checkable

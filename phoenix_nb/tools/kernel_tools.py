@@ -726,7 +726,3 @@ class ProposeCellTool:
             ),
             display=ProposalDisplay(code, explanation),
         )
-
-
-KERNEL_TOOLS = (InspectVariablesTool, KernelHistoryTool, RunPythonTool, ProposeCellTool)
-READ_ONLY_KERNEL_TOOLS = (InspectVariablesTool, KernelHistoryTool)

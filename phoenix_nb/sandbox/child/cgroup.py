@@ -184,12 +184,6 @@ class CommandGroup:
             with contextlib.suppress(OSError):
                 os.rmdir(d)
 
-    def remove_command(self) -> None:
-        """Remove only the command's own cgroup (its processes must be gone or moved)."""
-        for d in self.dirs:
-            with contextlib.suppress(OSError):
-                os.rmdir(d)
-
 
 def command_group(
     setup: CgroupSetup, group: str, command: str, memory: int | None, pids: int | None
