@@ -38,8 +38,6 @@ from phoenix_nb.tools.think import ThinkTool
 
 log = logging.getLogger(__name__)
 
-# Tools whose calls the state machine handles itself (never via run_tool).
-
 
 def tools_for(*, is_sub_agent: bool) -> tuple[Tool, ...]:
     """The tool set of a parent or a sub-agent conversation, in a stable order.
