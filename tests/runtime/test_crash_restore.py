@@ -3,8 +3,12 @@
 Each trial forks a victim (`crash_child.main`) that opens a `Phoenix` on a
 store shared with the earlier trials of its lane and works through scripted
 scenarios against a fake Messages API of its own. After it reports ready,
-the victim is killed with SIGKILL after a random delay, wherever it is:
-streaming, running a tool, awaiting approval, in a retry timer, persisting.
+the victim is killed with SIGKILL at a random point of its progress, wherever
+it is: streaming, running a tool, awaiting approval, in a retry timer,
+persisting. The point is a random number of progress lines (phase changes and
+acknowledged messages) plus a short random delay, not a wall-clock delay alone:
+a loaded machine slows the victim, and a kill chosen by time alone then lands
+ever earlier in its work.
 The parent then opens a `Phoenix` on the store (which restores) and checks
 what a user relies on after a crash: the store loads; every conversation is
 at rest (Idle, or still ContextExhausted when it was); its history is valid
@@ -47,7 +51,9 @@ pytestmark = pytest.mark.timeout(240)
 
 TRIALS = int(os.environ.get("PHOENIX_CRASH_TRIALS", "50"))
 LANES = 2
-KILL_DELAY = (0.05, 0.8)
+KILL_AFTER_LINES = 16  # a kill waits for 0 .. 15 progress lines after "ready"
+KILL_DELAY = (0.0, 0.3)  # then this much more, so kills also land between lines
+PROGRESS_TIMEOUT = 30.0
 READY_TIMEOUT = 30.0
 BUSY_NAMES = {
     "llm_requesting",
@@ -101,6 +107,19 @@ def _wait_ready(path: Path, process: Any) -> float:
             raise AssertionError(f"victim exited with {process.exitcode} before it was ready")
         time.sleep(0.005)  # polling interval, not a stand-in for synchronisation
     raise AssertionError(f"victim not ready after {READY_TIMEOUT} s")
+
+
+def _wait_progress(path: Path, process: Any, lines: int) -> None:
+    """Bounded polling until the victim has written `lines` lines after "ready".
+
+    A victim that stops writing (it waits on a timer, say) is killed where it
+    is once PROGRESS_TIMEOUT passes: that is a kill point like any other.
+    """
+    started = time.monotonic()
+    while time.monotonic() - started < PROGRESS_TIMEOUT and process.is_alive():
+        if path.read_bytes().count(b"\n") - 1 >= lines:
+            return
+        time.sleep(0.002)  # polling interval, not a stand-in for synchronisation
 
 
 def _snapshot(store_root: Path) -> dict[str, tuple[ConvState, list[dict[str, Any]], str]]:
@@ -175,7 +194,8 @@ def run_lane(ctx: Any, lane_dir: Path, seed: int, trials: int) -> LaneReport:
         try:
             _wait_ready(ack_path, victim)
             report.start_up.append(time.monotonic() - started)
-            # The random kill point itself: not a wait for anything.
+            # The random kill point: so much progress, then a random delay.
+            _wait_progress(ack_path, victim, rng.randrange(KILL_AFTER_LINES))
             time.sleep(rng.uniform(*KILL_DELAY))
             assert victim.is_alive(), f"victim died on its own: exit {victim.exitcode}"
         finally:
