@@ -18,6 +18,7 @@ outputs by the one final record when the turn ends, so no empty output stays.
 from __future__ import annotations
 
 import asyncio
+import enum
 import json
 import sys
 import time
@@ -162,6 +163,15 @@ def decorate(
         state["label"] = state_line(state, decorated)
         decorated["conversation"] = {**conv, "state": state}
     return decorated
+
+
+class Applied(enum.Enum):
+    """What taking one update into a `TurnView` calls for."""
+
+    NOTHING = enum.auto()  # the controls may have changed; the record did not
+    DELTA = enum.auto()  # streamed text grew: a throttled display update
+    STRUCTURAL = enum.auto()  # a message, tool or state changed: the record is re-sent
+    END = enum.auto()  # the cell ends now (a headless run paused at an approval)
 
 
 class TurnView:
@@ -336,11 +346,11 @@ class TurnView:
                 return
             batch = [await sub.__anext__(), *sub.pending()]
             for update in batch:
-                effect = await self._apply(update)
-                if effect == "end":
+                applied = await self._apply(update)
+                if applied is Applied.END:
                     return
-                structural = structural or effect == "structural"
-                streamed = streamed or effect == "delta"
+                structural = structural or applied is Applied.STRUCTURAL
+                streamed = streamed or applied is Applied.DELTA
                 if update.kind == up.REST or (update.kind == up.STATE and is_rest(conv.state)):
                     return
             if structural and not deferred:
@@ -354,8 +364,8 @@ class TurnView:
                 self.show_streaming(structural=structural)
             structural = streamed = deferred = False
 
-    async def _apply(self, update: up.Update) -> str:
-        """Take one update into the view: "delta", "structural", "end" (the cell ends) or ""."""
+    async def _apply(self, update: up.Update) -> Applied:
+        """Take one update into the view and say what it calls for."""
         data = update.data
         controls = self.controls
         if isinstance(data, up.TextDelta | up.ThinkingDelta):
@@ -364,18 +374,18 @@ class TurnView:
             self.live_kind[data.index] = (
                 "assistant" if isinstance(data, up.TextDelta) else "reasoning"
             )
-            return "delta"
+            return Applied.DELTA
         if isinstance(data, up.MessageSaved):
             if data.record.get("message_type") == "agent":
                 self.live_parts.clear()
-            return "structural"
+            return Applied.STRUCTURAL
         if isinstance(data, up.ToolStarted | up.StateChanged):
             if controls is not None:
                 controls.refresh_mode()
                 if isinstance(data, up.StateChanged):
                     controls.clear_retry()
                     controls.show_approval(None)
-            return "structural"
+            return Applied.STRUCTURAL
         if isinstance(data, up.ContextUsage) and controls is not None:
             controls.show_usage(data.warning)
         elif isinstance(data, RetryScheduled) and controls is not None:
@@ -385,8 +395,8 @@ class TurnView:
                 controls.show_notice(data.text)
             say(data.text)  # kept in the cell's output: a failed save never passes in silence
         elif isinstance(data, up.ApprovalNeeded) and await self._on_approval(data.reason):
-            return "end"
-        return ""
+            return Applied.END
+        return Applied.NOTHING
 
     async def _on_approval(self, reason: str) -> bool:
         """Answer or surface an upgrade request; True when the cell should end now."""
