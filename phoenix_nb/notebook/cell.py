@@ -126,13 +126,16 @@ def decorate(
     payload: dict[str, Any],
     session: Session,
     history: Sequence[Mapping[str, Any]] | None = None,
+    *,
+    thumbnails: ThumbnailCache = THUMBNAILS,
 ) -> dict[str, Any]:
     """The runtime's record as the notebook shows it: reasoning dropped when configured,
     each tool group's words ("ran 2 commands") and openness computed here once, so
     the labextension shows exactly what the HTML, Markdown and text fallbacks say, and
-    with the conversation's `history`, bounded thumbnails of its stored images."""
+    with the conversation's `history`, bounded thumbnails of its stored images (from
+    `thumbnails`: work in a worker thread passes a cache of its own)."""
     if history:
-        payload = with_thumbnails(payload, history, THUMBNAILS)
+        payload = with_thumbnails(payload, history, thumbnails)
     cycles = payload.get("cycles", [])
     if not session.config.show_thinking:
         cycles = _without_reasoning(cycles)

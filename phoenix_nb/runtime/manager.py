@@ -29,7 +29,7 @@ from typing import Any
 from phoenix_nb.checkpoints.recorder import CheckpointConfig, Checkpoints
 from phoenix_nb.core import events as ev
 from phoenix_nb.core.codec import CodecError, from_json
-from phoenix_nb.core.cycles import RecordHeader
+from phoenix_nb.core.cycles import Projection, RecordHeader
 from phoenix_nb.core.displays import SubAgentsDisplay
 from phoenix_nb.core.models import ModelInfo, supports
 from phoenix_nb.core.states import (
@@ -196,18 +196,42 @@ class Conversation:
         the history's length (the whole record copies every cycle)."""
         runtime = self.runtime
         projection = runtime.projection()
-        header = RecordHeader(
+        header = self._header(projection.child_ids)
+        return projection.record(runtime.state, header, since_cycle=since_cycle)
+
+    def record_builder(self) -> Callable[[], dict[str, Any]]:
+        """The whole record as it stands now, built by the returned function, which may
+        run in a worker thread: it projects its own copy of the message list (stored
+        messages never change once appended), so a turn that goes on meanwhile on the
+        event loop neither disturbs it nor shows in it. For whole-history work
+        (`%phoenix history`, `export`), whose copy of every cycle would otherwise
+        stall the loop. Call it after `prepare`: the child ids come from the live
+        projection."""
+        runtime = self.runtime
+        history = list(runtime.history)
+        state, model = runtime.state, runtime.context.model
+        header = self._header(runtime.projection().child_ids)
+
+        def build() -> dict[str, Any]:
+            projection = Projection(model)
+            projection.extend(history)
+            return projection.record(state, header)
+
+        return build
+
+    def _header(self, child_ids: Sequence[str]) -> RecordHeader:
+        runtime = self.runtime
+        return RecordHeader(
             conversation_id=runtime.id,
             slug=runtime.slug,
             model=runtime.context.model,
             cwd=runtime.context.cwd,
             sandbox_available=self._phoenix.sandbox.available,
             context_window=runtime.context.window,
-            sub_agent_usage=self._phoenix.sub_agent_usage(projection.child_ids),
+            sub_agent_usage=self._phoenix.sub_agent_usage(tuple(child_ids)),
             provider=self._phoenix.settings.provider,
             lacks=self._phoenix.lacks(runtime.context.model),
         )
-        return projection.record(runtime.state, header, since_cycle=since_cycle)
 
     def spending(self) -> dict[str, Any]:
         """The record's `usage` (this turn's and the conversation's spend), kept
