@@ -49,7 +49,13 @@ from phoenix_nb.tools import patch as patch_module
 from phoenix_nb.tools.base import SandboxInfo, ToolContext
 from phoenix_nb.tools.patch import PatchTool
 
-KERNEL_SIZES = (1_000, 100_000, 1_000_000)
+KERNEL_CASES = (  # (lines, operation); the first is a warm-up
+    (1_000, "replace"),
+    (1_000, "replace"),
+    (100_000, "replace"),
+    (1_000_000, "replace"),
+    (1_000_000, "overwrite"),
+)
 
 SIZES = (10_000, 100_000, 1_000_000)
 ROUNDS = 3
@@ -179,6 +185,27 @@ def _on_gc(phase, info):
         _gcs.append((info["generation"], _time.perf_counter() - _gc_at[0]))
 _gc.callbacks.append(_on_gc)
 _sampler = _asyncio.get_running_loop().create_task(_sample())
+
+# Attribution: a watchdog thread notes where the loop's thread is whenever it has not
+# woken for 30 ms (the innermost phoenix frame, and the innermost frame).
+import sys as _sys, threading as _threading, traceback as _traceback
+_beat, _stuck, _loop_id = [_time.perf_counter()], {}, _threading.get_ident()
+async def _heartbeat():
+    while True:
+        _beat[0] = _time.perf_counter()
+        await _asyncio.sleep(0.005)
+def _where(frame):
+    return f"{frame.name} ({frame.filename.rsplit('/', 1)[-1]}:{frame.lineno})"
+def _watch():
+    while True:
+        _time.sleep(0.01)
+        if _time.perf_counter() - _beat[0] > 0.03:
+            frames = _traceback.extract_stack(_sys._current_frames()[_loop_id])
+            ours = [f for f in frames if "phoenix_nb" in f.filename]
+            where = (_where(ours[-1]) if ours else "-") + " > " + _where(frames[-1])
+            _stuck[where] = _stuck.get(where, 0) + 1
+_heart = _asyncio.get_running_loop().create_task(_heartbeat())
+_threading.Thread(target=_watch, daemon=True).start()
 """
 
 
@@ -199,7 +226,7 @@ def kernel_lag() -> None:
     from tests.notebook.kernel_harness import loaded_kernel
 
     print(f"\nthrough a real kernel (load before: {uptime()})")
-    head = f"{'lines':>9} {'MB':>5} {'turn s':>7} {'lag p50':>8} {'p99':>7} {'max':>7}"
+    head = f"{'lines':>9} {'operation':>9} {'turn s':>7} {'lag p50':>8} {'p99':>7} {'max':>7}"
     print(head + "   full GC pauses (count, longest)")
     with (
         FakeAnthropic() as fake,
@@ -207,29 +234,21 @@ def kernel_lag() -> None:
         loaded_kernel(Path(folder), fake.base_url) as kernel,
     ):
         kernel.ok(PROBE)
-        for lines in KERNEL_SIZES:
+        for lines, operation in KERNEL_CASES:
             name = f"f{lines}.txt"
             target = kernel.project / name
             target.write_text("".join(f"x{i}\n" for i in range(lines)))
             old = f"x{lines // 2}\n"
+            if operation == "replace":  # one line changes
+                edit = {"operation": "replace", "oldText": old, "newText": "y\n"}
+            else:  # the whole file goes: the diff removes every line
+                edit = {"operation": "overwrite", "newText": "y\n"}
             fake.clear()
             fake.script(
-                Turn(
-                    [
-                        tool_use(
-                            "patch",
-                            {
-                                "path": name,
-                                "patches": [
-                                    {"operation": "replace", "oldText": old, "newText": "y\n"}
-                                ],
-                            },
-                        )
-                    ]
-                ),
+                Turn([tool_use("patch", {"path": name, "patches": [edit]})]),
                 Turn([text("Patched.")]),
             )
-            kernel.ok("_lags.clear(); _gcs.clear()")
+            kernel.ok("_lags.clear(); _gcs.clear(); _stuck.clear()")
             started = time.perf_counter()
             cell = kernel.run(
                 f"%%phoenix --new --mode unrestricted --cwd {kernel.project}\npatch it",
@@ -239,16 +258,19 @@ def kernel_lag() -> None:
             assert cell.status == "ok", (cell.error(), cell.text())
             lags = kernel.eval("_lags")
             gcs = kernel.eval("_gcs")
+            stuck = kernel.eval("sorted(_stuck.items(), key=lambda x: -x[1])[:4]")
             shown = json.dumps(cell.last_bundle()["application/vnd.phoenix.conversation+json"])
             assert "\\n+y\\n" in shown, "the record shows no diff"
             assert "x" + str(lines // 2) + "\n" not in target.read_text(), "not patched"
             full = [d for g, d in gcs if g == 2]
             print(
-                f"{lines:>9,} {target.stat().st_size / 1e6:>5.1f} {took:>7.2f} "
+                f"{lines:>9,} {operation:>9} {took:>7.2f} "
                 f"{percentile(lags, 0.5) * 1e3:>6.1f}ms {percentile(lags, 0.99) * 1e3:>5.1f}ms "
                 f"{max(lags, default=0.0) * 1e3:>5.1f}ms   {len(full)}, "
                 f"{max(full, default=0.0) * 1e3:.0f} ms ({len(lags)} samples)"
             )
+            for where, times in stuck:
+                print(f"            loop held > 30 ms in {where}: seen {times} times")
     print(f"load after: {uptime()}")
 
 
