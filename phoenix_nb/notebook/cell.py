@@ -31,20 +31,15 @@ from IPython.display import clear_output, display
 from phoenix_nb.core.notices import RetryScheduled
 from phoenix_nb.core.values import ImageData
 from phoenix_nb.llm.images import ImageError, prepare_image
-from phoenix_nb.notebook._render.view import (
-    group_open,
-    group_title,
-    state_line,
-    state_words,
-    with_call_status,
-)
+from phoenix_nb.notebook._render.view import state_words
 from phoenix_nb.notebook.controls import Controls
+from phoenix_nb.notebook.decorate import decorate_record
 from phoenix_nb.notebook.interrupt import wake_loop_on_signals
 from phoenix_nb.notebook.options import HELP_TEXT, OptionsError, parse_cell_options
 from phoenix_nb.notebook.render import MIME_TYPE, render_bundle
 from phoenix_nb.notebook.session import Session, get_session
 from phoenix_nb.notebook.throttle import GrowthThrottle
-from phoenix_nb.notebook.thumbnails import ThumbnailCache, with_thumbnails
+from phoenix_nb.notebook.thumbnails import ThumbnailCache
 from phoenix_nb.notebook.undo import RevertButton, turn_first_write
 from phoenix_nb.runtime import updates as up
 from phoenix_nb.runtime.conversation import is_paused, is_rest
@@ -129,43 +124,14 @@ def decorate(
     *,
     thumbnails: ThumbnailCache = THUMBNAILS,
 ) -> dict[str, Any]:
-    """The runtime's record as the notebook shows it: reasoning dropped when configured,
-    each tool group's words ("ran 2 commands") and openness computed here once, so
-    the labextension shows exactly what the HTML, Markdown and text fallbacks say, and
-    with the conversation's `history`, bounded thumbnails of its stored images (from
-    `thumbnails`: work in a worker thread passes a cache of its own)."""
-    if history:
-        payload = with_thumbnails(payload, history, thumbnails)
-    cycles = payload.get("cycles", [])
-    if not session.config.show_thinking:
-        cycles = _without_reasoning(cycles)
-    out = []
-    for cycle in cycles:
-        steps = []
-        for step in cycle.get("steps", []):
-            groups = step.get("tool_groups")
-            if groups:
-                step = {
-                    **step,
-                    "tool_groups": [
-                        {
-                            **g,
-                            "label": group_title(g),
-                            "open": group_open(g),
-                            "calls": with_call_status(g),
-                        }
-                        for g in groups
-                    ],
-                }
-            steps.append(step)
-        out.append({**cycle, "steps": steps})
-    decorated = {**payload, "cycles": out}
-    conv = payload.get("conversation")
-    if isinstance(conv, Mapping) and isinstance(conv.get("state"), Mapping):
-        state = {**conv["state"]}
-        state["label"] = state_line(state, decorated)
-        decorated["conversation"] = {**conv, "state": state}
-    return decorated
+    """The runtime's record as the notebook shows it (`decorate.decorate_record`), with
+    this session's settings and, by default, the kernel's shared thumbnail cache."""
+    return decorate_record(
+        payload,
+        show_thinking=session.config.show_thinking,
+        history=history,
+        thumbnails=thumbnails,
+    )
 
 
 class Applied(enum.Enum):
@@ -453,28 +419,6 @@ class TurnView:
             return  # a pending approval keeps its buttons
         self.controls.close()
         self.controls = None
-
-
-def _is_reasoning(step: Mapping[str, Any]) -> bool:
-    item = step.get("item")
-    is_ai = step.get("kind") == "ai"
-    return is_ai and isinstance(item, Mapping) and item.get("type") == "reasoning"
-
-
-def _without_reasoning(cycles: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Drop the model's reasoning from the record (`c.Phoenix.show_thinking = False`):
-    a reasoning-only step goes; a step that also holds tool calls keeps them."""
-    out = []
-    for cycle in cycles:
-        steps = []
-        for step in cycle.get("steps", []):
-            if _is_reasoning(step):
-                if not step.get("tool_groups"):
-                    continue
-                step = {**step, "item": None}
-            steps.append(step)
-        out.append({**cycle, "steps": steps})
-    return out
 
 
 def _with_live_text(

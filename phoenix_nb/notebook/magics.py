@@ -9,10 +9,10 @@ subcommands on the loop.
 
 Every subcommand has one entry in `HANDLERS`: a function that runs at once
 (`now`), one awaited on the loop (`awaiting`), or both. `history` and `export`
-have both: awaited, they build the whole conversation's record in a worker thread
-so a long conversation never stalls the kernel's loop (a Cancel or Approve click
-is served meanwhile); from `run_line_magic`, which cannot await, they build it in
-place.
+have both: awaited, they make the whole conversation's record in a child process
+(`whole_record.py`) so a long conversation never stalls the kernel's loop (a Cancel
+or Approve click is served meanwhile); from `run_line_magic`, which cannot await,
+they make it in place.
 """
 
 from __future__ import annotations
@@ -31,10 +31,9 @@ from phoenix_nb.core.prices import format_usd
 from phoenix_nb.core.states import ContextExhausted
 from phoenix_nb.core.transition import stopped_jobs_text
 from phoenix_nb.notebook._render.cost import Spending
-from phoenix_nb.notebook._render.view import folded_line, state_words
-from phoenix_nb.notebook.cell import THUMBNAILS, TurnView, decorate, front_end_can_answer, say
+from phoenix_nb.notebook._render.view import state_words
+from phoenix_nb.notebook.cell import THUMBNAILS, TurnView, front_end_can_answer, say
 from phoenix_nb.notebook.edits_listing import pending_edits_text
-from phoenix_nb.notebook.export import export_html, export_json, export_markdown
 from phoenix_nb.notebook.options import (
     HELP_TEXT,
     SUBCOMMANDS,
@@ -42,10 +41,15 @@ from phoenix_nb.notebook.options import (
     Subcommand,
     parse_subcommand,
 )
-from phoenix_nb.notebook.render import render_bundle
 from phoenix_nb.notebook.session import Session, get_session
-from phoenix_nb.notebook.thumbnails import ThumbnailCache
 from phoenix_nb.notebook.undo import checkpoints_text, report_text, revert
+from phoenix_nb.notebook.whole_record import (
+    ExportJob,
+    HistoryJob,
+    history_bundle,
+    run_away,
+    write_export,
+)
 from phoenix_nb.runtime.conversation import is_paused
 from phoenix_nb.runtime.manager import Conversation, PhoenixError
 from phoenix_nb.sandbox import describe_hidden
@@ -224,117 +228,50 @@ async def _opened(command: Subcommand, session: Session) -> Conversation:
     return conv
 
 
-def _history_bundle(
-    build: Callable[[], dict[str, Any]],
-    history: list[dict[str, Any]],
-    session: Session,
-    shown: tuple[int, int] | None,
-    thumbnails: ThumbnailCache,
-) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(the bundle `%phoenix history` displays, the whole record it marks as shown).
-
-    The conversation without repeating what the notebook already shows: cycles shown
-    above fold to one line each, the rest is shown whole (and the fallbacks fold the
-    earliest of those when there are many, like the cell). Touches no shared state,
-    so it may run in a worker thread."""
-    full = build()
-    record = decorate(full, session, history, thumbnails=thumbnails)
-    cycles = record.get("cycles", [])
-    if shown is not None:
-        last, steps = shown
-        out = []
-        for i, cycle in enumerate(cycles):
-            if i < last or (i == last and len(cycle.get("steps", [])) <= steps):
-                line = folded_line(cycle, i)
-                out.append({"index": cycle.get("index", i), "folded": True, "line": line})
-            elif i == last:
-                out.append({**cycle, "steps": cycle.get("steps", [])[steps:], "continued": True})
-            else:
-                out.append(cycle)
-        record["cycles"] = out
-        if all(c.get("folded") for c in out):
-            record["notes"] = [
-                "Nothing new since the records above, shown here one line per request. "
-                "`%phoenix export --format html` writes the whole conversation to a file."
-            ]
-    return render_bundle(record), full
+def _history_job(conv: Conversation, session: Session) -> HistoryJob:
+    return HistoryJob(
+        conv.record_snapshot(), session.config.show_thinking, session.shown(conv.slug)
+    )
 
 
 def _history_now(command: Subcommand, session: Session) -> None:
     conv = session.current_conversation(command.slug)
-    bundle, full = _history_bundle(
-        conv.record_builder(), conv.history(), session, session.shown(conv.slug), THUMBNAILS
-    )
+    bundle, last = history_bundle(_history_job(conv, session), THUMBNAILS)
     display(bundle, raw=True)
-    session.mark_shown(conv.slug, full)
+    session.mark_shown(conv.slug, {"cycles": [last]} if last else {})
 
 
 async def _history(command: Subcommand, session: Session, shell: Any) -> None:
     conv = await _opened(command, session)
-    # What the worker reads is taken here, on the loop; the worker has its own
-    # thumbnail cache (the shared one is the loop's).
-    bundle, full = await asyncio.to_thread(
-        _history_bundle,
-        conv.record_builder(),
-        conv.history(),
-        session,
-        session.shown(conv.slug),
-        ThumbnailCache(),
-    )
-    display(bundle, raw=True)
-    session.mark_shown(conv.slug, full)
+    answer = await run_away(_history_job(conv, session))
+    display(answer["bundle"], raw=True)
+    last = answer["last"]
+    session.mark_shown(conv.slug, {"cycles": [last]} if last else {})
 
 
-_WRITERS = {"md": export_markdown, "json": export_json, "html": export_html}
-
-
-def _export_target(conv: Conversation, command: Subcommand) -> Path:
-    """Where the export goes; a relative path is relative to the kernel's folder."""
+def _export_job(conv: Conversation, command: Subcommand, session: Session) -> ExportJob:
+    """A relative path is relative to the kernel's folder."""
     target = Path(command.output or f"{conv.slug}.{command.format}").expanduser()
-    return target if target.is_absolute() else Path.cwd() / target
+    if not target.is_absolute():
+        target = Path.cwd() / target
+    snapshot = conv.record_snapshot()
+    return ExportJob(snapshot, session.config.show_thinking, command.format, str(target))
 
 
-def _write_export(
-    build: Callable[[], dict[str, Any]],
-    history: list[dict[str, Any]],
-    session: Session,
-    fmt: str,
-    target: Path,
-    thumbnails: ThumbnailCache,
-) -> int:
-    """Render the whole record and write it; returns the bytes written. Touches no
-    shared state, so it may run in a worker thread."""
-    text = _WRITERS[fmt](decorate(build(), session, history, thumbnails=thumbnails))
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(text, encoding="utf-8")
-    except OSError as exc:
-        raise OptionsError(f"cannot write {target}: {exc.strerror or exc}") from None
-    return len(text.encode())
+def _exported(conv: Conversation, job: ExportJob, size: int) -> None:
+    print(f"Exported {conv.slug} ({job.format}, {size:,} bytes) to {job.target}")
 
 
 def _export_now(command: Subcommand, session: Session) -> None:
     conv = session.current_conversation(command.slug)
-    target = _export_target(conv, command)
-    size = _write_export(
-        conv.record_builder(), conv.history(), session, command.format, target, THUMBNAILS
-    )
-    print(f"Exported {conv.slug} ({command.format}, {size:,} bytes) to {target}")
+    job = _export_job(conv, command, session)
+    _exported(conv, job, write_export(job, THUMBNAILS))
 
 
 async def _export(command: Subcommand, session: Session, shell: Any) -> None:
     conv = await _opened(command, session)
-    target = _export_target(conv, command)
-    size = await asyncio.to_thread(
-        _write_export,
-        conv.record_builder(),
-        conv.history(),
-        session,
-        command.format,
-        target,
-        ThumbnailCache(),
-    )
-    print(f"Exported {conv.slug} ({command.format}, {size:,} bytes) to {target}")
+    job = _export_job(conv, command, session)
+    _exported(conv, job, int((await run_away(job))["size"]))
 
 
 async def _repair(command: Subcommand, session: Session, shell: Any) -> None:

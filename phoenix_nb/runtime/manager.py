@@ -29,7 +29,7 @@ from typing import Any
 from phoenix_nb.checkpoints.recorder import CheckpointConfig, Checkpoints
 from phoenix_nb.core import events as ev
 from phoenix_nb.core.codec import CodecError, from_json
-from phoenix_nb.core.cycles import Projection, RecordHeader
+from phoenix_nb.core.cycles import RecordHeader
 from phoenix_nb.core.displays import SubAgentsDisplay
 from phoenix_nb.core.models import ModelInfo, supports
 from phoenix_nb.core.states import (
@@ -66,6 +66,7 @@ from phoenix_nb.runtime.conversation import (
 )
 from phoenix_nb.runtime.ports import LlmProvider
 from phoenix_nb.runtime.settings import DEMO_MODEL, Settings
+from phoenix_nb.runtime.snapshot import RecordSnapshot
 from phoenix_nb.runtime.subagents import SubAgentSpawner
 from phoenix_nb.sandbox import SandboxPolicy, detect_sandbox
 from phoenix_nb.store import Store, store_problem
@@ -199,25 +200,17 @@ class Conversation:
         header = self._header(projection.child_ids)
         return projection.record(runtime.state, header, since_cycle=since_cycle)
 
-    def record_builder(self) -> Callable[[], dict[str, Any]]:
-        """The whole record as it stands now, built by the returned function, which may
-        run in a worker thread: it projects its own copy of the message list (stored
-        messages never change once appended), so a turn that goes on meanwhile on the
-        event loop neither disturbs it nor shows in it. For whole-history work
-        (`%phoenix history`, `export`), whose copy of every cycle would otherwise
-        stall the loop. Call it after `prepare`: the child ids come from the live
-        projection."""
+    def record_snapshot(self) -> RecordSnapshot:
+        """The whole record as it stands now, to be built off the event loop (in a child
+        process or a worker thread: `RecordSnapshot`). Call it after `prepare`: the
+        child ids come from the live projection."""
         runtime = self.runtime
-        history = list(runtime.history)
-        state, model = runtime.state, runtime.context.model
-        header = self._header(runtime.projection().child_ids)
-
-        def build() -> dict[str, Any]:
-            projection = Projection(model)
-            projection.extend(history)
-            return projection.record(state, header)
-
-        return build
+        return RecordSnapshot(
+            history=list(runtime.history),
+            model=runtime.context.model,
+            state=runtime.state,
+            header=self._header(runtime.projection().child_ids),
+        )
 
     def _header(self, child_ids: Sequence[str]) -> RecordHeader:
         runtime = self.runtime

@@ -6,14 +6,15 @@ restarted, so the first `history` after the restart reads, projects, decorates a
 renders the whole conversation (as after a restart in real use). Two things are
 checked while that runs:
 
-* where the whole-record work runs: the projection of every cycle, `decorate` and the
-  renderers are wrapped in the kernel to note their thread, and none may run on the
-  thread of the kernel's event loop (deterministic whatever the load);
+* where the whole-record work runs: every projection of a record in the kernel notes
+  its thread, and none may run on the thread of the kernel's event loop (the work is
+  done in a child process; deterministic whatever the load);
 * what the loop feels: a task on the loop sleeps 10 ms at a time and notes how late it
   wakes; its worst lateness must stay below half of the command's own duration. Done on
   the loop, the command stalls it for nearly all its duration (about 1.3 s of 1.4 s on
-  this 2-core machine at load 9); off the loop, only the display of the result and a
-  few copies remain there.
+  this 2-core machine at load 9); in a worker thread, the full garbage collections its
+  allocations set off still held the loop 0.5-1 s; in a child process, only pickling
+  the job and reading and displaying the answer remain there.
 
 The history folds like the cell: its fallbacks show the newest requests whole and the
 earlier ones one line each.
@@ -62,26 +63,20 @@ def _seed(slug, n):
     return conv.slug
 """
 
-# Wrap the whole-record work to note its thread, and start a ticker on the loop.
+# Note the thread of every projection of a record in the kernel, and start a ticker.
 PROBES = """
 import asyncio as _asyncio, threading as _threading, time as _time
-import phoenix_nb.notebook.magics as _magics
 from phoenix_nb.core.cycles import Projection as _Projection
 
 _threads = []
 _lateness = []
+_record = _Projection.record
 
-def _noting(what, fn):
-    def wrapped(*args, **kwargs):
-        _threads.append((what, _threading.get_ident()))
-        return fn(*args, **kwargs)
-    return wrapped
+def _noted(self, *args, **kwargs):
+    _threads.append(("projection", _threading.get_ident()))
+    return _record(self, *args, **kwargs)
 
-_Projection.record = _noting("projection", _Projection.record)
-_magics.decorate = _noting("decorate", _magics.decorate)
-_magics.render_bundle = _noting("render_bundle", _magics.render_bundle)
-for _fmt, _writer in list(_magics._WRITERS.items()):
-    _magics._WRITERS[_fmt] = _noting("export " + _fmt, _writer)
+_Projection.record = _noted
 
 async def _tick():
     while True:
@@ -101,6 +96,14 @@ def seeded(fake: FakeAnthropic, tmp_path_factory: pytest.TempPathFactory) -> Ite
         assert kernel.eval(f"_seed('long', {MESSAGES})") == "long"
         kernel.restart()
         kernel.ok("%load_ext phoenix_nb")
+        # The SDK import `%load_ext` starts in a thread allocates enough to set off a full
+        # collection of its own: let it finish, so the ticker measures only the command.
+        kernel.ok(
+            "import threading\n"
+            "for thread in threading.enumerate():\n"
+            "    if thread.name == 'phoenix-warm-imports':\n"
+            "        thread.join()"
+        )
         kernel.ok(PROBES)
         yield kernel
 
@@ -122,8 +125,7 @@ def _timed(kernel: Kernel, line: str) -> tuple[Any, dict[str, Any]]:
     return cell, figures
 
 
-def _off_the_loop(figures: dict[str, Any], expected: set[str]) -> None:
-    assert expected <= set(figures["ran"]), figures
+def _off_the_loop(figures: dict[str, Any]) -> None:
     assert figures["on_loop"] == [], f"whole-record work ran on the loop's thread: {figures}"
     assert figures["worst"] < figures["took"] / 2, (
         f"the loop stalled {figures['worst'] * 1000:.0f} ms during a command of "
@@ -134,7 +136,7 @@ def _off_the_loop(figures: dict[str, Any], expected: set[str]) -> None:
 def test_history_of_a_long_conversation_runs_off_the_loop_and_folds(seeded: Kernel) -> None:
     cell, figures = _timed(seeded, "%phoenix history long")
     print(f"history of {MESSAGES:,} messages: {figures}")
-    _off_the_loop(figures, {"projection", "decorate", "render_bundle"})
+    _off_the_loop(figures)
     [bundle] = [o["data"] for o in cell.final_outputs() if MIME in o.get("data", {})]
     record = bundle[MIME]
     assert len(record["cycles"]) == MESSAGES // 4, "the record carries every request"
@@ -148,7 +150,7 @@ def test_export_of_a_long_conversation_runs_off_the_loop(seeded: Kernel) -> None
     target = seeded.project / "long.html"
     cell, figures = _timed(seeded, f"%phoenix export long --output {target}")
     print(f"export of {MESSAGES:,} messages: {figures}")
-    _off_the_loop(figures, {"projection", "decorate", "export html"})
+    _off_the_loop(figures)
     assert "Exported long (html" in cell.text("stdout")
     page = Path(target).read_text(encoding="utf-8")
     assert "Question 1:" in page and f"Question {MESSAGES // 4}:" in page, "an export is whole"
