@@ -18,6 +18,7 @@ outputs by the one final record when the turn ends, so no empty output stays.
 from __future__ import annotations
 
 import asyncio
+import enum
 import json
 import sys
 import time
@@ -30,20 +31,15 @@ from IPython.display import clear_output, display
 from phoenix_nb.core.notices import RetryScheduled
 from phoenix_nb.core.values import ImageData
 from phoenix_nb.llm.images import ImageError, prepare_image
-from phoenix_nb.notebook._render.view import (
-    group_open,
-    group_title,
-    state_line,
-    state_words,
-    with_call_status,
-)
+from phoenix_nb.notebook._render.view import state_words
 from phoenix_nb.notebook.controls import Controls
+from phoenix_nb.notebook.decorate import decorate_record
 from phoenix_nb.notebook.interrupt import wake_loop_on_signals
 from phoenix_nb.notebook.options import HELP_TEXT, OptionsError, parse_cell_options
 from phoenix_nb.notebook.render import MIME_TYPE, render_bundle
 from phoenix_nb.notebook.session import Session, get_session
 from phoenix_nb.notebook.throttle import GrowthThrottle
-from phoenix_nb.notebook.thumbnails import ThumbnailCache, with_thumbnails
+from phoenix_nb.notebook.thumbnails import ThumbnailCache
 from phoenix_nb.notebook.undo import RevertButton, turn_first_write
 from phoenix_nb.runtime import updates as up
 from phoenix_nb.runtime.conversation import is_paused, is_rest
@@ -125,43 +121,26 @@ def decorate(
     payload: dict[str, Any],
     session: Session,
     history: Sequence[Mapping[str, Any]] | None = None,
+    *,
+    thumbnails: ThumbnailCache = THUMBNAILS,
 ) -> dict[str, Any]:
-    """The runtime's record as the notebook shows it: reasoning dropped when configured,
-    each tool group's words ("ran 2 commands") and openness computed here once, so
-    the labextension shows exactly what the HTML, Markdown and text fallbacks say, and
-    with the conversation's `history`, bounded thumbnails of its stored images."""
-    if history:
-        payload = with_thumbnails(payload, history, THUMBNAILS)
-    cycles = payload.get("cycles", [])
-    if not session.config.show_thinking:
-        cycles = _without_reasoning(cycles)
-    out = []
-    for cycle in cycles:
-        steps = []
-        for step in cycle.get("steps", []):
-            groups = step.get("tool_groups")
-            if groups:
-                step = {
-                    **step,
-                    "tool_groups": [
-                        {
-                            **g,
-                            "label": group_title(g),
-                            "open": group_open(g),
-                            "calls": with_call_status(g),
-                        }
-                        for g in groups
-                    ],
-                }
-            steps.append(step)
-        out.append({**cycle, "steps": steps})
-    decorated = {**payload, "cycles": out}
-    conv = payload.get("conversation")
-    if isinstance(conv, Mapping) and isinstance(conv.get("state"), Mapping):
-        state = {**conv["state"]}
-        state["label"] = state_line(state, decorated)
-        decorated["conversation"] = {**conv, "state": state}
-    return decorated
+    """The runtime's record as the notebook shows it (`decorate.decorate_record`), with
+    this session's settings and, by default, the kernel's shared thumbnail cache."""
+    return decorate_record(
+        payload,
+        show_thinking=session.config.show_thinking,
+        history=history,
+        thumbnails=thumbnails,
+    )
+
+
+class Applied(enum.Enum):
+    """What taking one update into a `TurnView` calls for."""
+
+    NOTHING = enum.auto()  # the controls may have changed; the record did not
+    DELTA = enum.auto()  # streamed text grew: a throttled display update
+    STRUCTURAL = enum.auto()  # a message, tool or state changed: the record is re-sent
+    END = enum.auto()  # the cell ends now (a headless run paused at an approval)
 
 
 class TurnView:
@@ -333,11 +312,11 @@ class TurnView:
                 return
             batch = [await sub.__anext__(), *sub.pending()]
             for update in batch:
-                effect = await self._apply(update)
-                if effect == "end":
+                applied = await self._apply(update)
+                if applied is Applied.END:
                     return
-                structural = structural or effect == "structural"
-                streamed = streamed or effect == "delta"
+                structural = structural or applied is Applied.STRUCTURAL
+                streamed = streamed or applied is Applied.DELTA
                 if update.kind == up.REST or (update.kind == up.STATE and is_rest(conv.state)):
                     return
             if structural and not deferred:
@@ -351,8 +330,8 @@ class TurnView:
                 self.show_streaming(structural=structural)
             structural = streamed = deferred = False
 
-    async def _apply(self, update: up.Update) -> str:
-        """Take one update into the view: "delta", "structural", "end" (the cell ends) or ""."""
+    async def _apply(self, update: up.Update) -> Applied:
+        """Take one update into the view and say what it calls for."""
         data = update.data
         controls = self.controls
         if isinstance(data, up.StreamedText | up.StreamedThinking):
@@ -361,18 +340,18 @@ class TurnView:
             self.live_kind[data.index] = (
                 "assistant" if isinstance(data, up.StreamedText) else "reasoning"
             )
-            return "delta"
+            return Applied.DELTA
         if isinstance(data, up.MessageSaved):
             if data.record.get("message_type") == "agent":
                 self.live_parts.clear()
-            return "structural"
+            return Applied.STRUCTURAL
         if isinstance(data, up.ToolStarted | up.StateChanged):
             if controls is not None:
                 controls.refresh_mode()
                 if isinstance(data, up.StateChanged):
                     controls.clear_retry()
                     controls.show_approval(None)
-            return "structural"
+            return Applied.STRUCTURAL
         if isinstance(data, up.ContextUsage) and controls is not None:
             controls.show_usage(data.warning)
         elif isinstance(data, RetryScheduled) and controls is not None:
@@ -382,8 +361,8 @@ class TurnView:
                 controls.show_notice(data.text)
             say(data.text)  # kept in the cell's output: a failed save never passes in silence
         elif isinstance(data, up.ApprovalNeeded) and await self._on_approval(data.reason):
-            return "end"
-        return ""
+            return Applied.END
+        return Applied.NOTHING
 
     async def _on_approval(self, reason: str) -> bool:
         """Answer or surface an upgrade request; True when the cell should end now."""
@@ -437,28 +416,6 @@ class TurnView:
             return  # a pending approval keeps its buttons
         self.controls.close()
         self.controls = None
-
-
-def _is_reasoning(step: Mapping[str, Any]) -> bool:
-    item = step.get("item")
-    is_ai = step.get("kind") == "ai"
-    return is_ai and isinstance(item, Mapping) and item.get("type") == "reasoning"
-
-
-def _without_reasoning(cycles: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Drop the model's reasoning from the record (`c.Phoenix.show_thinking = False`):
-    a reasoning-only step goes; a step that also holds tool calls keeps them."""
-    out = []
-    for cycle in cycles:
-        steps = []
-        for step in cycle.get("steps", []):
-            if _is_reasoning(step):
-                if not step.get("tool_groups"):
-                    continue
-                step = {**step, "item": None}
-            steps.append(step)
-        out.append({**cycle, "steps": steps})
-    return out
 
 
 def _with_live_text(

@@ -31,7 +31,7 @@ import ipywidgets as w
 from phoenix_nb.core.states import ContextExhausted
 from phoenix_nb.llm.images import ImageError, prepare_image
 from phoenix_nb.notebook._render.view import state_words
-from phoenix_nb.notebook.cell import TurnView
+from phoenix_nb.notebook.cell import Applied, TurnView
 from phoenix_nb.notebook.controls import DetachedDisplay, control_bundle
 from phoenix_nb.notebook.render import render_bundle
 from phoenix_nb.notebook.session import Session
@@ -166,9 +166,9 @@ class ChatPanel:
                     if isinstance(item.data, up.NoticeText):
                         self.show_notice(item.data.text)  # a task's print lands elsewhere
                         continue
-                    effect = await self.view._apply(item)
-                    structural = structural or effect in ("structural", "end")
-                    streamed = streamed or effect == "delta"
+                    applied = await self.view._apply(item)
+                    structural = structural or applied in (Applied.STRUCTURAL, Applied.END)
+                    streamed = streamed or applied is Applied.DELTA
                 if is_rest(self.conv.state):
                     if structural or not final_shown:
                         self.view.show_final()

@@ -6,12 +6,21 @@ cells, unindented `%phoenix …` lines are rewritten by the input transformer
 into `await run_line(…)`. The registered line magic handles the rest (e.g.
 `get_ipython().run_line_magic("phoenix", "list")`) and schedules waiting
 subcommands on the loop.
+
+Every subcommand has one entry in `HANDLERS`: a function that runs at once
+(`now`), one awaited on the loop (`awaiting`), or both. `history` and `export`
+have both: awaited, they make the whole conversation's record in a child process
+(`whole_record.py`) so a long conversation never stalls the kernel's loop (a Cancel
+or Approve click is served meanwhile); from `run_line_magic`, which cannot await,
+they make it in place.
 """
 
 from __future__ import annotations
 
 import asyncio
 import re
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -22,23 +31,33 @@ from phoenix_nb.core.prices import format_usd
 from phoenix_nb.core.states import ContextExhausted
 from phoenix_nb.core.transition import stopped_jobs_text
 from phoenix_nb.notebook._render.cost import Spending
-from phoenix_nb.notebook._render.view import folded_line, state_words
-from phoenix_nb.notebook.cell import TurnView, decorate, front_end_can_answer, say
+from phoenix_nb.notebook._render.view import state_words
+from phoenix_nb.notebook.cell import THUMBNAILS, TurnView, front_end_can_answer, say
 from phoenix_nb.notebook.edits_listing import pending_edits_text
-from phoenix_nb.notebook.export import export_html, export_json, export_markdown
-from phoenix_nb.notebook.options import HELP_TEXT, OptionsError, Subcommand, parse_subcommand
-from phoenix_nb.notebook.render import render_bundle
+from phoenix_nb.notebook.options import (
+    HELP_TEXT,
+    SUBCOMMANDS,
+    OptionsError,
+    Subcommand,
+    parse_subcommand,
+)
 from phoenix_nb.notebook.session import Session, get_session
 from phoenix_nb.notebook.undo import checkpoints_text, report_text, revert
+from phoenix_nb.notebook.whole_record import (
+    ExportJob,
+    HistoryJob,
+    history_bundle,
+    run_away,
+    write_export,
+)
 from phoenix_nb.runtime.conversation import is_paused
-from phoenix_nb.runtime.manager import PhoenixError
+from phoenix_nb.runtime.manager import Conversation, PhoenixError
 from phoenix_nb.sandbox import describe_hidden
 from phoenix_nb.store import StoreError
 from phoenix_nb.tools.environment import withheld_summary
 
 _LINE = re.compile(r"^%phoenix(?:[ \t]+(?P<args>[^\n]*))?[ \t]*$")
 LINE_ENTRY = "__import__('phoenix_nb.notebook.magics', fromlist=['run_line']).run_line"
-AWAITING = frozenset({"approve", "deny", "cancel", "restrict", "continue", "revert", "repair"})
 _BACKGROUND: set[asyncio.Task[None]] = set()  # scheduled subcommands, kept until done
 
 
@@ -68,59 +87,77 @@ async def run_line(line: str) -> None:
 
 
 async def _dispatch(command: Subcommand, session: Session, shell: Any) -> None:
-    if command.name in AWAITING:
-        await _dispatch_awaiting(command, session, shell)
-    else:
-        _dispatch_now(command, session)
+    handler = HANDLERS[command.name]
+    if handler.announce:
+        _announce(session)
+    if handler.awaiting is not None:
+        await handler.awaiting(command, session, shell)
+    elif handler.now is not None:
+        handler.now(command, session)
 
 
 def _dispatch_now(command: Subcommand, session: Session) -> None:
-    """Subcommands that only read or create: they run at once, even from `run_line_magic`."""
-    name = command.name
-    phoenix = session.phoenix
-    if name == "help":
-        print(HELP_TEXT)
-        return
+    """A subcommand run at once (from `run_line_magic`, which cannot await)."""
+    handler = HANDLERS[command.name]
+    assert handler.now is not None, f"{command.name} must be awaited"
+    if handler.announce:
+        _announce(session)
+    handler.now(command, session)
+
+
+def _announce(session: Session) -> None:
     _announce_store(session)
     _announce_resumed(session)
-    if name == "status":
-        if command.slug is None and session.current is None:
-            print("No conversation yet in this notebook: run a %%phoenix cell to start one.")
-            print(_reattach_line(session, None))
-            return
-        conv = session.current_conversation(command.slug)
-        print(_status(conv, session))
-    elif name == "list":
-        rows = phoenix.list()
-        if not rows:
-            print("No conversations yet: run a %%phoenix cell.")
-        for line in list_lines(rows, session.current):
-            print(line)
-    elif name == "new":
-        conv = phoenix.create(cwd=session.cwd)
-        session.current = conv.slug
-        print(f"New conversation {conv.slug} ({conv.mode.value}) in {conv.cwd}.")
-    elif name == "use":
-        assert command.slug is not None
-        conv = phoenix.get(command.slug)
-        session.current = conv.slug
-        print(f"Using {conv.slug} ({_state_words(conv)}, {conv.mode.value}).")
-    elif name == "history":
-        conv = session.current_conversation(command.slug)
-        _show_history(conv, session)
-    elif name == "export":
-        conv = session.current_conversation(command.slug)
-        _export(conv, command, session)
-    elif name == "checkpoints":
-        conv = session.current_conversation()
-        print(checkpoints_text(conv, session.phoenix.worktree))
-    elif name == "edits":
-        print(pending_edits_text(session.kernel))
-    elif name == "chat":
-        from phoenix_nb.notebook.chat import ChatPanel
 
-        panel = ChatPanel(session, asyncio.get_event_loop())
-        panel.show()
+
+def _help(command: Subcommand, session: Session) -> None:
+    print(HELP_TEXT)
+
+
+def _show_status(command: Subcommand, session: Session) -> None:
+    if command.slug is None and session.current is None:
+        print("No conversation yet in this notebook: run a %%phoenix cell to start one.")
+        print(_reattach_line(session, None))
+        return
+    conv = session.current_conversation(command.slug)
+    print(_status(conv, session))
+
+
+def _list(command: Subcommand, session: Session) -> None:
+    rows = session.phoenix.list()
+    if not rows:
+        print("No conversations yet: run a %%phoenix cell.")
+    for line in list_lines(rows, session.current):
+        print(line)
+
+
+def _new(command: Subcommand, session: Session) -> None:
+    conv = session.phoenix.create(cwd=session.cwd)
+    session.current = conv.slug
+    print(f"New conversation {conv.slug} ({conv.mode.value}) in {conv.cwd}.")
+
+
+def _use(command: Subcommand, session: Session) -> None:
+    assert command.slug is not None
+    conv = session.phoenix.get(command.slug)
+    session.current = conv.slug
+    print(f"Using {conv.slug} ({_state_words(conv)}, {conv.mode.value}).")
+
+
+def _checkpoints(command: Subcommand, session: Session) -> None:
+    conv = session.current_conversation()
+    print(checkpoints_text(conv, session.phoenix.worktree))
+
+
+def _edits(command: Subcommand, session: Session) -> None:
+    print(pending_edits_text(session.kernel))
+
+
+def _chat(command: Subcommand, session: Session) -> None:
+    from phoenix_nb.notebook.chat import ChatPanel
+
+    panel = ChatPanel(session, asyncio.get_event_loop())
+    panel.show()
 
 
 def list_lines(rows: list[dict[str, Any]], current: str | None) -> list[str]:
@@ -179,108 +216,166 @@ def _announce_resumed(session: Session) -> None:
         print(f"phoenix: {note}.")
 
 
-def _show_history(conv: Any, session: Session) -> None:
-    """The conversation without repeating what the notebook already shows: cycles shown
-    above fold to one line each, the rest is shown whole."""
-    full = conv.payload()
-    record = decorate(full, session, conv.history())
-    shown = session.shown(conv.slug)
-    cycles = record.get("cycles", [])
-    if shown is not None:
-        last, steps = shown
-        out = []
-        for i, cycle in enumerate(cycles):
-            if i < last or (i == last and len(cycle.get("steps", [])) <= steps):
-                line = folded_line(cycle, i)
-                out.append({"index": cycle.get("index", i), "folded": True, "line": line})
-            elif i == last:
-                out.append({**cycle, "steps": cycle.get("steps", [])[steps:], "continued": True})
-            else:
-                out.append(cycle)
-        record["cycles"] = out
-        if all(c.get("folded") for c in out):
-            record["notes"] = [
-                "Nothing new since the records above, shown here one line per request. "
-                "`%phoenix export --format html` writes the whole conversation to a file."
-            ]
-    display(render_bundle(record), raw=True)
-    session.mark_shown(conv.slug, full)
+async def _opened(command: Subcommand, session: Session) -> Conversation:
+    """The conversation named (or the notebook's), its history read from the store and
+    its caches built off the loop: a long conversation opened for the first time
+    after a restart would otherwise stall the loop reading thousands of messages."""
+    name = command.slug or session.current
+    if name is not None:
+        await session.phoenix.load(name)
+    conv = session.current_conversation(command.slug)
+    await conv.prepare()
+    return conv
 
 
-_WRITERS = {"md": export_markdown, "json": export_json, "html": export_html}
+def _history_job(conv: Conversation, session: Session) -> HistoryJob:
+    return HistoryJob(
+        conv.record_snapshot(), session.config.show_thinking, session.shown(conv.slug)
+    )
 
 
-def _export(conv: Any, command: Subcommand, session: Session) -> None:
-    """Write the record to a file; a relative path is relative to the kernel's folder."""
+def _history_now(command: Subcommand, session: Session) -> None:
+    conv = session.current_conversation(command.slug)
+    bundle, last = history_bundle(_history_job(conv, session), THUMBNAILS)
+    display(bundle, raw=True)
+    session.mark_shown(conv.slug, {"cycles": [last]} if last else {})
+
+
+async def _history(command: Subcommand, session: Session, shell: Any) -> None:
+    conv = await _opened(command, session)
+    answer = await run_away(_history_job(conv, session))
+    display(answer["bundle"], raw=True)
+    last = answer["last"]
+    session.mark_shown(conv.slug, {"cycles": [last]} if last else {})
+
+
+def _export_job(conv: Conversation, command: Subcommand, session: Session) -> ExportJob:
+    """A relative path is relative to the kernel's folder."""
     target = Path(command.output or f"{conv.slug}.{command.format}").expanduser()
     if not target.is_absolute():
         target = Path.cwd() / target
-    text = _WRITERS[command.format](decorate(conv.payload(), session, conv.history()))
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(text, encoding="utf-8")
-    except OSError as exc:
-        raise OptionsError(f"cannot write {target}: {exc.strerror or exc}") from None
-    print(f"Exported {conv.slug} ({command.format}, {len(text.encode()):,} bytes) to {target}")
+    snapshot = conv.record_snapshot()
+    return ExportJob(snapshot, session.config.show_thinking, command.format, str(target))
 
 
-async def _dispatch_awaiting(command: Subcommand, session: Session, shell: Any) -> None:
-    """Subcommands that wait on the agent, on the kernel's loop."""
+def _exported(conv: Conversation, job: ExportJob, size: int) -> None:
+    print(f"Exported {conv.slug} ({job.format}, {size:,} bytes) to {job.target}")
+
+
+def _export_now(command: Subcommand, session: Session) -> None:
+    conv = session.current_conversation(command.slug)
+    job = _export_job(conv, command, session)
+    _exported(conv, job, write_export(job, THUMBNAILS))
+
+
+async def _export(command: Subcommand, session: Session, shell: Any) -> None:
+    conv = await _opened(command, session)
+    job = _export_job(conv, command, session)
+    _exported(conv, job, int((await run_away(job))["size"]))
+
+
+async def _repair(command: Subcommand, session: Session, shell: Any) -> None:
+    slug = command.slug or session.current
+    if slug is None:
+        raise PhoenixError("%phoenix repair: which conversation? `%phoenix repair SLUG`")
+    print(_repaired_line(await session.phoenix.repair(slug), session))
+
+
+async def _answer(command: Subcommand, session: Session, shell: Any) -> None:
+    """`approve` or `deny`: the paused turn goes on, shown from the approval on."""
     name = command.name
-    _announce_store(session)
-    _announce_resumed(session)
-    if name == "repair":
-        slug = command.slug or session.current
-        if slug is None:
-            raise PhoenixError("%phoenix repair: which conversation? `%phoenix repair SLUG`")
-        print(_repaired_line(await session.phoenix.repair(slug), session))
-    elif name in ("approve", "deny"):
-        conv = session.current_conversation()
-        if not is_paused(conv.state):
-            print(
-                f"Nothing to {name}: {conv.slug} is not waiting for an answer "
-                f"({conv.mode.value}, {_state_words(conv)})."
-            )
-            return
-        action = conv.approve if name == "approve" else conv.deny
-        view = TurnView(
-            conv,
-            session,
-            can_answer=front_end_can_answer(shell, session),
-            from_approval=True,
-        )
-        await view.run(action)
-    elif name == "restrict":
-        conv = session.current_conversation()
-        stopped = await conv.restrict()
-        print(f"{conv.slug} is now Restricted (read-only, no network).")
-        if stopped:
-            print(stopped_jobs_text(stopped))
-    elif name == "cancel":
-        conv = session.current_conversation()
-        await conv.cancel()
-        print(f"Cancelled; {conv.slug} is {_state_words(conv)}.")
-    elif name == "revert":
-        conv = session.current_conversation()
-        report = await revert(
-            conv,
-            session.phoenix.worktree,
-            target=command.target,
-            to_approval=command.to_approval,
-            force=command.force,
-        )
-        print(report_text(report))
-    elif name == "continue":
-        conv = session.current_conversation()
-        exhausted = isinstance(conv.state.phase, ContextExhausted)
-        new = await conv.continue_in_new()
-        session.current = new.slug
-        summary = new_summary(conv)
-        why = "its context is full" if exhausted else "at your request"
+    conv = session.current_conversation()
+    if not is_paused(conv.state):
         print(
-            f"Started {new.slug}, seeded with a summary of {conv.slug} ({why}); "
-            f"your next %%phoenix cell talks to {new.slug}.\n\n{summary}"
+            f"Nothing to {name}: {conv.slug} is not waiting for an answer "
+            f"({conv.mode.value}, {_state_words(conv)})."
         )
+        return
+    action = conv.approve if name == "approve" else conv.deny
+    view = TurnView(
+        conv,
+        session,
+        can_answer=front_end_can_answer(shell, session),
+        from_approval=True,
+    )
+    await view.run(action)
+
+
+async def _restrict(command: Subcommand, session: Session, shell: Any) -> None:
+    conv = session.current_conversation()
+    stopped = await conv.restrict()
+    print(f"{conv.slug} is now Restricted (read-only, no network).")
+    if stopped:
+        print(stopped_jobs_text(stopped))
+
+
+async def _cancel(command: Subcommand, session: Session, shell: Any) -> None:
+    conv = session.current_conversation()
+    await conv.cancel()
+    print(f"Cancelled; {conv.slug} is {_state_words(conv)}.")
+
+
+async def _revert(command: Subcommand, session: Session, shell: Any) -> None:
+    conv = session.current_conversation()
+    report = await revert(
+        conv,
+        session.phoenix.worktree,
+        target=command.target,
+        to_approval=command.to_approval,
+        force=command.force,
+    )
+    print(report_text(report))
+
+
+async def _continue(command: Subcommand, session: Session, shell: Any) -> None:
+    conv = session.current_conversation()
+    exhausted = isinstance(conv.state.phase, ContextExhausted)
+    new = await conv.continue_in_new()
+    session.current = new.slug
+    summary = new_summary(conv)
+    why = "its context is full" if exhausted else "at your request"
+    print(
+        f"Started {new.slug}, seeded with a summary of {conv.slug} ({why}); "
+        f"your next %%phoenix cell talks to {new.slug}.\n\n{summary}"
+    )
+
+
+Now = Callable[[Subcommand, Session], None]
+Awaiting = Callable[[Subcommand, Session, Any], Awaitable[None]]
+
+
+@dataclass(frozen=True)
+class Handler:
+    """How one subcommand runs. `awaiting` (when given) is what `run_line` awaits on the
+    kernel's loop; `now` (when given) runs at once, and is what `run_line_magic`, which
+    cannot await, calls; a subcommand with only `awaiting` is scheduled on the loop
+    from there. `announce`: the store's and the resumed conversation's notes first."""
+
+    now: Now | None = None
+    awaiting: Awaiting | None = None
+    announce: bool = True
+
+
+HANDLERS: Mapping[str, Handler] = {
+    "help": Handler(now=_help, announce=False),
+    "status": Handler(now=_show_status),
+    "list": Handler(now=_list),
+    "new": Handler(now=_new),
+    "use": Handler(now=_use),
+    "history": Handler(now=_history_now, awaiting=_history),
+    "export": Handler(now=_export_now, awaiting=_export),
+    "checkpoints": Handler(now=_checkpoints),
+    "edits": Handler(now=_edits),
+    "chat": Handler(now=_chat),
+    "repair": Handler(awaiting=_repair),
+    "approve": Handler(awaiting=_answer),
+    "deny": Handler(awaiting=_answer),
+    "restrict": Handler(awaiting=_restrict),
+    "cancel": Handler(awaiting=_cancel),
+    "revert": Handler(awaiting=_revert),
+    "continue": Handler(awaiting=_continue),
+}
+assert set(HANDLERS) == set(SUBCOMMANDS), "every parsed subcommand has exactly one handler"
 
 
 def _repaired_line(done: Any, session: Session) -> str:
@@ -296,7 +391,7 @@ def _repaired_line(done: Any, session: Session) -> str:
     )
 
 
-def _damage_line(conv: Any, session: Session) -> list[str]:
+def _damage_line(conv: Conversation, session: Session) -> list[str]:
     found = session.phoenix.store.damage(conv.id)
     if found is None:
         return []
@@ -306,7 +401,7 @@ def _damage_line(conv: Any, session: Session) -> list[str]:
     ]
 
 
-def _state_words(conv: Any) -> str:
+def _state_words(conv: Conversation) -> str:
     return state_words(conv.state.name)
 
 
@@ -326,7 +421,7 @@ def _budget_line(session: Session, usage: Any) -> str:
     return " · ".join(parts) + "  (`%config Phoenix.max_turn_rounds = …` and the like)"
 
 
-def _reattach_line(session: Session, conv: Any) -> str:
+def _reattach_line(session: Session, conv: Conversation | None) -> str:
     notebook = session.notebook
     if notebook is not None:
         return f"notebook      {notebook} (a restarted kernel continues this conversation)"
@@ -337,18 +432,20 @@ def _reattach_line(session: Session, conv: Any) -> str:
     )
 
 
-def new_summary(conv: Any) -> str:
+def new_summary(conv: Conversation) -> str:
     phase = conv.state.phase
     return phase.summary if isinstance(phase, ContextExhausted) else ""
 
 
-def _serving(conv: Any, session: Session) -> str:
+def _serving(conv: Conversation, session: Session) -> str:
     """'anthropic at http://… · lacks caching · window: conservative default …'."""
     s = session.phoenix.settings
     parts = [s.provider + (f" at {s.base_url}" if s.base_url else "")]
     lacks = session.phoenix.lacks(conv.model)
     parts.append("lacks " + ", ".join(lacks) if lacks else "no feature known missing")
-    source = conv.runtime.context.model_info.source
+    info = conv.runtime.context.model_info
+    assert info is not None  # filled in from the model's name when the context is made
+    source = info.source
     if source == "default":
         parts.append("context window: a conservative default (set c.Phoenix.models)")
     elif source == "configured":
@@ -356,7 +453,7 @@ def _serving(conv: Any, session: Session) -> str:
     return " · ".join(parts)
 
 
-def _status(conv: Any, session: Session) -> str:
+def _status(conv: Conversation, session: Session) -> str:
     usage = conv.usage()
     sandbox = session.phoenix.sandbox
     if isinstance(conv.state.phase, ContextExhausted):
@@ -406,7 +503,7 @@ class PhoenixMagics(Magics):
             say(str(exc))
             return
         session = get_session(self.shell)
-        if command.name in AWAITING:
+        if HANDLERS[command.name].now is None:
             # A magic cannot await: the transformer rewrites `%phoenix` lines so this path
             # is only taken from `run_line_magic` or indented lines.
             task = asyncio.get_event_loop().create_task(run_line(line))

@@ -21,25 +21,6 @@ from phoenix_nb.errors import PhoenixError
 ON_UPGRADE_CHOICES = ("ask", "approve", "deny")
 MODE_CHOICES = ("restricted", "unrestricted")
 EXPORT_FORMATS = ("md", "json", "html")
-SUBCOMMANDS = (
-    "status",
-    "list",
-    "new",
-    "use",
-    "approve",
-    "deny",
-    "restrict",
-    "cancel",
-    "continue",
-    "history",
-    "chat",
-    "export",
-    "checkpoints",
-    "edits",
-    "revert",
-    "repair",
-    "help",
-)
 HELP_FLAGS = ("--help", "-h")
 
 
@@ -110,6 +91,10 @@ SUBCOMMAND_HELP = (
     ),
     HelpLine("help", "this help", "%phoenix help"),
 )
+
+
+# The subcommands are the help's entries: one list, so a new one cannot go unexplained.
+SUBCOMMANDS = tuple(h.usage.split()[0] for h in SUBCOMMAND_HELP)
 
 
 HELP_WIDTH = 100  # a notebook's output column: longer lines wrap mid-word there

@@ -66,6 +66,7 @@ from phoenix_nb.runtime.conversation import (
 )
 from phoenix_nb.runtime.ports import LlmProvider
 from phoenix_nb.runtime.settings import DEMO_MODEL, Settings
+from phoenix_nb.runtime.snapshot import RecordSnapshot
 from phoenix_nb.runtime.subagents import SubAgentSpawner
 from phoenix_nb.sandbox import SandboxPolicy, detect_sandbox
 from phoenix_nb.store import Store, store_problem
@@ -196,18 +197,34 @@ class Conversation:
         the history's length (the whole record copies every cycle)."""
         runtime = self.runtime
         projection = runtime.projection()
-        header = RecordHeader(
+        header = self._header(projection.child_ids)
+        return projection.record(runtime.state, header, since_cycle=since_cycle)
+
+    def record_snapshot(self) -> RecordSnapshot:
+        """The whole record as it stands now, to be built off the event loop (in a child
+        process or a worker thread: `RecordSnapshot`). Call it after `prepare`: the
+        child ids come from the live projection."""
+        runtime = self.runtime
+        return RecordSnapshot(
+            history=list(runtime.history),
+            model=runtime.context.model,
+            state=runtime.state,
+            header=self._header(runtime.projection().child_ids),
+        )
+
+    def _header(self, child_ids: Sequence[str]) -> RecordHeader:
+        runtime = self.runtime
+        return RecordHeader(
             conversation_id=runtime.id,
             slug=runtime.slug,
             model=runtime.context.model,
             cwd=runtime.context.cwd,
             sandbox_available=self._phoenix.sandbox.available,
             context_window=runtime.context.window,
-            sub_agent_usage=self._phoenix.sub_agent_usage(projection.child_ids),
+            sub_agent_usage=self._phoenix.sub_agent_usage(tuple(child_ids)),
             provider=self._phoenix.settings.provider,
             lacks=self._phoenix.lacks(runtime.context.model),
         )
-        return projection.record(runtime.state, header, since_cycle=since_cycle)
 
     def spending(self) -> dict[str, Any]:
         """The record's `usage` (this turn's and the conversation's spend), kept

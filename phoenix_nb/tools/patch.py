@@ -31,6 +31,8 @@ Why it is shaped this way:
   guessing: the model is told the count and line numbers.
 * A CRLF file stays CRLF: inserted text takes the file's line ending.
 * Binary files (NUL bytes or not UTF-8) are refused rather than re-encoded.
+* The diff shown to the person is bounded (`DISPLAY_DIFF_CHARS`): an overwrite of a
+  million-line file must not put megabytes into the record the kernel re-sends.
 * In Restricted mode nothing is touched and the exact message of REQ-PATCH-009
   is returned; the kernel sandbox would refuse the write anyway, but the model
   deserves a clear pointer to request_mode_upgrade instead of EACCES.
@@ -685,6 +687,32 @@ def _diff(before: str, after: str, name: str) -> tuple[str, int, int]:
     return text, added, removed
 
 
+# The diff is for the person reading the record, which the notebook keeps and re-sends:
+# an overwrite of a large file removes every line, megabytes no one reads, which would
+# cost the kernel's loop and the notebook as much. Past this many characters the
+# display keeps the diff's first and last lines around one hunk-like line that says how
+# many lines it leaves out and what the whole change is (the record's renderers read
+# the counts from it: docs/record-format.md); the model's result always has the counts.
+DISPLAY_DIFF_CHARS = 100_000
+_TAIL_SHARE = 5  # a fifth of the budget for the diff's last lines
+
+
+def _bounded_diff(diff: str, added: int, removed: int) -> str:
+    """`diff` whole when short enough, else its head and tail around a counting line."""
+    if len(diff) <= DISPLAY_DIFF_CHARS:
+        return diff
+    tail_chars = DISPLAY_DIFF_CHARS // _TAIL_SHARE
+    head_end = diff.rfind("\n", 0, DISPLAY_DIFF_CHARS - tail_chars) + 1
+    tail_start = diff.find("\n", len(diff) - tail_chars) + 1
+    if tail_start <= head_end:  # one enormous line: nothing whole to keep at the end
+        tail_start = len(diff)
+    left_out = diff.count("\n", head_end, tail_start)
+    note = (
+        f"@@ {left_out} lines of this diff not shown; the whole change is +{added} -{removed} @@\n"
+    )
+    return diff[:head_end] + note + diff[tail_start:]
+
+
 @dataclass(frozen=True)
 class _Outcome:
     """Everything the tool needs from the CPU-bound work: what to write and the diff."""
@@ -705,6 +733,7 @@ def _compute(target: Path, shown: str, patches: list[Mapping[str, Any]]) -> _Out
     if plan.before is not None and plan.after == plan.before:
         return _Outcome(True, True, b"", plan.notes, plan.info, "", 0, 0)
     diff, added, removed = _diff(plan.before or "", plan.after, shown)
+    diff = _bounded_diff(diff, added, removed)
     data = plan.after.encode("utf-8")
     return _Outcome(
         plan.before is not None, False, data, plan.notes, plan.info, diff, added, removed

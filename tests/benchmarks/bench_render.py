@@ -3,10 +3,12 @@
 Run: /work/venv/bin/python tests/benchmarks/bench_render.py
 Prints, for records of 8, 80 and 800 cycles, the time of each renderer as a ratio to
 `json.dumps` (the cheapest thing the lead does with the record anyway), and the
-growth per 10× cycles (linear ≈ 10×). The fallbacks fold the earlier requests of a
-long record (`view.WHOLE_CYCLES_BUDGET`); this part lifts that budget so it measures
-the renderers' own cost on every request, and then prints the 800-cycle record once
-more as the notebook renders it (folded).
+growth per 10× cycles (linear ≈ 10×) with its exponent, also beside json.dumps's own
+in the same run (a loaded machine and the memory caches bend both alike), and the
+growth of the function calls each renderer makes, which the load cannot bend. The
+fallbacks fold the earlier requests of a long record (`view.WHOLE_CYCLES_BUDGET`);
+this part lifts that budget so it measures the renderers' own cost on every request,
+and then prints the 800-cycle record once more as the notebook renders it (folded).
 
 Then one record whose single assistant message is 40 KB, 400 KB and 4 MB of Markdown:
 the notebook's fallbacks show a bounded head and tail of any one block, so their time
@@ -19,6 +21,9 @@ from __future__ import annotations
 import copy
 import gc
 import json
+import math
+import os
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -54,6 +59,23 @@ def best_of(fn: Callable[[Any], Any], arg: Any, repeat: int = 5) -> float:
     return min(times)
 
 
+def calls(fn: Callable[[Any], Any], arg: Any) -> int:
+    """Function calls (Python and C) one run makes: the work done, whatever the load."""
+    count = 0
+
+    def note(frame: Any, event: str, arg: Any) -> None:
+        nonlocal count
+        if event in ("call", "c_call"):
+            count += 1
+
+    sys.setprofile(note)
+    try:
+        fn(arg)
+    finally:
+        sys.setprofile(None)
+    return count
+
+
 def main() -> None:
     renderers: dict[str, Callable[[Any], Any]] = {
         "html": render_html,
@@ -62,6 +84,7 @@ def main() -> None:
         "bundle": render_bundle,
     }
     results: dict[int, dict[str, float]] = {}
+    work: dict[int, dict[str, int]] = {n: {} for n in (8, 80, 800)}
     budget = view.WHOLE_CYCLES_BUDGET
     view.WHOLE_CYCLES_BUDGET = 10**12  # every request whole: the renderers' own cost
     for n in (8, 80, 800):
@@ -73,11 +96,22 @@ def main() -> None:
         for name, fn in renderers.items():
             t = best_of(fn, record)
             results[n][name] = t
+            work[n][name] = calls(fn, record)
             print(f"  {name:9s} {t * 1e3:7.2f} ms  = {t / baseline:5.1f}× json.dumps")
     for a, b in ((8, 80), (80, 800)):
-        print(f"growth {a} → {b} cycles (linear ≈ 10×):")
+        print(f"growth {a} → {b} cycles (linear ≈ 10×, exponent ≈ 1.0):")
+        base = math.log(results[b]["json.dumps"] / results[a]["json.dumps"]) / math.log(b / a)
         for name in ("json.dumps", *renderers):
-            print(f"  {name:10s} {results[b][name] / results[a][name]:5.1f}×")
+            ratio = results[b][name] / results[a][name]
+            exponent = math.log(ratio) / math.log(b / a)
+            line = f"  {name:10s} {ratio:5.1f}×  n^{exponent:.2f}"
+            if name in work[a]:
+                steps = work[b][name] / work[a][name]
+                line += (
+                    f"  (n^{exponent - base:+.2f} beside json.dumps; function calls "
+                    f"{steps:.2f}× = n^{math.log(steps) / math.log(b / a):.2f})"
+                )
+            print(line)
     view.WHOLE_CYCLES_BUDGET = budget
     record = with_cycles(800)
     folded = best_of(render_bundle, record)
@@ -121,9 +155,12 @@ def one_big_block() -> None:
             f"growth {a // 1000} KB → {b // 1000} KB (fallbacks flat ≈ 1×, exports linear ≈ 10×):"
         )
         for name in renderers:
-            print(f"  {name:12s} {results[b][name] / results[a][name]:5.1f}×")
+            ratio = results[b][name] / results[a][name]
+            print(f"  {name:12s} {ratio:5.1f}×  n^{math.log(ratio) / math.log(b / a):.2f}")
 
 
 if __name__ == "__main__":
+    print("load before: " + "/".join(f"{x:.2f}" for x in os.getloadavg()))
     main()
     one_big_block()
+    print("load after: " + "/".join(f"{x:.2f}" for x in os.getloadavg()))

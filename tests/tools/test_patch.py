@@ -518,3 +518,30 @@ async def test_a_cancelled_large_patch_leaves_no_child_process(tmp_path: Path) -
         await task
     assert _patch_children() == []
     assert f.read_text() == text
+
+
+async def test_the_diff_of_a_huge_change_is_bounded_and_still_counts_it_whole(
+    tmp_path: Path,
+) -> None:
+    """An overwrite of a large file removes every line: the person gets the diff's head
+    and tail around a line with the whole change's counts, which the record's renderers
+    read (the model's result counts it whole too)."""
+    from phoenix_nb.notebook._render.view import diff_counts
+    from phoenix_nb.tools.patch import DISPLAY_DIFF_CHARS
+
+    f = tmp_path / "big.txt"
+    f.write_text("".join(f"row {i}\n" for i in range(50_000)))
+    result = await patch(tmp_path, "big.txt", {"operation": "overwrite", "newText": "tiny\n"})
+    assert result.content == "Applied 1 patch to big.txt (+1 −50000)."
+    assert f.read_text() == "tiny\n"
+    assert result.display is not None
+    diff = result.display.diff
+    assert len(diff) <= DISPLAY_DIFF_CHARS + 200
+    assert diff.startswith("--- a/big.txt\n+++ b/big.txt\n@@ -1,50000 +1 @@\n-row 0\n")
+    assert diff.endswith("-row 49999\n+tiny\n"), "the tail is kept"
+    assert "lines of this diff not shown; the whole change is +1 -50000 @@\n" in diff
+    assert diff_counts(diff) == (1, 50_000)
+    # A diff under the bound is whole.
+    small = await patch(tmp_path, "big.txt", replace("tiny\n", "small\n"))
+    assert small.display is not None and "not shown" not in small.display.diff
+    assert diff_counts(small.display.diff) == (1, 1)

@@ -519,12 +519,23 @@ def _quoted(values: list[str], most: int = 2) -> str:
     return shown + (f" and {more} more" if more > 0 else "")
 
 
+# The line a patch display's diff carries where the tool left lines out (tools/patch.py
+# `_bounded_diff`; docs/record-format.md): the counts of the whole change.
+_CUT_DIFF = re.compile(
+    r"^@@ \d+ lines of this diff not shown; the whole change is \+(\d+) -(\d+) @@$", re.M
+)
+
+
 def diff_counts(diff: str) -> tuple[int, int]:
-    lines = diff.split("\n")
-    return (
-        sum(1 for ln in lines if diff_kind(ln) == "add"),
-        sum(1 for ln in lines if diff_kind(ln) == "del"),
-    )
+    """(lines added, lines removed) by a unified diff, in C-speed passes over the text
+    (a diff may hold many thousands of lines); a cut diff says its whole change."""
+    cut = _CUT_DIFF.search(diff)
+    if cut is not None:
+        return int(cut.group(1)), int(cut.group(2))
+    text = "\n" + diff
+    added = text.count("\n+") - text.count("\n+++")
+    removed = text.count("\n-") - text.count("\n---")
+    return added, removed
 
 
 def _tool_phrase(name: str, calls: list[Mapping[str, Any]]) -> str:

@@ -1,0 +1,161 @@
+"""The whole conversation's record for `%phoenix history` and `export`, made off the loop.
+
+A conversation of thousands of messages takes a second or more to project, decorate
+and render, and allocates enough that full garbage collections set off meanwhile
+hold the kernel's event loop for hundreds of milliseconds, in whichever thread the
+work runs. So the work runs in a child process: it gets a pickled job (a
+`RecordSnapshot`, plain values) on stdin and answers with JSON on stdout, and the
+kernel only pickles the job and reads the answer. The child writes an export's file
+itself. If the child cannot run, the work runs in a worker thread instead; a cancel
+kills the child. `history_bundle` and `write_export` are also what `run_line_magic`
+(which cannot await) calls in place.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import pickle
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from phoenix_nb.errors import PhoenixError
+from phoenix_nb.notebook._render.view import folded_line
+from phoenix_nb.notebook.decorate import decorate_record
+from phoenix_nb.notebook.export import export_html, export_json, export_markdown
+from phoenix_nb.notebook.render import render_bundle
+from phoenix_nb.notebook.thumbnails import ThumbnailCache
+from phoenix_nb.runtime.snapshot import RecordSnapshot
+
+__all__ = ["ExportFailed", "ExportJob", "HistoryJob", "history_bundle", "run_away", "write_export"]
+
+WRITERS = {"md": export_markdown, "json": export_json, "html": export_html}
+
+
+class ExportFailed(PhoenixError):
+    """The export's file could not be written; the message says where and why."""
+
+
+@dataclass(frozen=True)
+class HistoryJob:
+    """`%phoenix history`: the record, folding what the notebook shows (`shown`)."""
+
+    snapshot: RecordSnapshot
+    show_thinking: bool
+    shown: tuple[int, int] | None  # (last cycle, its steps) the notebook already shows
+
+
+@dataclass(frozen=True)
+class ExportJob:
+    """`%phoenix export`: the whole record written to `target` in `format`."""
+
+    snapshot: RecordSnapshot
+    show_thinking: bool
+    format: str
+    target: str
+
+
+def history_bundle(
+    job: HistoryJob, thumbnails: ThumbnailCache
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(the bundle to display, the last cycle of the whole record, which the notebook
+    then shows). Cycles shown above fold to one line each, the rest is shown whole
+    (and the fallbacks fold the earliest of those when there are many, like the cell)."""
+    full = job.snapshot.build()
+    full_cycles = full.get("cycles", [])
+    last = full_cycles[-1] if full_cycles else {}
+    record = decorate_record(
+        full, show_thinking=job.show_thinking, history=job.snapshot.history, thumbnails=thumbnails
+    )
+    if job.shown is not None:
+        shown, steps = job.shown
+        out = []
+        for i, cycle in enumerate(record.get("cycles", [])):
+            if i < shown or (i == shown and len(cycle.get("steps", [])) <= steps):
+                line = folded_line(cycle, i)
+                out.append({"index": cycle.get("index", i), "folded": True, "line": line})
+            elif i == shown:
+                out.append({**cycle, "steps": cycle.get("steps", [])[steps:], "continued": True})
+            else:
+                out.append(cycle)
+        record["cycles"] = out
+        if all(c.get("folded") for c in out):
+            record["notes"] = [
+                "Nothing new since the records above, shown here one line per request. "
+                "`%phoenix export --format html` writes the whole conversation to a file."
+            ]
+    return render_bundle(record), last
+
+
+def write_export(job: ExportJob, thumbnails: ThumbnailCache) -> int:
+    """Render the whole record and write it; returns the bytes written."""
+    record = decorate_record(
+        job.snapshot.build(),
+        show_thinking=job.show_thinking,
+        history=job.snapshot.history,
+        thumbnails=thumbnails,
+    )
+    data = WRITERS[job.format](record).encode("utf-8")
+    target = Path(job.target)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+    except OSError as exc:
+        raise ExportFailed(f"cannot write {target}: {exc.strerror or exc}") from None
+    return len(data)
+
+
+def _answer(job: HistoryJob | ExportJob, thumbnails: ThumbnailCache) -> dict[str, Any]:
+    try:
+        if isinstance(job, HistoryJob):
+            bundle, last = history_bundle(job, thumbnails)
+            return {"bundle": bundle, "last": last}
+        return {"size": write_export(job, thumbnails)}
+    except ExportFailed as error:
+        return {"error": str(error)}
+
+
+async def run_away(job: HistoryJob | ExportJob) -> dict[str, Any]:
+    """The job's answer, made in a child process (in a worker thread if none can run):
+    {"bundle", "last"} for history, {"size"} for an export; raises ExportFailed."""
+    request = pickle.dumps(job, protocol=pickle.HIGHEST_PROTOCOL)
+    answer: dict[str, Any] | None = None
+    try:
+        child = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-I",
+            "-c",
+            "from phoenix_nb.notebook import whole_record; whole_record._serve()",
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.DEVNULL,
+        )
+    except OSError:
+        child = None
+    if child is not None:
+        try:
+            out, _ = await child.communicate(request)
+        except BaseException:
+            with contextlib.suppress(ProcessLookupError):
+                child.kill()
+            await asyncio.shield(child.wait())
+            raise
+        if child.returncode == 0 and out:
+            with contextlib.suppress(ValueError):
+                answer = json.loads(out)
+    if not isinstance(answer, dict):
+        answer = await asyncio.to_thread(_answer, job, ThumbnailCache())
+    if "error" in answer:
+        raise ExportFailed(str(answer["error"]))
+    return answer
+
+
+def _serve() -> None:
+    """The child's side of `run_away`."""
+    job = pickle.loads(sys.stdin.buffer.read())
+    answer = _answer(job, ThumbnailCache())
+    sys.stdout.buffer.write(json.dumps(answer, ensure_ascii=False, default=str).encode())
+    sys.stdout.buffer.flush()

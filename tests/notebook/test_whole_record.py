@@ -1,0 +1,90 @@
+"""The whole record made in a child process (`notebook/whole_record.py`) is the record
+made in place, a child that cannot start falls back to a worker thread, and an export
+that cannot be written says where and why (the kernel-level checks of the event loop
+are in test_kernel_history_loop.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from phoenix_nb.core.codec import to_json
+from phoenix_nb.core.cycles import RecordHeader
+from phoenix_nb.core.states import ConvState
+from phoenix_nb.core.values import TextBlock
+from phoenix_nb.notebook import whole_record
+from phoenix_nb.notebook.render import MIME_TYPE
+from phoenix_nb.notebook.thumbnails import ThumbnailCache
+from phoenix_nb.notebook.whole_record import (
+    ExportFailed,
+    ExportJob,
+    HistoryJob,
+    history_bundle,
+    run_away,
+)
+from phoenix_nb.runtime.snapshot import RecordSnapshot
+
+MODEL = "claude-sonnet-4-5"
+
+
+def _row(seq: int, kind: str, content: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "id": f"m-{seq}",
+        "conversation_id": "c-1",
+        "sequence_id": seq,
+        "message_type": kind,
+        "actor_kind": "user" if kind == "user" else "agent",
+        "content": content,
+        "display_data": None,
+        "usage_data": None,
+        "created_at": f"2026-01-01T00:00:{seq:02d}Z",
+    }
+
+
+def snapshot(requests: int) -> RecordSnapshot:
+    history = []
+    for i in range(requests):
+        history.append(_row(2 * i + 1, "user", {"text": f"Question {i}?", "images": []}))
+        answer = to_json((TextBlock(f"Answer {i} — “quoted”."),))
+        history.append(_row(2 * i + 2, "agent", {"blocks": answer, "stop_reason": "end_turn"}))
+    header = RecordHeader(
+        conversation_id="c-1",
+        slug="whole",
+        model=MODEL,
+        cwd="/srv/project",
+        sandbox_available=True,
+        context_window=200_000,
+    )
+    return RecordSnapshot(history=history, model=MODEL, state=ConvState(), header=header)
+
+
+async def test_the_childs_history_is_the_one_made_in_place() -> None:
+    job = HistoryJob(snapshot(30), show_thinking=True, shown=(9, 99))
+    answer = await run_away(job)
+    bundle, last = history_bundle(job, ThumbnailCache())
+    assert answer == {"bundle": bundle, "last": last}
+    cycles = bundle[MIME_TYPE]["cycles"]
+    assert len(cycles) == 30 and cycles[0]["folded"] and not cycles[10].get("folded")
+    assert last["index"] == 29
+
+
+async def test_a_child_that_cannot_start_falls_back_to_a_thread(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    job = HistoryJob(snapshot(3), show_thinking=True, shown=None)
+    expected = history_bundle(job, ThumbnailCache())
+    monkeypatch.setattr(whole_record.sys, "executable", str(tmp_path / "no-python"))
+    answer = await run_away(job)
+    assert (answer["bundle"], answer["last"]) == expected
+
+
+async def test_an_export_is_written_by_the_child_or_says_why_not(tmp_path: Path) -> None:
+    target = tmp_path / "out" / "whole.md"
+    answer = await run_away(ExportJob(snapshot(5), True, "md", str(target)))
+    text = target.read_text(encoding="utf-8")
+    assert answer == {"size": len(text.encode())}
+    assert "Question 0?" in text and "Answer 4 — “quoted”." in text
+    with pytest.raises(ExportFailed, match=r"cannot write /proc/nope/x\.md"):
+        await run_away(ExportJob(snapshot(1), True, "md", "/proc/nope/x.md"))
