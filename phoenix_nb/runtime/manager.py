@@ -70,7 +70,7 @@ from phoenix_nb.runtime.subagents import SubAgentSpawner
 from phoenix_nb.sandbox import SandboxPolicy, detect_sandbox
 from phoenix_nb.store import Store, store_problem
 from phoenix_nb.tools.background_jobs import BackgroundJobs
-from phoenix_nb.tools.kernel_edits import outcome_note
+from phoenix_nb.tools.kernel import outcome_note
 from phoenix_nb.tools.kernel_port import KernelPort
 
 __all__ = [
@@ -234,7 +234,7 @@ class Conversation:
         """Send a user message; raises PhoenixError when the core rejects it (busy …).
 
         What the user did with the agent's proposed cell edits since it last heard
-        goes first, as a system note (`tools.kernel_edits.outcome_note`)."""
+        goes first, as a system note (`tools.kernel.outcome_note`)."""
         await self._phoenix.refresh_limits(self.runtime)
         await self.runtime.warm()  # a long history loaded from the store: off the loop
         self._report_cell_edits()
