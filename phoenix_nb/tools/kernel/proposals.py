@@ -33,7 +33,7 @@ from typing import Any
 
 from phoenix_nb.core.displays import CellEditDisplay, ProposalDisplay
 from phoenix_nb.core.values import ToolResult
-from phoenix_nb.tools.base import ToolContext
+from phoenix_nb.tools.base import SchemaTool, ToolContext
 from phoenix_nb.tools.cell_edits import CellEdit, CellSeen, EditPosition, cell_diff, new_edit_id
 from phoenix_nb.tools.environment import command_environment
 from phoenix_nb.tools.kernel.access import (
@@ -42,7 +42,6 @@ from phoenix_nb.tools.kernel.access import (
     secret_values,
 )
 from phoenix_nb.tools.kernel_port import KernelPort, Proposal
-from phoenix_nb.tools.schema import invalid_input_result, validate
 
 __all__ = [
     "EDIT_DESCRIPTION",
@@ -154,7 +153,7 @@ def _short_diff(old: str, new: str) -> str:
     return "\n".join(lines)
 
 
-class EditCellTool:
+class EditCellTool(SchemaTool):
     name = "edit_cell"
     description = EDIT_DESCRIPTION
     input_schema: Mapping[str, Any] = {
@@ -178,10 +177,9 @@ class EditCellTool:
         "required": ["cell_id", "new_source", "explanation"],
     }
 
-    async def run(self, input: Mapping[str, Any], ctx: ToolContext, tool_use_id: str) -> ToolResult:
-        problem = validate(input, self.input_schema)
-        if problem:
-            return invalid_input_result(tool_use_id, self.name, problem)
+    async def execute(
+        self, input: Mapping[str, Any], ctx: ToolContext, tool_use_id: str
+    ) -> ToolResult:
         port = kernel_for(ctx, self.name, tool_use_id)
         if isinstance(port, ToolResult):
             return port
@@ -206,7 +204,7 @@ class EditCellTool:
         return _propose(ctx, port, tool_use_id, edit, "edit")
 
 
-class InsertCellTool:
+class InsertCellTool(SchemaTool):
     name = "insert_cell"
     description = INSERT_DESCRIPTION
     input_schema: Mapping[str, Any] = {
@@ -228,10 +226,9 @@ class InsertCellTool:
         "required": ["cell_id", "position", "source", "explanation"],
     }
 
-    async def run(self, input: Mapping[str, Any], ctx: ToolContext, tool_use_id: str) -> ToolResult:
-        problem = validate(input, self.input_schema)
-        if problem:
-            return invalid_input_result(tool_use_id, self.name, problem)
+    async def execute(
+        self, input: Mapping[str, Any], ctx: ToolContext, tool_use_id: str
+    ) -> ToolResult:
         port = kernel_for(ctx, self.name, tool_use_id)
         if isinstance(port, ToolResult):
             return port
@@ -261,7 +258,7 @@ PROPOSE_DESCRIPTION = (
 )
 
 
-class ProposeCellTool:
+class ProposeCellTool(SchemaTool):
     name = "propose_cell"
     description = PROPOSE_DESCRIPTION
     input_schema: Mapping[str, Any] = {
@@ -276,10 +273,9 @@ class ProposeCellTool:
         "required": ["code", "explanation"],
     }
 
-    async def run(self, input: Mapping[str, Any], ctx: ToolContext, tool_use_id: str) -> ToolResult:
-        problem = validate(input, self.input_schema)
-        if problem:
-            return invalid_input_result(tool_use_id, self.name, problem)
+    async def execute(
+        self, input: Mapping[str, Any], ctx: ToolContext, tool_use_id: str
+    ) -> ToolResult:
         port = kernel_for(ctx, self.name, tool_use_id)
         if isinstance(port, ToolResult):
             return port

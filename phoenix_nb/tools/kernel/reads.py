@@ -20,7 +20,7 @@ from phoenix_nb.core.displays import (
     InspectDisplay,
 )
 from phoenix_nb.core.values import ToolResult
-from phoenix_nb.tools.base import ToolContext
+from phoenix_nb.tools.base import SchemaTool, ToolContext
 from phoenix_nb.tools.cell_edits import cell_marks
 from phoenix_nb.tools.kernel.access import (
     MAX_OUTPUT,
@@ -44,7 +44,6 @@ from phoenix_nb.tools.kernel.summarize import (
     time_limit,
     type_name,
 )
-from phoenix_nb.tools.schema import invalid_input_result, validate
 
 __all__ = [
     "HISTORY_DESCRIPTION",
@@ -78,7 +77,7 @@ def _lookup(namespace: Mapping[str, Any], path: str) -> Any:
     return value
 
 
-class InspectVariablesTool:
+class InspectVariablesTool(SchemaTool):
     name = "inspect_variables"
     description = INSPECT_DESCRIPTION
     input_schema: Mapping[str, Any] = {
@@ -87,17 +86,15 @@ class InspectVariablesTool:
             "names": {
                 "type": "array",
                 "items": {"type": "string", "minLength": 1},
+                "maxItems": 20,
                 "description": "Variables to summarise (up to 20); omit to list all.",
             },
         },
     }
 
-    async def run(self, input: Mapping[str, Any], ctx: ToolContext, tool_use_id: str) -> ToolResult:
-        problem = validate(input, self.input_schema)
-        if problem is None and len(input.get("names") or ()) > 20:
-            problem = "names must have at most 20 items"
-        if problem:
-            return invalid_input_result(tool_use_id, self.name, problem)
+    async def execute(
+        self, input: Mapping[str, Any], ctx: ToolContext, tool_use_id: str
+    ) -> ToolResult:
         port = kernel_for(ctx, self.name, tool_use_id)
         if isinstance(port, ToolResult):
             return port
@@ -177,7 +174,7 @@ HISTORY_DESCRIPTION = (
 )
 
 
-class KernelHistoryTool:
+class KernelHistoryTool(SchemaTool):
     name = "kernel_history"
     description = HISTORY_DESCRIPTION
     input_schema: Mapping[str, Any] = {
@@ -192,10 +189,9 @@ class KernelHistoryTool:
         },
     }
 
-    async def run(self, input: Mapping[str, Any], ctx: ToolContext, tool_use_id: str) -> ToolResult:
-        problem = validate(input, self.input_schema)
-        if problem:
-            return invalid_input_result(tool_use_id, self.name, problem)
+    async def execute(
+        self, input: Mapping[str, Any], ctx: ToolContext, tool_use_id: str
+    ) -> ToolResult:
         port = kernel_for(ctx, self.name, tool_use_id)
         if isinstance(port, ToolResult):
             return port

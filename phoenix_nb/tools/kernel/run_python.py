@@ -25,7 +25,7 @@ from phoenix_nb.core.displays import (
 )
 from phoenix_nb.core.secrets import SecretValues
 from phoenix_nb.core.values import ImageData, ToolResult
-from phoenix_nb.tools.base import ToolContext
+from phoenix_nb.tools.base import SchemaTool, ToolContext
 from phoenix_nb.tools.kernel.access import (
     MAX_IMAGES,
     MAX_OUTPUT,
@@ -46,7 +46,6 @@ from phoenix_nb.tools.kernel.summarize import (
     type_name,
 )
 from phoenix_nb.tools.kernel_port import KernelPort
-from phoenix_nb.tools.schema import invalid_input_result, validate
 
 __all__ = [
     "NO_SANDBOX",
@@ -79,7 +78,7 @@ RUN_PYTHON_DESCRIPTION = (
 )
 
 
-class RunPythonTool:
+class RunPythonTool(SchemaTool):
     name = "run_python"
     description = RUN_PYTHON_DESCRIPTION
     input_schema: Mapping[str, Any] = {
@@ -96,10 +95,9 @@ class RunPythonTool:
         "required": ["code"],
     }
 
-    async def run(self, input: Mapping[str, Any], ctx: ToolContext, tool_use_id: str) -> ToolResult:
-        problem = validate(input, self.input_schema)
-        if problem:
-            return invalid_input_result(tool_use_id, self.name, problem)
+    async def execute(
+        self, input: Mapping[str, Any], ctx: ToolContext, tool_use_id: str
+    ) -> ToolResult:
         port = kernel_for(ctx, self.name, tool_use_id)
         if isinstance(port, ToolResult):
             return port
