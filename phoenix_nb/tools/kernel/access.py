@@ -1,9 +1,12 @@
 """How a kernel tool reaches the kernel, and what it must never let out.
 
-`kernel_for` answers the port or the error that says why there is none (kernel
-access off, no kernel attached). Every read of a user object and every line of
-scratchpad code runs in a copy-on-write fork of the kernel (`fork.py`), never
-in the kernel process: `fork_job` is the one way the tools start one.
+`KernelTool` is what the six tools share: after the schema check, `kernel_for`
+answers the port or the error that says why there is none (kernel access off,
+no kernel attached), and the tool's work gets the port.
+
+Every read of a user object and every line of scratchpad code runs in a
+copy-on-write fork of the kernel (`fork.py`), never in the kernel process:
+`fork_job` is the one way the tools start one.
 
 Secrets: before any of these forks runs a line of its job, it overwrites in
 its own memory every value it must not show (`fork_secrets`: provider keys,
@@ -23,6 +26,7 @@ import contextlib
 import json
 import os
 import re
+from abc import abstractmethod
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -33,7 +37,7 @@ from phoenix_nb.core.displays import (
 )
 from phoenix_nb.core.secrets import PROVIDER_CREDENTIALS, SecretValues
 from phoenix_nb.core.values import ImageData, ToolResult
-from phoenix_nb.tools.base import ToolContext
+from phoenix_nb.tools.base import SchemaTool, ToolContext
 from phoenix_nb.tools.environment import command_environment, credential_files
 from phoenix_nb.tools.environment import fork_secrets as env_fork_secrets
 from phoenix_nb.tools.kernel.fork import ForkLimits, ForkOutcome, run_in_fork
@@ -49,6 +53,7 @@ __all__ = [
     "MAX_OUTPUT",
     "NO_KERNEL",
     "REDACTED",
+    "KernelTool",
     "error_result",
     "fork_environment",
     "fork_job",
@@ -88,6 +93,25 @@ def kernel_for(ctx: ToolContext, name: str, tool_use_id: str) -> KernelPort | To
     if ctx.kernel is None:
         return error_result(tool_use_id, NO_KERNEL.format(name=name), ToolErrorKind.NO_KERNEL)
     return ctx.kernel
+
+
+class KernelTool(SchemaTool):
+    """A kernel tool: after the schema check, the kernel is checked once (access off,
+    no kernel attached: an error that says so) and the tool's work gets the port."""
+
+    async def execute(
+        self, input: Mapping[str, Any], ctx: ToolContext, tool_use_id: str
+    ) -> ToolResult:
+        port = kernel_for(ctx, self.name, tool_use_id)
+        if isinstance(port, ToolResult):
+            return port
+        return await self.use_kernel(port, input, ctx, tool_use_id)
+
+    @abstractmethod
+    async def use_kernel(
+        self, port: KernelPort, input: Mapping[str, Any], ctx: ToolContext, tool_use_id: str
+    ) -> ToolResult:
+        """The tool's work, with the conversation's kernel."""
 
 
 def fork_environment(ctx: ToolContext) -> dict[str, str]:

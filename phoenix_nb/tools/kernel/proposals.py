@@ -33,11 +33,11 @@ from typing import Any
 
 from phoenix_nb.core.displays import CellEditDisplay, ProposalDisplay
 from phoenix_nb.core.values import ToolResult
-from phoenix_nb.tools.base import SchemaTool, ToolContext
+from phoenix_nb.tools.base import ToolContext
 from phoenix_nb.tools.cell_edits import CellEdit, CellSeen, EditPosition, cell_diff, new_edit_id
 from phoenix_nb.tools.environment import command_environment
 from phoenix_nb.tools.kernel.access import (
-    kernel_for,
+    KernelTool,
     redact,
     secret_values,
 )
@@ -153,7 +153,7 @@ def _short_diff(old: str, new: str) -> str:
     return "\n".join(lines)
 
 
-class EditCellTool(SchemaTool):
+class EditCellTool(KernelTool):
     name = "edit_cell"
     description = EDIT_DESCRIPTION
     input_schema: Mapping[str, Any] = {
@@ -177,12 +177,9 @@ class EditCellTool(SchemaTool):
         "required": ["cell_id", "new_source", "explanation"],
     }
 
-    async def execute(
-        self, input: Mapping[str, Any], ctx: ToolContext, tool_use_id: str
+    async def use_kernel(
+        self, port: KernelPort, input: Mapping[str, Any], ctx: ToolContext, tool_use_id: str
     ) -> ToolResult:
-        port = kernel_for(ctx, self.name, tool_use_id)
-        if isinstance(port, ToolResult):
-            return port
         found = find_cell(port, str(input["cell_id"]))
         if found is None:
             return _refuse(tool_use_id, _unknown(str(input["cell_id"])))
@@ -204,7 +201,7 @@ class EditCellTool(SchemaTool):
         return _propose(ctx, port, tool_use_id, edit, "edit")
 
 
-class InsertCellTool(SchemaTool):
+class InsertCellTool(KernelTool):
     name = "insert_cell"
     description = INSERT_DESCRIPTION
     input_schema: Mapping[str, Any] = {
@@ -226,12 +223,9 @@ class InsertCellTool(SchemaTool):
         "required": ["cell_id", "position", "source", "explanation"],
     }
 
-    async def execute(
-        self, input: Mapping[str, Any], ctx: ToolContext, tool_use_id: str
+    async def use_kernel(
+        self, port: KernelPort, input: Mapping[str, Any], ctx: ToolContext, tool_use_id: str
     ) -> ToolResult:
-        port = kernel_for(ctx, self.name, tool_use_id)
-        if isinstance(port, ToolResult):
-            return port
         found = find_cell(port, str(input["cell_id"]))
         if found is None:
             return _refuse(tool_use_id, _unknown(str(input["cell_id"])))
@@ -258,7 +252,7 @@ PROPOSE_DESCRIPTION = (
 )
 
 
-class ProposeCellTool(SchemaTool):
+class ProposeCellTool(KernelTool):
     name = "propose_cell"
     description = PROPOSE_DESCRIPTION
     input_schema: Mapping[str, Any] = {
@@ -273,12 +267,9 @@ class ProposeCellTool(SchemaTool):
         "required": ["code", "explanation"],
     }
 
-    async def execute(
-        self, input: Mapping[str, Any], ctx: ToolContext, tool_use_id: str
+    async def use_kernel(
+        self, port: KernelPort, input: Mapping[str, Any], ctx: ToolContext, tool_use_id: str
     ) -> ToolResult:
-        port = kernel_for(ctx, self.name, tool_use_id)
-        if isinstance(port, ToolResult):
-            return port
         code, explanation = str(input["code"]), str(input["explanation"])
         port.propose_cell(Proposal(ctx.conversation_id, code, explanation))
         return ToolResult(

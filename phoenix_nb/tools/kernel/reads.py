@@ -20,16 +20,16 @@ from phoenix_nb.core.displays import (
     InspectDisplay,
 )
 from phoenix_nb.core.values import ToolResult
-from phoenix_nb.tools.base import SchemaTool, ToolContext
+from phoenix_nb.tools.base import ToolContext
 from phoenix_nb.tools.cell_edits import cell_marks
 from phoenix_nb.tools.kernel.access import (
     MAX_OUTPUT,
+    KernelTool,
     error_result,
     fork_job,
     fork_secrets,
     fork_trouble,
     images_of,
-    kernel_for,
     redact,
 )
 from phoenix_nb.tools.kernel.fork import ChildSink, Emit
@@ -44,6 +44,7 @@ from phoenix_nb.tools.kernel.summarize import (
     time_limit,
     type_name,
 )
+from phoenix_nb.tools.kernel_port import KernelPort
 
 __all__ = [
     "HISTORY_DESCRIPTION",
@@ -77,7 +78,7 @@ def _lookup(namespace: Mapping[str, Any], path: str) -> Any:
     return value
 
 
-class InspectVariablesTool(SchemaTool):
+class InspectVariablesTool(KernelTool):
     name = "inspect_variables"
     description = INSPECT_DESCRIPTION
     input_schema: Mapping[str, Any] = {
@@ -92,12 +93,9 @@ class InspectVariablesTool(SchemaTool):
         },
     }
 
-    async def execute(
-        self, input: Mapping[str, Any], ctx: ToolContext, tool_use_id: str
+    async def use_kernel(
+        self, port: KernelPort, input: Mapping[str, Any], ctx: ToolContext, tool_use_id: str
     ) -> ToolResult:
-        port = kernel_for(ctx, self.name, tool_use_id)
-        if isinstance(port, ToolResult):
-            return port
         names: list[str] = list(dict.fromkeys(input.get("names") or ()))
         per_name = max(1500, min(8000, MAX_OUTPUT // max(len(names), 1)))
 
@@ -174,7 +172,7 @@ HISTORY_DESCRIPTION = (
 )
 
 
-class KernelHistoryTool(SchemaTool):
+class KernelHistoryTool(KernelTool):
     name = "kernel_history"
     description = HISTORY_DESCRIPTION
     input_schema: Mapping[str, Any] = {
@@ -189,12 +187,9 @@ class KernelHistoryTool(SchemaTool):
         },
     }
 
-    async def execute(
-        self, input: Mapping[str, Any], ctx: ToolContext, tool_use_id: str
+    async def use_kernel(
+        self, port: KernelPort, input: Mapping[str, Any], ctx: ToolContext, tool_use_id: str
     ) -> ToolResult:
-        port = kernel_for(ctx, self.name, tool_use_id)
-        if isinstance(port, ToolResult):
-            return port
         last = int(input.get("last") or 20)
 
         cells = port.cell_edits().cells()  # read here: the book's lock is not forked

@@ -25,14 +25,14 @@ from phoenix_nb.core.displays import (
 )
 from phoenix_nb.core.secrets import SecretValues
 from phoenix_nb.core.values import ImageData, ToolResult
-from phoenix_nb.tools.base import SchemaTool, ToolContext
+from phoenix_nb.tools.base import ToolContext
 from phoenix_nb.tools.kernel.access import (
     MAX_IMAGES,
     MAX_OUTPUT,
+    KernelTool,
     error_result,
     fork_job,
     fork_secrets,
-    kernel_for,
     redact,
 )
 from phoenix_nb.tools.kernel.fork import ChildSink, Emit, ForkOutcome
@@ -78,7 +78,7 @@ RUN_PYTHON_DESCRIPTION = (
 )
 
 
-class RunPythonTool(SchemaTool):
+class RunPythonTool(KernelTool):
     name = "run_python"
     description = RUN_PYTHON_DESCRIPTION
     input_schema: Mapping[str, Any] = {
@@ -95,12 +95,9 @@ class RunPythonTool(SchemaTool):
         "required": ["code"],
     }
 
-    async def execute(
-        self, input: Mapping[str, Any], ctx: ToolContext, tool_use_id: str
+    async def use_kernel(
+        self, port: KernelPort, input: Mapping[str, Any], ctx: ToolContext, tool_use_id: str
     ) -> ToolResult:
-        port = kernel_for(ctx, self.name, tool_use_id)
-        if isinstance(port, ToolResult):
-            return port
         if not ctx.sandbox.available:
             return error_result(tool_use_id, NO_SANDBOX.format(reason=ctx.sandbox.reason))
         code = str(input["code"])
