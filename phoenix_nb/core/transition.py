@@ -375,20 +375,22 @@ class _Stop:
     effects: tuple[Effect, ...]
 
 
+@dataclass(frozen=True)
+class _CallAt:
+    """Where the loop stands: the call, the calls after it, the results so far."""
+
+    call: ToolUseBlock
+    rest: tuple[ToolUseBlock, ...]
+    done: tuple[ToolResult, ...]
+
+
 Step = ToolResult | _Stop
-OwnedTool = Callable[
-    [ConvState, ConvContext, ToolUseBlock, tuple[ToolUseBlock, ...], tuple[ToolResult, ...]], Step
-]
+OwnedTool = Callable[[ConvState, ConvContext, _CallAt], Step]
 
 
-def _upgrade(
-    state: ConvState,
-    ctx: ConvContext,
-    call: ToolUseBlock,
-    rest: tuple[ToolUseBlock, ...],
-    done: tuple[ToolResult, ...],
-) -> Step:
+def _upgrade(state: ConvState, ctx: ConvContext, at: _CallAt) -> Step:
     """request_mode_upgrade: wait for the human's Approve or Deny."""
+    call, rest, done = at.call, at.rest, at.done
     if ctx.is_sub_agent:
         return _answer(
             call, "request_mode_upgrade is not available to sub-agents: they stay in their mode."
@@ -402,14 +404,9 @@ def _upgrade(
     return _Stop(AwaitingModeApproval(reason, call.id, rest, done), (notice,))
 
 
-def _spawn(
-    state: ConvState,
-    ctx: ConvContext,
-    call: ToolUseBlock,
-    rest: tuple[ToolUseBlock, ...],
-    done: tuple[ToolResult, ...],
-) -> Step:
+def _spawn(state: ConvState, ctx: ConvContext, at: _CallAt) -> Step:
     """spawn_agents: start the sub-agents and wait for all of them."""
+    call, rest, done = at.call, at.rest, at.done
     if ctx.is_sub_agent:
         return _answer(call, "spawn_agents is not available to sub-agents: sub-agents cannot nest.")
     tasks = _spawn_tasks(call)
@@ -420,14 +417,9 @@ def _spawn(
     return _Stop(phase, (SpawnSubAgents(call.id, tasks),))
 
 
-def _submit(
-    state: ConvState,
-    ctx: ConvContext,
-    call: ToolUseBlock,
-    rest: tuple[ToolUseBlock, ...],
-    done: tuple[ToolResult, ...],
-) -> Step:
+def _submit(state: ConvState, ctx: ConvContext, at: _CallAt) -> Step:
     """submit_result: a sub-agent's last word; the calls after it are skipped."""
+    call, rest = at.call, at.rest
     if not ctx.is_sub_agent:
         return _answer(call, "submit_result is not available here: only sub-agents submit results.")
     result, success = call.input.get("result"), call.input.get("success", True)
@@ -455,14 +447,9 @@ _OWNED_TOOLS: Mapping[str, OwnedTool] = {
 }
 
 
-def _step(
-    state: ConvState,
-    ctx: ConvContext,
-    call: ToolUseBlock,
-    rest: tuple[ToolUseBlock, ...],
-    done: tuple[ToolResult, ...],
-) -> Step:
+def _step(state: ConvState, ctx: ConvContext, at: _CallAt) -> Step:
     """One call: unusable input is answered, an owned tool is handled, any other runs."""
+    call = at.call
     if call.input_error is not None:
         return _answer(
             call,
@@ -471,8 +458,8 @@ def _step(
         )
     owned = _OWNED_TOOLS.get(call.name)
     if owned is not None:
-        return owned(state, ctx, call, rest, done)
-    return _Stop(ToolExecuting(call, rest, done), (ExecuteTool(call),))
+        return owned(state, ctx, at)
+    return _Stop(ToolExecuting(call, at.rest, at.done), (ExecuteTool(call),))
 
 
 def _run_tools(
@@ -486,7 +473,7 @@ def _run_tools(
     when every call is answered, ask the model again."""
     answers: list[Effect] = []
     for index, call in enumerate(remaining):
-        step = _step(state, ctx, call, remaining[index + 1 :], done)
+        step = _step(state, ctx, _CallAt(call, remaining[index + 1 :], done))
         if isinstance(step, _Stop):
             return _done(_at(state, step.phase), [*effects, *answers, *step.effects])
         done = (*done, step)
