@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-__all__ = ["DEFAULT_DENY_READ", "SandboxLimits", "SandboxPolicy", "with_limits"]
+__all__ = ["DEFAULT_DENY_READ", "SandboxLimits", "SandboxPolicy", "private_paths", "with_limits"]
 
 # Read-denied in Restricted mode unless c.Phoenix.deny_read says otherwise.
 # "~" is the user's home; globs are expanded when a command starts; a name
