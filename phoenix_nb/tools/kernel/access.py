@@ -31,20 +31,14 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from phoenix_nb.core.displays import (
-    ErrorDisplay,
-    ToolErrorKind,
-)
+from phoenix_nb.core.displays import ErrorDisplay, ToolErrorKind
 from phoenix_nb.core.secrets import PROVIDER_CREDENTIALS, SecretValues
 from phoenix_nb.core.values import ImageData, ToolResult
 from phoenix_nb.tools.base import SchemaTool, ToolContext
 from phoenix_nb.tools.environment import command_environment, credential_files
 from phoenix_nb.tools.environment import fork_secrets as env_fork_secrets
 from phoenix_nb.tools.kernel.fork import ForkLimits, ForkOutcome, run_in_fork
-from phoenix_nb.tools.kernel.summarize import (
-    cut,
-    looks_secret,
-)
+from phoenix_nb.tools.kernel.summarize import cut, looks_secret
 from phoenix_nb.tools.kernel_port import KernelPort
 
 __all__ = [

@@ -36,11 +36,7 @@ from phoenix_nb.core.values import ToolResult
 from phoenix_nb.tools.base import ToolContext
 from phoenix_nb.tools.cell_edits import CellEdit, CellSeen, EditPosition, cell_diff, new_edit_id
 from phoenix_nb.tools.environment import command_environment
-from phoenix_nb.tools.kernel.access import (
-    KernelTool,
-    redact,
-    secret_values,
-)
+from phoenix_nb.tools.kernel.access import KernelTool, redact, secret_values
 from phoenix_nb.tools.kernel_port import KernelPort, Proposal
 
 __all__ = [

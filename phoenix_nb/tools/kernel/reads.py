@@ -15,10 +15,7 @@ import base64
 from collections.abc import Mapping
 from typing import Any
 
-from phoenix_nb.core.displays import (
-    HistoryDisplay,
-    InspectDisplay,
-)
+from phoenix_nb.core.displays import HistoryDisplay, InspectDisplay
 from phoenix_nb.core.values import ToolResult
 from phoenix_nb.tools.base import ToolContext
 from phoenix_nb.tools.cell_edits import cell_marks

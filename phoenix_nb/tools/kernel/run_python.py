@@ -20,9 +20,7 @@ import traceback
 from collections.abc import Mapping
 from typing import Any
 
-from phoenix_nb.core.displays import (
-    RunPythonDisplay,
-)
+from phoenix_nb.core.displays import RunPythonDisplay
 from phoenix_nb.core.secrets import SecretValues
 from phoenix_nb.core.values import ImageData, ToolResult
 from phoenix_nb.tools.base import ToolContext
