@@ -12,4 +12,4 @@ failed checkpoint is said in `ToolChanges.error`). Its face is its modules,
 listed below and pinned by tests/runtime/test_front_door.py.
 """
 
-__all__ = ["changes", "manifest", "objects", "recorder", "scan", "shadow", "watch"]
+__all__ = ["changes", "config", "manifest", "objects", "recorder", "scan", "shadow", "watch"]

@@ -29,7 +29,6 @@ import logging
 import threading
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -42,6 +41,7 @@ from phoenix_nb.checkpoints.changes import (
     RevertReport,
     ToolChanges,
 )
+from phoenix_nb.checkpoints.config import CheckpointConfig
 from phoenix_nb.checkpoints.shadow import (
     CheckpointError,
     ShadowRepo,
@@ -84,17 +84,6 @@ class ToolCtx(Protocol):
 
 
 ToolRunnerLike = Callable[[Any, str, Any, Any, str], Awaitable[ToolResult]]
-
-
-@dataclass(frozen=True)
-class CheckpointConfig:
-    """`c.Phoenix.checkpoint_*` settings (runtime/settings.py fills them)."""
-
-    enabled: bool = True
-    max_file_size: int = 20 * 1024 * 1024  # bytes; larger files are recorded by hash only
-    keep_days: float = 30.0  # checkpoints older than this may be pruned …
-    max_bytes: int = 2 * 1024 * 1024 * 1024  # … and the oldest while a store is larger
-    # (never the latest approval/turn checkpoint or anything after it)
 
 
 class RevertRefused(PhoenixError):

@@ -350,21 +350,27 @@ class Scanner:
             except OSError:  # unreadable now: its mode is recorded, its names listed afresh
                 found.dirs[rel] = _dir_rec(st, frozenset())
                 continue  # once readable again (a chmod changes its stat)
-            kept = set(rec[4] & names)
-            for name in sorted(names - rec[4]):
-                if name == ".git":
-                    kept.add(name)
-                    if rel != self.scope:
-                        found.roots.add(rel)
-                        found.rules_changed = True  # a folder became a repository
-                    continue
-                path = _join(rel, name)
-                if path in self.skip:
-                    kept.add(name)
-                    continue
+            found.dirs[rel] = _dir_rec(st, self._listed(rel, names, rec[4], found, new))
+        return self._finish(found, new)
+
+    def _listed(
+        self, rel: str, names: set[str], recorded: frozenset[str], found: Found, new: list[str]
+    ) -> frozenset[str]:
+        """The names to record for folder `rel` listed again: those still there and the
+        new ones. A new .git makes the folder a repository (the rules change); a new
+        skipped path is recorded but not walked; any other new path is queued in `new`."""
+        for name in sorted(names - recorded):
+            if name == ".git":
+                if rel != self.scope:
+                    found.roots.add(rel)
+                    found.rules_changed = True  # a folder became a repository
+            elif (path := _join(rel, name)) not in self.skip:
                 new.append(path)
-                kept.add(name)
-            found.dirs[rel] = _dir_rec(st, frozenset(kept))
+        return frozenset(names)
+
+    def _finish(self, found: Found, new: list[str]) -> Found:
+        """Walk what is new, unless the ignore rules changed (a .gitignore among the
+        changes, a new repository): then the caller scans afresh."""
         if any(p.rpartition("/")[2] == ".gitignore" for p in (*found.stats, *found.removed, *new)):
             found.rules_changed = True
         if found.rules_changed:
@@ -443,31 +449,10 @@ class Scanner:
                     self._drop(_join(rel, name), found)
                 continue
             self.devices.add(st.st_dev)
-            kept = set(rec[4] & names)
             for name in rec[4] - names:
                 self._drop(_join(rel, name), found)
-            for name in sorted(names - rec[4]):
-                if name == ".git":
-                    kept.add(name)
-                    if rel != self.scope:
-                        found.roots.add(rel)
-                        found.rules_changed = True  # a folder became a repository
-                    continue
-                path = _join(rel, name)
-                if path in self.skip:
-                    kept.add(name)
-                    continue
-                new.append(path)
-                kept.add(name)
-            found.dirs[rel] = _dir_rec(st, frozenset(kept))
-        changed_names = (*found.stats, *found.removed, *new)
-        if any(p.rpartition("/")[2] == ".gitignore" for p in changed_names):
-            found.rules_changed = True
-        if found.rules_changed:
-            return found
-        self._walk_new(new, found)
-        found.sources = self.sources(found.roots)
-        return found
+            found.dirs[rel] = _dir_rec(st, self._listed(rel, names, rec[4], found, new))
+        return self._finish(found, new)
 
     def _drop(self, path: str, found: Found) -> None:
         """Forget `path` and everything recorded below it (it is gone or was replaced)."""

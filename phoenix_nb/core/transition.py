@@ -286,10 +286,9 @@ def _stop_at_limit(
 ) -> Transition:
     """End the turn where it stands: every call of the response answered (not run), the
     limit said in a note the record shows and the model reads with the next message."""
-    for call in calls:
-        _answer(call, BUDGET_NOT_RUN_RESULT.format(limit=reached.limit), effects)
-    effects.append(PersistMessage("system", {"text": reached.text, "limit": reached.limit}))
-    return _done(_at(state, Idle()), effects)
+    note = PersistMessage("system", {"text": reached.text, "limit": reached.limit})
+    answers = _answered(calls, BUDGET_NOT_RUN_RESULT.format(limit=reached.limit))
+    return _done(_at(state, Idle()), [*effects, *answers, note])
 
 
 # --- shared steps --------------------------------------------------------------
@@ -326,12 +325,14 @@ def _stopped(state: ConvState, ctx: ConvContext, effects: list[Effect]) -> Trans
     return _done(_at(state, Idle()), [*effects, Notify(Notice.CANCELLED)])
 
 
-def _answer(
-    call: ToolUseBlock, text: str, effects: list[Effect], is_error: bool = True
-) -> ToolResult:
-    result = ToolResult(call.id, text, is_error=is_error)
-    effects.append(tool_message(result))
-    return result
+def _answer(call: ToolUseBlock, text: str, is_error: bool = True) -> ToolResult:
+    """The machine's own answer to a call it does not hand to a tool."""
+    return ToolResult(call.id, text, is_error=is_error)
+
+
+def _answered(calls: Sequence[ToolUseBlock], text: str) -> list[Effect]:
+    """The persisted error answers of calls that will not run (every tool_use is answered)."""
+    return [tool_message(_answer(call, text)) for call in calls]
 
 
 def _spawn_tasks(call: ToolUseBlock) -> tuple[SubAgentTask, ...] | str:
@@ -354,81 +355,126 @@ def _spawn_tasks(call: ToolUseBlock) -> tuple[SubAgentTask, ...] | str:
     return tuple(out)
 
 
+# --- running a response's tools -------------------------------------------------
+#
+# The calls of a response run in order. A call the machine owns (the table below)
+# is answered in place or moves the conversation to the phase that waits for it;
+# any other call goes to the runtime as ExecuteTool. A step is one call's
+# answer, after which the loop goes on, or a `_Stop` at the phase that waits.
+
+
+@dataclass(frozen=True)
+class _Stop:
+    """The loop stops at this call: the conversation waits in `phase`, with `effects`."""
+
+    phase: Phase
+    effects: tuple[Effect, ...]
+
+
+@dataclass(frozen=True)
+class _CallAt:
+    """Where the loop stands: the call, the calls after it, the results so far."""
+
+    call: ToolUseBlock
+    rest: tuple[ToolUseBlock, ...]
+    done: tuple[ToolResult, ...]
+
+
+Step = ToolResult | _Stop
+OwnedTool = Callable[[ConvState, ConvContext, _CallAt], Step]
+
+
+def _upgrade(state: ConvState, ctx: ConvContext, at: _CallAt) -> Step:
+    """request_mode_upgrade: wait for the human's Approve or Deny."""
+    call, rest, done = at.call, at.rest, at.done
+    if ctx.is_sub_agent:
+        return _answer(
+            call, "request_mode_upgrade is not available to sub-agents: they stay in their mode."
+        )
+    if state.mode is Mode.UNRESTRICTED:
+        return _answer(call, ALREADY_UNRESTRICTED_RESULT)
+    reason = call.input.get("reason")
+    if not isinstance(reason, str) or not reason.strip():
+        return _answer(call, "request_mode_upgrade needs 'reason': a non-empty string.")
+    notice = Notify(Notice.UPGRADE_REQUESTED, UpgradeRequested(reason, call.id))
+    return _Stop(AwaitingModeApproval(reason, call.id, rest, done), (notice,))
+
+
+def _spawn(state: ConvState, ctx: ConvContext, at: _CallAt) -> Step:
+    """spawn_agents: start the sub-agents and wait for all of them."""
+    call, rest, done = at.call, at.rest, at.done
+    if ctx.is_sub_agent:
+        return _answer(call, "spawn_agents is not available to sub-agents: sub-agents cannot nest.")
+    tasks = _spawn_tasks(call)
+    if isinstance(tasks, str):
+        return _answer(call, tasks)
+    keys = tuple(t.agent_id for t in tasks)
+    phase = AwaitingSubAgents(call.id, tasks, keys, (), rest, done)
+    return _Stop(phase, (SpawnSubAgents(call.id, tasks),))
+
+
+def _submit(state: ConvState, ctx: ConvContext, at: _CallAt) -> Step:
+    """submit_result: a sub-agent's last word; the calls after it are skipped."""
+    call, rest = at.call, at.rest
+    if not ctx.is_sub_agent:
+        return _answer(call, "submit_result is not available here: only sub-agents submit results.")
+    result, success = call.input.get("result"), call.input.get("success", True)
+    if not isinstance(result, str) or not isinstance(success, bool):
+        return _answer(
+            call, "submit_result needs 'result' (a string) and optional 'success' (a boolean)."
+        )
+    outcome = SubAgentOutcome(
+        "success" if success else "failure", result, None if success else ErrorKind.UNKNOWN
+    )
+    return _Stop(
+        Completed(result, success),
+        (
+            tool_message(_answer(call, SUBMITTED_RESULT, is_error=False)),
+            *_answered(rest, SKIPPED_AFTER_SUBMIT_RESULT),
+            NotifyParent(outcome),
+        ),
+    )
+
+
+_OWNED_TOOLS: Mapping[str, OwnedTool] = {
+    UPGRADE_TOOL: _upgrade,
+    SPAWN_TOOL: _spawn,
+    SUBMIT_TOOL: _submit,
+}
+
+
+def _step(state: ConvState, ctx: ConvContext, at: _CallAt) -> Step:
+    """One call: unusable input is answered, an owned tool is handled, any other runs."""
+    call = at.call
+    if call.input_error is not None:
+        return _answer(
+            call,
+            f"Tool call not executed: its input was unusable ({call.input_error}). "
+            "Send the call again with complete input.",
+        )
+    owned = _OWNED_TOOLS.get(call.name)
+    if owned is not None:
+        return owned(state, ctx, at)
+    return _Stop(ToolExecuting(call, at.rest, at.done), (ExecuteTool(call),))
+
+
 def _run_tools(
     state: ConvState,
     ctx: ConvContext,
     remaining: tuple[ToolUseBlock, ...],
     done: tuple[ToolResult, ...],
-    effects: list[Effect],
+    effects: Sequence[Effect],
 ) -> Transition:
-    """Start the next tool of a response, answering in place the calls the machine owns."""
-    while remaining:
-        call, rest = remaining[0], remaining[1:]
-        if call.input_error is not None:
-            text = (
-                f"Tool call not executed: its input was unusable ({call.input_error}). "
-                "Send the call again with complete input."
-            )
-            done = (*done, _answer(call, text, effects))
-        elif call.name == UPGRADE_TOOL:
-            if ctx.is_sub_agent:
-                text = (
-                    "request_mode_upgrade is not available to sub-agents: they stay in their mode."
-                )
-                done = (*done, _answer(call, text, effects))
-            elif state.mode is Mode.UNRESTRICTED:
-                done = (*done, _answer(call, ALREADY_UNRESTRICTED_RESULT, effects))
-            else:
-                reason = call.input.get("reason")
-                if not isinstance(reason, str) or not reason.strip():
-                    text = "request_mode_upgrade needs 'reason': a non-empty string."
-                    done = (*done, _answer(call, text, effects))
-                else:
-                    phase: Phase = AwaitingModeApproval(reason, call.id, rest, done)
-                    data = UpgradeRequested(reason, call.id)
-                    notice = Notify(Notice.UPGRADE_REQUESTED, data)
-                    return _done(_at(state, phase), [*effects, notice])
-        elif call.name == SPAWN_TOOL:
-            if ctx.is_sub_agent:
-                text = "spawn_agents is not available to sub-agents: sub-agents cannot nest."
-                done = (*done, _answer(call, text, effects))
-            else:
-                tasks = _spawn_tasks(call)
-                if isinstance(tasks, str):
-                    done = (*done, _answer(call, tasks, effects))
-                else:
-                    keys = tuple(t.agent_id for t in tasks)
-                    phase = AwaitingSubAgents(call.id, tasks, keys, (), rest, done)
-                    return _done(_at(state, phase), [*effects, SpawnSubAgents(call.id, tasks)])
-        elif call.name == SUBMIT_TOOL:
-            if not ctx.is_sub_agent:
-                text = "submit_result is not available here: only sub-agents submit results."
-                done = (*done, _answer(call, text, effects))
-            else:
-                result, success = call.input.get("result"), call.input.get("success", True)
-                if not isinstance(result, str) or not isinstance(success, bool):
-                    text = (
-                        "submit_result needs 'result' (a string) and optional "
-                        "'success' (a boolean)."
-                    )
-                    done = (*done, _answer(call, text, effects))
-                else:
-                    _answer(call, SUBMITTED_RESULT, effects, is_error=False)
-                    for later in rest:
-                        _answer(later, SKIPPED_AFTER_SUBMIT_RESULT, effects)
-                    outcome = SubAgentOutcome(
-                        "success" if success else "failure",
-                        result,
-                        None if success else ErrorKind.UNKNOWN,
-                    )
-                    return _done(
-                        _at(state, Completed(result, success)), [*effects, NotifyParent(outcome)]
-                    )
-        else:
-            phase = ToolExecuting(call, rest, done)
-            return _done(_at(state, phase), [*effects, ExecuteTool(call)])
-        remaining = rest
-    return _request_llm(state, ctx, effects)
+    """Start the next tool of a response, answering in place the calls the machine owns;
+    when every call is answered, ask the model again."""
+    answers: list[Effect] = []
+    for index, call in enumerate(remaining):
+        step = _step(state, ctx, _CallAt(call, remaining[index + 1 :], done))
+        if isinstance(step, _Stop):
+            return _done(_at(state, step.phase), [*effects, *answers, *step.effects])
+        done = (*done, step)
+        answers.append(tool_message(step))
+    return _request_llm(state, ctx, [*effects, *answers])
 
 
 def retry_delay(attempt: int, failure: LlmFailure) -> float:
@@ -496,8 +542,7 @@ def _on_response(
     calls = tuple(b for b in event.content if isinstance(b, ToolUseBlock))
 
     if fraction >= CONTINUATION_THRESHOLD or event.stop_reason == "model_context_window_exceeded":
-        for call in calls:
-            _answer(call, NOT_EXECUTED_CONTEXT_RESULT, effects)
+        effects += _answered(calls, NOT_EXECUTED_CONTEXT_RESULT)
         if ctx.is_sub_agent:
             error = "Context window exhausted before the sub-agent submitted a result."
             return _sub_agent_failed(state, error, ErrorKind.CONTEXT_EXHAUSTED, effects)
@@ -573,11 +618,11 @@ def _on_tool_complete(
 
 
 def _cancel_tools(state: ConvState, ctx: ConvContext, phase: ToolExecuting, _e: Any) -> Outcome:
-    effects: list[Effect] = []
-    _answer(phase.current, CANCELLED_RESULT, effects)
-    for call in phase.remaining:
-        _answer(call, SKIPPED_RESULT, effects)
-    effects.append(AbortTool(phase.current.id))
+    effects: list[Effect] = [
+        *_answered((phase.current,), CANCELLED_RESULT),
+        *_answered(phase.remaining, SKIPPED_RESULT),
+        AbortTool(phase.current.id),
+    ]
     return _stopped(state, ctx, effects)
 
 
@@ -620,10 +665,9 @@ def _cancel_approval(
                 True,
                 approval=ApprovalDecision.DENIED,
             )
-        )
+        ),
+        *_answered(phase.remaining, SKIPPED_RESULT),
     ]
-    for call in phase.remaining:
-        _answer(call, SKIPPED_RESULT, effects)
     return _stopped(state, ctx, effects)
 
 
@@ -721,10 +765,11 @@ def _on_sub_agent(
 def _cancel_sub_agents(
     state: ConvState, ctx: ConvContext, phase: AwaitingSubAgents, _e: Any
 ) -> Outcome:
-    effects: list[Effect] = [tool_message(sub_agents_result(phase, phase.completed))]
-    for call in phase.remaining:
-        _answer(call, SKIPPED_RESULT, effects)
-    effects.append(CancelSubAgents(phase.pending))
+    effects: list[Effect] = [
+        tool_message(sub_agents_result(phase, phase.completed)),
+        *_answered(phase.remaining, SKIPPED_RESULT),
+        CancelSubAgents(phase.pending),
+    ]
     return _stopped(state, ctx, effects)
 
 

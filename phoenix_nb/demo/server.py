@@ -447,14 +447,18 @@ class FakeAnthropic:
     async def _startup(self) -> None:
         self._closing = asyncio.Event()
         app = web.Application(client_max_size=64 * 1024 * 1024)
-        app.router.add_post("/v1/messages", self._handle_messages)
-        app.router.add_get("/v1/models/{model_id}", self._handle_model)
+        self._routes(app)
         self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0)
         await self._runner.setup()
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         sock.bind(("127.0.0.1", 0))
         self.port = sock.getsockname()[1]
         await web.SockSite(self._runner, sock).start()
+
+    def _routes(self, app: web.Application) -> None:
+        """The endpoints this server answers (a subclass speaks another wire format)."""
+        app.router.add_post("/v1/messages", self._handle_messages)
+        app.router.add_get("/v1/models/{model_id}", self._handle_model)
 
     async def _shutdown(self) -> None:
         assert self._closing is not None and self._runner is not None
@@ -485,7 +489,9 @@ class FakeAnthropic:
                 reply = self.default
         return reply(req) if callable(reply) else reply
 
-    async def _handle_messages(self, request: web.Request) -> web.StreamResponse:
+    async def _receive(self, request: web.Request) -> tuple[int, FakeRequest, Any]:
+        """Record a request as it came (its body parsed, None when not JSON), before
+        anything judges it: tests read what the client sent, good or bad."""
         raw = await request.read()
         try:
             body = json.loads(raw)
@@ -498,6 +504,10 @@ class FakeAnthropic:
             )
             self._requests.append(req)
             self._cond.notify_all()
+        return index, req, body
+
+    async def _handle_messages(self, request: web.Request) -> web.StreamResponse:
+        index, req, body = await self._receive(request)
         problem = self._auth_problem(request)
         if problem:
             return self._error_response(index, Fault.status(401, message=problem))

@@ -43,6 +43,7 @@ from phoenix_nb.llm.stream import (
     TextDelta,
     ToolInputDelta,
     ToolUseStart,
+    final_response,
 )
 
 __all__ = ["OpenAIChatProvider", "to_chat_messages", "to_chat_tools"]
@@ -463,15 +464,7 @@ class OpenAIChatProvider:
 
     async def complete(self, request: LlmRequest) -> ModelResponse:
         """Run `stream` to its end; raise LlmCallError on failure."""
-        outcome: LlmOutcome | None = None
-        async for update in self.stream(request):
-            if isinstance(update, LlmOutcome):
-                outcome = update
-        assert outcome is not None
-        if outcome.failure is not None:
-            raise LlmCallError(outcome.failure)
-        assert outcome.response is not None
-        return outcome.response
+        return await final_response(self.stream(request))
 
     async def complete_text(self, request: LlmRequest) -> str:
         """A small non-streamed call (keyword_search, summaries): its text, or LlmCallError."""

@@ -66,6 +66,7 @@ from phoenix_nb.llm.stream import (
     ThinkingDelta,
     ToolInputDelta,
     ToolUseStart,
+    final_response,
 )
 
 
@@ -487,15 +488,7 @@ class AnthropicProvider:
 
     async def complete(self, request: LlmRequest) -> ModelResponse:
         """Run `stream` to its end; raise LlmCallError on failure."""
-        outcome: LlmOutcome | None = None
-        async for update in self.stream(request):
-            if isinstance(update, LlmOutcome):
-                outcome = update
-        assert outcome is not None
-        if outcome.failure is not None:
-            raise LlmCallError(outcome.failure)
-        assert outcome.response is not None
-        return outcome.response
+        return await final_response(self.stream(request))
 
     async def complete_text(self, request: LlmRequest) -> str:
         """A small non-streamed call (keyword_search, summaries): its text, or LlmCallError."""

@@ -10,9 +10,11 @@ their construction cost shows up directly in the streaming benchmark.
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterable
 from dataclasses import dataclass
 
 from phoenix_nb.core.values import ContentBlock, LlmFailure, Usage
+from phoenix_nb.llm.errors import LlmCallError
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,3 +109,19 @@ StreamUpdate = (
     | ProviderNotice
     | LlmOutcome
 )
+
+
+async def final_response(updates: AsyncIterable[StreamUpdate]) -> ModelResponse:
+    """Run a stream to its end: its response, or `LlmCallError` with its failure.
+
+    What every provider's `complete` answers; the stream itself never raises for
+    API faults, so this is where a failure becomes an exception."""
+    outcome: LlmOutcome | None = None
+    async for update in updates:
+        if isinstance(update, LlmOutcome):
+            outcome = update
+    assert outcome is not None  # every stream ends with exactly one
+    if outcome.failure is not None:
+        raise LlmCallError(outcome.failure)
+    assert outcome.response is not None
+    return outcome.response

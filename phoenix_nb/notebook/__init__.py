@@ -20,6 +20,7 @@ __all__ = [
     "cell_edits_comm",
     "chat",
     "controls",
+    "decorate",
     "edits_listing",
     "export",
     "extension",
@@ -33,4 +34,5 @@ __all__ = [
     "thumbnails",
     "transformer",
     "undo",
+    "whole_record",
 ]

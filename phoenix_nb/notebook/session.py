@@ -35,6 +35,7 @@ if TYPE_CHECKING:  # the runtime is imported on first use, not at %load_ext
 _DEFAULT = Settings(model=DEMO_MODEL)  # `model`'s default reads the environment: not used
 _SANDBOX = _DEFAULT.sandbox
 _SUB_AGENTS = _DEFAULT.sub_agents
+_CHECKPOINTS = _DEFAULT.checkpoints
 
 
 class PhoenixConfig(Configurable):
@@ -115,19 +116,19 @@ class PhoenixConfig(Configurable):
         "its kernel tools answer with an error.",
     ).tag(config=True)
     checkpoints = Bool(
-        _DEFAULT.checkpoints,
+        _CHECKPOINTS.enabled,
         help="Checkpoint the folder while the agent can write, so %phoenix revert works.",
     ).tag(config=True)
     checkpoint_max_file_size = Int(
-        _DEFAULT.checkpoint_max_file_size,
+        _CHECKPOINTS.max_file_size,
         help="Bytes; larger files are recorded by hash only (not restorable).",
     ).tag(config=True)
     checkpoint_keep_days = Float(
-        _DEFAULT.checkpoint_keep_days,
+        _CHECKPOINTS.keep_days,
         help="Days before old checkpoints may be pruned (never the latest turn's).",
     ).tag(config=True)
     checkpoint_max_bytes = Int(
-        _DEFAULT.checkpoint_max_bytes, help="Bytes per conversation's store before the oldest go."
+        _CHECKPOINTS.max_bytes, help="Bytes per conversation's store before the oldest go."
     ).tag(config=True)
 
     stall_timeout = Float(

@@ -25,6 +25,7 @@ __all__ = [
     "ports",
     "prompts",
     "settings",
+    "snapshot",
     "subagents",
     "updates",
 ]

@@ -26,7 +26,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from phoenix_nb.checkpoints.recorder import CheckpointConfig, Checkpoints
+from phoenix_nb.checkpoints.recorder import Checkpoints
 from phoenix_nb.core import events as ev
 from phoenix_nb.core.codec import CodecError, from_json
 from phoenix_nb.core.cycles import RecordHeader
@@ -71,7 +71,7 @@ from phoenix_nb.runtime.subagents import SubAgentSpawner
 from phoenix_nb.sandbox import SandboxPolicy, detect_sandbox
 from phoenix_nb.store import Store, store_problem
 from phoenix_nb.tools.background_jobs import BackgroundJobs
-from phoenix_nb.tools.kernel_edits import outcome_note
+from phoenix_nb.tools.kernel import outcome_note
 from phoenix_nb.tools.kernel_port import KernelPort
 
 __all__ = [
@@ -109,15 +109,6 @@ def _usage_of(message: Mapping[str, Any]) -> Usage | None:
 def _sandbox_policy(s: Settings, store_root: Path) -> SandboxPolicy:
     """The sandbox policy of a Phoenix: its limits and deny list; its store always hidden."""
     return SandboxPolicy.build(s.sandbox, s.deny_read, (store_root,))
-
-
-def _checkpoint_config(s: Settings) -> CheckpointConfig:
-    return CheckpointConfig(
-        enabled=s.checkpoints,
-        max_file_size=s.checkpoint_max_file_size,
-        keep_days=s.checkpoint_keep_days,
-        max_bytes=s.checkpoint_max_bytes,
-    )
 
 
 def _context_for(
@@ -251,7 +242,7 @@ class Conversation:
         """Send a user message; raises PhoenixError when the core rejects it (busy …).
 
         What the user did with the agent's proposed cell edits since it last heard
-        goes first, as a system note (`tools.kernel_edits.outcome_note`)."""
+        goes first, as a system note (`tools.kernel.outcome_note`)."""
         await self._phoenix.refresh_limits(self.runtime)
         await self.runtime.warm()  # a long history loaded from the store: off the loop
         self._report_cell_edits()
@@ -530,7 +521,7 @@ class Phoenix:
         """Working-tree checkpoints of every conversation, in the store's folder."""
         # The store's own files are never checkpointed (nor reverted), even under a cwd.
         root = Path(self.store_root)
-        return Checkpoints(root / "checkpoints", _checkpoint_config(self.settings), exclude=(root,))
+        return Checkpoints(root / "checkpoints", self.settings.checkpoints, exclude=(root,))
 
     def reconfigure(self, settings: Settings) -> None:
         """New settings (`%config Phoenix.…` after `%load_ext`), in effect from the next
@@ -547,7 +538,7 @@ class Phoenix:
         old, self.settings = self.settings, settings
         self.sandbox_policy = _sandbox_policy(settings, self.store_root)
         self.spawner.set_limits(settings.sub_agents)
-        self.worktree.reconfigure(_checkpoint_config(settings))
+        self.worktree.reconfigure(settings.checkpoints)
         client = ("api_key", "provider", "base_url", "stall_timeout", "cache_ttl")
         if any(getattr(old, f) != getattr(settings, f) for f in client):
             keep = {k: p for k, p in self._providers.items() if k == DEMO_MODEL}

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
+from phoenix_nb.checkpoints.config import CheckpointConfig
 from phoenix_nb.core.models import ModelSpec, Supports, configure_models
 from phoenix_nb.core.prices import ModelPrice, configure_prices, rates_from
 from phoenix_nb.core.states import DEFAULT_MAX_TURN_ROUNDS
@@ -89,7 +90,13 @@ NESTED_CONFIG: dict[str, tuple[str, str]] = {
     "sandbox_max_procs": ("sandbox", "max_procs"),
     "sandbox_tmp_bytes": ("sandbox", "tmp_bytes"),
     "sandbox_tmp_inodes": ("sandbox", "tmp_inodes"),
+    # Checkpoints of the working tree while the agent can write (phoenix_nb.checkpoints).
+    "checkpoints": ("checkpoints", "enabled"),
+    "checkpoint_max_file_size": ("checkpoints", "max_file_size"),
+    "checkpoint_keep_days": ("checkpoints", "keep_days"),
+    "checkpoint_max_bytes": ("checkpoints", "max_bytes"),
 }
+_GROUPS = frozenset(group for group, _ in NESTED_CONFIG.values())
 
 
 @dataclass
@@ -117,10 +124,7 @@ class Settings:
     env_allow: tuple[str, ...] = ()  # variables (names or patterns) commands may see
     kernel_access: str = "on"  # "off": the kernel tools stay declared and answer with an error
     # Checkpoints of the working tree while the agent can write (phoenix_nb.checkpoints):
-    checkpoints: bool = True
-    checkpoint_max_file_size: int = 20 * 1024 * 1024  # larger files: hash only, not restorable
-    checkpoint_keep_days: float = 30.0  # older checkpoints may be pruned …
-    checkpoint_max_bytes: int = 2 * 1024 * 1024 * 1024  # … and the oldest while a store is larger
+    checkpoints: CheckpointConfig = field(default_factory=CheckpointConfig)
     # The turn budget (core/states.py TurnBudget): model responses for one user message
     # (None or 0: no limit), and dollars one turn / the whole conversation may spend
     # (None: no limit; they apply to models with a known price only).
@@ -181,7 +185,7 @@ class Settings:
             if name in values and values[name] != "":
                 nested.setdefault(group, {})[key] = values[name]
         for f in fields(cls):
-            if f.name not in values or f.name in NOT_FROM_CONFIG:
+            if f.name not in values or f.name in NOT_FROM_CONFIG or f.name in _GROUPS:
                 continue
             value = values[f.name]
             if isinstance(value, str) and value == "" and f.name != "cache_ttl":
@@ -211,7 +215,7 @@ class Settings:
     def config_names(cls) -> set[str]:
         """Every name a notebook may set (`c.Phoenix.<name>`): the flat fields and the
         flat names of the nested values' fields."""
-        flat = {f.name for f in fields(cls)} - {group for group, _ in NESTED_CONFIG.values()}
+        flat = {f.name for f in fields(cls)} - _GROUPS
         return (flat | set(NESTED_CONFIG)) - set(NOT_FROM_CONFIG)
 
     def store_root(self) -> Path:

@@ -1,6 +1,6 @@
 """Confining a fork of the kernel as a Restricted command is confined.
 
-The kernel's tools that run Python in a fork (``tools/kernel_fork.py``) build
+The kernel's tools that run Python in a fork (``tools/kernel/fork.py``) build
 a `ChildPolicy` here before forking (from the conversation's limits) and
 apply it in the child with `confine_forked_child`; the mechanisms are the
 launcher's own (``child/confine.py``, ``child/cgroup.py``).

@@ -47,28 +47,6 @@ def _connection_file() -> str | None:
     return None
 
 
-def _runtime_dirs() -> list[str]:
-    """Jupyter's own secrets (its runtime dir, the kernel's connection file) and every
-    store the environment names, whichever Phoenix uses it: deny by default. This
-    Phoenix's own store comes with the policy (``extra_hidden``) wherever it is."""
-    found = []
-    try:
-        from jupyter_core.paths import jupyter_data_dir, jupyter_runtime_dir
-
-        found.append(jupyter_runtime_dir())
-        found.append(os.path.join(jupyter_data_dir(), "phoenix"))
-    except Exception:
-        pass
-    if os.environ.get("PHOENIX_HOME"):
-        found.append(os.environ["PHOENIX_HOME"])
-    if os.environ.get("JUPYTER_RUNTIME_DIR"):
-        found.append(os.environ["JUPYTER_RUNTIME_DIR"])
-    conn = _connection_file()
-    if conn:
-        found.append(os.path.abspath(conn))
-    return found
-
-
 def hidden_paths(cwd: str | os.PathLike[str], pol: SandboxPolicy) -> list[str]:
     """The existing paths a Restricted command in `cwd` must not read, expanded now."""
     home = os.path.expanduser("~")
@@ -89,7 +67,10 @@ def hidden_paths(cwd: str | os.PathLike[str], pol: SandboxPolicy) -> list[str]:
         if not os.path.isabs(expanded):
             expanded = os.path.join(home, expanded)
         out.extend(glob.glob(expanded, include_hidden=True))
-    out.extend(p for p in (*_runtime_dirs(), *pol.extra_hidden) if os.path.lexists(p))
+    # Jupyter's secrets and the stores (the policy's), this kernel's connection file.
+    conn = _connection_file()
+    private = (*pol.private, *pol.extra_hidden, *((os.path.abspath(conn),) if conn else ()))
+    out.extend(p for p in private if os.path.lexists(p))
     out.extend(credential_files())  # GOOGLE_APPLICATION_CREDENTIALS and the like
     seen: set[str] = set()
     result = []

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-__all__ = ["DEFAULT_DENY_READ", "SandboxLimits", "SandboxPolicy", "with_limits"]
+__all__ = ["DEFAULT_DENY_READ", "SandboxLimits", "SandboxPolicy", "private_paths", "with_limits"]
 
 # Read-denied in Restricted mode unless c.Phoenix.deny_read says otherwise.
 # "~" is the user's home; globs are expanded when a command starts; a name
@@ -61,6 +61,25 @@ class SandboxLimits:
     tmp_inodes: int = 65536
 
 
+def private_paths() -> tuple[str, ...]:
+    """Jupyter's own secrets and every phoenix store the environment names, as the
+    process sees them now: Jupyter's runtime dir (connection files, server tokens),
+    the default store under its data dir, ``$PHOENIX_HOME`` and
+    ``$JUPYTER_RUNTIME_DIR``. Hidden whichever Phoenix a command belongs to: deny
+    by default."""
+    found: list[str] = []
+    try:
+        from jupyter_core.paths import jupyter_data_dir, jupyter_runtime_dir
+
+        found += [jupyter_runtime_dir(), os.path.join(jupyter_data_dir(), "phoenix")]
+    except Exception:
+        pass
+    found += [
+        os.environ[name] for name in ("PHOENIX_HOME", "JUPYTER_RUNTIME_DIR") if os.environ.get(name)
+    ]
+    return tuple(found)
+
+
 @dataclass(frozen=True)
 class SandboxPolicy:
     """One `Phoenix`'s sandbox policy: its limits and what its commands must not read.
@@ -70,12 +89,15 @@ class SandboxPolicy:
     and `hidden_paths` read it from there, so two `Phoenix` objects in one
     process each keep their own. ``deny_read``: patterns as in
     `DEFAULT_DENY_READ`. ``extra_hidden``: exact paths hidden as well (the
-    store's folder).
+    store's folder). ``private``: the paths of `private_paths`, read from the
+    environment once, when the policy is built, so expanding the hidden paths
+    of a command reads the policy and not the environment.
     """
 
     limits: SandboxLimits = field(default_factory=SandboxLimits)
     deny_read: tuple[str, ...] = DEFAULT_DENY_READ
     extra_hidden: tuple[str, ...] = ()
+    private: tuple[str, ...] = field(default_factory=private_paths)
 
     @classmethod
     def build(

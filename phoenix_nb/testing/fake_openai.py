@@ -22,14 +22,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
 from collections.abc import Mapping
 from typing import Any
 
 from aiohttp import web
 
-from phoenix_nb.demo.server import FakeAnthropic, _estimate_usage, redact_headers
-from phoenix_nb.demo.turns import FakeRequest, Fault, TextSpec, ToolUseSpec, Turn, _next_id, text
+from phoenix_nb.demo.server import FakeAnthropic, _estimate_usage
+from phoenix_nb.demo.turns import Fault, TextSpec, ToolUseSpec, Turn, _next_id, text
 
 __all__ = ["FakeOpenAI", "validate_chat_request"]
 
@@ -165,16 +164,8 @@ class FakeOpenAI(FakeAnthropic):
     def base_url(self) -> str:
         return super().base_url + "/v1"
 
-    async def _startup(self) -> None:
-        self._closing = asyncio.Event()
-        app = web.Application(client_max_size=64 * 1024 * 1024)
+    def _routes(self, app: web.Application) -> None:
         app.router.add_post("/v1/chat/completions", self._handle_chat)
-        self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0)
-        await self._runner.setup()
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        sock.bind(("127.0.0.1", 0))
-        self.port = sock.getsockname()[1]
-        await web.SockSite(self._runner, sock).start()
 
     def _chat_error(self, index: int, status: int, message: str, fault: Fault | None = None) -> Any:
         headers = {"x-request-id": _next_id("req")}
@@ -188,18 +179,7 @@ class FakeOpenAI(FakeAnthropic):
         return web.json_response(body, status=status, headers=headers)
 
     async def _handle_chat(self, request: web.Request) -> web.StreamResponse:
-        raw = await request.read()
-        try:
-            body = json.loads(raw)
-        except ValueError:
-            body = None
-        with self._cond:
-            index = len(self._requests)
-            req = FakeRequest(
-                index, request.method, request.path, redact_headers(request.headers), body
-            )
-            self._requests.append(req)
-            self._cond.notify_all()
+        index, req, body = await self._receive(request)
         auth = request.headers.get("authorization", "")
         if not auth.lower().startswith("bearer ") or not auth[7:].strip():
             return self._chat_error(index, 401, "You didn't provide an API key.")

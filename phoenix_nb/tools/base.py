@@ -3,6 +3,8 @@
 A tool is a name, a static description and schema (REQ-BED-017: descriptions
 never change with the mode), and an async `run` that never raises for bad input:
 a missing or mistyped field becomes an error `ToolResult` naming the field.
+`SchemaTool` does that check once, against the tool's declared schema, so a
+tool's own `execute` starts from input of the declared shape.
 What a tool shows beyond the model's text is its result's `display`, one of the
 frozen dataclasses in `core/displays.py` (`ToolDisplay`), never a dict: the
 renderers read the same types back from the stored record.
@@ -12,6 +14,7 @@ process tree it started) and let `CancelledError` propagate.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,6 +25,7 @@ from phoenix_nb.core.values import Mode, ToolResult
 from phoenix_nb.sandbox import SandboxInfo, SandboxPolicy
 from phoenix_nb.tools.background_jobs import BackgroundJobs
 from phoenix_nb.tools.kernel_port import KernelPort
+from phoenix_nb.tools.schema import invalid_input_result, validate
 
 # Environment variables whose names match any of these (case-insensitive
 # substrings) never reach a tool's process: the model must not read them.
@@ -58,6 +62,33 @@ class Tool(Protocol):
     async def run(
         self, input: Mapping[str, Any], ctx: ToolContext, tool_use_id: str
     ) -> ToolResult: ...
+
+
+class SchemaTool(ABC):
+    """A tool whose input is checked against its `input_schema` before it runs.
+
+    The model sends missing fields, wrong types and the junk of a truncated
+    stream; every tool answers that with the same error (`invalid_input_result`,
+    naming the first bad field), written here once. Subclasses implement
+    `execute`, which sees only input of the declared shape; checks a schema
+    cannot say (one field's meaning given another) stay in `execute`.
+    """
+
+    name: str
+    description: str
+    input_schema: Mapping[str, Any]
+
+    async def run(self, input: Mapping[str, Any], ctx: ToolContext, tool_use_id: str) -> ToolResult:
+        problem = validate(input, self.input_schema)
+        if problem:
+            return invalid_input_result(tool_use_id, self.name, problem)
+        return await self.execute(input, ctx, tool_use_id)
+
+    @abstractmethod
+    async def execute(
+        self, input: Mapping[str, Any], ctx: ToolContext, tool_use_id: str
+    ) -> ToolResult:
+        """The tool's work, on input that matches `input_schema`."""
 
 
 RESTRICTED_PATCH_MESSAGE = (

@@ -45,9 +45,8 @@ from phoenix_nb.sandbox import (
 )
 from phoenix_nb.tools import bash_guard
 from phoenix_nb.tools.background_jobs import BackgroundJob
-from phoenix_nb.tools.base import ToolContext
+from phoenix_nb.tools.base import SchemaTool, ToolContext
 from phoenix_nb.tools.environment import command_environment
-from phoenix_nb.tools.schema import invalid_input_result, validate
 
 HEAD_BYTES = 16 * 1024
 TAIL_BYTES = 16 * 1024
@@ -144,7 +143,7 @@ def _error(tool_use_id: str, command: str, text: str) -> ToolResult:
     return ToolResult(tool_use_id, text, is_error=True, display=BashDisplay(command, None))
 
 
-class BashTool:
+class BashTool(SchemaTool):
     """`bash {command, timeout?, background?}` (REQ-BASH-007/008/009, REQ-BED-005)."""
 
     name = "bash"
@@ -157,10 +156,9 @@ class BashTool:
     def limits(self, ctx: ToolContext) -> SandboxLimits:
         return self._limits or ctx.sandbox_policy.limits
 
-    async def run(self, input: Mapping[str, Any], ctx: ToolContext, tool_use_id: str) -> ToolResult:
-        problem = validate(input, self.input_schema)
-        if problem:
-            return invalid_input_result(tool_use_id, self.name, problem)
+    async def execute(
+        self, input: Mapping[str, Any], ctx: ToolContext, tool_use_id: str
+    ) -> ToolResult:
         command: str = input["command"]
         timeout = float(input.get("timeout", DEFAULT_TIMEOUT))
         background = bool(input.get("background", False))

@@ -31,7 +31,7 @@ hidden from Restricted work with the other credential paths
 (``%phoenix status``), never by value.
 
 `fork_secrets` picks, among the withheld values, those a fork of the kernel
-must scrub from its memory (``kernel_fork``): every value that is or looks
+must scrub from its memory (``tools/kernel/fork.py``): every value that is or looks
 like a credential; not a short, numeric or path-only value (``/usr/share``,
 ``1``, ``true``) — those are withheld from commands as everything unknown is,
 but they are no secret, and overwriting every copy of a path or a word in

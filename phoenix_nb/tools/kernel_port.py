@@ -11,7 +11,7 @@ kernel (`DictKernel`, below, is a real implementation, not a mock).
 
 The port hands out live objects. Nothing in the tools layer calls a method of a
 user object in the kernel process: summaries and scratchpad code run in a
-copy-on-write fork (`kernel_fork.py`), where `enter_child` first reroutes the
+copy-on-write fork (`tools/kernel/fork.py`), where `enter_child` first reroutes the
 kernel's own output channels so that nothing in the child can reach the
 front end.
 """

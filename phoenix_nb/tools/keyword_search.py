@@ -46,9 +46,9 @@ from phoenix_nb import sandbox
 from phoenix_nb.core.displays import SearchDisplay, SearchTerm
 from phoenix_nb.core.values import Mode, ToolResult
 from phoenix_nb.errors import PhoenixError
-from phoenix_nb.tools.base import ToolContext
+from phoenix_nb.tools.base import SchemaTool, ToolContext
 from phoenix_nb.tools.environment import command_environment
-from phoenix_nb.tools.schema import invalid_input_result, validate
+from phoenix_nb.tools.schema import invalid_input_result
 
 MAX_TERMS = 12
 MAX_TOTAL_HITS = 200  # matching lines returned across all terms
@@ -553,7 +553,7 @@ def _render_terms(stats: list[TermStats]) -> str:
     return "\n".join(parts)
 
 
-class KeywordSearchTool:
+class KeywordSearchTool(SchemaTool):
     """ripgrep over the repository, per-term breadth control, helper-model ranking."""
 
     name = "keyword_search"
@@ -582,11 +582,13 @@ class KeywordSearchTool:
         "required": ["query", "search_terms"],
     }
 
-    async def run(self, input: Mapping[str, Any], ctx: ToolContext, tool_use_id: str) -> ToolResult:
-        problem = validate(input, self.input_schema)
-        if problem is None and len(input["search_terms"]) > MAX_TERMS:
+    async def execute(
+        self, input: Mapping[str, Any], ctx: ToolContext, tool_use_id: str
+    ) -> ToolResult:
+        problem = None
+        if len(input["search_terms"]) > MAX_TERMS:
             problem = f"search_terms must have at most {MAX_TERMS} items"
-        if problem is None and any("\x00" in t for t in input["search_terms"]):
+        elif any("\x00" in t for t in input["search_terms"]):
             problem = "search_terms must not contain NUL characters"
         if problem:
             return invalid_input_result(tool_use_id, self.name, problem)

@@ -59,8 +59,8 @@ from typing import Any
 from phoenix_nb.core.displays import PatchDisplay
 from phoenix_nb.core.values import Mode, ToolResult
 from phoenix_nb.errors import PhoenixError
-from phoenix_nb.tools.base import RESTRICTED_PATCH_MESSAGE, ToolContext
-from phoenix_nb.tools.schema import invalid_input_result, validate
+from phoenix_nb.tools.base import RESTRICTED_PATCH_MESSAGE, SchemaTool, ToolContext
+from phoenix_nb.tools.schema import invalid_input_result
 
 MAX_FILE_BYTES = 10 * 1024 * 1024  # larger files are not source code the model should patch
 
@@ -827,7 +827,7 @@ def _plan(target: Path, shown: str, patches: list[Mapping[str, Any]]) -> _Planne
     return _Planned(before, after, notes, info)
 
 
-class PatchTool:
+class PatchTool(SchemaTool):
     """Applies a list of edits to one file, all or nothing."""
 
     name = "patch"
@@ -862,11 +862,16 @@ class PatchTool:
     }
 
     async def run(self, input: Mapping[str, Any], ctx: ToolContext, tool_use_id: str) -> ToolResult:
-        if ctx.mode == Mode.RESTRICTED:
+        if ctx.mode == Mode.RESTRICTED:  # before the input check: no input fixes this
             return ToolResult(
                 tool_use_id=tool_use_id, content=RESTRICTED_PATCH_MESSAGE, is_error=True
             )
-        problem = validate(input, self.input_schema) or _check_semantics(input["patches"])
+        return await super().run(input, ctx, tool_use_id)
+
+    async def execute(
+        self, input: Mapping[str, Any], ctx: ToolContext, tool_use_id: str
+    ) -> ToolResult:
+        problem = _check_semantics(input["patches"])
         if problem:
             return invalid_input_result(tool_use_id, self.name, problem)
         raw_path = input["path"]

@@ -25,8 +25,9 @@ from phoenix_nb.core.values import ToolResult
 from phoenix_nb.tools.base import Tool, ToolContext
 from phoenix_nb.tools.bash import BashTool
 from phoenix_nb.tools.declared import REQUEST_MODE_UPGRADE, SPAWN_AGENTS, SUBMIT_RESULT
-from phoenix_nb.tools.kernel_edits import EditCellTool, InsertCellTool
-from phoenix_nb.tools.kernel_tools import (
+from phoenix_nb.tools.kernel import (
+    EditCellTool,
+    InsertCellTool,
     InspectVariablesTool,
     KernelHistoryTool,
     ProposeCellTool,

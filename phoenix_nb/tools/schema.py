@@ -5,7 +5,7 @@ junk from a truncated stream. Such input must become a tool error the model can
 act on — naming the exact field — never an exception into the runtime (issue
 item 7). We validate by hand rather than with `jsonschema`: the subset is tiny
 (object, required, properties, string/boolean/integer/number/array/object,
-enum, items, minItems, minLength) and the wording matters more than coverage —
+enum, items, minItems, maxItems, minLength) and the wording matters more than coverage —
 `jsonschema` would need every message rewritten to name paths like
 `patches[1].operation`, and it is only a transitive dependency here.
 """
@@ -101,6 +101,9 @@ def _check(value: Any, schema: Mapping[str, Any], path: str) -> str | None:
         min_items = schema.get("minItems")
         if isinstance(min_items, int) and len(value) < min_items:
             return f"{where} must have at least {min_items} item{'s' if min_items != 1 else ''}"
+        max_items = schema.get("maxItems")
+        if isinstance(max_items, int) and len(value) > max_items:
+            return f"{where} must have at most {max_items} items"
         items = schema.get("items")
         if isinstance(items, Mapping):
             for index, item in enumerate(value):

@@ -14,8 +14,7 @@ from typing import Any
 from phoenix_nb.core.displays import ThinkDisplay
 from phoenix_nb.core.tool_fields import THINK_THOUGHTS
 from phoenix_nb.core.values import ToolResult
-from phoenix_nb.tools.base import ToolContext
-from phoenix_nb.tools.schema import invalid_input_result, validate
+from phoenix_nb.tools.base import SchemaTool, ToolContext
 
 THINK_DESCRIPTION = (
     "Think through a problem step by step before acting: plan, weigh options, or "
@@ -25,7 +24,7 @@ THINK_DESCRIPTION = (
 )
 
 
-class ThinkTool:
+class ThinkTool(SchemaTool):
     """Records the model's thoughts; returns "recorded"."""
 
     name = "think"
@@ -38,10 +37,9 @@ class ThinkTool:
         "required": [THINK_THOUGHTS],
     }
 
-    async def run(self, input: Mapping[str, Any], ctx: ToolContext, tool_use_id: str) -> ToolResult:
-        problem = validate(input, self.input_schema)
-        if problem:
-            return invalid_input_result(tool_use_id, self.name, problem)
+    async def execute(
+        self, input: Mapping[str, Any], ctx: ToolContext, tool_use_id: str
+    ) -> ToolResult:
         return ToolResult(
             tool_use_id=tool_use_id,
             content="recorded",

@@ -54,10 +54,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from phoenix_nb.core.secrets import SecretValues
 from phoenix_nb.sandbox import detect_sandbox, fork_memory
-from phoenix_nb.tools import kernel_fork
 from phoenix_nb.tools.base import ToolContext
-from phoenix_nb.tools.kernel_fork import run_in_fork
-from phoenix_nb.tools.kernel_tools import RunPythonTool, fork_secrets
+from phoenix_nb.tools.kernel import RunPythonTool
+from phoenix_nb.tools.kernel import fork as kernel_fork
+from phoenix_nb.tools.kernel.access import fork_secrets
+from phoenix_nb.tools.kernel.fork import run_in_fork
 from tests.tools.kernel_stand_in import (
     alive,
     descendants,

@@ -77,6 +77,7 @@ FACES: dict[str, list[str]] = {
     "phoenix_nb": phoenix_nb.__all__,  # pinned name by name above
     "phoenix_nb.checkpoints": [
         "changes",
+        "config",
         "manifest",
         "objects",
         "recorder",
@@ -131,6 +132,7 @@ FACES: dict[str, list[str]] = {
         "cell_edits_comm",
         "chat",
         "controls",
+        "decorate",
         "edits_listing",
         "export",
         "extension",
@@ -144,6 +146,7 @@ FACES: dict[str, list[str]] = {
         "thumbnails",
         "transformer",
         "undo",
+        "whole_record",
     ],
     "phoenix_nb.runtime": [
         "claim",
@@ -154,6 +157,7 @@ FACES: dict[str, list[str]] = {
         "ports",
         "prompts",
         "settings",
+        "snapshot",
         "subagents",
         "updates",
     ],
@@ -194,11 +198,8 @@ FACES: dict[str, list[str]] = {
         "cell_edits",
         "declared",
         "environment",
-        "kernel_edits",
-        "kernel_fork",
+        "kernel",
         "kernel_port",
-        "kernel_summarize",
-        "kernel_tools",
         "keyword_search",
         "patch",
         "registry",
@@ -206,6 +207,15 @@ FACES: dict[str, list[str]] = {
         "think",
     ],
     "phoenix_nb.tools.bash_guard": ["check_command", "expand_word"],
+    "phoenix_nb.tools.kernel": [
+        "EditCellTool",
+        "InsertCellTool",
+        "InspectVariablesTool",
+        "KernelHistoryTool",
+        "ProposeCellTool",
+        "RunPythonTool",
+        "outcome_note",
+    ],
     "phoenix_nb.tools.bash_guard.rules": ["RULES", "Rule"],
 }
 # Packages whose face is their modules: every public module is listed, none other.

@@ -27,7 +27,7 @@ import pytest
 
 from phoenix_nb.core.secrets import SecretValues
 from phoenix_nb.sandbox import fork_memory
-from phoenix_nb.tools.kernel_fork import ChildSink, Emit, ForkLimits, run_in_fork, sandbox_ready
+from phoenix_nb.tools.kernel.fork import ChildSink, Emit, ForkLimits, run_in_fork, sandbox_ready
 from phoenix_nb.tools.kernel_port import DictKernel
 from tests.seeds import phoenix_seed
 
@@ -111,7 +111,7 @@ async def test_a_service_account_key_is_scrubbed_wherever_the_kernel_holds_it(
 ) -> None:
     import json
 
-    from phoenix_nb.tools.kernel_tools import RunPythonTool
+    from phoenix_nb.tools.kernel import RunPythonTool
     from tests.tools.kernel_stand_in import stand_in
 
     line = "MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7Vb8nM3qW6eR1tY4u"

@@ -1,6 +1,9 @@
-"""edit_cell and insert_cell: the agent proposes changes to the user's own cells.
+"""propose_cell, edit_cell and insert_cell: the agent proposes cells, never runs them.
 
-A call changes nothing: it puts a `CellEdit` in the kernel's `EditBook`. In
+The kernel's state changes only through cells a human runs. propose_cell hands
+a new cell to the front end (inserted below the %%phoenix cell when the turn
+ends, not run). edit_cell and insert_cell change the user's own cells, and a
+call changes nothing either: it puts a `CellEdit` in the kernel's `EditBook`. In
 JupyterLab and Notebook 7 the labextension shows it on the cell as a diff with
 Accept / Reject (Accept replaces the source in the live notebook, undoably,
 and never runs it); elsewhere it stays pending, shown in the record and by
@@ -28,20 +31,21 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from phoenix_nb.core.displays import CellEditDisplay
+from phoenix_nb.core.displays import CellEditDisplay, ProposalDisplay
 from phoenix_nb.core.values import ToolResult
 from phoenix_nb.tools.base import ToolContext
 from phoenix_nb.tools.cell_edits import CellEdit, CellSeen, EditPosition, cell_diff, new_edit_id
 from phoenix_nb.tools.environment import command_environment
-from phoenix_nb.tools.kernel_port import KernelPort
-from phoenix_nb.tools.kernel_tools import kernel_for, redact, secret_values
-from phoenix_nb.tools.schema import invalid_input_result, validate
+from phoenix_nb.tools.kernel.access import KernelTool, redact, secret_values
+from phoenix_nb.tools.kernel_port import KernelPort, Proposal
 
 __all__ = [
     "EDIT_DESCRIPTION",
     "INSERT_DESCRIPTION",
+    "PROPOSE_DESCRIPTION",
     "EditCellTool",
     "InsertCellTool",
+    "ProposeCellTool",
     "outcome_note",
 ]
 
@@ -145,7 +149,7 @@ def _short_diff(old: str, new: str) -> str:
     return "\n".join(lines)
 
 
-class EditCellTool:
+class EditCellTool(KernelTool):
     name = "edit_cell"
     description = EDIT_DESCRIPTION
     input_schema: Mapping[str, Any] = {
@@ -169,13 +173,9 @@ class EditCellTool:
         "required": ["cell_id", "new_source", "explanation"],
     }
 
-    async def run(self, input: Mapping[str, Any], ctx: ToolContext, tool_use_id: str) -> ToolResult:
-        problem = validate(input, self.input_schema)
-        if problem:
-            return invalid_input_result(tool_use_id, self.name, problem)
-        port = kernel_for(ctx, self.name, tool_use_id)
-        if isinstance(port, ToolResult):
-            return port
+    async def use_kernel(
+        self, port: KernelPort, input: Mapping[str, Any], ctx: ToolContext, tool_use_id: str
+    ) -> ToolResult:
         found = find_cell(port, str(input["cell_id"]))
         if found is None:
             return _refuse(tool_use_id, _unknown(str(input["cell_id"])))
@@ -197,7 +197,7 @@ class EditCellTool:
         return _propose(ctx, port, tool_use_id, edit, "edit")
 
 
-class InsertCellTool:
+class InsertCellTool(KernelTool):
     name = "insert_cell"
     description = INSERT_DESCRIPTION
     input_schema: Mapping[str, Any] = {
@@ -219,13 +219,9 @@ class InsertCellTool:
         "required": ["cell_id", "position", "source", "explanation"],
     }
 
-    async def run(self, input: Mapping[str, Any], ctx: ToolContext, tool_use_id: str) -> ToolResult:
-        problem = validate(input, self.input_schema)
-        if problem:
-            return invalid_input_result(tool_use_id, self.name, problem)
-        port = kernel_for(ctx, self.name, tool_use_id)
-        if isinstance(port, ToolResult):
-            return port
+    async def use_kernel(
+        self, port: KernelPort, input: Mapping[str, Any], ctx: ToolContext, tool_use_id: str
+    ) -> ToolResult:
         found = find_cell(port, str(input["cell_id"]))
         if found is None:
             return _refuse(tool_use_id, _unknown(str(input["cell_id"])))
@@ -241,3 +237,42 @@ class InsertCellTool:
             execution_count=seen.execution_count,
         )
         return _propose(ctx, port, tool_use_id, edit, "new cell")
+
+
+PROPOSE_DESCRIPTION = (
+    "Propose a cell for the user to run. You never change the kernel's state yourself; "
+    "when your turn ends, the code is inserted as a new cell below the %%phoenix cell, "
+    "not run (the user reads it and decides), and the conversation record shows it. "
+    "Several proposals in one turn are inserted in order. Use it for anything that "
+    "should change the user's variables; try the code first with run_python."
+)
+
+
+class ProposeCellTool(KernelTool):
+    name = "propose_cell"
+    description = PROPOSE_DESCRIPTION
+    input_schema: Mapping[str, Any] = {
+        "type": "object",
+        "properties": {
+            "code": {"type": "string", "minLength": 1, "description": "The cell's code."},
+            "explanation": {
+                "type": "string",
+                "description": "One or two sentences for the user: what it does and why.",
+            },
+        },
+        "required": ["code", "explanation"],
+    }
+
+    async def use_kernel(
+        self, port: KernelPort, input: Mapping[str, Any], ctx: ToolContext, tool_use_id: str
+    ) -> ToolResult:
+        code, explanation = str(input["code"]), str(input["explanation"])
+        port.propose_cell(Proposal(ctx.conversation_id, code, explanation))
+        return ToolResult(
+            tool_use_id=tool_use_id,
+            content=(
+                "Proposed. When your turn ends this code is inserted as a new cell below the "
+                "%%phoenix cell, not run; the user decides whether to run it."
+            ),
+            display=ProposalDisplay(code, explanation),
+        )

@@ -1,8 +1,8 @@
 """Bounded, model-ready summaries of live Python objects — run only in a forked child.
 
 Every function here may call user code (`__repr__`, `__len__`, `describe()`),
-so none of them is ever called in the kernel process: `kernel_tools.py` runs
-them through `kernel_fork.run_in_fork`. Each object gets a time budget
+so none of them is ever called in the kernel process: the tools in this package run
+them through `fork.run_in_fork`. Each object gets a time budget
 (`time_limit`, SIGALRM in the child), so an object whose `__repr__` sleeps
 costs its budget and the others are still summarised; each summary has a
 character budget, so a 1,700-column DataFrame or a 10 GB array reads the same

@@ -23,21 +23,20 @@ from matplotlib.figure import Figure
 from phoenix_nb.core.values import Mode
 from phoenix_nb.sandbox import detect_sandbox
 from phoenix_nb.tools.base import SandboxInfo, ToolContext
-from phoenix_nb.tools.kernel_fork import sandbox_ready
+from phoenix_nb.tools.kernel import (
+    InspectVariablesTool,
+    KernelHistoryTool,
+    ProposeCellTool,
+    RunPythonTool,
+)
+from phoenix_nb.tools.kernel.access import MAX_OUTPUT, redact
+from phoenix_nb.tools.kernel.fork import sandbox_ready
+from phoenix_nb.tools.kernel.summarize import list_variables, looks_secret
 from phoenix_nb.tools.kernel_port import (
     CellOutput,
     DictKernel,
     HistoryEntry,
     LastException,
-)
-from phoenix_nb.tools.kernel_summarize import list_variables, looks_secret
-from phoenix_nb.tools.kernel_tools import (
-    MAX_OUTPUT,
-    InspectVariablesTool,
-    KernelHistoryTool,
-    ProposeCellTool,
-    RunPythonTool,
-    redact,
 )
 
 SECRET = "sk-live-4f9a8b7c6d5e"
@@ -389,7 +388,7 @@ def test_descriptions_do_not_depend_on_mode() -> None:
     """REQ-BED-017: one static description per tool; nothing mode- or kernel-specific."""
     for tool in TOOLS:
         assert "{" not in tool.description
-    assert sys.modules["phoenix_nb.tools.kernel_tools"].INSPECT_DESCRIPTION
+    assert sys.modules["phoenix_nb.tools.kernel.reads"].INSPECT_DESCRIPTION
 
 
 class SlowLen(list[int]):

@@ -51,7 +51,7 @@ to its own pipes (never to the kernel's logging, ZMQ or IOPub machinery).
 Code that needs another thread's lock, or a GPU context (CUDA does not
 survive fork), hangs or fails in the child: the timeout kills it and the
 tool says so. Cancel and timeout SIGKILL the child's process group at once and
-reap the child; measured well within 100 ms (tests/tools/test_kernel_fork.py).
+reap the child; measured well within 100 ms (tests/tools/kernel/test_fork.py).
 
 The job writes JSON lines to its result pipe as it goes, so a child killed
 half-way still leaves the results it finished.
@@ -360,7 +360,7 @@ def _child(
         setattr(sys, "__stderr__", err)  # noqa: B010
         # The kernel's running loop is not running here: asyncio forgets it in a
         # forked child (by pid on 3.11, by an at-fork hook from 3.12), so a job may
-        # call asyncio.run (tests/tools/test_kernel_fork.py).
+        # call asyncio.run (tests/tools/kernel/test_fork.py).
         gc.freeze()  # leave the kernel's objects untouched: no collection walks them
         privatize_shared_mappings()  # before confinement: files are still all reachable
         tempfile.tempdir = tmpdir

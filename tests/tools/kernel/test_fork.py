@@ -23,9 +23,9 @@ import pytest
 
 from phoenix_nb.notebook.interrupt import wake_loop_on_signals
 from phoenix_nb.sandbox import detect_sandbox
-from phoenix_nb.tools.kernel_fork import ChildSink, Emit, ForkLimits, run_in_fork, sandbox_ready
+from phoenix_nb.tools.kernel.fork import ChildSink, Emit, ForkLimits, run_in_fork, sandbox_ready
+from phoenix_nb.tools.kernel.summarize import OutOfTime, time_limit
 from phoenix_nb.tools.kernel_port import DictKernel
-from phoenix_nb.tools.kernel_summarize import OutOfTime, time_limit
 from tests.tools.kernel_stand_in import alive, descendants, forks_of, kernel_thread
 
 SANDBOX = detect_sandbox().available and sandbox_ready()

@@ -12,7 +12,7 @@ from phoenix_nb.core.displays import CellEditDisplay, read_stored, stored_displa
 from phoenix_nb.core.values import Mode
 from phoenix_nb.tools.base import SandboxInfo, ToolContext
 from phoenix_nb.tools.cell_edits import EditBook, EditOutcome
-from phoenix_nb.tools.kernel_edits import EditCellTool, InsertCellTool, outcome_note
+from phoenix_nb.tools.kernel import EditCellTool, InsertCellTool, outcome_note
 from phoenix_nb.tools.kernel_port import DictKernel, HistoryEntry
 from phoenix_nb.tools.registry import tools_for
 
