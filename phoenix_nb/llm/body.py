@@ -25,7 +25,10 @@ from __future__ import annotations
 
 import json
 import threading
+from collections import deque
 from collections.abc import Callable, Mapping, Sequence
+from itertools import chain
+from operator import itemgetter
 from typing import Any
 
 __all__ = ["BODY_ORDER", "MessagesBody"]
@@ -52,7 +55,10 @@ BODY_ORDER = (
 )
 
 _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-_KEEP = 16  # requests a message's bytes outlive its last use (other conversations sharing us)
+_KEEP = 16  # requests whose messages a sweep keeps (other conversations sharing us)
+_FIRST_SWEEP = 4096  # cached messages before the first sweep
+
+_BYTES = itemgetter(1)
 
 Transform = Callable[[Mapping[str, Any]], Mapping[str, Any]]
 
@@ -69,14 +75,24 @@ class MessagesBody:
     provider send concurrently). `encoded` counts the messages encoded so far: a
     conversation of n messages over any number of rounds encodes about n, not
     n per round.
+
+    A request visits every message only in C (`map` over ids and cache lookups, the
+    join): finding a message's bytes needs no identity check in Python, because the
+    cache holds every message it has bytes for, and two live objects never share an id.
     """
 
     def __init__(self) -> None:
         self.encoded = 0
         self._lock = threading.Lock()
-        self._serial = 0
-        # (id of message, transform key) -> [message, its bytes, serial of last use]
-        self._cache: dict[tuple[int, str], list[Any]] = {}
+        # per transform key: id of message -> (message, its bytes)
+        self._caches: dict[str, dict[int, tuple[Mapping[str, Any], bytes]]] = {}
+        self._recent: deque[Sequence[Mapping[str, Any]]] = deque(maxlen=_KEEP)
+        self._sweep_at = _FIRST_SWEEP
+
+    @property
+    def cached(self) -> int:
+        """Messages whose bytes are kept."""
+        return sum(map(len, self._caches.values()))
 
     def messages(
         self,
@@ -87,27 +103,34 @@ class MessagesBody:
         """The JSON array of `messages`, each passed through `transform` (which must
         give the same result for the same message; `key` names it) before encoding."""
         with self._lock:
-            self._serial += 1
-            serial, cache = self._serial, self._cache
-            parts: list[bytes] = []
-            for message in messages:
-                slot = (id(message), key)
-                entry = cache.get(slot)
-                if entry is None or entry[0] is not message:
-                    sent = message if transform is None else transform(message)
-                    entry = cache[slot] = [message, encode(sent), serial]
-                    self.encoded += 1
-                else:
-                    entry[2] = serial
-                parts.append(entry[1])
-            if serial % _KEEP == 0:
-                self._forget(serial - _KEEP)
-        return b"[" + b",".join(parts) + b"]"
+            cache = self._caches.setdefault(key, {})
+            entries = list(map(cache.get, map(id, messages)))
+            missing = -1
+            while True:
+                try:
+                    missing = entries.index(None, missing + 1)
+                except ValueError:
+                    break
+                message = messages[missing]
+                sent = message if transform is None else transform(message)
+                entries[missing] = cache[id(message)] = (message, encode(sent))
+                self.encoded += 1
+            self._recent.append(messages)
+            if self.cached > self._sweep_at:
+                self._forget()
+        return b"[" + b",".join(map(_BYTES, entries)) + b"]"  # type: ignore[arg-type]
 
-    def _forget(self, before: int) -> None:
-        """Drop the bytes of messages no request used since `before` (one sweep every
-        `_KEEP` requests, so its cost is spread over them)."""
-        self._cache = {k: v for k, v in self._cache.items() if v[2] >= before}
+    def _forget(self) -> None:
+        """Drop the bytes of messages none of the last `_KEEP` requests sent.
+
+        A sweep runs once the cache has doubled since the last one, so its cost is
+        spread over the messages encoded meanwhile."""
+        live = set(map(id, chain.from_iterable(self._recent)))
+        self._caches = {
+            key: {i: entry for i, entry in cache.items() if i in live}
+            for key, cache in self._caches.items()
+        }
+        self._sweep_at = max(_FIRST_SWEEP, 2 * self.cached)
 
     def body(
         self,

@@ -115,6 +115,7 @@ def _body_cost(slug):
     if not hasattr(provider, "body"):
         return (-1.0, -1.0)
     params = provider._params(runtime.build_request())
+    provider.body.body(params)  # what the turns sent is encoded; this request's tail too
     timed = []
     for fresh in (True, False):
         started = _t.perf_counter()

@@ -8,6 +8,7 @@ the real SDK over loopback to the fake Messages API, which records what arrives.
 
 from __future__ import annotations
 
+import json
 import random
 from typing import Any
 
@@ -17,6 +18,7 @@ from phoenix_nb.core.codec import to_json
 from phoenix_nb.core.messages import interrupted_text
 from phoenix_nb.core.requests import RequestHistory
 from phoenix_nb.core.values import ImageData, TextBlock, ToolUseBlock
+from phoenix_nb.llm.body import MessagesBody
 from phoenix_nb.llm.capabilities import IMAGE_LEFT_OUT
 from phoenix_nb.llm.provider import AnthropicProvider, LlmRequest
 from phoenix_nb.testing import FakeAnthropic
@@ -206,3 +208,19 @@ async def test_each_message_is_encoded_once_over_many_rounds(
             previous[i] = len(req.messages)
     finally:
         await provider.aclose()
+
+
+def test_bytes_of_messages_no_longer_sent_are_let_go() -> None:
+    """Conversations that ended (or whose messages were all replaced, as a continuation
+    does) do not keep their bytes once the cache grows again: a long conversation's
+    growth sweeps them out, and what stays is what recent requests sent."""
+    body = MessagesBody()
+    for conversation in range(30):  # each sent once, then never again
+        messages = [{"role": "user", "content": f"{conversation}: {i}"} for i in range(500)]
+        assert json.loads(body.messages(messages)) == messages
+    live: list[dict[str, Any]] = []
+    for turn in range(100):
+        live = [*live, *({"role": "user", "content": f"{turn}.{i}"} for i in range(100))]
+        assert json.loads(body.messages(live)) == live
+    assert body.encoded == 30 * 500 + len(live), "every live message was encoded once"
+    assert body.cached == len(live), "only the live conversation's bytes are kept"
