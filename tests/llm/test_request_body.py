@@ -13,6 +13,7 @@ import random
 from typing import Any
 
 import anthropic
+import httpx2
 
 from phoenix_nb.core.codec import to_json
 from phoenix_nb.core.messages import interrupted_text
@@ -89,8 +90,12 @@ class Story:
 
 
 def reference(fake: FakeAnthropic) -> AnthropicProvider:
-    """A provider given an SDK client: it sends through the SDK's `messages.create`."""
-    client = anthropic.AsyncAnthropic(api_key="k", base_url=fake.base_url, max_retries=0)
+    """A provider given an SDK client: it sends through the SDK's `messages.create`.
+    The client is built as the provider builds its own (the timeouts show in headers)."""
+    timeout = httpx2.Timeout(600.0, connect=10.0, read=60.0)
+    client = anthropic.AsyncAnthropic(
+        api_key="k", base_url=fake.base_url, max_retries=0, timeout=timeout
+    )
     return AnthropicProvider(client=client)
 
 
@@ -108,9 +113,9 @@ async def test_the_encoded_body_is_the_one_the_sdk_would_send(
     fake_anthropic: FakeAnthropic,
 ) -> None:
     """Every request of a seeded growing conversation, sent by both providers, arrives
-    JSON-equal: while cache breakpoints move, images are left out (and then caching
-    too), continuation requests rewrite every message, and cancelled or unanswered
-    calls carry synthetic results."""
+    JSON-equal and with equal headers, while cache breakpoints move, images are left
+    out (and then caching too), continuation requests rewrite every message, and
+    cancelled or unanswered calls carry synthetic results."""
     seed = phoenix_seed()
     story = Story(seed)
     ours = AnthropicProvider(api_key="k", base_url=fake_anthropic.base_url)
@@ -135,8 +140,11 @@ async def test_the_encoded_body_is_the_one_the_sdk_would_send(
                 for provider in (ours, sdk):
                     _, outcome = await collect(provider, req)
                     assert outcome.failure is None, (seed, n, outcome.failure)
-                sent, expected = (r.body for r in fake_anthropic.requests[-2:])
+                ours_got, sdk_got = fake_anthropic.requests[-2:]
+                sent, expected = ours_got.body, sdk_got.body
                 assert sent == expected, f"PHOENIX_SEED={seed}, step {n}"
+                # the same headers too, Content-Length included
+                assert ours_got.headers == sdk_got.headers, f"PHOENIX_SEED={seed}, step {n}"
                 seen |= features(sent, continuation)
     finally:
         await ours.aclose()
