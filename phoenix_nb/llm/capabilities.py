@@ -139,8 +139,21 @@ def _strip(value: Any, caching: bool, images: bool) -> Any:
     return value
 
 
-def without(params: Mapping[str, Any], off: frozenset[str]) -> dict[str, Any]:
-    """`params` with the features in `off` removed."""
+def message_without(message: Mapping[str, Any], off: frozenset[str]) -> Mapping[str, Any]:
+    """One API message with the cache markers and images of `off` removed (itself when
+    neither is off); the same message gives an equal result every time."""
+    caching, images = "caching" in off, "images" in off
+    if not (caching or images):
+        return message
+    stripped: Mapping[str, Any] = _strip(message, caching, images)
+    return stripped
+
+
+def without(
+    params: Mapping[str, Any], off: frozenset[str], *, messages: bool = True
+) -> dict[str, Any]:
+    """`params` with the features in `off` removed; `messages=False` leaves the messages
+    as they are, for a caller that strips each one itself (`message_without`)."""
     out = dict(params)
     if not off:
         return out
@@ -153,6 +166,6 @@ def without(params: Mapping[str, Any], off: frozenset[str]) -> dict[str, Any]:
             out["system"] = _strip(out["system"], True, False)
         if "tools" in out:
             out["tools"] = _strip(out["tools"], True, False)
-    if caching or images:
+    if messages and (caching or images):
         out["messages"] = _strip(out.get("messages") or [], caching, images)
     return out

@@ -25,6 +25,13 @@ whose anthropic SDK clients (`AsyncAnthropicBedrock`, `AsyncAnthropicVertex`)
 take the same requests and yield the same events (`providers.make_provider`
 builds each and hands the client in).
 
+The request body is encoded here, each history message once (`body.MessagesBody`),
+and handed to the SDK's own client as bytes (`post(..., content=...)`): the SDK
+would otherwise deep-copy and JSON-encode the whole history for every round. The
+SDK still sends it (headers, timeouts, error types, typed stream events). A
+client built elsewhere (Bedrock, Vertex) rewrites the body as a dict before it
+sends it, so it gets the parameters through its own `messages.create`.
+
 Retries belong to the state machine (REQ-BED-006), so the SDK's are off
 (`max_retries=0`). The key is held by the SDK client only; it never appears
 in `repr`, in failure messages or in logs written here.
@@ -37,6 +44,7 @@ import json
 import os
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from phoenix_nb.core.values import (
@@ -53,6 +61,7 @@ from phoenix_nb.core.values import (
     Usage,
 )
 from phoenix_nb.llm import capabilities
+from phoenix_nb.llm.body import MessagesBody
 from phoenix_nb.llm.caching import CachePlanner
 from phoenix_nb.llm.errors import LlmCallError, classify
 from phoenix_nb.llm.stream import (
@@ -73,6 +82,9 @@ from phoenix_nb.llm.stream import (
 @dataclass(frozen=True)
 class LlmRequest:
     """One Messages API request, already in API format (see core.messages.to_api_messages).
+
+    A message handed to a request is never changed afterwards (a changed message is
+    a new dict): the provider keeps each message's encoding by identity.
 
     `thinking` is passed through as the API's `thinking` parameter (e.g.
     `{"type": "enabled", "budget_tokens": 2000}`); None leaves it off.
@@ -231,6 +243,9 @@ class AnthropicProvider:
         self.capabilities = capabilities.Capabilities()
         self._notified: set[tuple[str, str]] = set()
         self._sdk_client: Any = client
+        self.body = MessagesBody()
+        # Our own client takes the body as encoded bytes; one built elsewhere rewrites it.
+        self._encoded = client is None
         if client is not None:
             self.base_url = str(getattr(client, "base_url", "") or base_url or "")
             self._local = False
@@ -258,11 +273,8 @@ class AnthropicProvider:
             import httpx2
 
             key, url, timeout, connect_timeout = self._options
-            from phoenix_nb.llm.offload import off_loop
-
             # `read` bounds the wait for headers and every gap between stream chunks.
-            # The SDK's copy of each (whole-history) request body runs off the event loop.
-            client = off_loop(anthropic.AsyncAnthropic)(
+            client = anthropic.AsyncAnthropic(
                 api_key=key,
                 base_url=url,
                 max_retries=0,
@@ -281,7 +293,11 @@ class AnthropicProvider:
         if self._sdk_client is not None:
             await self._sdk_client.close()
 
-    def _params(self, request: LlmRequest) -> dict[str, Any]:
+    def _params(
+        self, request: LlmRequest, off: frozenset[str] | None = None, *, messages: bool = True
+    ) -> dict[str, Any]:
+        """The request's parameters without the features `off` (the model's, by default);
+        `messages=False` leaves the messages unstripped (`_create` strips each once)."""
         params: dict[str, Any] = {
             "model": request.model,
             "max_tokens": request.max_tokens,
@@ -293,10 +309,36 @@ class AnthropicProvider:
             params["tools"] = request.tools
         if request.thinking is not None:
             params["thinking"] = dict(request.thinking)
-        off = self.capabilities.off(request.model)
+        if off is None:
+            off = self.capabilities.off(request.model)
         if "caching" not in off:
             params = self._cache.apply(params)
-        return capabilities.without(params, off)
+        return capabilities.without(params, off, messages=messages)
+
+    async def _create(self, params: dict[str, Any], off: frozenset[str]) -> Any:
+        """Open the response stream for `params` (messages not yet stripped of `off`).
+
+        The body is built in a worker thread: only new messages are encoded, but
+        finding them and joining the rest still visits every message of the history."""
+        client = await self._client()
+        if not self._encoded:
+            params = capabilities.without(params, off)
+            return await client.messages.create(**params, stream=True)
+        import anthropic
+        from anthropic.types import Message, RawMessageStreamEvent
+
+        kinds = sorted(off & {"caching", "images"})
+        strip = partial(capabilities.message_without, off=off) if kinds else None
+        content = await asyncio.to_thread(
+            self.body.body, {**params, "stream": True}, strip, ",".join(kinds)
+        )
+        return await client.post(
+            "/v1/messages",
+            cast_to=Message,
+            content=content,
+            stream=True,
+            stream_cls=anthropic.AsyncStream[RawMessageStreamEvent],
+        )
 
     def lacks(self, model: str) -> tuple[str, ...]:
         """Optional features not sent to `model`: described as missing, or refused."""
@@ -306,7 +348,8 @@ class AnthropicProvider:
     def _rejected(self, failure: LlmFailure, params: Mapping[str, Any], model: str) -> str | None:
         """The optional feature a failed request was refused for, now turned off; its
         notice is returned once per model and feature (None: not such a failure)."""
-        feature = capabilities.rejected_feature(failure, capabilities.features_in(params))
+        sent = capabilities.features_in(params) - self.capabilities.off(model)
+        feature = capabilities.rejected_feature(failure, sent)
         if feature is None:
             return None
         self.capabilities.turn_off(model, feature)
@@ -337,9 +380,10 @@ class AnthropicProvider:
         connection, which the server sees as a disconnect.
         """
         for _ in (*capabilities.FEATURES, "last"):  # each feature is turned off at most once
-            params = self._params(request)
+            off = self.capabilities.off(request.model)
+            params = self._params(request, off, messages=False)
             try:
-                raw = await (await self._client()).messages.create(**params, stream=True)
+                raw = await self._create(params, off)
             except Exception as exc:
                 refused = self._failure(exc, request.model)
                 feature = self._rejected(refused, params, request.model)

@@ -15,8 +15,13 @@ Both are printed as ratios against the 100-message run of the same process.
 Targets: overhead at 10,000 <= 1.5x at 100; lag p99 <= 50 ms at 10,000.
 The machine is shared: the load (`uptime`) is printed before and after.
 
+It also prints what building the request body costs alone at each size: encoding
+every message (what the SDK's own path does each round) and the provider's
+incremental body (only new messages encoded), timed in the kernel.
+
 Run: /work/venvs/<branch>/bin/python tests/benchmarks/bench_long_conversation.py [sizes...]
-     [--without-sdk-copy]  (attribution: how much of the growth is the SDK's body copy)
+     [--sdk-body]  (attribution: the SDK prepares and encodes the whole body every round,
+                    as before the provider encoded it incrementally)
 """
 
 from __future__ import annotations
@@ -38,7 +43,7 @@ from phoenix_nb.testing import FakeAnthropic, Turn, text
 from tests.notebook.kernel_harness import Kernel
 
 SIZES = (100, 1_000, 10_000)
-TURNS = 5  # measured turns per size (after one warm-up)
+TURNS = 9  # measured turns per size (after one warm-up); a median of more holds better under load
 STREAM_CHARS = 6_000  # the streamed answer of the lag turn
 STREAM_CHUNK = 30
 STREAM_DELAY = 0.01  # seconds between deltas: ~2 s of streaming
@@ -98,44 +103,35 @@ def _seed(slug, n):
     return conv.slug
 """
 
-# What the anthropic SDK itself does with the request body before sending it (copy and
-# JSON-encode the whole history): the part of the overhead that still grows with the
-# conversation (llm/offload.py moves the copy off the loop). Reads SDK internals, so it
-# may print n/a.
-SDK_COST = """
-def _sdk_cost(slug):
+# The request body alone: every message encoded (a fresh encoder: the SDK's own path
+# encodes, and first deep-copies, them all every round) and the provider's body, whose
+# messages are already encoded except the ones the last round added.
+BODY_COST = """
+def _body_cost(slug):
     import time as _t
-    try:
-        from anthropic._utils._json import openapi_dumps
-        from anthropic._utils._prepare import copy_tree
-    except ImportError:
-        return -1.0
+    from phoenix_nb.llm.body import MessagesBody as _MB
     runtime = _gs(get_ipython()).phoenix.get(slug).runtime
-    params = runtime.services.provider._params(runtime.build_request())
-    started = _t.perf_counter()
-    for _ in range(3):
-        openapi_dumps(copy_tree(params, location="body", keep_top_level_omit=False)[0][0])
-    return (_t.perf_counter() - started) / 3
+    provider = runtime.services.provider
+    if not hasattr(provider, "body"):
+        return (-1.0, -1.0)
+    params = provider._params(runtime.build_request())
+    provider.body.body(params)  # what the turns sent is encoded; this request's tail too
+    timed = []
+    for fresh in (True, False):
+        started = _t.perf_counter()
+        for _ in range(3):
+            (_MB() if fresh else provider.body).body(params)
+        timed.append((_t.perf_counter() - started) / 3)
+    return tuple(timed)
 """
 
-# `--without-sdk-copy`: attribution only, never the product. The kernel's SDK client
-# sends the body without first deep-copying it (phoenix's request lists are fresh and
-# JSON-ready), which shows how much of the growth is phoenix's own work.
-NO_SDK_COPY = """
-import anthropic._base_client as _bc
-from anthropic._compat import model_copy as _model_copy
-from anthropic._types import NotGiven as _NotGiven, Omit as _Omit
-
-async def _shallow(self, options):
-    options = _model_copy(options)
-    _bc._merge_extra_json(options)
-    if isinstance(options.json_data, dict):  # drop unset parameters, as the copy does
-        options.json_data = {
-            k: v for k, v in options.json_data.items() if not isinstance(v, (_NotGiven, _Omit))
-        }
-    return options
-
-_bc.AsyncAPIClient._copy_and_prepare = _shallow
+# `--sdk-body`: attribution only, never the product. The provider hands the SDK the
+# parameters (its `messages.create`), which deep-copies and encodes the whole history on
+# every round, as it did before the provider encoded the body itself.
+SDK_BODY = """
+def _sdk_body(slug):
+    provider = _gs(get_ipython()).phoenix.get(slug).runtime.services.provider
+    provider._encoded = False
 """
 
 LAG_START = """
@@ -178,9 +174,11 @@ def one_turn(kernel: Kernel, fake: TimedFake, slug: str, turn: Turn, message: st
     return wall - fake.take_busy()
 
 
-def measure(kernel: Kernel, fake: TimedFake, size: int) -> dict[str, float]:
+def measure(kernel: Kernel, fake: TimedFake, size: int, sdk_body: bool) -> dict[str, float]:
     slug = f"long-{size}"
     kernel.ok(f"print(_seed({slug!r}, {size}))", timeout=600)
+    if sdk_body:
+        kernel.ok(f"_sdk_body({slug!r})")
     short = Turn([text("Done: the answer is short.")], usage=USAGE)
     one_turn(kernel, fake, slug, short, "Warm-up question.")
     overheads = [one_turn(kernel, fake, slug, short, f"Question {i}.") for i in range(TURNS)]
@@ -189,9 +187,10 @@ def measure(kernel: Kernel, fake: TimedFake, size: int) -> dict[str, float]:
     streamed = Turn([text("x" * STREAM_CHARS, chunk=STREAM_CHUNK, delay=STREAM_DELAY)], usage=USAGE)
     one_turn(kernel, fake, slug, streamed, "Explain it at length.")
     lags = kernel.eval("(_sampler.cancel(), _lags)[1]")
-    sdk = kernel.eval(f"_sdk_cost({slug!r})")
+    every, incremental = kernel.eval(f"_body_cost({slug!r})")
     return {
-        "sdk": sdk,
+        "every": every,
+        "incremental": incremental,
         "overhead": statistics.median(overheads),
         "p50": percentile(lags, 0.50),
         "p99": percentile(lags, 0.99),
@@ -202,7 +201,7 @@ def measure(kernel: Kernel, fake: TimedFake, size: int) -> dict[str, float]:
 
 def main() -> None:
     args = sys.argv[1:]
-    without_copy = "--without-sdk-copy" in args
+    sdk_body = "--sdk-body" in args
     sizes = tuple(int(a) for a in args if a.isdigit()) or SIZES
     print(f"load before: {uptime()}")
     with TimedFake() as fake, tempfile.TemporaryDirectory() as tmp:
@@ -210,11 +209,11 @@ def main() -> None:
         try:
             kernel.ok("%load_ext phoenix_nb")
             kernel.ok(SEED)
-            kernel.ok(SDK_COST)
-            if without_copy:
-                kernel.ok(NO_SDK_COPY)
-                print("(--without-sdk-copy: the SDK sends the body without deep-copying it)")
-            results = {size: measure(kernel, fake, size) for size in sizes}
+            kernel.ok(BODY_COST)
+            if sdk_body:
+                kernel.ok(SDK_BODY)
+                print("(--sdk-body: the SDK copies and encodes the whole body every round)")
+            results = {size: measure(kernel, fake, size, sdk_body) for size in sizes}
         finally:
             kernel.shutdown()
     base = results[sizes[0]]
@@ -228,12 +227,15 @@ def main() -> None:
             f"  ({r['p99'] / base['p99'] if base['p99'] else 0:5.2f}x)  {int(r['samples'])}"
         )
     print(
-        "\nthe SDK's copy and encoding of the request body, timed alone (part of the overhead;"
-        " the copy runs in a worker thread, the encoding on the loop):"
+        "\nthe request body, timed alone: every message encoded / the provider's body (only"
+        " new messages encoded; built in a worker thread):"
     )
     for size in sizes:
-        sdk = results[size]["sdk"]
-        print(f"  {size:>8}  " + (f"{sdk * 1000:7.1f} ms" if sdk >= 0 else "n/a"))
+        every, incremental = results[size]["every"], results[size]["incremental"]
+        if every < 0:
+            print(f"  {size:>8}  n/a")
+        else:
+            print(f"  {size:>8}  {every * 1000:7.1f} ms / {incremental * 1000:6.1f} ms")
     last = results[sizes[-1]]
     print(
         f"\ntargets at {sizes[-1]}: overhead <= 1.5x ({last['overhead'] / base['overhead']:.2f}x), "
