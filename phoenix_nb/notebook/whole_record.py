@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from phoenix_nb.child_python import answer_of_child
 from phoenix_nb.errors import PhoenixError
 from phoenix_nb.notebook._render.view import folded_line
 from phoenix_nb.notebook.decorate import decorate_record
@@ -123,29 +124,10 @@ async def run_away(job: HistoryJob | ExportJob) -> dict[str, Any]:
     {"bundle", "last"} for history, {"size"} for an export; raises ExportFailed."""
     request = pickle.dumps(job, protocol=pickle.HIGHEST_PROTOCOL)
     answer: dict[str, Any] | None = None
-    try:
-        child = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-I",
-            "-c",
-            "from phoenix_nb.notebook import whole_record; whole_record._serve()",
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.DEVNULL,
-        )
-    except OSError:
-        child = None
-    if child is not None:
-        try:
-            out, _ = await child.communicate(request)
-        except BaseException:
-            with contextlib.suppress(ProcessLookupError):
-                child.kill()
-            await asyncio.shield(child.wait())
-            raise
-        if child.returncode == 0 and out:
-            with contextlib.suppress(ValueError):
-                answer = json.loads(out)
+    out = await answer_of_child("phoenix_nb.notebook.whole_record._serve", request)
+    if out is not None:
+        with contextlib.suppress(ValueError):
+            answer = json.loads(out)
     if not isinstance(answer, dict):
         answer = await asyncio.to_thread(_answer, job, ThumbnailCache())
     if "error" in answer:

@@ -56,6 +56,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from phoenix_nb.child_python import answer_of_child
 from phoenix_nb.core.displays import PatchDisplay
 from phoenix_nb.core.values import Mode, ToolResult
 from phoenix_nb.errors import PhoenixError
@@ -763,26 +764,8 @@ async def _compute_away(target: Path, shown: str, patches: list[Mapping[str, Any
     child cannot run, the work is done in a thread instead.
     """
     request = pickle.dumps((str(target), shown, [dict(p) for p in patches]))
-    try:
-        child = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-I",
-            "-c",
-            "from phoenix_nb.tools import patch; patch._serve()",
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.DEVNULL,
-        )
-    except OSError:
-        return await asyncio.to_thread(_compute, target, shown, patches)
-    try:
-        out, _ = await child.communicate(request)
-    except BaseException:
-        with contextlib.suppress(ProcessLookupError):
-            child.kill()
-        await asyncio.shield(child.wait())
-        raise
-    if child.returncode != 0 or not out:
+    out = await answer_of_child("phoenix_nb.tools.patch._serve", request)
+    if out is None:
         return await asyncio.to_thread(_compute, target, shown, patches)
     answer = pickle.loads(out)
     if isinstance(answer, PatchError):
