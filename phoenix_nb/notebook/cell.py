@@ -28,6 +28,7 @@ from IPython import get_ipython
 from IPython.display import clear_output, display
 
 from phoenix_nb.core.notices import RetryScheduled
+from phoenix_nb.core.stored import MessageKind, MessageLike
 from phoenix_nb.core.values import ImageData
 from phoenix_nb.llm.images import ImageError, prepare_image
 from phoenix_nb.notebook._render.view import (
@@ -124,7 +125,7 @@ THUMBNAILS = ThumbnailCache()  # made once per stored image: decorate runs on ev
 def decorate(
     payload: dict[str, Any],
     session: Session,
-    history: Sequence[Mapping[str, Any]] | None = None,
+    history: Sequence[MessageLike] | None = None,
 ) -> dict[str, Any]:
     """The runtime's record as the notebook shows it: reasoning dropped when configured,
     each tool group's words ("ran 2 commands") and openness computed here once, so
@@ -366,7 +367,7 @@ class TurnView:
             )
             return "delta"
         if isinstance(data, up.MessageSaved):
-            if data.record.get("message_type") == "agent":
+            if data.message.kind is MessageKind.AGENT:
                 self.live_parts.clear()
             return "structural"
         if isinstance(data, up.ToolStarted | up.StateChanged):

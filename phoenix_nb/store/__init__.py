@@ -3,7 +3,6 @@
 from phoenix_nb.store.journal import JournalCorrupt, JournalDamaged
 from phoenix_nb.store.scrub import REDACTED, scrub
 from phoenix_nb.store.store import (
-    MESSAGE_TYPES,
     ConversationDamaged,
     Damage,
     SlugTaken,
@@ -17,7 +16,6 @@ from phoenix_nb.store.store import (
 )
 
 __all__ = [
-    "MESSAGE_TYPES",
     "REDACTED",
     "ConversationDamaged",
     "Damage",
