@@ -760,9 +760,11 @@ class Store:
 
 def _prepared(message: StoredMessage, what: str) -> StoredMessage:
     """The message as it will be stored: a known kind, its JSON scrubbed of secrets."""
-    if not isinstance(message, StoredMessage) or not isinstance(message.kind, MessageKind):
+    if not isinstance(message, StoredMessage):
+        raise StoreError(f"{what}: a {type(message).__name__} is not a StoredMessage")
+    if not isinstance(message.kind, MessageKind):
         known = ", ".join(k.value for k in MessageKind)
-        raise StoreError(f"{what}: {message!r} is not a StoredMessage of a kind ({known})")
+        raise StoreError(f"{what}: message_type {message.kind!r} is not one of {known}")
     if not isinstance(message.content, Mapping):
         raise StoreError(f"{what}: content is a {type(message.content).__name__}, not an object")
     if message.display is not None and not isinstance(message.display, Mapping):
