@@ -37,11 +37,10 @@ from typing import Any
 
 from filelock import FileLock
 
-from phoenix_nb.core.codec import CodecError
 from phoenix_nb.core.messages import agent_blocks
 from phoenix_nb.core.restore import restore
 from phoenix_nb.core.states import ConvState, from_persisted, persisted_fields
-from phoenix_nb.core.stored import MessageKind, StoredMessage
+from phoenix_nb.core.stored import BadStoredMessage, MessageKind, StoredMessage
 from phoenix_nb.core.values import ToolUseBlock
 from phoenix_nb.errors import ConversationBusy, UnknownConversation
 from phoenix_nb.runtime.lease import Timeout, lease_for
@@ -261,7 +260,7 @@ def _answerable(rows: Sequence[dict[str, Any]]) -> list[StoredMessage]:
     for row in rows:
         try:
             message = StoredMessage.parse(row)
-        except CodecError:
+        except BadStoredMessage:
             continue
         if message.kind is MessageKind.AGENT:
             try:
