@@ -28,6 +28,9 @@ Why the required properties hold (the journal's own guarantees are in
   index lock, then the version is recorded. A store from a newer version is
   refused rather than damaged.
 * No secret is ever stored: every value written passes through `scrub.scrub`.
+* A message's row is written by `StoredMessage.row` and read by
+  `StoredMessage.parse` (core/stored.py; the format is docs/stored-messages.md):
+  the store appends typed messages and never builds a row of its own.
 * The index is derivable: each conversation journal also holds its
   conversation's record (table ``conversation``, written before the index on
   create and on every update), so a damaged or missing ``index.jsonl`` is
