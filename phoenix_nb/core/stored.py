@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from phoenix_nb.core.codec import CodecError, from_json, to_json
+from phoenix_nb.core.codec import CodecError, to_json
 from phoenix_nb.core.values import Usage
 
 __all__ = [
@@ -50,6 +50,7 @@ class MessageKind(StrEnum):
         return _ACTORS[self]
 
 
+_KINDS: Mapping[str, MessageKind] = {k.value: k for k in MessageKind}
 _ACTORS: Mapping[MessageKind, str] = {
     MessageKind.USER: "human",
     MessageKind.AGENT: "llm_agent",
@@ -113,29 +114,27 @@ class StoredMessage:
         if not isinstance(row, Mapping):
             what = f"is a {type(row).__name__}, not an object"
             raise BadStoredMessage("a stored message", what)
-        where = _where(row)
         kind = row.get(_KIND)
-        try:
-            typed = MessageKind(kind) if isinstance(kind, str) else None
-        except ValueError:
-            typed = None
+        typed = _KINDS.get(kind) if isinstance(kind, str) else None
         if typed is None:
-            raise BadStoredMessage(where, f"unknown message_type {kind!r}")
+            raise BadStoredMessage(_where(row), f"unknown message_type {kind!r}")
         sequence = row.get(_SEQUENCE, 0)
-        if not isinstance(sequence, int) or isinstance(sequence, bool) or sequence < 0:
-            raise BadStoredMessage(where, f"sequence_id {sequence!r} is not a count")
+        if type(sequence) is not int or sequence < 0:
+            raise BadStoredMessage(_where(row), f"sequence_id {sequence!r} is not a count")
         display = row.get(_DISPLAY)
         if display is not None and not isinstance(display, Mapping):
-            raise BadStoredMessage(where, f"display_data is a {type(display).__name__}")
+            problem = f"display_data is a {type(display).__name__}"
+            raise BadStoredMessage(_where(row), problem)
+        usage = row.get(_USAGE)
         return cls(
             kind=typed,
-            content=_content(row.get(_CONTENT), where),
+            content=_content(row),
             display=display,
-            usage=parse_usage(row.get(_USAGE), where),
-            id=_text(row, _ID, where),
-            conversation_id=_text(row, _CONVERSATION, where),
+            usage=None if usage is None else parse_usage(usage, _where(row)),
+            id=_text(row, _ID),
+            conversation_id=_text(row, _CONVERSATION),
             sequence_id=sequence,
-            created_at=_text(row, _CREATED, where),
+            created_at=_text(row, _CREATED),
         )
 
     def row(self) -> dict[str, Any]:
@@ -174,48 +173,50 @@ def _where(row: Mapping[str, Any]) -> str:
     return f"stored message {ident!r}" if isinstance(ident, str) else "a stored message"
 
 
-def _text(row: Mapping[str, Any], key: str, where: str) -> str:
+def _text(row: Mapping[str, Any], key: str) -> str:
     value = row.get(key, "")
+    if type(value) is str:
+        return value
     if value is None:
         return ""
-    if not isinstance(value, str):
-        raise BadStoredMessage(where, f"{key} is a {type(value).__name__}, not text")
-    return value
+    raise BadStoredMessage(_where(row), f"{key} is a {type(value).__name__}, not text")
 
 
-def _content(value: object, where: str) -> Mapping[str, Any]:
+def _content(row: Mapping[str, Any]) -> Mapping[str, Any]:
+    value = row.get(_CONTENT)
+    if type(value) is dict:
+        return value
     if isinstance(value, str):  # rows of early versions held their content as JSON text
         try:
             value = json.loads(value)
         except ValueError as exc:
-            raise BadStoredMessage(where, f"content is text that is not JSON: {exc}") from None
+            problem = f"content is text that is not JSON: {exc}"
+            raise BadStoredMessage(_where(row), problem) from None
     if not isinstance(value, Mapping):
-        raise BadStoredMessage(where, f"content is a {type(value).__name__}, not an object")
+        problem = f"content is a {type(value).__name__}, not an object"
+        raise BadStoredMessage(_where(row), problem)
     return value
 
 
 def parse_usage(value: object, where: str = "a stored message") -> Usage | None:
-    """A row's ``usage_data``: the codec's encoding of a `Usage`, or plain counts (older
-    rows); `BadStoredMessage` when it is neither."""
+    """A row's ``usage_data``: the codec's encoding of a `Usage` (``"type": "Usage"``), or
+    plain counts (older rows); `BadStoredMessage` when it is neither.
+
+    Read field by field rather than through the generic decoder: every agent row of
+    a long history has one, and loading a history parses them all."""
     if value is None:
         return None
     if not isinstance(value, Mapping):
         raise BadStoredMessage(where, f"usage_data is a {type(value).__name__}")
-    if "type" in value:
-        try:
-            usage = from_json(value)
-        except CodecError as exc:
-            raise BadStoredMessage(where, f"usage_data: {exc}") from None
-        if not isinstance(usage, Usage):
-            raise BadStoredMessage(where, f"usage_data is a {type(usage).__name__}")
-        return usage
-    # As older versions read them: the counts it names, whole numbers only.
-    counts = {
-        k: v
-        for k, v in value.items()
-        if k in Usage.__dataclass_fields__ and isinstance(v, int) and not isinstance(v, bool)
-    }
+    tag = value.get("type", "Usage")
+    if tag != "Usage":
+        raise BadStoredMessage(where, f"usage_data is a {tag!r}, not a Usage")
+    # The counts it names, whole numbers only (as older versions read them).
+    counts = {k: v for k, v in value.items() if k in _USAGE_FIELDS and type(v) is int}
     return Usage(**counts)
+
+
+_USAGE_FIELDS = frozenset(Usage.__dataclass_fields__)
 
 
 def _plain(data: Any) -> Any:
