@@ -42,14 +42,8 @@ def interrupted_text(reason: str = DEFAULT_REPAIR_REASON) -> str:
 
 
 def agent_blocks(message: MessageLike) -> tuple[ContentBlock, ...]:
-    """The content blocks of an agent message."""
-    decoded = from_json(list(as_stored(message).content.get("blocks") or []))
-    blocks: list[ContentBlock] = []
-    for block in decoded:
-        if not isinstance(block, TextBlock | ThinkingBlock | ToolUseBlock | RawBlock):
-            raise CodecError(f"agent block is a {type(block).__name__}")
-        blocks.append(block)
-    return tuple(blocks)
+    """The content blocks of an agent message (decoded once per message)."""
+    return as_stored(message).blocks
 
 
 def _image(data: Any) -> ImageData:

@@ -14,14 +14,22 @@ versions: content stored as a JSON string, usage stored as plain counts.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from phoenix_nb.core.codec import CodecError, to_json
-from phoenix_nb.core.values import Usage
+from phoenix_nb.core.codec import CodecError, from_json, to_json
+from phoenix_nb.core.values import (
+    ContentBlock,
+    RawBlock,
+    TextBlock,
+    ThinkingBlock,
+    ToolUseBlock,
+    Usage,
+)
 
 __all__ = [
     "BadStoredMessage",
@@ -136,6 +144,17 @@ class StoredMessage:
             sequence_id=sequence,
             created_at=_text(row, _CREATED),
         )
+
+    @functools.cached_property
+    def blocks(self) -> tuple[ContentBlock, ...]:
+        """An agent message's content blocks, decoded on first use and kept: the request
+        and the record both read every answer of a history (`CodecError` if its
+        content holds something else)."""
+        decoded = from_json(list(self.content.get("blocks") or []))
+        for block in decoded:
+            if not isinstance(block, TextBlock | ThinkingBlock | ToolUseBlock | RawBlock):
+                raise CodecError(f"agent block is a {type(block).__name__}")
+        return tuple(decoded)
 
     def row(self) -> dict[str, Any]:
         """The stored row of this message (what `parse` reads back as an equal message)."""
