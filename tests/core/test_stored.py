@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from phoenix_nb.core.codec import to_json
-from phoenix_nb.core.messages import to_api_messages, validate_chain
+from phoenix_nb.core.messages import agent_blocks, to_api_messages, validate_chain
 from phoenix_nb.core.stored import (
     BadStoredMessage,
     MessageKind,
@@ -153,3 +153,11 @@ def test_a_parsed_message_is_passed_through_without_parsing_again() -> None:
     message = _stored(MESSAGES[0], 1)
     (same,) = parse_history([message])
     assert same is message
+
+
+def test_an_agent_messages_blocks_are_decoded_once_and_kept() -> None:
+    """The request and the record both read every answer: one decode serves both."""
+    (message,) = parse_history([_stored(MESSAGES[1], 2).row()])
+    first = agent_blocks(message)
+    assert first == (TextBlock("Looking."), CALL)
+    assert agent_blocks(message) is first and message.blocks is first
