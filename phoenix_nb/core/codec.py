@@ -30,6 +30,7 @@ _MODULES = (
     "phoenix_nb.core.notices",
     "phoenix_nb.core.displays",
     "phoenix_nb.core.changes",
+    "phoenix_nb.core.stored",
 )
 
 

@@ -24,7 +24,6 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields, is_dataclass
 from typing import Any
 
-from phoenix_nb.core.codec import CodecError, from_json
 from phoenix_nb.core.displays import SubAgentsDisplay
 from phoenix_nb.core.messages import agent_blocks, images
 from phoenix_nb.core.prices import Spend, price_for
@@ -40,6 +39,7 @@ from phoenix_nb.core.states import (
     LlmRequesting,
     context_fraction,
 )
+from phoenix_nb.core.stored import MessageKind, MessageLike, StoredMessage, as_stored
 from phoenix_nb.core.tool_fields import SUMMARY_FIELD
 from phoenix_nb.core.transition import (
     UPGRADE_APPROVED_RESULT,
@@ -77,17 +77,17 @@ TOOL_GROUPS: Mapping[str, str] = {
 # Which input field summarises a call on one line.
 _SUMMARY_FIELD: Mapping[str, str] = SUMMARY_FIELD
 
-UserKindPolicy = Callable[[Mapping[str, Any]], str]
+UserKindPolicy = Callable[[StoredMessage], str]
 
 
-def after_stop(_record: Mapping[str, Any]) -> str:
+def after_stop(_message: StoredMessage) -> str:
     """Default policy: our runtime accepts a message only when the agent rests, so a
     message while a run looks active means that run ended unseen (cancel, restart):
     the message is a new root ("direct") and the old run ends "interrupted"."""
     return "direct"
 
 
-def follow_up(_record: Mapping[str, Any]) -> str:
+def follow_up(_message: StoredMessage) -> str:
     """Seed 002's queueing: the message waits until the active run stops."""
     return "followUp"
 
@@ -189,7 +189,7 @@ class _Projector:
             self.held = []
 
     # -- message kinds
-    def user(self, record: Mapping[str, Any], content: Mapping[str, Any]) -> None:
+    def user(self, message: StoredMessage, content: Mapping[str, Any]) -> None:
         step = {
             "kind": "user",
             "user_kind": "direct",
@@ -204,7 +204,7 @@ class _Projector:
         if not self.active:
             self._open_with(notes, step)
             return
-        kind = self.policy(record)
+        kind = self.policy(message)
         step["user_kind"] = kind
         if kind == "steer":
             self._steps().extend([*notes, step])
@@ -221,12 +221,12 @@ class _Projector:
         if notes:
             self.cycles[-1]["steps"][:0] = notes
 
-    def agent(self, record: Mapping[str, Any], content: Mapping[str, Any]) -> None:
+    def agent(self, message: StoredMessage, content: Mapping[str, Any]) -> None:
         self._place_held()
         steps = self._steps()
         current: dict[str, Any] | None = None
         has_calls = False
-        for block in agent_blocks(record):
+        for block in agent_blocks(message):
             if isinstance(block, RawBlock):
                 current = self._raw(block, steps, current)
                 continue
@@ -298,14 +298,14 @@ class _Projector:
                 target["result"] = {"content": text, "is_error": is_error, "display": None}
         return current
 
-    def tool(self, record: Mapping[str, Any], content: Mapping[str, Any]) -> None:
+    def tool(self, message: StoredMessage, content: Mapping[str, Any]) -> None:
         self._place_held()
         call = self.calls.get(str(content.get("tool_use_id")))
-        display = record.get("display_data")
+        display = message.display
         result = {
             "content": str(content.get("content") or ""),
             "is_error": bool(content.get("is_error")),
-            "display": _plain(display) if isinstance(display, Mapping) else None,
+            "display": _plain(display) if display is not None else None,
         }
         if call is None:
             return
@@ -316,7 +316,7 @@ class _Projector:
                 reason = str(call["input"].get("reason", ""))
                 step = {"kind": "approval", "reason": reason, "decision": decision}
                 self._steps().append(step)
-        elif call["name"] == "spawn_agents" and isinstance(display, Mapping):
+        elif call["name"] == "spawn_agents" and display is not None:
             agents = [
                 {
                     "task": a.task,
@@ -328,7 +328,7 @@ class _Projector:
             ]
             self._steps().append({"kind": "sub_agents", "agents": agents})
 
-    def system(self, record: Mapping[str, Any], content: Mapping[str, Any]) -> None:
+    def system(self, message: StoredMessage, content: Mapping[str, Any]) -> None:
         step: dict[str, Any] = {"kind": "system", "text": str(content.get("text") or "")}
         limit = content.get("limit")
         if isinstance(limit, str) and limit:
@@ -339,7 +339,7 @@ class _Projector:
             return
         self.held.append(step)
 
-    def error(self, record: Mapping[str, Any], content: Mapping[str, Any]) -> None:
+    def error(self, message: StoredMessage, content: Mapping[str, Any]) -> None:
         step = {
             "kind": "error",
             "text": str(content.get("text") or ""),
@@ -350,7 +350,7 @@ class _Projector:
         self._steps().append(step)
         self._close("error")
 
-    def continuation(self, record: Mapping[str, Any], content: Mapping[str, Any]) -> None:
+    def continuation(self, message: StoredMessage, content: Mapping[str, Any]) -> None:
         self._place_held()
         self._steps().append({"kind": "continuation", "summary": str(content.get("summary") or "")})
         self._close("completed")
@@ -399,24 +399,8 @@ def _server_result_text(content: Any) -> tuple[str, bool]:
     return (content if isinstance(content, str) else ""), False
 
 
-def _usage(record: Mapping[str, Any]) -> Usage | None:
-    data = record.get("usage_data")
-    if isinstance(data, Usage):
-        return data
-    if not isinstance(data, Mapping):
-        return None
-    try:
-        value = from_json(data) if "type" in data else None
-    except CodecError:
-        value = None
-    if isinstance(value, Usage):
-        return value
-    counts = {k: v for k, v in data.items() if k in Usage.__dataclass_fields__}
-    return Usage(**{k: v for k, v in counts.items() if isinstance(v, int)})
-
-
 def spending(
-    history: Sequence[Mapping[str, Any]],
+    history: Sequence[MessageLike],
     model: str,
     sub_agents: Sequence[tuple[str, Usage]] = (),
 ) -> dict[str, Any]:
@@ -425,13 +409,13 @@ def spending(
     (else cost is null)."""
     total = turn = Spend()
     turn_start = ""
-    for record in history:
-        kind = record.get("message_type")
-        if kind == "user":
+    for message in map(as_stored, history):
+        kind = message.kind
+        if kind is MessageKind.USER:
             turn = Spend()
-            turn_start = str(record.get("created_at") or "")
-        elif kind == "agent":
-            usage = _usage(record)
+            turn_start = message.created_at
+        elif kind is MessageKind.AGENT:
+            usage = message.usage
             if usage is not None:
                 total, turn = total.add(usage, model), turn.add(usage, model)
     for created_at, usage in sub_agents:
@@ -536,30 +520,28 @@ class Projection:
         """Conversation ids of the sub-agents whose results the history records."""
         return tuple(self._children)
 
-    def extend(self, history: Iterable[Mapping[str, Any]]) -> None:
-        """Take the next stored messages, in order."""
-        for record in history:
-            self._feed(record)
+    def extend(self, history: Iterable[MessageLike]) -> None:
+        """Take the next stored messages, in order (rows are parsed; the runtime's
+        history is parsed already, so a message is never parsed twice)."""
+        for message in history:
+            self._feed(as_stored(message))
 
-    def _feed(self, record: Mapping[str, Any]) -> None:
-        kind = record.get("message_type")
-        content = record.get("content")
-        body = content if isinstance(content, Mapping) else {}
-        method = getattr(self._walker, str(kind), None) if kind in _KINDS else None
-        if method is not None:
-            method(record, body)
+    def _feed(self, message: StoredMessage) -> None:
+        kind = message.kind
+        walker = self._walker
+        _STEPS[kind](walker, message, message.content)
         self.count += 1
-        if kind == "user":
+        if kind is MessageKind.USER:
             self._turn = Spend()
-            self._turn_start = str(record.get("created_at") or "")
-        elif kind == "agent":
-            usage = _usage(record)
+            self._turn_start = message.created_at
+        elif kind is MessageKind.AGENT:
+            usage = message.usage
             if usage is not None:
                 self._total = self._total.add(usage, self.model)
                 self._turn = self._turn.add(usage, self.model)
-        elif kind == "tool":
-            display = record.get("display_data")
-            agents = SubAgentsDisplay.read(display).agents if isinstance(display, Mapping) else ()
+        elif kind is MessageKind.TOOL:
+            display = message.display
+            agents = SubAgentsDisplay.read(display).agents if display is not None else ()
             self._children += [a.conversation_id for a in agents if a.conversation_id]
 
     def spending(self, sub_agents: tuple[tuple[str, Usage], ...] = ()) -> dict[str, Any]:
@@ -658,7 +640,7 @@ def _record(
 
 
 def project(
-    history: Sequence[Mapping[str, Any]],
+    history: Sequence[MessageLike],
     state: ConvState,
     header: RecordHeader,
     *,
@@ -687,4 +669,12 @@ _LEGACY_DECISIONS: Mapping[str, str] = {
     UPGRADE_CANCELLED_RESULT: ApprovalDecision.DENIED.value,
     UPGRADE_NOT_APPROVED_RESULT: ApprovalDecision.DENIED.value,
 }
-_KINDS = frozenset({"user", "agent", "tool", "system", "error", "continuation"})
+# The walker's step for each kind of message: every kind has one.
+_STEPS: Mapping[MessageKind, Callable[[_Projector, StoredMessage, Mapping[str, Any]], None]] = {
+    MessageKind.USER: _Projector.user,
+    MessageKind.AGENT: _Projector.agent,
+    MessageKind.TOOL: _Projector.tool,
+    MessageKind.SYSTEM: _Projector.system,
+    MessageKind.ERROR: _Projector.error,
+    MessageKind.CONTINUATION: _Projector.continuation,
+}

@@ -12,17 +12,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from phoenix_nb.core.notices import PAYLOAD_OF, Notice, NoticeData
+from phoenix_nb.core.stored import MessageKind
 from phoenix_nb.core.values import SubAgentOutcome, SubAgentTask, ToolUseBlock, Usage
-
-# PersistMessage kinds = the store's message_type values (docs/record-format.md).
-MESSAGE_KINDS = frozenset({"user", "agent", "tool", "system", "continuation", "error"})
 
 
 @dataclass(frozen=True)
 class PersistMessage:
-    """Append one message; `content` is the JSON shape docs/record-format.md gives per kind."""
+    """Append one message; `content` is the JSON object docs/stored-messages.md gives
+    for its kind (the runtime stores it as a `StoredMessage`)."""
 
-    kind: str
+    kind: MessageKind
     content: Mapping[str, Any] = field(default_factory=dict)
     display: Mapping[str, Any] | None = None
     usage: Usage | None = None
@@ -55,8 +54,12 @@ class RequestContinuation:
 
 @dataclass(frozen=True)
 class SpawnSubAgents:
+    """Start these sub-agents; `timeout` is the seconds the call asked for each (None:
+    it asked for none, or for no positive number), which the runtime clamps to its limit."""
+
     tool_use_id: str
     tasks: tuple[SubAgentTask, ...]
+    timeout: float | None = None
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """The persisted message chain and its Anthropic API form.
 
-History records are the store's messages (`message_type`, `content`, ...; the
-content shapes are in docs/record-format.md). The API demands that every tool_use is
+A history is the store's messages (`StoredMessage`, core/stored.py; the content
+of each kind is in docs/stored-messages.md). The API demands that every tool_use is
 answered by exactly one tool_result in the next user turn and that roles
 alternate; a crash or a bug must never make a conversation unsendable, so
 `to_api_messages` always produces a valid list (it pairs results with their
@@ -12,11 +12,17 @@ messages to append so that the stored history itself becomes valid.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from phoenix_nb.core.codec import CodecError, from_json
+from phoenix_nb.core.stored import (
+    BadStoredMessage,
+    MessageKind,
+    MessageLike,
+    StoredMessage,
+    as_stored,
+)
 from phoenix_nb.core.values import (
     CitedTextBlock,
     ContentBlock,
@@ -27,7 +33,6 @@ from phoenix_nb.core.values import (
     ToolUseBlock,
 )
 
-MESSAGE_TYPES = frozenset({"user", "agent", "tool", "system", "continuation", "error"})
 SYSTEM_PREFIX = "[phoenix notice] "
 DEFAULT_REPAIR_REASON = "the kernel restarted"
 
@@ -36,24 +41,9 @@ def interrupted_text(reason: str = DEFAULT_REPAIR_REASON) -> str:
     return f"Tool call interrupted ({reason}) — no result was recorded."
 
 
-def _content(record: Mapping[str, Any]) -> Mapping[str, Any]:
-    content = record.get("content")
-    if isinstance(content, str):
-        content = json.loads(content)
-    if not isinstance(content, Mapping):
-        raise CodecError(f"message content is {type(content).__name__}, not an object")
-    return content
-
-
-def agent_blocks(record: Mapping[str, Any]) -> tuple[ContentBlock, ...]:
-    """The content blocks of an agent message."""
-    decoded = from_json(list(_content(record).get("blocks") or []))
-    blocks: list[ContentBlock] = []
-    for block in decoded:
-        if not isinstance(block, TextBlock | ThinkingBlock | ToolUseBlock | RawBlock):
-            raise CodecError(f"agent block is a {type(block).__name__}")
-        blocks.append(block)
-    return tuple(blocks)
+def agent_blocks(message: MessageLike) -> tuple[ContentBlock, ...]:
+    """The content blocks of an agent message (decoded once per message)."""
+    return as_stored(message).blocks
 
 
 def _image(data: Any) -> ImageData:
@@ -133,28 +123,28 @@ def _synthetic_result(tool_use_id: str, reason: str) -> dict[str, Any]:
 
 
 # Within one user turn: tool results first, then system notices, then the user's words.
-_RANK = {"tool": 0, "system": 1, "user": 2}
+_RANK = {MessageKind.TOOL: 0, MessageKind.SYSTEM: 1, MessageKind.USER: 2}
 
 
-def _record_blocks(record: Mapping[str, Any]) -> tuple[str, int, list[dict[str, Any]]] | None:
+def _record_blocks(message: StoredMessage) -> tuple[str, int, list[dict[str, Any]]] | None:
     """One stored message as (role, rank, API blocks); None for what is never sent."""
-    kind = record.get("message_type")
-    if kind == "agent":
-        blocks = [b for b in map(_api_block, agent_blocks(record)) if b is not None]
+    kind = message.kind
+    if kind is MessageKind.AGENT:
+        blocks = [b for b in map(_api_block, agent_blocks(message)) if b is not None]
         return "assistant", 0, blocks
-    if kind == "tool":
-        return "user", _RANK["tool"], [_tool_result_block(_content(record))]
-    if kind == "system":
-        text = str(_content(record).get("text") or "")
+    if kind is MessageKind.TOOL:
+        return "user", _RANK[kind], [_tool_result_block(message.content)]
+    if kind is MessageKind.SYSTEM:
+        text = str(message.content.get("text") or "")
         if not text.strip():
             return None
-        return "user", _RANK["system"], [{"type": "text", "text": SYSTEM_PREFIX + text}]
-    if kind == "user":
-        content = _content(record)
+        return "user", _RANK[kind], [{"type": "text", "text": SYSTEM_PREFIX + text}]
+    if kind is MessageKind.USER:
+        content = message.content
         text = str(content.get("text") or "")
         blocks = [{"type": "text", "text": text}] if text.strip() else []
         blocks += [_image_block(i) for i in images(content)]
-        return "user", _RANK["user"], blocks
+        return "user", _RANK[kind], blocks
     return None  # continuation and error messages are shown, never sent.
 
 
@@ -219,10 +209,11 @@ class ApiMessages:
         self._open: list[str] = []  # calls the settled groups leave unanswered
         self._group: _Group | None = None  # the last group, which may still grow
 
-    def extend(self, history: Iterable[Mapping[str, Any]]) -> None:
-        """Take the next stored messages, in order."""
-        for record in history:
-            converted = _record_blocks(record)
+    def extend(self, history: Iterable[MessageLike]) -> None:
+        """Take the next stored messages, in order (rows are parsed; the runtime's
+        history is parsed already, so a message is never parsed twice)."""
+        for message in history:
+            converted = _record_blocks(as_stored(message))
             self.count += 1
             if converted is None:
                 continue
@@ -256,39 +247,41 @@ class ApiMessages:
         return merged
 
 
-def to_api_messages(history: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+def to_api_messages(history: Sequence[MessageLike]) -> list[dict[str, Any]]:
     """The history as Anthropic Messages API `messages`, always valid to send."""
     api = ApiMessages()
     api.extend(history)
     return api.messages()
 
 
-def _walk(history: Sequence[Mapping[str, Any]]) -> tuple[list[str], list[ToolUseBlock]]:
+def _walk(history: Sequence[MessageLike]) -> tuple[list[str], list[ToolUseBlock]]:
     """Problems found, and the tool_uses still unanswered at the end."""
     problems: list[str] = []
     seen_ids: set[str] = set()
     open_calls: list[ToolUseBlock] = []
-    for n, record in enumerate(history):
-        kind = record.get("message_type")
-        if kind not in MESSAGE_TYPES:
-            problems.append(f"message {n}: unknown message_type {kind!r}")
-            continue
+    for n, item in enumerate(history):
         try:
-            if kind == "agent":
+            message = as_stored(item)
+        except BadStoredMessage as exc:
+            problems.append(f"message {n}: {exc.problem}")
+            continue
+        kind = message.kind
+        try:
+            if kind is MessageKind.AGENT:
                 for call in open_calls:
                     problems.append(
                         f"message {n}: tool_use {call.id} ({call.name}) was not answered "
                         "before the next agent message"
                     )
                 open_calls = []
-                for block in agent_blocks(record):
+                for block in agent_blocks(message):
                     if isinstance(block, ToolUseBlock):
                         if block.id in seen_ids:
                             problems.append(f"message {n}: duplicate tool_use id {block.id}")
                         seen_ids.add(block.id)
                         open_calls.append(block)
-            elif kind == "tool":
-                tool_use_id = _content(record).get("tool_use_id")
+            elif kind is MessageKind.TOOL:
+                tool_use_id = message.content.get("tool_use_id")
                 ids = [c.id for c in open_calls]
                 if tool_use_id not in ids:
                     problems.append(
@@ -302,19 +295,17 @@ def _walk(history: Sequence[Mapping[str, Any]]) -> tuple[list[str], list[ToolUse
                             f"(expected {ids[0]})"
                         )
                     open_calls = [c for c in open_calls if c.id != tool_use_id]
-            else:
-                _content(record)
         except (CodecError, ValueError, KeyError, TypeError) as exc:
             problems.append(f"message {n}: unreadable {kind} content: {exc}")
     return problems, open_calls
 
 
-def unanswered_tool_uses(history: Sequence[Mapping[str, Any]]) -> list[ToolUseBlock]:
+def unanswered_tool_uses(history: Sequence[MessageLike]) -> list[ToolUseBlock]:
     """Tool calls of the last agent message that have no result yet (in order)."""
     return _walk(history)[1]
 
 
-def validate_chain(history: Sequence[Mapping[str, Any]]) -> list[str]:
+def validate_chain(history: Sequence[MessageLike]) -> list[str]:
     """What is wrong with the stored chain; empty means every tool_use is answered
     exactly once, in order, before the next agent message."""
     problems, open_calls = _walk(history)
@@ -323,16 +314,16 @@ def validate_chain(history: Sequence[Mapping[str, Any]]) -> list[str]:
 
 
 def repair_chain(
-    history: Sequence[Mapping[str, Any]], reason: str = DEFAULT_REPAIR_REASON
-) -> list[tuple[str, dict[str, Any]]]:
+    history: Sequence[MessageLike], reason: str = DEFAULT_REPAIR_REASON
+) -> list[StoredMessage]:
     """Messages to append so that every trailing tool_use has a result.
 
     Holes in the middle of a history cannot be fixed by appending; those are
     reported by `validate_chain` and bridged by `to_api_messages`.
     """
     return [
-        (
-            "tool",
+        StoredMessage(
+            MessageKind.TOOL,
             {
                 "tool_use_id": call.id,
                 "content": interrupted_text(reason),

@@ -26,6 +26,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any
 
 from phoenix_nb.core.messages import ApiMessages
+from phoenix_nb.core.stored import MessageLike
 
 CLIP = 2000  # characters of a call's input or a result kept when shown as text
 
@@ -48,7 +49,7 @@ class RequestHistory:
         """Stored messages taken so far."""
         return self._api.count
 
-    def extend(self, history: Iterable[Mapping[str, Any]]) -> None:
+    def extend(self, history: Iterable[MessageLike]) -> None:
         """Take the next stored messages, in order."""
         self._api.extend(history)
 
@@ -102,7 +103,7 @@ def continuation_messages(messages: list[dict[str, Any]], prompt: str) -> list[d
 
 
 def request_messages(
-    history: Sequence[Mapping[str, Any]],
+    history: Sequence[MessageLike],
     offered: Collection[str],
     continuation: str | None = None,
 ) -> list[dict[str, Any]]:

@@ -9,7 +9,7 @@ sub-agent) stay as they are.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -21,6 +21,7 @@ from phoenix_nb.core.states import (
     Failed,
     Idle,
 )
+from phoenix_nb.core.stored import MessageKind, MessageLike, StoredMessage
 from phoenix_nb.core.transition import sub_agents_result
 from phoenix_nb.core.values import ApprovalDecision, ErrorKind, SubAgentOutcome
 
@@ -31,35 +32,34 @@ UPGRADE_NOT_APPROVED_RESULT = (
 SUB_AGENT_RESTART_ERROR = "Interrupted by a kernel restart before it submitted a result."
 
 
-def _tool(tool_use_id: str, text: str, is_error: bool) -> dict[str, Any]:
-    return {"tool_use_id": tool_use_id, "content": text, "is_error": is_error, "images": []}
+def _tool(tool_use_id: str, text: str, is_error: bool, **more: Any) -> StoredMessage:
+    content = {"tool_use_id": tool_use_id, "content": text, "is_error": is_error, "images": []}
+    return StoredMessage(MessageKind.TOOL, {**content, **more})
 
 
-def _not_approved(tool_use_id: str) -> dict[str, Any]:
-    content = _tool(tool_use_id, UPGRADE_NOT_APPROVED_RESULT, True)
-    content["approval"] = ApprovalDecision.DENIED.value
-    return content
+def _not_approved(tool_use_id: str) -> StoredMessage:
+    denied = ApprovalDecision.DENIED.value
+    return _tool(tool_use_id, UPGRADE_NOT_APPROVED_RESULT, True, approval=denied)
 
 
 def restore(
-    state: ConvState, history: Sequence[Mapping[str, Any]], *, is_sub_agent: bool = False
-) -> tuple[ConvState, list[tuple[str, dict[str, Any]]]]:
+    state: ConvState, history: Sequence[MessageLike], *, is_sub_agent: bool = False
+) -> tuple[ConvState, list[StoredMessage]]:
     """The state to resume in and the messages to append first, in order."""
     if state.terminal:
         return state, repair_chain(history)
     phase = state.phase
-    messages: list[tuple[str, dict[str, Any]]] = []
+    messages: list[StoredMessage] = []
     # The state is committed before the messages of its transition (two journals):
     # a kill in between leaves a phase naming a call the history does not hold.
     # Only a call the history holds, unanswered, gets an answer.
     open_ids = {call.id for call in unanswered_tool_uses(history)}
     if isinstance(phase, AwaitingModeApproval) and phase.tool_use_id in open_ids:
-        messages.append(("tool", _not_approved(phase.tool_use_id)))
+        messages.append(_not_approved(phase.tool_use_id))
     elif isinstance(phase, AwaitingSubAgents) and phase.tool_use_id in open_ids:
         missing = SubAgentOutcome("failure", SUB_AGENT_RESTART_ERROR, ErrorKind.UNKNOWN)
         result = sub_agents_result(phase, phase.completed, missing)
-        messages.append(("tool", _tool(result.tool_use_id, result.content, result.is_error)))
-    answered = [{"message_type": kind, "content": content} for kind, content in messages]
-    messages += repair_chain([*history, *answered])
+        messages.append(_tool(result.tool_use_id, result.content, result.is_error))
+    messages += repair_chain([*history, *messages])
     resumed = Failed(SUB_AGENT_RESTART_ERROR, ErrorKind.UNKNOWN) if is_sub_agent else Idle()
     return replace(state, phase=resumed), messages

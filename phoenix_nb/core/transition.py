@@ -16,6 +16,7 @@ streams them to watchers and only the final `LlmResponse` is an event.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -85,6 +86,7 @@ from phoenix_nb.core.states import (
     TurnBudget,
     context_fraction,
 )
+from phoenix_nb.core.stored import MessageKind
 from phoenix_nb.core.values import (
     ApprovalDecision,
     ErrorKind,
@@ -182,7 +184,7 @@ Handler = Callable[[ConvState, ConvContext, Any, Any], Outcome]
 
 
 def user_message(event: UserMessage) -> PersistMessage:
-    return PersistMessage("user", {"text": event.text, "images": to_json(event.images)})
+    return PersistMessage(MessageKind.USER, {"text": event.text, "images": to_json(event.images)})
 
 
 def tool_message(result: ToolResult) -> PersistMessage:
@@ -194,11 +196,11 @@ def tool_message(result: ToolResult) -> PersistMessage:
     }
     if result.approval is not None:
         content["approval"] = result.approval.value
-    return PersistMessage("tool", content, stored_display(result.display, result.changes))
+    return PersistMessage(MessageKind.TOOL, content, stored_display(result.display, result.changes))
 
 
 def system_message(text: str) -> PersistMessage:
-    return PersistMessage("system", {"text": text})
+    return PersistMessage(MessageKind.SYSTEM, {"text": text})
 
 
 def _rank(effect: Effect) -> int:
@@ -286,7 +288,7 @@ def _stop_at_limit(
 ) -> Transition:
     """End the turn where it stands: every call of the response answered (not run), the
     limit said in a note the record shows and the model reads with the next message."""
-    note = PersistMessage("system", {"text": reached.text, "limit": reached.limit})
+    note = PersistMessage(MessageKind.SYSTEM, {"text": reached.text, "limit": reached.limit})
     answers = _answered(calls, BUDGET_NOT_RUN_RESULT.format(limit=reached.limit))
     return _done(_at(state, Idle()), [*effects, *answers, note])
 
@@ -355,6 +357,20 @@ def _spawn_tasks(call: ToolUseBlock) -> tuple[SubAgentTask, ...] | str:
     return tuple(out)
 
 
+def _spawn_timeout(call: ToolUseBlock) -> float | None:
+    """The seconds a spawn_agents call asks each sub-agent to get, if it asks for a
+    positive number (anything else must not disable the runtime's limit)."""
+    requested = call.input.get("timeout")
+    if (
+        isinstance(requested, int | float)
+        and not isinstance(requested, bool)
+        and math.isfinite(requested)
+        and requested > 0
+    ):
+        return float(requested)
+    return None
+
+
 # --- running a response's tools -------------------------------------------------
 #
 # The calls of a response run in order. A call the machine owns (the table below)
@@ -410,7 +426,7 @@ def _spawn(state: ConvState, ctx: ConvContext, at: _CallAt) -> Step:
         return _answer(call, tasks)
     keys = tuple(t.agent_id for t in tasks)
     phase = AwaitingSubAgents(call.id, tasks, keys, (), rest, done)
-    return _Stop(phase, (SpawnSubAgents(call.id, tasks),))
+    return _Stop(phase, (SpawnSubAgents(call.id, tasks, _spawn_timeout(call)),))
 
 
 def _submit(state: ConvState, ctx: ConvContext, at: _CallAt) -> Step:
@@ -538,7 +554,7 @@ def _on_response(
         turn_rounds=state.turn_rounds + 1,
     )
     content = {"blocks": to_json(event.content), "stop_reason": event.stop_reason}
-    effects: list[Effect] = [PersistMessage("agent", content, None, event.usage)]
+    effects: list[Effect] = [PersistMessage(MessageKind.AGENT, content, None, event.usage)]
     calls = tuple(b for b in event.content if isinstance(b, ToolUseBlock))
 
     if fraction >= CONTINUATION_THRESHOLD or event.stop_reason == "model_context_window_exceeded":
@@ -585,7 +601,7 @@ def _on_llm_error(
     message = _failure_text(failure)
     if ctx.is_sub_agent:
         return _sub_agent_failed(state, message, failure.kind, [])
-    error = PersistMessage("error", {"text": message, "kind": failure.kind.value})
+    error = PersistMessage(MessageKind.ERROR, {"text": message, "kind": failure.kind.value})
     return _done(_at(state, Error(message, failure.kind)), [error, Notify(Notice.ERROR)])
 
 
@@ -808,7 +824,7 @@ def _begin_continuation(state: ConvState, ctx: ConvContext, _phase: Any, _e: Any
 def _exhausted(state: ConvState, summary: str, effects: list[Effect]) -> Transition:
     effects = [
         *effects,
-        PersistMessage("continuation", {"summary": summary}),
+        PersistMessage(MessageKind.CONTINUATION, {"summary": summary}),
         Notify(Notice.CONTEXT_EXHAUSTED, ContextSummarised(summary)),
     ]
     return _done(_at(state, ContextExhausted(summary)), effects)

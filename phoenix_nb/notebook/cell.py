@@ -29,6 +29,7 @@ from IPython import get_ipython
 from IPython.display import clear_output, display
 
 from phoenix_nb.core.notices import RetryScheduled
+from phoenix_nb.core.stored import MessageKind, MessageLike
 from phoenix_nb.core.values import ImageData
 from phoenix_nb.llm.images import ImageError, prepare_image
 from phoenix_nb.notebook._render.view import state_words
@@ -120,7 +121,7 @@ THUMBNAILS = ThumbnailCache()  # made once per stored image: decorate runs on ev
 def decorate(
     payload: dict[str, Any],
     session: Session,
-    history: Sequence[Mapping[str, Any]] | None = None,
+    history: Sequence[MessageLike] | None = None,
     *,
     thumbnails: ThumbnailCache = THUMBNAILS,
 ) -> dict[str, Any]:
@@ -342,7 +343,7 @@ class TurnView:
             )
             return Applied.DELTA
         if isinstance(data, up.MessageSaved):
-            if data.record.get("message_type") == "agent":
+            if data.message.kind is MessageKind.AGENT:
                 self.live_parts.clear()
             return Applied.STRUCTURAL
         if isinstance(data, up.ToolStarted | up.StateChanged):

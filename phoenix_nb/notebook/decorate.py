@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from phoenix_nb.core.stored import MessageLike
 from phoenix_nb.notebook._render.view import group_open, group_title, state_line, with_call_status
 from phoenix_nb.notebook.thumbnails import ThumbnailCache, with_thumbnails
 
@@ -23,7 +24,7 @@ def decorate_record(
     payload: dict[str, Any],
     *,
     show_thinking: bool,
-    history: Sequence[Mapping[str, Any]] | None,
+    history: Sequence[MessageLike] | None,
     thumbnails: ThumbnailCache,
 ) -> dict[str, Any]:
     """`payload` decorated for display; thumbnails made (or found) in `thumbnails`."""

@@ -25,7 +25,9 @@ from collections import OrderedDict, deque
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from phoenix_nb.core.codec import CodecError
 from phoenix_nb.core.messages import images as message_images
+from phoenix_nb.core.stored import MessageKind, MessageLike, as_stored
 from phoenix_nb.core.values import ImageData
 
 THUMBNAIL_EDGE = 96  # pixels: enough to recognise a plot, small in a saved notebook
@@ -86,27 +88,29 @@ def _key(text: str, images: Sequence[tuple[str, str]]) -> _Key:
 
 
 def _stored(
-    history: Sequence[Mapping[str, Any]],
+    history: Sequence[MessageLike],
 ) -> dict[_Key, deque[tuple[str, tuple[ImageData, ...]]]]:
     """The user messages that carry images, by what the record shows of them, in order."""
     found: dict[_Key, deque[tuple[str, tuple[ImageData, ...]]]] = {}
-    for message in history:
-        content = message.get("content")
-        if message.get("message_type") != "user" or not isinstance(content, Mapping):
-            continue
-        if not content.get("images"):
+    for item in history:
+        try:
+            message = as_stored(item)
+        except CodecError:
+            continue  # an unreadable row shows no thumbnail; the record says what it can
+        content = message.content
+        if message.kind is not MessageKind.USER or not content.get("images"):
             continue
         try:
             imgs = message_images(content)
         except (KeyError, TypeError, ValueError):
             continue  # a malformed stored image: the record shows its name only
         key = _key(str(content.get("text") or ""), [(i.media_type, i.source_name) for i in imgs])
-        found.setdefault(key, deque()).append((str(message.get("id") or ""), imgs))
+        found.setdefault(key, deque()).append((message.id, imgs))
     return found
 
 
 def with_thumbnails(
-    record: Mapping[str, Any], history: Sequence[Mapping[str, Any]], cache: ThumbnailCache
+    record: Mapping[str, Any], history: Sequence[MessageLike], cache: ThumbnailCache
 ) -> dict[str, Any]:
     """`record` with a `thumbnail` on each image of the requests it shows, made from
     the images stored in `history`, within RECORD_MAX_CHARS in all.

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -40,6 +40,7 @@ from filelock import FileLock
 from phoenix_nb.core.messages import agent_blocks
 from phoenix_nb.core.restore import restore
 from phoenix_nb.core.states import ConvState, from_persisted, persisted_fields
+from phoenix_nb.core.stored import BadStoredMessage, MessageKind, StoredMessage
 from phoenix_nb.core.values import ToolUseBlock
 from phoenix_nb.errors import ConversationBusy, UnknownConversation
 from phoenix_nb.runtime.lease import Timeout, lease_for
@@ -107,8 +108,8 @@ class Claimed:
     lease: FileLock
     record: dict[str, Any]
     state: ConvState
-    history: list[dict[str, Any]]
-    repairs: list[dict[str, Any]] = field(default_factory=list)  # appended by restore
+    history: list[StoredMessage]
+    repairs: list[StoredMessage] = field(default_factory=list)  # appended by restore
     restored: bool = False  # restore changed its state or history
 
 
@@ -119,7 +120,7 @@ def claim(
     is_sub_agent: bool,
     starting_up: bool = False,
     lease: FileLock | None = None,
-    known_history: list[dict[str, Any]] | None = None,
+    known_history: list[StoredMessage] | None = None,
 ) -> Claimed | None:
     """Lease the conversation and restore it if it was left mid-work; None if held elsewhere.
 
@@ -145,13 +146,11 @@ def claim(
         if known_history is not None and store.message_count(conversation_id) == len(known_history):
             history = known_history
         else:
-            history = store.messages(conversation_id)
+            history = store.stored_messages(conversation_id)
         claimed = Claimed(lease, record, state, history)
         resumed, repairs = _restore_plan(state, history, is_sub_agent, starting_up)
         if repairs:
-            claimed.repairs = store.append_messages(
-                conversation_id, [(kind, body, None, None) for kind, body in repairs]
-            )
+            claimed.repairs = store.append_messages(conversation_id, repairs)
             claimed.history = [*history, *claimed.repairs]
             claimed.restored = True
         if resumed != state:
@@ -164,7 +163,7 @@ def claim(
         raise
 
 
-def since_last_answer(history: Sequence[Mapping[str, Any]]) -> Sequence[Mapping[str, Any]]:
+def since_last_answer(history: Sequence[StoredMessage]) -> Sequence[StoredMessage]:
     """The history from its last agent message on: all `restore` needs to see.
 
     Only the last answer's calls can be open (an earlier call without a result is
@@ -172,14 +171,14 @@ def since_last_answer(history: Sequence[Mapping[str, Any]]) -> Sequence[Mapping[
     tail instead of decoding every stored answer.
     """
     for index in range(len(history) - 1, -1, -1):
-        if history[index].get("message_type") == "agent":
+        if history[index].kind is MessageKind.AGENT:
             return history[index:]
     return history
 
 
 def _restore_plan(
-    state: ConvState, history: Sequence[Mapping[str, Any]], is_sub_agent: bool, starting_up: bool
-) -> tuple[ConvState, list[tuple[str, dict[str, Any]]]]:
+    state: ConvState, history: Sequence[StoredMessage], is_sub_agent: bool, starting_up: bool
+) -> tuple[ConvState, list[StoredMessage]]:
     """Where a conversation resumes and what to append first."""
     resumed, repairs = restore(state, since_last_answer(history), is_sub_agent=is_sub_agent)
     if state.busy or starting_up:
@@ -246,34 +245,33 @@ def repair(store: Store, conversation_id: str, *, is_sub_agent: bool) -> Repaire
         kept = _answerable(history)
         state = from_persisted(record)
         resumed, answers = restore(state, kept, is_sub_agent=is_sub_agent)
-        specs = [
-            (m["message_type"], m["content"], m.get("display_data"), m.get("usage_data"))
-            for m in kept
-        ]
-        specs += [(kind, body, None, None) for kind, body in answers]
-        store.replace_messages(conversation_id, specs, state_fields=persisted_fields(resumed))
+        fields = persisted_fields(resumed)
+        store.replace_messages(conversation_id, [*kept, *answers], state_fields=fields)
     finally:
         release(store.root, conversation_id, lease)
     return Repaired(slug, damage, len(kept), len(history) - len(kept), len(answers))
 
 
-def _answerable(history: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """The history without tool results whose call is not the open call they answer."""
-    out: list[dict[str, Any]] = []
+def _answerable(rows: Sequence[dict[str, Any]]) -> list[StoredMessage]:
+    """The intact rows' messages without tool results whose call is not the open call
+    they answer; a row this version cannot read is dropped with the damage."""
+    out: list[StoredMessage] = []
     open_ids: set[str] = set()
-    for message in history:
-        kind = message.get("message_type")
-        if kind == "agent":
+    for row in rows:
+        try:
+            message = StoredMessage.parse(row)
+        except BadStoredMessage:
+            continue
+        if message.kind is MessageKind.AGENT:
             try:
                 blocks = agent_blocks(message)
             except (ValueError, KeyError, TypeError):
                 continue  # an unreadable answer is dropped with the damage
             open_ids = {b.id for b in blocks if isinstance(b, ToolUseBlock)}
-        elif kind == "tool":
-            content = message.get("content")
-            call = content.get("tool_use_id") if isinstance(content, Mapping) else None
+        elif message.kind is MessageKind.TOOL:
+            call = message.content.get("tool_use_id")
             if call not in open_ids:
                 continue
             open_ids.discard(call)
-        out.append(dict(message))
+        out.append(message)
     return out

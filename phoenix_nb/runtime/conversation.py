@@ -31,7 +31,7 @@ from filelock import FileLock
 
 from phoenix_nb.core import effects as fx
 from phoenix_nb.core import events as ev
-from phoenix_nb.core.codec import CodecError, to_json
+from phoenix_nb.core.codec import CodecError
 from phoenix_nb.core.cycles import Projection
 from phoenix_nb.core.requests import RequestHistory, continuation_messages
 from phoenix_nb.core.restore import restore
@@ -48,6 +48,7 @@ from phoenix_nb.core.states import (
     context_fraction,
     persisted_fields,
 )
+from phoenix_nb.core.stored import MessageKind, StoredMessage
 from phoenix_nb.core.transition import Outcome, Rejection, continuation_prompt, transition
 from phoenix_nb.core.values import ErrorKind, Mode, SubAgentOutcome, ToolResult, Usage
 from phoenix_nb.errors import ConversationBusy, Rejected
@@ -132,7 +133,7 @@ class ConversationRuntime:
         record: Mapping[str, Any],
         context: ConvContext,
         state: ConvState,
-        history: list[dict[str, Any]],
+        history: list[StoredMessage],
         services: Services,
         on_parent: Callable[[SubAgentOutcome], None] | None = None,
     ) -> None:
@@ -173,12 +174,12 @@ class ConversationRuntime:
 
     # ---- the history and what is derived from it ----------------------------------
     @property
-    def history(self) -> list[dict[str, Any]]:
+    def history(self) -> list[StoredMessage]:
         """The stored messages, in order (append-only while this runtime lives)."""
         return self._history
 
     @history.setter
-    def history(self, value: list[dict[str, Any]]) -> None:
+    def history(self, value: list[StoredMessage]) -> None:
         old = self._history
         extended = len(value) >= len(old) and (
             not old or (value[0] is old[0] and value[len(old) - 1] is old[-1])
@@ -381,8 +382,8 @@ class ConversationRuntime:
                 "finish there (or cancel it there), or use another conversation."
             )
         self.record, self.state, self.history = claimed.record, claimed.state, claimed.history
-        for record in claimed.repairs:
-            self.hub.publish(up.MessageSaved(record))
+        for message in claimed.repairs:
+            self.hub.publish(up.MessageSaved(message))
         return None
 
     def _holds_lease(self) -> bool:
@@ -399,7 +400,7 @@ class ConversationRuntime:
         """
         if not (is_rest(self.state) or is_paused(self.state)):
             raise Rejected("notes can only be added while the agent waits")
-        self._persist([fx.PersistMessage("system", {"text": text})])
+        self._persist([fx.PersistMessage(MessageKind.SYSTEM, {"text": text})])
 
     # ---- dispatch -------------------------------------------------------------------
     def _dispatch(self, effects: Sequence[fx.Effect]) -> None:
@@ -416,19 +417,11 @@ class ConversationRuntime:
             self._persist(batch)
 
     def _persist(self, batch: Sequence[fx.PersistMessage]) -> None:
-        items = [
-            (
-                m.kind,
-                dict(m.content),
-                dict(m.display) if m.display is not None else None,
-                to_json(m.usage) if m.usage is not None else None,
-            )
-            for m in batch
-        ]
-        records = self.services.store.append_messages(self.id, items)
-        self.history.extend(records)
-        for record in records:
-            self.hub.publish(up.MessageSaved(record))
+        items = [StoredMessage(m.kind, m.content, m.display, m.usage) for m in batch]
+        saved = self.services.store.append_messages(self.id, items)
+        self.history.extend(saved)
+        for message in saved:
+            self.hub.publish(up.MessageSaved(message))
 
     def _run_effect(self, effect: fx.Effect) -> None:
         match effect:

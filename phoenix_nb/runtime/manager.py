@@ -28,7 +28,6 @@ from typing import Any
 
 from phoenix_nb.checkpoints.recorder import Checkpoints
 from phoenix_nb.core import events as ev
-from phoenix_nb.core.codec import CodecError, from_json
 from phoenix_nb.core.cycles import RecordHeader
 from phoenix_nb.core.displays import SubAgentsDisplay
 from phoenix_nb.core.models import ModelInfo, supports
@@ -40,6 +39,7 @@ from phoenix_nb.core.states import (
     from_persisted,
     persisted_fields,
 )
+from phoenix_nb.core.stored import BadStoredMessage, MessageKind, StoredMessage
 from phoenix_nb.core.transition import (
     RESTRICTED_UNAVAILABLE_MESSAGE,
     Rejection,
@@ -85,25 +85,26 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 
-def _child_ids(history: Sequence[Mapping[str, Any]]) -> list[str]:
+def _child_ids(history: Sequence[StoredMessage]) -> list[str]:
     """Conversation ids of the sub-agents whose results a history records."""
     ids = []
     for message in history:
-        display = message.get("display_data") if message.get("message_type") == "tool" else None
-        agents = SubAgentsDisplay.read(display).agents
-        ids += [a.conversation_id for a in agents if a.conversation_id]
+        if message.kind is MessageKind.TOOL and message.display is not None:
+            agents = SubAgentsDisplay.read(message.display).agents
+            ids += [a.conversation_id for a in agents if a.conversation_id]
     return ids
 
 
-def _usage_of(message: Mapping[str, Any]) -> Usage | None:
-    data = message.get("usage_data")
-    if not isinstance(data, Mapping):
-        return None
-    try:
-        value = from_json(data)
-    except CodecError:
-        return None
-    return value if isinstance(value, Usage) else None
+def _readable(rows: Sequence[Mapping[str, Any]]) -> list[StoredMessage]:
+    """The messages of a finished child's rows that this version can read: its spend is
+    shown from what can be read (a row it cannot read stays in the store as it is)."""
+    out = []
+    for row in rows:
+        try:
+            out.append(StoredMessage.parse(row))
+        except BadStoredMessage as exc:
+            log.warning("phoenix: a sub-agent's spend skips %s", exc)
+    return out
 
 
 def _sandbox_policy(s: Settings, store_root: Path) -> SandboxPolicy:
@@ -161,10 +162,11 @@ class Conversation:
         return dict(self.runtime.record)
 
     def history(self) -> list[dict[str, Any]]:
-        """Every stored message (a copy of the list: O(messages), for whole-history work)."""
-        return list(self.runtime.history)
+        """Every stored message as its row (docs/stored-messages.md): O(messages), for
+        whole-history work and for callers outside the package."""
+        return [message.row() for message in self.runtime.history]
 
-    def history_since(self, start: int) -> list[dict[str, Any]]:
+    def history_since(self, start: int) -> list[StoredMessage]:
         """The stored messages from position `start` on (what one turn added)."""
         return self.runtime.history[max(0, start) :]
 
@@ -415,9 +417,7 @@ class Phoenix:
         self._retired: list[LlmProvider] = []  # replaced by `reconfigure`, closed by `aclose`
         self._provider = provider
         self._runtimes: dict[str, ConversationRuntime] = {}
-        self.spawner = SubAgentSpawner(
-            self, self.settings.sub_agents, self.sandbox.available
-        )
+        self.spawner = SubAgentSpawner(self, self.settings.sub_agents, self.sandbox.available)
         self.worktree = self._checkpoints()
         self.restored = self._restore_all()
 
@@ -482,13 +482,13 @@ class Phoenix:
             seen.add(child)
             if child not in self._child_spend:
                 try:
-                    messages = self.store.messages(child)
+                    messages = _readable(self.store.messages(child))
                 except KeyError:  # an unknown id in a hand-edited history
                     messages = []
                 usages = tuple(
-                    (str(m.get("created_at") or ""), u)
+                    (m.created_at, m.usage)
                     for m in messages
-                    if m.get("message_type") == "agent" and (u := _usage_of(m)) is not None
+                    if m.kind is MessageKind.AGENT and m.usage is not None
                 )
                 self._child_spend[child] = (usages, tuple(_child_ids(messages)))
             usages, grandchildren = self._child_spend[child]
@@ -620,7 +620,7 @@ class Phoenix:
         self,
         record: Mapping[str, Any],
         on_parent: Callable[[SubAgentOutcome], None] | None = None,
-        history: list[dict[str, Any]] | None = None,
+        history: list[StoredMessage] | None = None,
     ) -> ConversationRuntime:
         runtime = self._runtimes.get(record["id"])
         if runtime is not None and not runtime.closed:
@@ -631,7 +631,7 @@ class Phoenix:
                 record, self.sandbox.available, self.limits.cached(record["model"])
             ),
             state=from_persisted(record),
-            history=history if history is not None else self.store.messages(record["id"]),
+            history=history if history is not None else self.store.stored_messages(record["id"]),
             services=self._services(record["model"]),
             on_parent=on_parent,
         )
@@ -649,7 +649,7 @@ class Phoenix:
         known = self._runtimes.get(record["id"])
         if known is not None and not known.closed:
             return
-        history = await asyncio.to_thread(self.store.messages, record["id"])
+        history = await asyncio.to_thread(self.store.stored_messages, record["id"])
         record = self.store.get_conversation(record["id"]) or record  # fresh after the wait
         self._runtime_for(record, history=history)  # no-op if opened meanwhile
 

@@ -11,12 +11,13 @@ showing in it. Light on purpose: a child imports this module and the core only.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from phoenix_nb.core.cycles import Projection, RecordHeader
 from phoenix_nb.core.states import ConvState
+from phoenix_nb.core.stored import StoredMessage
 
 __all__ = ["RecordSnapshot"]
 
@@ -25,7 +26,7 @@ __all__ = ["RecordSnapshot"]
 class RecordSnapshot:
     """What `build` needs to make the whole record (docs/record-format.md)."""
 
-    history: Sequence[Mapping[str, Any]]
+    history: Sequence[StoredMessage]
     model: str
     state: ConvState
     header: RecordHeader

@@ -18,7 +18,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -92,7 +91,7 @@ class SubAgentSpawner:
 
     # -- effects ------------------------------------------------------------------------
     def spawn(self, parent: Parent, effect: SpawnSubAgents) -> None:
-        timeout = self.timeout_for(_requested_timeout(parent.history, effect.tool_use_id))
+        timeout = self.timeout_for(effect.timeout)
         for task in effect.tasks:
             child = _Child(task.agent_id, parent)
             self._children[task.agent_id] = child
@@ -100,17 +99,12 @@ class SubAgentSpawner:
                 self._run(child, task, timeout), name=f"phoenix-subagent-{task.agent_id}"
             )
 
-    def timeout_for(self, requested: Any) -> float:
-        """The call's own `timeout`, clamped to `sub_agent_timeout_max`; the default
-        when it gives none (or nonsense: a bad value must not disable the limit)."""
+    def timeout_for(self, requested: float | None) -> float:
+        """The call's own `timeout` (`SpawnSubAgents.timeout`: a positive number or
+        None), clamped to `sub_agent_timeout_max`; the default when it gives none."""
         limits = self.limits
-        if (
-            isinstance(requested, int | float)
-            and not isinstance(requested, bool)
-            and math.isfinite(requested)
-            and requested > 0
-        ):
-            return min(float(requested), limits.timeout_max)
+        if requested is not None:
+            return min(requested, limits.timeout_max)
         return min(limits.timeout, limits.timeout_max)
 
     def cancel(self, parent: Parent, agent_ids: tuple[str, ...]) -> list[asyncio.Task[None]]:
@@ -212,17 +206,6 @@ class SubAgentSpawner:
         self._report(child, outcome)
 
 
-def _requested_timeout(history: list[dict[str, Any]], tool_use_id: str) -> Any:
-    """The `timeout` input of the spawn_agents call, read from the persisted call."""
-    for message in reversed(history):
-        if message.get("message_type") != "agent":
-            continue
-        for block in message.get("content", {}).get("blocks", ()):
-            if isinstance(block, dict) and block.get("id") == tool_use_id:
-                return (block.get("input") or {}).get("timeout")
-    return None
-
-
 async def _settled_or_told(runtime: ConversationRuntime, child: _Child) -> Any:
     """The child's state once it settles, or as soon as it has told its outcome (a
     failed save ends it at once, even while a cancelled tool is still winding down)."""
@@ -272,5 +255,3 @@ def _outcome_of(phase: Phase, conversation_id: str) -> SubAgentOutcome:
         ErrorKind.UNKNOWN,
         conversation_id,
     )
-
-

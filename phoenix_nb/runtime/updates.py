@@ -17,6 +17,7 @@ from typing import Any, ClassVar
 
 from phoenix_nb.core.notices import Notice, NoticeData
 from phoenix_nb.core.states import ConvState
+from phoenix_nb.core.stored import StoredMessage
 
 
 class UpdateKind(StrEnum):
@@ -127,10 +128,10 @@ class ServerTool:
 
 @dataclass(frozen=True)
 class MessageSaved:
-    """One message was persisted; `record` is the store's message record (docs/record-format.md)."""
+    """One message was persisted, as the store holds it."""
 
     KIND: ClassVar[UpdateKind] = UpdateKind.MESSAGE
-    record: Mapping[str, Any]
+    message: StoredMessage
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,6 @@ good line and writes nothing. The message shapes are in docs/record-format.md.
 from phoenix_nb.store.journal import JournalCorrupt, JournalDamaged
 from phoenix_nb.store.scrub import REDACTED, scrub
 from phoenix_nb.store.store import (
-    MESSAGE_TYPES,
     ConversationDamaged,
     ConversationNotInStore,
     Damage,
@@ -25,7 +24,6 @@ from phoenix_nb.store.store import (
 )
 
 __all__ = [
-    "MESSAGE_TYPES",
     "REDACTED",
     "ConversationDamaged",
     "ConversationNotInStore",

@@ -28,6 +28,9 @@ Why the required properties hold (the journal's own guarantees are in
   index lock, then the version is recorded. A store from a newer version is
   refused rather than damaged.
 * No secret is ever stored: every value written passes through `scrub.scrub`.
+* A message's row is written by `StoredMessage.row` and read by
+  `StoredMessage.parse` (core/stored.py; the format is docs/stored-messages.md):
+  the store appends typed messages and never builds a row of its own.
 * The index is derivable: each conversation journal also holds its
   conversation's record (table ``conversation``, written before the index on
   create and on every update), so a damaged or missing ``index.jsonl`` is
@@ -63,8 +66,8 @@ import re
 import threading
 import uuid
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, ClassVar
@@ -72,6 +75,8 @@ from typing import Any, ClassVar
 from tinydb import Query
 from tinydb.table import Document
 
+from phoenix_nb.core.stored import BadStoredMessage, MessageKind, StoredMessage, parse_usage
+from phoenix_nb.core.values import Usage
 from phoenix_nb.errors import PhoenixError
 from phoenix_nb.store import slugs
 from phoenix_nb.store.journal import (
@@ -83,15 +88,6 @@ from phoenix_nb.store.journal import (
 )
 from phoenix_nb.store.scrub import scrub
 
-MESSAGE_TYPES = ("user", "agent", "tool", "system", "continuation", "error")
-ACTOR_KINDS = {
-    "user": "human",
-    "agent": "llm_agent",
-    "tool": "system",
-    "system": "system",
-    "continuation": "llm_agent",
-    "error": "system",
-}
 UPDATABLE_FIELDS = frozenset({"state", "state_data", "mode", "archived", "slug", "seeded_from"})
 _ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 _CONVERSATIONS = "conversations"
@@ -100,7 +96,6 @@ _RECORD = "conversation"  # in a conversation journal: its record (doc 1), for r
 _META = "_meta"
 _LOST_MESSAGE = re.compile(rb'\["put","messages",(\d+),')
 
-MessageSpec = tuple[str, Any, Any, Any]  # (message_type, content, display_data, usage_data)
 Migration = Callable[["Store"], None]
 
 
@@ -469,43 +464,33 @@ class Store:
     def append_message(
         self,
         conversation_id: str,
-        message_type: str,
+        kind: MessageKind | str,
         content: Any,
         *,
         display_data: Any = None,
         usage_data: Any = None,
     ) -> dict[str, Any]:
-        """Persist one message; durable when this returns. Returns the stored record."""
-        return self.append_messages(
-            conversation_id, [(message_type, content, display_data, usage_data)]
-        )[0]
+        """Persist one message given as row values; durable when this returns. Returns
+        the stored row (as `messages` returns it)."""
+        try:
+            typed = MessageKind(kind)
+            usage = parse_usage(usage_data, "the message")
+        except BadStoredMessage as exc:
+            raise StoreError(str(exc)) from None
+        except ValueError:
+            known = ", ".join(k.value for k in MessageKind)
+            raise StoreError(f"message_type {kind!r} is not one of {known}") from None
+        message = StoredMessage(typed, content, display_data, usage)
+        return self.append_messages(conversation_id, [message])[0].row()
 
     def append_messages(
-        self, conversation_id: str, specs: Sequence[MessageSpec] | Iterable[MessageSpec]
-    ) -> list[dict[str, Any]]:
-        """Persist several messages atomically (all or none) with consecutive sequence ids."""
+        self, conversation_id: str, messages: Iterable[StoredMessage]
+    ) -> list[StoredMessage]:
+        """Persist several messages atomically (all or none) with consecutive sequence ids.
+
+        Returns them as stored: scrubbed, with their id, sequence id and time."""
         self._check_open()
-        prepared: list[tuple[str, Any, Any, Any]] = []
-        for i, spec in enumerate(specs):
-            if len(spec) != 4:
-                raise StoreError(
-                    f"message {i}: expected (type, content, display, usage), got {spec!r}"
-                )
-            mtype, content, display, usage = spec
-            if mtype not in MESSAGE_TYPES:
-                raise StoreError(
-                    f"message {i}: message_type {mtype!r} is not one of {list(MESSAGE_TYPES)}"
-                )
-            if content is None:
-                raise StoreError(f"message {i}: content is required")
-            prepared.append(
-                (
-                    mtype,
-                    _jsonable(content, f"message {i} content"),
-                    _jsonable(display, f"message {i} display_data"),
-                    _jsonable(usage, f"message {i} usage_data"),
-                )
-            )
+        prepared = [_prepared(m, f"message {i}") for i, m in enumerate(messages)]
         if not prepared:
             return []
         self._require_conversation(conversation_id)
@@ -513,30 +498,31 @@ class Store:
         db = self._conversation_db(conversation_id)
         table = db.table(_MESSAGES)
         journal = db.journal
-        out: list[dict[str, Any]] = []
+        out: list[StoredMessage] = []
         what = "the message" if len(prepared) == 1 else "the messages"
         with self._saving(what), journal.transaction():
             next_seq = len(journal.raw_table(_MESSAGES)) + 1
             now = _now()
-            for offset, (mtype, content, display, usage) in enumerate(prepared):
+            for offset, message in enumerate(prepared):
                 seq = next_seq + offset
-                record = {
-                    "id": f"m-{uuid.uuid4().hex}",
-                    "conversation_id": conversation_id,
-                    "sequence_id": seq,
-                    "message_type": mtype,
-                    "actor_kind": ACTOR_KINDS[mtype],
-                    "content": content,
-                    "display_data": display,
-                    "usage_data": usage,
-                    "created_at": now,
-                }
-                table.insert(Document(record, doc_id=seq))
-                out.append(record)
-        return [json_copy(r) for r in out]
+                saved = _saved(message, conversation_id, seq, now)
+                table.insert(Document(saved.row(), doc_id=seq))
+                out.append(saved)
+        return out
+
+    def stored_messages(
+        self, conversation_id: str, *, after_sequence: int = 0
+    ) -> list[StoredMessage]:
+        """`messages` parsed, each row once (`BadStoredMessage` naming a row this version
+        cannot read; the row stays on disk as it is)."""
+        return [
+            StoredMessage.parse(row)
+            for row in self.messages(conversation_id, after_sequence=after_sequence)
+        ]
 
     def messages(self, conversation_id: str, *, after_sequence: int = 0) -> list[dict[str, Any]]:
-        """Messages with sequence_id > after_sequence, in order."""
+        """The stored rows (docs/stored-messages.md) with sequence_id > after_sequence, in
+        order: what is on disk, readable or not (`stored_messages` parses them)."""
         self._check_open()
         self._require_conversation(conversation_id)
         db = self._conversation_db(conversation_id)
@@ -649,7 +635,11 @@ class Store:
                 table.update({"damaged": summary}, doc_ids=[doc_id])  # type: ignore[list-item]
 
     def replace_messages(
-        self, conversation_id: str, specs: Sequence[MessageSpec], *, state_fields: dict[str, Any]
+        self,
+        conversation_id: str,
+        messages: Sequence[StoredMessage],
+        *,
+        state_fields: dict[str, Any],
     ) -> list[dict[str, Any]]:
         """Rewrite a conversation's journal as these messages (renumbered from 1) and its
         record with `state_fields`, atomically: the repair of a damaged conversation.
@@ -660,6 +650,7 @@ class Store:
         self._check_open()
         self._require_conversation(conversation_id)
         clean = {k: _jsonable(v, k) for k, v in state_fields.items()}
+        prepared = [_prepared(m, f"message {seq}") for seq, m in enumerate(messages, start=1)]
         db = self._conversation_db(conversation_id)
         journal = db.journal
         index = self._index.journal
@@ -675,20 +666,11 @@ class Store:
                     journal.path.rename(_free_name(journal.path))
                 elif journal.damage is not None:  # never rewritten without its copy kept
                     _keep_copy(journal.path, journal.path.read_bytes())
-                messages: dict[str, Any] = {}
-                for seq, (mtype, content, display, usage) in enumerate(specs, start=1):
-                    messages[str(seq)] = {
-                        "id": f"m-{uuid.uuid4().hex}",
-                        "conversation_id": conversation_id,
-                        "sequence_id": seq,
-                        "message_type": mtype,
-                        "actor_kind": ACTOR_KINDS[mtype],
-                        "content": _jsonable(content, f"message {seq} content"),
-                        "display_data": _jsonable(display, f"message {seq} display_data"),
-                        "usage_data": _jsonable(usage, f"message {seq} usage_data"),
-                        "created_at": now,
-                    }
-                journal.replace_with({_MESSAGES: messages, _RECORD: {"1": record}})
+                rows = {
+                    str(seq): _saved(message, conversation_id, seq, now).row()
+                    for seq, message in enumerate(prepared, start=1)
+                }
+                journal.replace_with({_MESSAGES: rows, _RECORD: {"1": record}})
             table.update({k: v for k, v in record.items() if k != "id"}, doc_ids=[doc_id])
         self._damage.pop(conversation_id, None)
         return self.messages(conversation_id)
@@ -780,6 +762,35 @@ class Store:
     @property
     def index_journal(self) -> JournalStorage:
         return self._index.journal
+
+
+def _prepared(message: StoredMessage, what: str) -> StoredMessage:
+    """The message as it will be stored: a known kind, its JSON scrubbed of secrets."""
+    if not isinstance(message, StoredMessage):
+        raise StoreError(f"{what}: a {type(message).__name__} is not a StoredMessage")
+    if not isinstance(message.kind, MessageKind):
+        known = ", ".join(k.value for k in MessageKind)
+        raise StoreError(f"{what}: message_type {message.kind!r} is not one of {known}")
+    if not isinstance(message.content, Mapping):
+        raise StoreError(f"{what}: content is a {type(message.content).__name__}, not an object")
+    if message.display is not None and not isinstance(message.display, Mapping):
+        raise StoreError(f"{what}: display is a {type(message.display).__name__}, not an object")
+    if message.usage is not None and not isinstance(message.usage, Usage):
+        raise StoreError(f"{what}: usage is a {type(message.usage).__name__}, not a Usage")
+    content = _jsonable(message.content, f"{what} content")
+    display = _jsonable(message.display, f"{what} display_data")
+    return replace(message, content=content, display=display)
+
+
+def _saved(message: StoredMessage, conversation_id: str, seq: int, now: str) -> StoredMessage:
+    """The message with what the store gives it: its id, place and time."""
+    return replace(
+        message,
+        id=f"m-{uuid.uuid4().hex}",
+        conversation_id=conversation_id,
+        sequence_id=seq,
+        created_at=now,
+    )
 
 
 def _record_of(path: Path) -> dict[str, Any] | None:

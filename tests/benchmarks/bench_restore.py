@@ -41,6 +41,7 @@ from phoenix_nb.core.states import (
     ToolExecuting,
     persisted_fields,
 )
+from phoenix_nb.core.stored import MessageKind, StoredMessage
 from phoenix_nb.core.values import ToolUseBlock
 from phoenix_nb.runtime.claim import claim
 from phoenix_nb.runtime.manager import Phoenix
@@ -69,9 +70,12 @@ def build(root: Path) -> None:
     con.execute("BEGIN")
     for _ in range(CONVERSATIONS):
         c = store.create_conversation(cwd="/w", model="m", mode="restricted")
-        recs = store.append_messages(
-            c["id"], [("user", _content(i), None, None) for i in range(MESSAGES)]
-        )
+        recs = [
+            m.row()
+            for m in store.append_messages(
+                c["id"], [StoredMessage(MessageKind.USER, _content(i)) for i in range(MESSAGES)]
+            )
+        ]
         tconvs.append(c)
         tmsgs.extend(recs)
         con.execute("INSERT INTO conversations VALUES (?, ?)", (c["id"], json.dumps(c)))
@@ -176,7 +180,8 @@ def flat_store(root: Path, conversations: int) -> Path:
     store = Store(root / f"flat{conversations}")
     for n in range(conversations):
         c = store.create_conversation(cwd="/w", model="m", mode="restricted")
-        store.append_messages(c["id"], [("user", _content(i), None, None) for i in range(MESSAGES)])
+        batch = [StoredMessage(MessageKind.USER, _content(i)) for i in range(MESSAGES)]
+        store.append_messages(c["id"], batch)
         if n == 0:
             call = ToolUseBlock("toolu_0", "bash", {"command": "make"})
             die_working(store, c["id"])  # claimed first, as the runtime does, then killed

@@ -29,6 +29,7 @@ from pathlib import Path
 from tinydb import TinyDB
 from tinydb.storages import JSONStorage
 
+from phoenix_nb.core.stored import MessageKind, StoredMessage
 from phoenix_nb.store import Store
 
 SAMPLES = 60
@@ -48,12 +49,13 @@ def bench_phoenix(root: Path, messages: int, others: int) -> Op:
     for _ in range(others):
         c = store.create_conversation(cwd="/w", model="m", mode="restricted")
         store.append_messages(
-            c["id"], [("user", _content(i), None, None) for i in range(OTHER_MESSAGES)]
+            c["id"], [StoredMessage(MessageKind.USER, _content(i)) for i in range(OTHER_MESSAGES)]
         )
     conv = store.create_conversation(cwd="/w", model="m", mode="restricted")["id"]
     for start in range(0, messages, 500):
         n = min(500, messages - start)
-        store.append_messages(conv, [("user", _content(start + i), None, None) for i in range(n)])
+        batch = [StoredMessage(MessageKind.USER, _content(start + i)) for i in range(n)]
+        store.append_messages(conv, batch)
     return lambda i: store.append_message(conv, "user", _content(i))
 
 

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from phoenix_nb.core.codec import to_json
 from phoenix_nb.core.states import ConvContext, ConvState
+from phoenix_nb.core.stored import StoredMessage
 from phoenix_nb.core.transition import Rejection, Transition, transition
 from phoenix_nb.core.values import ErrorKind, LlmFailure, ToolUseBlock, Usage
 
@@ -59,10 +61,25 @@ def history_of(effects_seq: Sequence[Sequence[object]]) -> list[dict[str, object
                         "message_type": effect.kind,
                         "content": effect.content,
                         "display_data": effect.display,
-                        "usage_data": effect.usage,
+                        "usage_data": to_json(effect.usage) if effect.usage else None,
                     }
                 )
     return records
+
+
+def pairs(messages: Sequence[StoredMessage]) -> list[tuple[str, dict[str, object]]]:
+    """(kind, content) of each message, the form the tests compare."""
+    return [(m.kind.value, dict(m.content)) for m in messages]
+
+
+def restored(
+    state: ConvState, history: Sequence[object], **kw: bool
+) -> tuple[ConvState, list[tuple[str, dict[str, object]]]]:
+    """`restore`, its messages as (kind, content) pairs."""
+    from phoenix_nb.core.restore import restore
+
+    resumed, messages = restore(state, history, **kw)  # type: ignore[arg-type]
+    return resumed, pairs(messages)
 
 
 class Driver:

@@ -12,7 +12,6 @@ from phoenix_nb.core.events import (
     UserCancel,
     UserMessage,
 )
-from phoenix_nb.core.restore import restore
 from phoenix_nb.core.values import (
     ImageData,
     TextBlock,
@@ -22,7 +21,7 @@ from phoenix_nb.core.values import (
     Usage,
 )
 
-from .helpers import Driver, fatal
+from .helpers import Driver, fatal, restored
 
 HEADER = RecordHeader("c-1", "brave-otter", "demo", "/work", True, 200_000)
 SEARCH = ToolUseBlock("t1", "keyword_search", {"query": "where is add"})
@@ -174,7 +173,7 @@ def test_an_invalid_upgrade_request_records_no_approval_step() -> None:
 def test_a_restart_during_approval_records_a_denied_answer() -> None:
     d = Driver()
     d.send(UserMessage("go"), LlmResponse((UPGRADE,), "tool_use"))
-    _state, repairs = restore(d.state, d.history)
+    _state, repairs = restored(d.state, d.history)
     answer = next(body for kind, body in repairs if kind == "tool")
     assert answer["approval"] == "denied"
     history = [*d.history, {"message_type": "tool", "content": answer}]

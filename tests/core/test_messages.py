@@ -13,6 +13,7 @@ from phoenix_nb.core.messages import (
     validate_chain,
 )
 from phoenix_nb.core.values import ImageData, TextBlock, ThinkingBlock, ToolUseBlock
+from tests.core.helpers import pairs
 
 
 def user(text: str, *images: ImageData) -> dict[str, Any]:
@@ -88,7 +89,7 @@ def test_empty_agent_message_is_not_sent() -> None:
 def test_validate_and_repair_orphans_req_bed_007() -> None:
     history = [user("go"), agent(T1, T2, stop="tool_use"), tool("t1")]
     assert validate_chain(history) == ["tool_use t2 (patch) has no result"]
-    repairs = repair_chain(history)
+    repairs = pairs(repair_chain(history))
     assert repairs == [
         (
             "tool",

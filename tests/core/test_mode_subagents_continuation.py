@@ -13,6 +13,7 @@ from phoenix_nb.core.effects import (
     RequestContinuation,
     RequestLlm,
     ScheduleRetry,
+    SpawnSubAgents,
 )
 from phoenix_nb.core.events import (
     ContinuationFailed,
@@ -125,6 +126,24 @@ def test_req_bed_008_spawn_input_is_validated() -> None:
     out = ok(d.send(UserMessage("a"), LlmResponse((bad,), "tool_use")))
     [result] = persisted(out.effects, "tool")
     assert result["is_error"] and "tasks[0].task" in result["content"]
+
+
+def test_req_bed_008_spawn_carries_the_timeout_the_call_asked_for() -> None:
+    """The sub-agent executor reads the timeout from the effect, never from the history;
+    anything but a positive number means "none asked" (the runtime's default applies)."""
+    asked: dict[str, object] = {"short": 0.5, "whole": 30, "none": None, "nonsense": "soon",
+                                "zero": 0, "negative": -3, "infinite": float("inf"),
+                                "boolean": True}  # fmt: skip
+    spawned = {}
+    for name, timeout in asked.items():
+        extra = {} if timeout is None else {"timeout": timeout}
+        tool_input = {"tasks": [{"task": name}], **extra}
+        spawn = ToolUseBlock("s1", "spawn_agents", tool_input)
+        out = ok(Driver().send(UserMessage("a"), LlmResponse((spawn,), "tool_use")))
+        (effect,) = [e for e in out.effects if isinstance(e, SpawnSubAgents)]
+        spawned[name] = effect.timeout
+    assert spawned == {"short": 0.5, "whole": 30.0, "none": None, "nonsense": None, "zero": None,
+                       "negative": None, "infinite": None, "boolean": None}  # fmt: skip
 
 
 def test_req_bed_008_submit_result_completes_sub_agent() -> None:

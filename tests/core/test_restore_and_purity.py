@@ -16,7 +16,7 @@ from phoenix_nb.core.restore import (
 )
 from phoenix_nb.core.values import Mode, SubAgentOutcome, ToolResult, ToolUseBlock
 
-from .helpers import Driver, call
+from .helpers import Driver, call, restored
 
 UPGRADE = ToolUseBlock("u1", "request_mode_upgrade", {"reason": "edit"})
 
@@ -29,7 +29,7 @@ def test_req_bed_007_tool_phase_restores_idle_with_orphans_answered() -> None:
     d = Driver()
     d.send(UserMessage("a"), LlmResponse((call(1), call(2), call(3)), "tool_use"))
     d.send(ToolComplete(ToolResult("t1", "ok")))
-    state, messages = restore(d.state, d.history)
+    state, messages = restored(d.state, d.history)
     assert state.phase == S.Idle() and state.mode is d.state.mode
     assert [c["tool_use_id"] for _, c in messages] == ["t2", "t3"]
     assert all("interrupted" in c["content"] for _, c in messages)
@@ -39,7 +39,7 @@ def test_req_bed_007_tool_phase_restores_idle_with_orphans_answered() -> None:
 def test_req_bed_007_pending_upgrade_is_answered_not_approved() -> None:
     d = Driver()
     d.send(UserMessage("a"), LlmResponse((UPGRADE, call(2)), "tool_use"))
-    state, messages = restore(d.state, d.history)
+    state, messages = restored(d.state, d.history)
     assert state.mode is Mode.RESTRICTED and state.phase == S.Idle()
     assert messages[0][1]["content"] == UPGRADE_NOT_APPROVED_RESULT
     assert [c["tool_use_id"] for _, c in messages] == ["u1", "t2"]
@@ -51,7 +51,7 @@ def test_req_bed_007_sub_agent_wait_keeps_reported_outcomes() -> None:
     spawn = ToolUseBlock("s1", "spawn_agents", {"tasks": [{"task": "a"}, {"task": "b"}]})
     d.send(UserMessage("a"), LlmResponse((spawn,), "tool_use"))
     d.send(SubAgentResult("s1/0", SubAgentOutcome("success", "A done")))
-    _state, messages = restore(d.state, d.history)
+    _state, messages = restored(d.state, d.history)
     [(kind, content)] = messages
     assert kind == "tool" and "A done" in content["content"]
     assert SUB_AGENT_RESTART_ERROR in content["content"]

@@ -70,8 +70,8 @@ class Acks:
     def watch(self, conv: Conversation) -> None:
         def on_update(update: up.Update) -> None:
             if update.kind == up.MESSAGE:
-                record = update.data.record
-                self.line(f"ack {record['conversation_id']} {record['sequence_id']} {record['id']}")
+                saved = update.data.message
+                self.line(f"ack {saved.conversation_id} {saved.sequence_id} {saved.id}")
             elif update.kind == up.STATE:
                 self.line(f"state {update.data.state.name}")
 

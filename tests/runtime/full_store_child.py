@@ -42,7 +42,7 @@ def shown(update: up.Update) -> list[str]:
     if isinstance(data, up.NoticeText):
         return [data.text]
     if isinstance(data, up.MessageSaved):
-        display = data.record.get("display_data") or {}
+        display = data.message.display or {}
         return [str(a.get("result", "")) for a in display.get("agents", [])]
     return []
 

@@ -302,7 +302,7 @@ class RuntimeMachine(RuleBasedStateMachine):
         if is_paused(state):
             # Only the calls of the paused response may wait for answers.
             assert isinstance(state.phase, AwaitingModeApproval)
-            pending = repair_chain(history)
+            pending = [(m.kind, m.content) for m in repair_chain(history)]
             assert state.phase.tool_use_id in [c["tool_use_id"] for _k, c in pending]
             sendable = [*history, *({"message_type": k, "content": c} for k, c in pending)]
         else:

@@ -19,6 +19,7 @@ import sys
 import time
 from pathlib import Path
 
+from phoenix_nb.core.stored import MessageKind, StoredMessage
 from phoenix_nb.store import Store
 from phoenix_nb.store.journal import JournalStorage
 
@@ -54,11 +55,11 @@ def main() -> None:
                 "batch": batch,
                 "batch_size": size,
             }
-            specs.append(("user", content, None, None))
+            specs.append(StoredMessage(MessageKind.USER, content))
         if size == 1:
-            records = [store.append_message(conv, "user", specs[0][1])]
+            records = [store.append_message(conv, "user", specs[0].content)]
         else:
-            records = store.append_messages(conv, specs)
+            records = [m.row() for m in store.append_messages(conv, specs)]
         for r in records:
             c = r["content"]
             out.write(f"ack {conv} {r['sequence_id']} {r['id']} {c['writer']} {c['counter']}\n")

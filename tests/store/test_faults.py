@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from phoenix_nb.core.stored import StoredMessage
 from phoenix_nb.errors import PhoenixError
 from phoenix_nb.store import (
     ConversationDamaged,
@@ -94,7 +95,7 @@ def test_a_damaged_line_is_contained_and_quarantined(tmp_path: Path) -> None:
         assert _texts(s, beta) == ["beta", "beta 2"]
         history = s.replace_messages(
             alpha,
-            [(m["message_type"], m["content"], None, None) for m in s.messages(alpha)],
+            [StoredMessage(m.kind, m.content) for m in s.stored_messages(alpha)],
             state_fields={"state": {"type": "idle", "n": 3}},
         )
         assert [m["sequence_id"] for m in history] == [1, 2, 3, 4]

@@ -9,6 +9,8 @@ from typing import ClassVar
 
 import pytest
 
+from phoenix_nb.core.stored import MessageKind, StoredMessage
+from phoenix_nb.core.values import Usage
 from phoenix_nb.store import (
     REDACTED,
     ConversationDamaged,
@@ -24,6 +26,10 @@ def store(tmp_path: Path) -> Store:
     s = Store(tmp_path / "store")
     yield s
     s.close()
+
+
+def _tool(content: dict) -> StoredMessage:
+    return StoredMessage(MessageKind.TOOL, content)
 
 
 def _conv(store: Store, **kw: object) -> dict:
@@ -45,7 +51,7 @@ def test_records_follow_seed_001_tables(store: Store) -> None:
         "display_data", "usage_data", "created_at",
     }  # fmt: skip
     assert (m["sequence_id"], m["actor_kind"]) == (1, "llm_agent")
-    assert m["usage_data"] == {"input_tokens": 3, "output_tokens": 4}
+    assert StoredMessage.parse(m).usage == Usage(input_tokens=3, output_tokens=4)
 
 
 def test_sequence_ids_are_gap_free_and_survive_reopen(tmp_path: Path) -> None:
@@ -67,15 +73,14 @@ def test_batch_is_all_or_nothing_on_bad_input(store: Store) -> None:
     """A synthetic-results batch with one bad item writes none of it (nothing lost either)."""
     c = _conv(store)
     store.append_message(c["id"], "user", {"text": "hi"})
-    bad = [("tool", {"tool_use_id": "a"}, None, None), ("tool", {"x": object()}, None, None)]
+    bad = [_tool({"tool_use_id": "a"}), _tool({"x": object()})]
     with pytest.raises(StoreError, match="message 1 content is not JSON"):
         store.append_messages(c["id"], bad)
     with pytest.raises(StoreError, match="message_type 'robot'"):
-        store.append_messages(c["id"], [("tool", {}, None, None), ("robot", {}, None, None)])
+        robot = StoredMessage("robot", {})  # type: ignore[arg-type]
+        store.append_messages(c["id"], [_tool({}), robot])
     assert len(store.messages(c["id"])) == 1
-    ok = store.append_messages(
-        c["id"], [("tool", {"n": 1}, None, None), ("tool", {"n": 2}, None, None)]
-    )
+    ok = [m.row() for m in store.append_messages(c["id"], [_tool({"n": 1}), _tool({"n": 2})])]
     assert [m["sequence_id"] for m in ok] == [2, 3]
     lines = (store.root / "conversations" / f"{c['id']}.jsonl").read_bytes().splitlines()
     lines = [line for line in lines if b'"messages"' in line]  # not the conversation's record
@@ -149,7 +154,7 @@ def test_no_secret_is_ever_written(tmp_path: Path, monkeypatch: pytest.MonkeyPat
         )
         s.update_conversation(c["id"], state_data={"github_token": "ghp_secret"})
         m = s.messages(c["id"])[0]
-        assert m["usage_data"] == {"input_tokens": 7}  # counts are not secrets
+        assert StoredMessage.parse(m).usage == Usage(input_tokens=7)  # counts are not secrets
         assert m["display_data"]["headers"]["Authorization"] == REDACTED
         assert REDACTED in m["content"]["content"]
     blob = b"".join(p.read_bytes() for p in root.rglob("*.jsonl"))
