@@ -24,8 +24,8 @@ ignore file that re-includes it) ends at the kernel's own "Permission denied".
 Where the sandbox is unavailable, Restricted mode refuses the search with bash's
 words. rg is outside the kernel's process group (a kernel interrupt does not
 hit it), and cancelling the tool kills its whole tree through its supervisor and
-returns only once the supervisor reports it gone, even when the cancel lands while
-an rg is still starting.
+returns only once the supervisor reports it gone (``Process.stop``), even when the
+cancel lands while an rg is still starting (``start_process`` sees to that).
 """
 
 from __future__ import annotations
@@ -126,7 +126,6 @@ class SearchError(PhoenixError):
 
 
 RG_CPU_SECONDS = 600  # CPU time of one rg (a bound if a cancel were ever lost)
-_KILL_WAIT = 5.0  # bound on waiting for the supervisor's report after a kill
 _RG_OK = (0, 1, 2)  # matches, none, some files unreadable (hidden ones among them)
 
 
@@ -226,53 +225,14 @@ class RgProcess:
             raise SearchError(f"rg could not search ({how}){': ' + said if said else ''}")
 
 
-async def _start(spec: sandbox.RunSpec) -> sandbox.Process:
-    """`sandbox.start_process`, except that a cancel landing while rg starts does not
-    return before rg is gone.
-
-    The supervisor execs rg before this side has read its pids, so a cancel in that
-    window would leave ``start_process`` to abandon a running rg and return at once,
-    while rg still runs (its supervisor kills it a moment later, after this tool said
-    it was cancelled). Here the start is shielded: on cancel it is let finish (bounded),
-    then rg is killed and the supervisor's report awaited like any running rg's.
-    """
-    starting = asyncio.ensure_future(sandbox.start_process(spec))
-    starting.add_done_callback(_consume)
-    try:
-        return await asyncio.shield(starting)
-    except asyncio.CancelledError:
-        await _reap_start(starting)
-        raise
-    except (sandbox.SandboxError, OSError) as error:
-        raise SearchError(f"could not start rg: {error}") from error
-
-
-def _consume(future: asyncio.Future[sandbox.Process]) -> None:
-    """Mark a start's failure as seen (a cancelled search may no longer await it)."""
-    if not future.cancelled():
-        future.exception()
-
-
-async def _reap_start(starting: asyncio.Future[sandbox.Process]) -> None:
-    """End whatever the interrupted start `starting` started; return once it is gone."""
-    try:
-        process = await asyncio.wait_for(asyncio.shield(starting), _KILL_WAIT)
-    except BaseException:  # failed, too slow, or cancelled again: the launcher's own way
-        starting.cancel()  # (a start cancelled before the pids came closes the status pipe)
-        return
-    process.kill()
-    with contextlib.suppress(BaseException):
-        await asyncio.wait_for(asyncio.shield(process.wait()), _KILL_WAIT)
-    with contextlib.suppress(OSError):
-        os.close(process.output_fd)
-
-
 @contextlib.asynccontextmanager
 async def _rg(args: list[str], spec: sandbox.RunSpec) -> AsyncIterator[RgProcess]:
     """Run rg with `args` as `spec` says; always end it, killing its tree if we stop
-    reading early or are cancelled (also while it starts), and return only once its
-    supervisor reported."""
-    process = await _start(replace(spec, argv=(*spec.argv, *args)))
+    reading early or are cancelled, and return only once its supervisor reported."""
+    try:
+        process = await sandbox.start_process(replace(spec, argv=(*spec.argv, *args)))
+    except (sandbox.SandboxError, OSError) as error:
+        raise SearchError(f"could not start rg: {error}") from error
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader(loop=loop)
     transport: asyncio.BaseTransport | None = None
@@ -283,11 +243,8 @@ async def _rg(args: list[str], spec: sandbox.RunSpec) -> AsyncIterator[RgProcess
         )
         yield RgProcess(process, reader)
     finally:
-        if process.result is None:
-            process.kill()  # no-op once the report is in
-        # Shielded so a cancel during cleanup still waits for the tree to be gone.
-        with contextlib.suppress(TimeoutError, OSError):
-            await asyncio.wait_for(asyncio.shield(process.wait()), _KILL_WAIT)
+        if process.result is None:  # stopped early, failed or cancelled: the tree goes first
+            await process.stop()
         if transport is not None:
             transport.close()
         else:
