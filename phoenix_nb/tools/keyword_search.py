@@ -32,7 +32,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import json
+import operator
 import os
 import re
 import shutil
@@ -58,6 +60,7 @@ BROAD_FRACTION = 0.5  # ... or more than this share of a tree of >= BROAD_MIN_TR
 BROAD_MIN_TREE = 20
 MAX_LINE_CHARS = 240
 MAX_RG_LINE_BYTES = 1 << 20  # a longer line of rg output is dropped and counted, not shown
+_READ_BYTES = 1 << 18  # rg output taken per await (what the pipe holds, usually less)
 MAX_SUMMARY_CHARS = 24_000
 HELPER_TIMEOUT = 90.0
 DEFAULT_CONTEXT_LINES = 1
@@ -189,30 +192,45 @@ class RgProcess:
         elif skipping:
             self.overlong += 1
 
-    async def batches(self) -> AsyncIterator[list[bytes]]:
-        """The same lines as iterating, without their newline, a chunk's worth at a time
-        (one await per 64 KiB instead of one per line: a large output's parsing cost)."""
+    async def blocks(self) -> AsyncIterator[bytes]:
+        """The same lines as iterating, a chunk's worth at a time: whole lines joined by
+        newlines, without the last one's (one await and no per-line work per read: a
+        large output's parsing cost). Overlong lines are taken out here too."""
         pending = b""
         skipping = False  # inside a line already known to be too long
-        while chunk := await self._output.read(1 << 16):
-            parts = (pending + chunk).split(b"\n")
-            pending = parts.pop()
-            if skipping and parts:
-                parts = parts[1:]  # the end of the overlong line
-                skipping = False
-                self.overlong += 1
-            kept = [line for line in parts if len(line) < MAX_RG_LINE_BYTES]
-            self.overlong += len(parts) - len(kept)
+        while chunk := await self._output.read(_READ_BYTES):
+            data = pending + chunk
+            cut = data.rfind(b"\n")
+            if cut < 0:
+                pending = data
+            else:
+                block: bytes | None = data[:cut]
+                pending = data[cut + 1 :]
+                if skipping:  # the first line ends the overlong one
+                    skipping = False
+                    self.overlong += 1
+                    _, newline, rest = data[:cut].partition(b"\n")
+                    block = rest if newline else None
+                if block is not None and len(block) >= MAX_RG_LINE_BYTES:
+                    parts = block.split(b"\n")  # only now can a line in it be too long
+                    kept = [line for line in parts if len(line) < MAX_RG_LINE_BYTES]
+                    self.overlong += len(parts) - len(kept)
+                    block = b"\n".join(kept) if kept else None
+                if block is not None:
+                    self._last = block[block.rfind(b"\n") + 1 :]
+                    yield block
             if len(pending) >= MAX_RG_LINE_BYTES:
                 pending, skipping = b"", True
-            if kept:
-                self._last = kept[-1]
-                yield kept
         if skipping:
             self.overlong += 1
         elif pending:
             self._last = pending
-            yield [pending]
+            yield pending
+
+    async def batches(self) -> AsyncIterator[list[bytes]]:
+        """The same lines as iterating, without their newline, a chunk's worth at a time."""
+        async for block in self.blocks():
+            yield block.split(b"\n")
 
     async def wait(self) -> None:
         """Wait for rg to end; SearchError if it could not run or was killed."""
@@ -359,11 +377,12 @@ def _drop_broad(stats: list[TermStats], total_files: int) -> None:
 
 
 ONE_PASS_BUDGET = 8 << 20  # bytes of rg output read before falling back to a pass per term
-_SEARCHED = re.compile(rb"^(\d+) files searched\s*$")
-_NUMBERED = re.compile(rb"^(\d+)([:-])(.*)$", re.S)
+_SEARCHED = re.compile(rb"^(\d+) files searched\s*$", re.M)
+# One printed line: path NUL number, ":" for a match or "-" for context, the text.
+_PRINTED = re.compile(rb"^([^\0\n]*)\0(\d+)([:-])([^\n]*)$", re.M)
 
-# path -> its printed lines in order: (number, text, matched some term)
-Printed = dict[str, list[tuple[int, bytes, bool]]]
+# path -> its printed lines in order, as rg printed them: (path, number, ":" or "-", text)
+Printed = dict[str, list[tuple[bytes, bytes, bytes, bytes]]]
 
 
 async def _one_pass(
@@ -376,7 +395,10 @@ async def _one_pass(
     counts per term, which can stop a broad term's rg early.
 
     Plain output with NUL after each path (`--null`), not --json: parsing a JSON
-    object per printed line cost more than rg's whole search."""
+    object per printed line cost more than rg's whole search. Each chunk of output is
+    split into fields by one regular expression and grouped by file in C (rg prints a
+    file's lines together); numbers and text are converted only for the lines shown,
+    so the Python work per printed line is a few list operations."""
     args = [
         "--null",
         "--no-heading",
@@ -392,47 +414,38 @@ async def _one_pass(
         args += ["-e", term]
     args.append(".")
     printed: Printed = {}
-    names: dict[bytes, list[tuple[int, bytes, bool]]] = {}  # rg's path bytes -> its lines
+    names: dict[bytes, list[tuple[bytes, bytes, bytes, bytes]]] = {}  # rg's path -> lines
     total_files = 0
     size = 0
-    match = _NUMBERED.match
+    findall = _PRINTED.findall
+    path_of = operator.itemgetter(0)
     async with _rg(args, spec) as process:
-        async for batch in process.batches():
-            for raw in batch:
-                size += len(raw) + 1
-                head, nul, rest = raw.partition(b"\0")
-                if not nul:  # a "--" between groups, or rg's statistics at the end
-                    found = _SEARCHED.match(raw)
-                    if found:
-                        total_files = int(found.group(1))
-                    continue
-                numbered = match(rest)
-                if numbered is None:
-                    continue
+        async for block in process.blocks():
+            size += len(block) + 1
+            for head, group in itertools.groupby(findall(block), path_of):
                 lines = names.get(head)
                 if lines is None:
                     lines = names[head] = printed.setdefault(_strip_dot(os.fsdecode(head)), [])
-                number, sep, text = numbered.groups()
-                lines.append((int(number), text.rstrip(b"\r"), sep == b":"))
+                lines.extend(group)
+            found = _SEARCHED.search(block)  # rg's statistics, at the very end
+            if found:
+                total_files = int(found.group(1))
             if size > ONE_PASS_BUDGET:
                 return None  # leaving the block kills rg
         await process.wait()
-    stats = {term: TermStats(term) for term in terms}
-    lowered = [(term, term.lower()) for term in terms]
+    stats = [TermStats(term) for term in terms]
+    lowered = [(entry, entry.term.lower()) for entry in stats]
     for lines in printed.values():
-        seen: set[str] = set()
-        for _number, text, matched in lines:
-            if not matched:
-                continue
-            low = text.decode("utf-8", "replace").lower()
-            for term, term_low in lowered:
-                count = low.count(term_low)
-                if count:
-                    stats[term].hits += count
-                    seen.add(term)
-        for term in seen:
-            stats[term].files += 1
-    return total_files, list(stats.values()), printed, process.overlong
+        # A file's matching lines as one text, counted once per term: NUL joins them
+        # (no term contains it), so no occurrence is made up across two lines.
+        low = b"\0".join([line[3] for line in lines if line[2] == b":"])
+        low_text = low.decode("utf-8", "replace").lower()
+        for entry, term_low in lowered:
+            count = low_text.count(term_low)
+            if count:
+                entry.hits += count
+                entry.files += 1
+    return total_files, stats, printed, process.overlong
 
 
 def _line_text(text: bytes) -> str:
@@ -453,7 +466,11 @@ def _hits_of(
     files: dict[str, FileHits] = {}
     shown = 0
     lowered = [(term, term.lower()) for term in kept]
-    for path, lines in printed.items():
+    for path, printed_lines in printed.items():
+        lines = [
+            (int(number), text.rstrip(b"\r"), sep == b":")
+            for _path, number, sep, text in printed_lines
+        ]
         hits: dict[int, set[str]] = {}
         for number, text, matched in lines:
             if not matched or len(hits) >= MAX_HITS_PER_FILE:
