@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import fcntl
 import json
 import os
 import signal
@@ -32,6 +33,11 @@ _HELLO_TIMEOUT = 30.0
 # this bounds only a supervisor that is itself stuck. Generous, because a saturated
 # machine (a CI run beside other jobs) can take seconds to schedule a kill's steps.
 _STOP_WAIT = 60.0
+# The output pipe's capacity. The default 64 KiB stalls a command printing more
+# (a search's hits) until the kernel's event loop next runs: one scheduling delay
+# per 64 KiB, which on a loaded machine is milliseconds each. Pages are only
+# taken as output is written, so a quiet command costs nothing more.
+_OUTPUT_PIPE_BYTES = 1 << 20
 
 
 class Process:
@@ -317,6 +323,8 @@ async def start_process(spec: RunSpec, output_fd: int | None = None) -> Process:
     """
     if output_fd is None:
         out_r, out_w = os.pipe2(os.O_CLOEXEC)
+        with contextlib.suppress(OSError):  # a system's lower limit keeps the default
+            fcntl.fcntl(out_w, fcntl.F_SETPIPE_SZ, _OUTPUT_PIPE_BYTES)
     else:
         out_r, out_w = -1, output_fd
     try:
