@@ -381,8 +381,9 @@ _SEARCHED = re.compile(rb"^(\d+) files searched\s*$", re.M)
 # One printed line: path NUL number, ":" for a match or "-" for context, the text.
 _PRINTED = re.compile(rb"^([^\0\n]*)\0(\d+)([:-])([^\n]*)$", re.M)
 
-# path -> its printed lines in order, as rg printed them: (path, number, ":" or "-", text)
-Printed = dict[str, list[tuple[bytes, bytes, bytes, bytes]]]
+# rg's path (decoded only when shown) -> its printed lines in order, as rg printed them:
+# (path, number, ":" or "-", text)
+Printed = dict[bytes, list[tuple[bytes, bytes, bytes, bytes]]]
 
 
 async def _one_pass(
@@ -414,7 +415,6 @@ async def _one_pass(
         args += ["-e", term]
     args.append(".")
     printed: Printed = {}
-    names: dict[bytes, list[tuple[bytes, bytes, bytes, bytes]]] = {}  # rg's path -> lines
     total_files = 0
     size = 0
     findall = _PRINTED.findall
@@ -423,9 +423,9 @@ async def _one_pass(
         async for block in process.blocks():
             size += len(block) + 1
             for head, group in itertools.groupby(findall(block), path_of):
-                lines = names.get(head)
+                lines = printed.get(head)
                 if lines is None:
-                    lines = names[head] = printed.setdefault(_strip_dot(os.fsdecode(head)), [])
+                    lines = printed[head] = []
                 lines.extend(group)
             found = _SEARCHED.search(block)  # rg's statistics, at the very end
             if found:
@@ -466,7 +466,7 @@ def _hits_of(
     files: dict[str, FileHits] = {}
     shown = 0
     lowered = [(term, term.lower()) for term in kept]
-    for path, printed_lines in printed.items():
+    for head, printed_lines in printed.items():
         lines = [
             (int(number), text.rstrip(b"\r"), sep == b":")
             for _path, number, sep, text in printed_lines
@@ -482,6 +482,7 @@ def _hits_of(
         if not hits:
             continue
         near = {n + d for n in hits for d in range(-context_lines, context_lines + 1)}
+        path = _strip_dot(os.fsdecode(head))
         entry = files.setdefault(path, FileHits(path))
         for number, text, matched in lines:
             if number not in near:
