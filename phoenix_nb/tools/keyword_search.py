@@ -467,20 +467,22 @@ def _hits_of(
     shown = 0
     lowered = [(term, term.lower()) for term in kept]
     for head, printed_lines in printed.items():
+        hits: dict[int, set[str]] = {}
+        for _path, number_text, sep, text in printed_lines:
+            if sep != b":":
+                continue
+            if len(hits) >= MAX_HITS_PER_FILE:
+                break
+            low = text.rstrip(b"\r").decode("utf-8", "replace").lower()
+            found = {term for term, term_low in lowered if term_low in low}
+            if found:
+                hits[int(number_text)] = found
+        if not hits:
+            continue  # most files of a broad dropped term: nothing more is converted
         lines = [
             (int(number), text.rstrip(b"\r"), sep == b":")
             for _path, number, sep, text in printed_lines
         ]
-        hits: dict[int, set[str]] = {}
-        for number, text, matched in lines:
-            if not matched or len(hits) >= MAX_HITS_PER_FILE:
-                continue
-            low = text.decode("utf-8", "replace").lower()
-            found = {term for term, term_low in lowered if term_low in low}
-            if found:
-                hits[number] = found
-        if not hits:
-            continue
         near = {n + d for n in hits for d in range(-context_lines, context_lines + 1)}
         path = _strip_dot(os.fsdecode(head))
         entry = files.setdefault(path, FileHits(path))
