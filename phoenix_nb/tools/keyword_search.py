@@ -261,13 +261,15 @@ async def _rg(args: list[str], spec: sandbox.RunSpec) -> AsyncIterator[RgProcess
         )
         yield RgProcess(process, reader)
     finally:
-        if process.result is None:  # stopped early, failed or cancelled: the tree goes first
-            await process.stop()
-        if transport is not None:
-            transport.close()
-        else:
-            with contextlib.suppress(OSError):
-                os.close(process.output_fd)
+        try:
+            if process.result is None:  # stopped early, failed or cancelled: the tree goes first
+                await process.stop()
+        finally:  # also when a second cancel ends that wait (stop re-raises it after)
+            if transport is not None:
+                transport.close()
+            else:
+                with contextlib.suppress(OSError):
+                    os.close(process.output_fd)
 
 
 def _strip_dot(path: str) -> str:
