@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import signal
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -376,6 +377,41 @@ async def test_cancel_before_the_pids_were_read_leaves_nothing(
     with pytest.raises(asyncio.CancelledError):
         await task
     assert _still_there(seen) == [], "the cancelled tool returned before its processes were gone"
+
+
+def _parent(pid: int) -> int:
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+
+
+async def test_a_second_cancel_does_not_cut_the_wait_for_the_tree_short(
+    tmp_path: Path, mark: str
+) -> None:
+    """A caller that cancels again while the tool waits for its tree to be gone (a
+    double click, a shutdown cancelling everything) still gets control back only
+    once nothing is left. The command's supervisor is held (SIGSTOP) so the wait is
+    certainly under way when the second cancel lands: the tool stays pending (it used
+    to return at the second cancel, its setsid'd process still running); once the
+    supervisor goes on, the tool returns and every process is gone."""
+    command = f"setsid sh -c ': {mark}; sleep 100' & sh -c ': {mark}; sleep 100'"
+    task = asyncio.ensure_future(BashTool().run({"command": command}, ctx_for(tmp_path), "t"))
+    assert await wait_until(lambda: len(marked_pids(mark)) >= 3, timeout=120)
+    seen = _identities(marked_pids(mark))
+    bash = next(pid for pid in seen if _parent(pid) not in seen)  # the command itself
+    supervisor = _parent(bash)
+    os.kill(supervisor, signal.SIGSTOP)
+    try:
+        task.cancel()
+        for _ in range(20):  # the tool kills the group and waits for the report
+            await asyncio.sleep(0)
+        task.cancel()
+        for _ in range(20):
+            await asyncio.sleep(0)
+        assert not task.done(), "the second cancel ended the wait for the tree"
+    finally:
+        os.kill(supervisor, signal.SIGCONT)
+    with pytest.raises(asyncio.CancelledError):
+        await asyncio.wait_for(task, 120)
+    assert _still_there(seen) == [], "the tool returned before its processes were gone"
 
 
 async def test_safety_check_judges_paths_from_the_conversation_folder(tmp_path: Path) -> None:
