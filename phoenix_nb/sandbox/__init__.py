@@ -64,6 +64,10 @@ notebook and the tools import only from here:
   process's one ``LauncherHandle`` on the launcher process
   (``child/launcher.py``). The launcher is started once per kernel, lazily,
   and is never applied in the kernel process: the kernel is multi-threaded.
+  ``Process.stop()`` kills a command's tree and returns once its supervisor
+  reported it gone; a caller cancelled while ``start_process`` still waits for
+  the pids gets the same before the cancellation propagates, so no tool
+  returns from a cancel while what it started still runs.
 * **fork confinement** (``fork.py``, ``fork_memory.py``): what the kernel tools
   that run Python in a fork of the kernel apply in the child:
   ``child_policy``/``child_cgroup`` before the fork, ``confine_forked_child``

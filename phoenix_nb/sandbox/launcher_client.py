@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import fcntl
 import json
 import os
 import signal
@@ -17,6 +18,7 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
+from typing import Any
 
 from phoenix_nb.sandbox.errors import SandboxError
 from phoenix_nb.sandbox.protocol import ExitReport, Hello, RunSpec, Started
@@ -26,6 +28,16 @@ __all__ = ["LauncherHandle", "Process", "launcher", "read_some", "start_process"
 
 _LAUNCHER_SCRIPT = Path(__file__).with_name("child") / "launcher.py"
 _HELLO_TIMEOUT = 30.0
+# Bound on waiting for a killed command's report. The supervisor reports only once
+# the whole tree is gone, and dies (closing the pipe: read as killed) if it cannot;
+# this bounds only a supervisor that is itself stuck. Generous, because a saturated
+# machine (a CI run beside other jobs) can take seconds to schedule a kill's steps.
+_STOP_WAIT = 60.0
+# The output pipe's capacity. The default 64 KiB stalls a command printing more
+# (a search's hits) until the kernel's event loop next runs: one scheduling delay
+# per 64 KiB, which on a loaded machine is milliseconds each. Pages are only
+# taken as output is written, so a quiet command costs nothing more.
+_OUTPUT_PIPE_BYTES = 1 << 20
 
 
 class Process:
@@ -61,12 +73,13 @@ class Process:
         self._parse_started(await self._read_line())
 
     def abandon(self) -> None:
-        """Stop a command whose start was interrupted (cancel during `started`).
+        """Stop a command whose start failed, without waiting for it.
 
         The supervisor writes the pids before the command may run, so a line
         already in the pipe names what to kill now; closing the status pipe
         then makes the supervisor kill whatever it started (it watches for
-        that), so nothing outlives an interrupted start.
+        that). A cancelled start does not come here: it must not return before
+        the tree is gone, so `start_process` reads the pids and `stop`s it.
         """
         if not self.supervisor_pid:
             with contextlib.suppress(OSError, SandboxError):
@@ -89,9 +102,28 @@ class Process:
         One task reads the report however many callers wait; cancelling a
         caller does not cancel the read.
         """
+        return await asyncio.shield(self._report())
+
+    async def stop(self) -> ExitReport | None:
+        """Kill the whole tree and return once the supervisor reported it gone.
+
+        The report comes only after the supervisor's last sweep (or, if the
+        supervisor died, as the pipe's end), so when this returns a report no
+        process of the command is left. Cancelling the caller meanwhile does not
+        cut the wait short (a cancelled tool must not say its command is gone
+        while it still runs); the cancellation is raised once the wait is over.
+        None: no report within _STOP_WAIT (the supervisor itself is stuck).
+        """
+        self.kill()
+        if self.result is None and await _settle(self._report(), _STOP_WAIT):
+            raise asyncio.CancelledError
+        return self.result
+
+    def _report(self) -> asyncio.Future[ExitReport]:
+        """The one task reading the report (however many wait for it)."""
         if self._wait_task is None:
             self._wait_task = asyncio.ensure_future(self._read_report())
-        return await asyncio.shield(self._wait_task)
+        return self._wait_task
 
     async def _read_report(self) -> ExitReport:
         report = self.result = ExitReport.parse(await self._read_line())
@@ -149,6 +181,20 @@ async def read_some(loop: asyncio.AbstractEventLoop, fd: int, size: int = 65536)
 def _set_ready(ready: asyncio.Future[None]) -> None:
     if not ready.done():
         ready.set_result(None)
+
+
+async def _settle(future: asyncio.Future[Any], timeout: float) -> bool:
+    """Wait until `future` is done, at most `timeout` seconds, through any number of
+    cancellations of the caller; whether there was one (the caller raises it after)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    cancelled = False
+    while not future.done() and (left := deadline - loop.time()) > 0:
+        try:
+            await asyncio.wait((future,), timeout=left)
+        except asyncio.CancelledError:
+            cancelled = True
+    return cancelled
 
 
 class LauncherHandle:
@@ -277,6 +323,8 @@ async def start_process(spec: RunSpec, output_fd: int | None = None) -> Process:
     """
     if output_fd is None:
         out_r, out_w = os.pipe2(os.O_CLOEXEC)
+        with contextlib.suppress(OSError):  # a system's lower limit keeps the default
+            fcntl.fcntl(out_w, fcntl.F_SETPIPE_SZ, _OUTPUT_PIPE_BYTES)
     else:
         out_r, out_w = -1, output_fd
     try:
@@ -294,9 +342,34 @@ async def start_process(spec: RunSpec, output_fd: int | None = None) -> Process:
     proc = Process(out_r, status_r)
     try:
         await proc.started()
+    except asyncio.CancelledError:
+        await _stop_interrupted(proc)
+        if out_r >= 0:
+            os.close(out_r)
+        raise
     except BaseException:
         proc.abandon()
         if out_r >= 0:
             os.close(out_r)
         raise
     return proc
+
+
+async def _stop_interrupted(proc: Process) -> None:
+    """End what a start cancelled while waiting for the pids started; return once it is gone.
+
+    The request is already with the supervisor, which writes the pids and then
+    lets the command run, so the command may be running now. Closing the status
+    pipe would make the supervisor kill it, but later, after the caller had
+    returned; instead the pids are read (the line is in flight) and the tree is
+    stopped like any running command's: the caller returns when the report says
+    it is gone. Every tool starting a command through `start_process` gets this.
+    """
+    reading = asyncio.ensure_future(proc.started())
+    await _settle(reading, _STOP_WAIT)
+    if reading.done() and not reading.cancelled() and reading.exception() is None:
+        proc.kill()
+        await _settle(proc._report(), _STOP_WAIT)
+    else:  # no pids (the start failed, or the supervisor is stuck): the pipe's end stops it
+        reading.cancel()
+        proc.abandon()

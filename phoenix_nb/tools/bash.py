@@ -228,14 +228,12 @@ class BashTool(SchemaTool):
                 await asyncio.wait_for(asyncio.shield(waiter), timeout)
             except TimeoutError:
                 timed_out = True
-                proc.kill()
+                await proc.stop()
             except BaseException:
                 # Cancelled (REQ-BED-005): kill the tree and return only once
                 # the supervisor says every process is gone.
-                proc.kill()
                 reader.cancel()
-                with contextlib.suppress(BaseException):
-                    await asyncio.wait_for(asyncio.shield(waiter), _KILL_WAIT)
+                await proc.stop()
                 raise
             # Everything in the tree is gone once the supervisor reported, so
             # the pipe reaches EOF promptly.

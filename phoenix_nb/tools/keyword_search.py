@@ -24,15 +24,17 @@ ignore file that re-includes it) ends at the kernel's own "Permission denied".
 Where the sandbox is unavailable, Restricted mode refuses the search with bash's
 words. rg is outside the kernel's process group (a kernel interrupt does not
 hit it), and cancelling the tool kills its whole tree through its supervisor and
-returns only once the supervisor reports it gone, even when the cancel lands while
-an rg is still starting.
+returns only once the supervisor reports it gone (``Process.stop``), even when the
+cancel lands while an rg is still starting (``start_process`` sees to that).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import json
+import operator
 import os
 import re
 import shutil
@@ -58,6 +60,7 @@ BROAD_FRACTION = 0.5  # ... or more than this share of a tree of >= BROAD_MIN_TR
 BROAD_MIN_TREE = 20
 MAX_LINE_CHARS = 240
 MAX_RG_LINE_BYTES = 1 << 20  # a longer line of rg output is dropped and counted, not shown
+_READ_BYTES = 1 << 18  # rg output taken per await (what the pipe holds, usually less)
 MAX_SUMMARY_CHARS = 24_000
 HELPER_TIMEOUT = 90.0
 DEFAULT_CONTEXT_LINES = 1
@@ -126,7 +129,6 @@ class SearchError(PhoenixError):
 
 
 RG_CPU_SECONDS = 600  # CPU time of one rg (a bound if a cancel were ever lost)
-_KILL_WAIT = 5.0  # bound on waiting for the supervisor's report after a kill
 _RG_OK = (0, 1, 2)  # matches, none, some files unreadable (hidden ones among them)
 
 
@@ -190,30 +192,45 @@ class RgProcess:
         elif skipping:
             self.overlong += 1
 
-    async def batches(self) -> AsyncIterator[list[bytes]]:
-        """The same lines as iterating, without their newline, a chunk's worth at a time
-        (one await per 64 KiB instead of one per line: a large output's parsing cost)."""
+    async def blocks(self) -> AsyncIterator[bytes]:
+        """The same lines as iterating, a chunk's worth at a time: whole lines joined by
+        newlines, without the last one's (one await and no per-line work per read: a
+        large output's parsing cost). Overlong lines are taken out here too."""
         pending = b""
         skipping = False  # inside a line already known to be too long
-        while chunk := await self._output.read(1 << 16):
-            parts = (pending + chunk).split(b"\n")
-            pending = parts.pop()
-            if skipping and parts:
-                parts = parts[1:]  # the end of the overlong line
-                skipping = False
-                self.overlong += 1
-            kept = [line for line in parts if len(line) < MAX_RG_LINE_BYTES]
-            self.overlong += len(parts) - len(kept)
+        while chunk := await self._output.read(_READ_BYTES):
+            data = pending + chunk
+            cut = data.rfind(b"\n")
+            if cut < 0:
+                pending = data
+            else:
+                block: bytes | None = data[:cut]
+                pending = data[cut + 1 :]
+                if skipping:  # the first line ends the overlong one
+                    skipping = False
+                    self.overlong += 1
+                    _, newline, rest = data[:cut].partition(b"\n")
+                    block = rest if newline else None
+                if block is not None and len(block) >= MAX_RG_LINE_BYTES:
+                    parts = block.split(b"\n")  # only now can a line in it be too long
+                    kept = [line for line in parts if len(line) < MAX_RG_LINE_BYTES]
+                    self.overlong += len(parts) - len(kept)
+                    block = b"\n".join(kept) if kept else None
+                if block is not None:
+                    self._last = block[block.rfind(b"\n") + 1 :]
+                    yield block
             if len(pending) >= MAX_RG_LINE_BYTES:
                 pending, skipping = b"", True
-            if kept:
-                self._last = kept[-1]
-                yield kept
         if skipping:
             self.overlong += 1
         elif pending:
             self._last = pending
-            yield [pending]
+            yield pending
+
+    async def batches(self) -> AsyncIterator[list[bytes]]:
+        """The same lines as iterating, without their newline, a chunk's worth at a time."""
+        async for block in self.blocks():
+            yield block.split(b"\n")
 
     async def wait(self) -> None:
         """Wait for rg to end; SearchError if it could not run or was killed."""
@@ -226,53 +243,14 @@ class RgProcess:
             raise SearchError(f"rg could not search ({how}){': ' + said if said else ''}")
 
 
-async def _start(spec: sandbox.RunSpec) -> sandbox.Process:
-    """`sandbox.start_process`, except that a cancel landing while rg starts does not
-    return before rg is gone.
-
-    The supervisor execs rg before this side has read its pids, so a cancel in that
-    window would leave ``start_process`` to abandon a running rg and return at once,
-    while rg still runs (its supervisor kills it a moment later, after this tool said
-    it was cancelled). Here the start is shielded: on cancel it is let finish (bounded),
-    then rg is killed and the supervisor's report awaited like any running rg's.
-    """
-    starting = asyncio.ensure_future(sandbox.start_process(spec))
-    starting.add_done_callback(_consume)
-    try:
-        return await asyncio.shield(starting)
-    except asyncio.CancelledError:
-        await _reap_start(starting)
-        raise
-    except (sandbox.SandboxError, OSError) as error:
-        raise SearchError(f"could not start rg: {error}") from error
-
-
-def _consume(future: asyncio.Future[sandbox.Process]) -> None:
-    """Mark a start's failure as seen (a cancelled search may no longer await it)."""
-    if not future.cancelled():
-        future.exception()
-
-
-async def _reap_start(starting: asyncio.Future[sandbox.Process]) -> None:
-    """End whatever the interrupted start `starting` started; return once it is gone."""
-    try:
-        process = await asyncio.wait_for(asyncio.shield(starting), _KILL_WAIT)
-    except BaseException:  # failed, too slow, or cancelled again: the launcher's own way
-        starting.cancel()  # (a start cancelled before the pids came closes the status pipe)
-        return
-    process.kill()
-    with contextlib.suppress(BaseException):
-        await asyncio.wait_for(asyncio.shield(process.wait()), _KILL_WAIT)
-    with contextlib.suppress(OSError):
-        os.close(process.output_fd)
-
-
 @contextlib.asynccontextmanager
 async def _rg(args: list[str], spec: sandbox.RunSpec) -> AsyncIterator[RgProcess]:
     """Run rg with `args` as `spec` says; always end it, killing its tree if we stop
-    reading early or are cancelled (also while it starts), and return only once its
-    supervisor reported."""
-    process = await _start(replace(spec, argv=(*spec.argv, *args)))
+    reading early or are cancelled, and return only once its supervisor reported."""
+    try:
+        process = await sandbox.start_process(replace(spec, argv=(*spec.argv, *args)))
+    except (sandbox.SandboxError, OSError) as error:
+        raise SearchError(f"could not start rg: {error}") from error
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader(loop=loop)
     transport: asyncio.BaseTransport | None = None
@@ -283,16 +261,15 @@ async def _rg(args: list[str], spec: sandbox.RunSpec) -> AsyncIterator[RgProcess
         )
         yield RgProcess(process, reader)
     finally:
-        if process.result is None:
-            process.kill()  # no-op once the report is in
-        # Shielded so a cancel during cleanup still waits for the tree to be gone.
-        with contextlib.suppress(TimeoutError, OSError):
-            await asyncio.wait_for(asyncio.shield(process.wait()), _KILL_WAIT)
-        if transport is not None:
-            transport.close()
-        else:
-            with contextlib.suppress(OSError):
-                os.close(process.output_fd)
+        try:
+            if process.result is None:  # stopped early, failed or cancelled: the tree goes first
+                await process.stop()
+        finally:  # also when a second cancel ends that wait (stop re-raises it after)
+            if transport is not None:
+                transport.close()
+            else:
+                with contextlib.suppress(OSError):
+                    os.close(process.output_fd)
 
 
 def _strip_dot(path: str) -> str:
@@ -402,11 +379,13 @@ def _drop_broad(stats: list[TermStats], total_files: int) -> None:
 
 
 ONE_PASS_BUDGET = 8 << 20  # bytes of rg output read before falling back to a pass per term
-_SEARCHED = re.compile(rb"^(\d+) files searched\s*$")
-_NUMBERED = re.compile(rb"^(\d+)([:-])(.*)$", re.S)
+_SEARCHED = re.compile(rb"^(\d+) files searched\s*$", re.M)
+# One printed line: path NUL number, ":" for a match or "-" for context, the text.
+_PRINTED = re.compile(rb"^([^\0\n]*)\0(\d+)([:-])([^\n]*)$", re.M)
 
-# path -> its printed lines in order: (number, text, matched some term)
-Printed = dict[str, list[tuple[int, bytes, bool]]]
+# rg's path (decoded only when shown) -> its printed lines in order, as rg printed them:
+# (path, number, ":" or "-", text)
+Printed = dict[bytes, list[tuple[bytes, bytes, bytes, bytes]]]
 
 
 async def _one_pass(
@@ -419,7 +398,10 @@ async def _one_pass(
     counts per term, which can stop a broad term's rg early.
 
     Plain output with NUL after each path (`--null`), not --json: parsing a JSON
-    object per printed line cost more than rg's whole search."""
+    object per printed line cost more than rg's whole search. Each chunk of output is
+    split into fields by one regular expression and grouped by file in C (rg prints a
+    file's lines together); numbers and text are converted only for the lines shown,
+    so the Python work per printed line is a few list operations."""
     args = [
         "--null",
         "--no-heading",
@@ -435,47 +417,37 @@ async def _one_pass(
         args += ["-e", term]
     args.append(".")
     printed: Printed = {}
-    names: dict[bytes, list[tuple[int, bytes, bool]]] = {}  # rg's path bytes -> its lines
     total_files = 0
     size = 0
-    match = _NUMBERED.match
+    findall = _PRINTED.findall
+    path_of = operator.itemgetter(0)
     async with _rg(args, spec) as process:
-        async for batch in process.batches():
-            for raw in batch:
-                size += len(raw) + 1
-                head, nul, rest = raw.partition(b"\0")
-                if not nul:  # a "--" between groups, or rg's statistics at the end
-                    found = _SEARCHED.match(raw)
-                    if found:
-                        total_files = int(found.group(1))
-                    continue
-                numbered = match(rest)
-                if numbered is None:
-                    continue
-                lines = names.get(head)
+        async for block in process.blocks():
+            size += len(block) + 1
+            for head, group in itertools.groupby(findall(block), path_of):
+                lines = printed.get(head)
                 if lines is None:
-                    lines = names[head] = printed.setdefault(_strip_dot(os.fsdecode(head)), [])
-                number, sep, text = numbered.groups()
-                lines.append((int(number), text.rstrip(b"\r"), sep == b":"))
+                    lines = printed[head] = []
+                lines.extend(group)
+            found = _SEARCHED.search(block)  # rg's statistics, at the very end
+            if found:
+                total_files = int(found.group(1))
             if size > ONE_PASS_BUDGET:
                 return None  # leaving the block kills rg
         await process.wait()
-    stats = {term: TermStats(term) for term in terms}
-    lowered = [(term, term.lower()) for term in terms]
+    stats = [TermStats(term) for term in terms]
+    lowered = [(entry, entry.term.lower()) for entry in stats]
     for lines in printed.values():
-        seen: set[str] = set()
-        for _number, text, matched in lines:
-            if not matched:
-                continue
-            low = text.decode("utf-8", "replace").lower()
-            for term, term_low in lowered:
-                count = low.count(term_low)
-                if count:
-                    stats[term].hits += count
-                    seen.add(term)
-        for term in seen:
-            stats[term].files += 1
-    return total_files, list(stats.values()), printed, process.overlong
+        # A file's matching lines as one text, counted once per term: NUL joins them
+        # (no term contains it), so no occurrence is made up across two lines.
+        low = b"\0".join([line[3] for line in lines if line[2] == b":"])
+        low_text = low.decode("utf-8", "replace").lower()
+        for entry, term_low in lowered:
+            count = low_text.count(term_low)
+            if count:
+                entry.hits += count
+                entry.files += 1
+    return total_files, stats, printed, process.overlong
 
 
 def _line_text(text: bytes) -> str:
@@ -496,18 +468,25 @@ def _hits_of(
     files: dict[str, FileHits] = {}
     shown = 0
     lowered = [(term, term.lower()) for term in kept]
-    for path, lines in printed.items():
+    for head, printed_lines in printed.items():
         hits: dict[int, set[str]] = {}
-        for number, text, matched in lines:
-            if not matched or len(hits) >= MAX_HITS_PER_FILE:
+        for _path, number_text, sep, text in printed_lines:
+            if sep != b":":
                 continue
-            low = text.decode("utf-8", "replace").lower()
+            if len(hits) >= MAX_HITS_PER_FILE:
+                break
+            low = text.rstrip(b"\r").decode("utf-8", "replace").lower()
             found = {term for term, term_low in lowered if term_low in low}
             if found:
-                hits[number] = found
+                hits[int(number_text)] = found
         if not hits:
-            continue
+            continue  # most files of a broad dropped term: nothing more is converted
+        lines = [
+            (int(number), text.rstrip(b"\r"), sep == b":")
+            for _path, number, sep, text in printed_lines
+        ]
         near = {n + d for n in hits for d in range(-context_lines, context_lines + 1)}
+        path = _strip_dot(os.fsdecode(head))
         entry = files.setdefault(path, FileHits(path))
         for number, text, matched in lines:
             if number not in near:

@@ -176,6 +176,7 @@ def test_no_price_is_tokens_only_and_a_configured_price_is_used() -> None:
         {
             "message_type": "agent",
             "created_at": "2",
+            "content": {"blocks": [{"type": "text", "text": "hello"}], "stop_reason": "end_turn"},
             "usage_data": {"input_tokens": 1_000_000, "output_tokens": 1_000_000},
         },
     ]

@@ -39,11 +39,16 @@ SCRIPT = textwrap.dedent(
     answers.append(sandbox.detect_sandbox())
     for t in threads:
         t.join()
-    launchers = [
-        p for p in os.listdir("/proc") if p.isdigit()
-        and b"sandbox/child/launcher.py" in Path(f"/proc/{p}/cmdline").read_bytes()
-        and Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()[1] == str(os.getpid())
-    ]
+    def launcher_of_mine(p):
+        # A process can exit between the listing and the reads (the launcher's
+        # spares fork short-lived helpers; a loaded machine runs many others).
+        try:
+            cmdline = Path(f"/proc/{p}/cmdline").read_bytes()
+            ppid = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()[1]
+        except OSError:
+            return False
+        return b"sandbox/child/launcher.py" in cmdline and ppid == str(os.getpid())
+    launchers = [p for p in os.listdir("/proc") if p.isdigit() and launcher_of_mine(p)]
     print(json.dumps({
         "probes": calls, "same": all(a is answers[0] for a in answers),
         "answers": len(answers), "launchers": len(launchers),

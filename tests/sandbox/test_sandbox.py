@@ -227,11 +227,17 @@ def test_without_namespaces_what_holds_is_kept_and_what_is_lost_is_named(tmp_pat
 @needs_landlock
 def test_leftovers_of_a_dead_kernel_are_removed_at_next_start_up(tmp_path: Path) -> None:
     """A kernel that died without ending its conversation left a background-job folder
-    (deep, with an unreadable directory): the next kernel's launcher removes it."""
+    (deep, with an unreadable directory): the next kernel's launcher removes it.
+
+    The leftover is built inside this live kernel's own folder and renamed into place
+    in one step: the folder's parent is shared by every kernel on the machine, and any
+    launcher starting meanwhile (another test run) may remove a dead kernel's folder,
+    also one still being built."""
     from phoenix_nb.sandbox import run_dir
 
-    dead = run_dir().parent / "999999999-12345"
-    deep = dead / "bg-x"
+    dead = run_dir().parent / f"999999999-{os.getpid()}"
+    staging = run_dir() / f"leftover-{os.getpid()}"
+    deep = staging / "bg-x"
     deep.mkdir(parents=True)
     (deep / "output.log").write_text("old log\n")
     inner = deep
@@ -239,6 +245,7 @@ def test_leftovers_of_a_dead_kernel_are_removed_at_next_start_up(tmp_path: Path)
         inner = inner / "d"
     inner.mkdir(parents=True)
     (deep / "d").chmod(0)
+    staging.rename(dead)
     _host(tmp_path, {}, "true")
     assert not dead.exists()
     assert run_dir().exists()  # this live kernel's own folder is left alone

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import signal
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -317,9 +318,26 @@ async def test_missing_working_directory_is_a_clear_error(tmp_path: Path) -> Non
     assert result.is_error and "does not exist" in result.content
 
 
+def _identities(pids: list[int]) -> dict[int, bytes]:
+    """Each pid's start time (field 22 of /proc/<pid>/stat): a pid reused by another
+    process later is not mistaken for the one seen."""
+    found = {}
+    for pid in pids:
+        with contextlib.suppress(OSError, IndexError):
+            found[pid] = Path(f"/proc/{pid}/stat").read_bytes().rsplit(b")", 1)[1].split()[19]
+    return found
+
+
+def _still_there(seen: dict[int, bytes]) -> list[int]:
+    """The processes of `seen` that still exist, running or as unreaped zombies."""
+    return [pid for pid, start in _identities(list(seen)).items() if seen[pid] == start]
+
+
 async def test_cancel_at_any_point_of_the_start_leaves_nothing(tmp_path: Path, mark: str) -> None:
-    """A cancel that lands before the tool even learned the supervisor's pid still
-    kills the tree: the supervisor watches its status pipe and the tool closes it."""
+    """A cancel that lands anywhere in the start (before the request is sent, before
+    the supervisor wrote the pids, before the tool read them, while it reads output)
+    returns only once nothing of the command is left: checked at the moment the
+    cancelled tool returns, not eventually."""
     command = f"setsid sh -c ': {mark}; sleep 100' & sh -c ': {mark}; sleep 100'"
     for ticks in range(0, 40, 2):
         task = asyncio.ensure_future(BashTool().run({"command": command}, ctx_for(tmp_path), "t"))
@@ -328,24 +346,72 @@ async def test_cancel_at_any_point_of_the_start_leaves_nothing(tmp_path: Path, m
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
-    assert await wait_until(lambda: not marked_pids(mark), timeout=60)
+        assert marked_pids(mark) == [], f"left running after a cancel at tick {ticks}"
 
 
-async def test_cancel_before_the_pids_were_read_leaves_nothing(tmp_path: Path, mark: str) -> None:
-    """The window between the command starting and the tool reading its pids:
-    the event loop is held (synchronous /proc polling) until the command runs,
-    so the cancel lands while the status line is still unread."""
-    command = f"setsid sh -c ': {mark}; sleep 100' & sh -c ': {mark}; sleep 100'"
-    task = asyncio.ensure_future(BashTool().run({"command": command}, ctx_for(tmp_path), "t"))
+@pytest.mark.parametrize("mode", MODES)
+async def test_cancel_before_the_pids_were_read_leaves_nothing(
+    tmp_path: Path, mode: Mode, mark: str
+) -> None:
+    """The window between the command starting and the tool reading its pids: after
+    one turn of the loop the tool has sent its request and waits for the status line;
+    then the loop is held (synchronous /proc polling, no await) until the command's
+    processes run, so the cancel lands exactly while that line is unread. When the
+    cancelled tool returns, every one of them is gone and reaped (by pid and start
+    time in /proc), children and setsid'd escapees included (they used to outlive
+    the return: the start was abandoned and its supervisor killed them later)."""
+    command = (
+        f"setsid sh -c ': {mark}; sleep 100' & sh -c ': {mark}; sleep 100' & "
+        f"sh -c ': {mark}; sleep 100'"
+    )
+    expected = 2 if mode == Mode.RESTRICTED else 3  # setsid is refused in the sandbox
+    task = asyncio.ensure_future(BashTool().run({"command": command}, ctx_for(tmp_path, mode), "t"))
     await asyncio.sleep(0)  # the tool sends its request and waits for the pids
-    deadline = time.monotonic() + 10
-    while len(marked_pids(mark)) < 2 and time.monotonic() < deadline:
+    deadline = time.monotonic() + 120
+    while len(marked_pids(mark)) < expected and time.monotonic() < deadline:
         pass  # deliberately not yielding to the loop
-    assert len(marked_pids(mark)) >= 2
+    seen = _identities(marked_pids(mark))
+    assert len(seen) >= expected, "the command never ran"
+    assert not task.done()
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
-    assert await wait_until(lambda: not marked_pids(mark), timeout=60)
+    assert _still_there(seen) == [], "the cancelled tool returned before its processes were gone"
+
+
+def _parent(pid: int) -> int:
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+
+
+async def test_a_second_cancel_does_not_cut_the_wait_for_the_tree_short(
+    tmp_path: Path, mark: str
+) -> None:
+    """A caller that cancels again while the tool waits for its tree to be gone (a
+    double click, a shutdown cancelling everything) still gets control back only
+    once nothing is left. The command's supervisor is held (SIGSTOP) so the wait is
+    certainly under way when the second cancel lands: the tool stays pending (it used
+    to return at the second cancel, its setsid'd process still running); once the
+    supervisor goes on, the tool returns and every process is gone."""
+    command = f"setsid sh -c ': {mark}; sleep 100' & sh -c ': {mark}; sleep 100'"
+    task = asyncio.ensure_future(BashTool().run({"command": command}, ctx_for(tmp_path), "t"))
+    assert await wait_until(lambda: len(marked_pids(mark)) >= 3, timeout=120)
+    seen = _identities(marked_pids(mark))
+    bash = next(pid for pid in seen if _parent(pid) not in seen)  # the command itself
+    supervisor = _parent(bash)
+    os.kill(supervisor, signal.SIGSTOP)
+    try:
+        task.cancel()
+        for _ in range(20):  # the tool kills the group and waits for the report
+            await asyncio.sleep(0)
+        task.cancel()
+        for _ in range(20):
+            await asyncio.sleep(0)
+        assert not task.done(), "the second cancel ended the wait for the tree"
+    finally:
+        os.kill(supervisor, signal.SIGCONT)
+    with pytest.raises(asyncio.CancelledError):
+        await asyncio.wait_for(task, 120)
+    assert _still_there(seen) == [], "the tool returned before its processes were gone"
 
 
 async def test_safety_check_judges_paths_from_the_conversation_folder(tmp_path: Path) -> None:

@@ -12,6 +12,8 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from phoenix_nb.core.values import Mode, ToolResult
 from phoenix_nb.tools import keyword_search as ks
@@ -292,3 +294,41 @@ async def test_a_line_longer_than_the_reader_limit_is_reported_not_fatal(tmp_pat
     assert not result.is_error, result.content
     assert "  1: FROBNICATOR_LEVEL = 3" in result.content
     assert "1 line longer than 1 MiB was not shown." in result.content
+
+
+@given(
+    lines=st.lists(st.binary(max_size=40).map(lambda b: b.replace(b"\n", b"")), max_size=30),
+    terminated=st.booleans(),
+    cuts=st.lists(st.integers(min_value=1, max_value=50), min_size=1, max_size=10),
+    read=st.integers(min_value=1, max_value=64),
+)
+def test_output_blocks_are_the_lines_with_overlong_ones_counted(
+    lines: list[bytes], terminated: bool, cuts: list[int], read: int
+) -> None:
+    """The one pass parses rg's output a chunk at a time (`RgProcess.blocks`): whatever
+    the pipe's chunking, the blocks hold exactly rg's lines in order, except those of
+    MAX_RG_LINE_BYTES or more, which are counted instead (a small limit here)."""
+    limit = 16
+    data = b"\n".join(lines) + (b"\n" if terminated and lines else b"")
+    expected = data.split(b"\n")
+    if expected and expected[-1] == b"":
+        expected.pop()  # after the last newline: no line
+
+    async def read_blocks() -> tuple[list[bytes], int]:
+        reader = asyncio.StreamReader()
+        position, i = 0, 0
+        while position < len(data):
+            size = cuts[i % len(cuts)]
+            reader.feed_data(data[position : position + size])
+            position, i = position + size, i + 1
+        reader.feed_eof()
+        process = ks.RgProcess(None, reader)  # type: ignore[arg-type]
+        got = [line async for block in process.blocks() for line in block.split(b"\n")]
+        return got, process.overlong
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(ks, "MAX_RG_LINE_BYTES", limit)
+        patch.setattr(ks, "_READ_BYTES", read)
+        got, overlong = asyncio.run(read_blocks())
+    assert got == [line for line in expected if len(line) < limit]
+    assert overlong == sum(len(line) >= limit for line in expected)

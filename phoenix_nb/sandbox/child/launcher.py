@@ -10,8 +10,14 @@ probes the host once
 masks once, and then only forks.
 
 Two sockets from the kernel: one for Unrestricted requests, one for
-Restricted. For each it keeps one *spare supervisor* forked ahead of time, a
-child subreaper (PR_SET_CHILD_SUBREAPER) with its command side prepared:
+Restricted. For each it keeps ``SPARES`` *spare supervisors* forked ahead of
+time, each a child subreaper (PR_SET_CHILD_SUBREAPER) with its command side
+prepared; each serves exactly one request (the socket hands a message to one
+waiting reader), then the launcher forks its replacement. Two, not one, so
+that calls in quick succession (a search tool's passes, a benchmark's rounds)
+each find one ready while the one taken before is still being replaced: a
+spare is prepared at low priority and, on a loaded machine, can take longer
+than the command that took its predecessor.
 
 * Unrestricted: one pre-forked command process in its own process group.
 * Restricted: the process that will become the command's PID 1 has already
@@ -93,6 +99,7 @@ cgroups: Any = _load("cgroup")
 cleanup: Any = _load("cleanup")
 
 _SWEEP_WAIT = 0.01  # seconds between kill rounds while killed processes exit
+SPARES = 2  # spare supervisors kept ready per socket
 _SETUP_TIMEOUT = 20.0  # seconds a spare waits for its namespaces to be ready
 
 
@@ -902,7 +909,7 @@ def _kernel_exited(owner: str, deadline: float) -> bool:
 
 
 def serve(plain: socket.socket, restricted_sock: socket.socket | None) -> None:
-    """Keep one spare supervisor per socket; replace each when taken."""
+    """Keep SPARES spare supervisors per socket; replace each when taken."""
     with contextlib.suppress(OSError):
         confine.prctl(confine.PR_SET_DUMPABLE, 0)
     restrictions = prepare_restrictions(probe=True)
@@ -933,8 +940,9 @@ def serve(plain: socket.socket, restricted_sock: socket.socket | None) -> None:
         os.close(taken_w)
         pipes[taken_r] = (sock, is_restricted)
 
-    for sock, is_restricted in socks:
-        fork_spare(sock, is_restricted, None)
+    for _ in range(SPARES):
+        for sock, is_restricted in socks:
+            fork_spare(sock, is_restricted, None)
     while pipes and failures < 6:
         try:
             ready, _, _ = select.select(list(pipes), [], [])
