@@ -32,6 +32,7 @@ __all__ = [
     "restore",
     "secrets",
     "states",
+    "stored",
     "tool_fields",
     "transition",
     "values",

@@ -100,6 +100,7 @@ FACES: dict[str, list[str]] = {
         "restore",
         "secrets",
         "states",
+        "stored",
         "tool_fields",
         "transition",
         "values",
@@ -164,7 +165,6 @@ FACES: dict[str, list[str]] = {
     "phoenix_nb.sandbox": sandbox_face.__all__,  # pinned name by name in tests/sandbox/test_face.py
     "phoenix_nb.sandbox.child": [],
     "phoenix_nb.store": [
-        "MESSAGE_TYPES",
         "REDACTED",
         "ConversationDamaged",
         "ConversationNotInStore",
