@@ -422,7 +422,7 @@ class OpenAIChatProvider:
         if content is None:
             images = "images" not in self.capabilities.off(request.model)
             messages = to_chat_messages(request.system, request.messages, images=images)
-            return await self._client.chat.completions.create(**params, messages=messages)
+            return await self._client.chat.completions.create(**{**params, "messages": messages})
         return await self._client.post(
             "/chat/completions",
             cast_to=ChatCompletion,
