@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import random
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import openai
@@ -22,23 +22,14 @@ from phoenix_nb.core.messages import interrupted_text
 from phoenix_nb.core.requests import RequestHistory
 from phoenix_nb.llm import openai_chat
 from phoenix_nb.llm.capabilities import IMAGE_LEFT_OUT
-from phoenix_nb.llm.openai_chat import OpenAIChatProvider, to_chat_messages, to_chat_tools
+from phoenix_nb.llm.openai_chat import to_chat_messages, to_chat_tools
 from phoenix_nb.llm.provider import LlmRequest
 from phoenix_nb.testing.fake_openai import FakeOpenAI
 from tests.seeds import phoenix_seed
 
 from .helpers import collect
-from .test_request_body import MODEL, Story, request, user
-
-
-@pytest.fixture
-def fake() -> Iterator[FakeOpenAI]:
-    with FakeOpenAI(api_key="sk-test") as server:
-        yield server
-
-
-def ours(fake: FakeOpenAI) -> OpenAIChatProvider:
-    return OpenAIChatProvider(base_url=fake.base_url, api_key="sk-test", stall_timeout=5)
+from .test_openai_chat import provider as chat_provider
+from .test_request_body import MODEL, Story, each_message_once, request, user
 
 
 async def send_as_the_sdk(client: openai.AsyncOpenAI, req: LlmRequest, images: bool) -> None:
@@ -99,7 +90,7 @@ async def test_the_encoded_body_is_the_one_the_sdk_would_send(fake: FakeOpenAI) 
     same message objects are sent after other unanswered calls and back again."""
     seed = phoenix_seed()
     story = Story(seed)
-    provider = ours(fake)
+    provider = chat_provider(fake)
     client = openai.AsyncOpenAI(
         api_key="sk-test", base_url=fake.base_url, max_retries=0, timeout=600.0
     )
@@ -138,9 +129,9 @@ async def test_the_encoded_body_is_the_one_the_sdk_would_send(fake: FakeOpenAI) 
 async def test_each_message_is_converted_once_over_many_rounds(
     fake: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Two conversations on one provider, taking turns, 40 rounds each after a long
-    start: a request converts only what its round added (and a message again only
-    when the calls left unanswered before it changed), never the history again."""
+    """Two conversations on one provider, taking turns: a request converts only what
+    its round added (and a message again only when the calls left unanswered before
+    it changed), never the history again."""
     converted = 0
     convert = openai_chat.convert_message
 
@@ -150,36 +141,6 @@ async def test_each_message_is_converted_once_over_many_rounds(
         return convert(*args)
 
     monkeypatch.setattr(openai_chat, "convert_message", counting)
-    seed = phoenix_seed()
-    provider = ours(fake)
-    stories = [Story(seed + i) for i in range(2)]
-    histories = [RequestHistory() for _ in stories]
-    for story, history in zip(stories, histories, strict=True):
-        history.extend([user("Start.")])
-        for _ in range(60):
-            for batch in story.step("round"):
-                history.extend(batch)
-    previous = [0, 0]
-    try:
-        for n in range(80):
-            i = n % 2
-            kind = stories[i].rng.choice(["round", "user", "unanswered", "end"])
-            for batch in stories[i].step(kind):
-                histories[i].extend(batch)
-            req = request(histories[i])
-            before = converted
-            _, outcome = await collect(provider, req)
-            assert outcome.failure is None, outcome.failure
-            count = converted - before
-            if previous[i]:
-                added = len(req.messages) - previous[i]
-                assert count <= max(added, 0) + 3, (
-                    f"PHOENIX_SEED={seed}: request {n} of {len(req.messages)} messages "
-                    f"({added} new) converted {count}"
-                )
-            else:
-                assert count == len(req.messages)  # the first request converts them all
-            previous[i] = len(req.messages)
-    finally:
-        await provider.aclose()
-    assert provider.body.encoded == converted
+    chat = chat_provider(fake)
+    await each_message_once(chat, lambda: converted, ("round", "user", "unanswered", "end"))
+    assert chat.body.encoded == converted
