@@ -80,7 +80,8 @@ CHAT_ORDER = (
     "stream_options",
     "tools",
 )
-# Only the bearer key, as `create` sends: never an admin key the environment holds.
+# The auth `create` sends: the bearer key (an admin key from the environment is never
+# sent to a Chat Completions server in its place).
 _SECURITY = {"bearer_auth": True}
 THINKING_NOTICE = "Chat Completions has no extended thinking: this model's requests go without it."
 
