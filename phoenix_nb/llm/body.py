@@ -100,9 +100,11 @@ class MessagesBody:
     conversation of n messages over any number of rounds encodes about n, not
     n per round.
 
-    A request visits every message only in C (`map` over ids and cache lookups, the
-    join): finding a message's bytes needs no identity check in Python, because the
-    cache holds every message it has bytes for, and two live objects never share an id.
+    A request of `messages` visits every message only in C (`map` over ids and cache
+    lookups, the join): finding a message's bytes needs no identity check in Python,
+    because the cache holds every message it has bytes for, and two live objects never
+    share an id. `chained` must compare each message's state, a short Python step per
+    message (about 4 ms at 10,000, in the worker thread that builds the body).
     """
 
     def __init__(self) -> None:
