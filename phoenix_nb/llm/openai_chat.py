@@ -18,6 +18,15 @@ translates both ways and nothing else does:
   prompt tokens where the server reports them) become the same `StreamUpdate`s
   and `ModelResponse` the Messages API provider yields.
 
+The request body is encoded here (`body.MessagesBody.chained`): each journal
+message is converted and encoded once, and again only when it follows other
+unanswered calls than before (the one thing its conversion depends on besides
+itself), in a worker thread; the bytes go to the SDK's own client
+(`post(..., content=...)`), which still sends them (headers, timeouts, error
+types, typed stream chunks). Letting `chat.completions.create` prepare the body
+would convert, copy and encode the whole history on the event loop every round.
+An SDK whose `post` takes no raw body gets the parameters through `create`.
+
 Failures are classified into the same kinds and retryability (REQ-BED-006) as
 `errors.classify` does for the Messages API; SDK retries are off. The key is
 the SDK's (`OPENAI_API_KEY`), read by the SDK only.
@@ -25,14 +34,17 @@ the SDK's (`OPENAI_API_KEY`), read by the SDK only.
 
 from __future__ import annotations
 
+import asyncio
+import inspect
 import json
-from collections.abc import AsyncIterator, Mapping, Sequence
-from typing import Any
+from collections.abc import AsyncIterator, Hashable, Mapping, Sequence
+from typing import Any, cast
 
 import openai
 
 from phoenix_nb.core.values import ErrorKind, LlmFailure, TextBlock, Usage
 from phoenix_nb.llm import capabilities
+from phoenix_nb.llm.body import Convert, MessagesBody, encode, join_fields
 from phoenix_nb.llm.errors import LlmCallError, retry_after_seconds, status_kind
 from phoenix_nb.llm.provider import LlmRequest, _tool_block
 from phoenix_nb.llm.stream import (
@@ -46,7 +58,7 @@ from phoenix_nb.llm.stream import (
     final_response,
 )
 
-__all__ = ["OpenAIChatProvider", "to_chat_messages", "to_chat_tools"]
+__all__ = ["OpenAIChatProvider", "convert_message", "to_chat_messages", "to_chat_tools"]
 
 K = ErrorKind
 # finish_reason -> the Messages API's stop_reason the state machine reads.
@@ -58,6 +70,19 @@ STOP_REASONS = {
     "content_filter": "refusal",
 }
 _CONTEXT_MARKERS = ("context_length_exceeded", "maximum context length", "context window")
+# The order of `AsyncCompletions.create`'s body (openai 2.x) for the fields sent here.
+CHAT_ORDER = (
+    "model",
+    "stream",
+    "messages",
+    "max_completion_tokens",
+    "max_tokens",
+    "stream_options",
+    "tools",
+)
+# The auth `create` sends: the bearer key (an admin key from the environment is never
+# sent to a Chat Completions server in its place).
+_SECURITY = {"bearer_auth": True}
 THINKING_NOTICE = "Chat Completions has no extended thinking: this model's requests go without it."
 
 
@@ -91,77 +116,94 @@ def _user_parts(blocks: Sequence[Any], images: bool) -> list[dict[str, Any]]:
     return parts
 
 
+def _filled(open_calls: Sequence[str]) -> list[dict[str, Any]]:
+    """Answers for calls the history never answered (the API rejects a call left open)."""
+    return [{"role": "tool", "tool_call_id": c, "content": "(no result)"} for c in open_calls]
+
+
+def convert_message(
+    message: Mapping[str, Any], open_before: tuple[str, ...], images: bool
+) -> tuple[list[dict[str, Any]], tuple[str, ...]]:
+    """One journal message as the Chat Completions messages it becomes, given the
+    calls left unanswered before it; and the calls it leaves unanswered.
+
+    Depends on nothing but its arguments: the provider keeps each message's result
+    and converts it again only when it follows other unanswered calls."""
+    content = message.get("content")
+    blocks = [content] if isinstance(content, str) else list(content or [])
+    if message.get("role") == "assistant":
+        out = _filled(open_before)
+        text = "".join(
+            str(b.get("text") or "")
+            for b in blocks
+            if isinstance(b, Mapping) and b.get("type") == "text"
+        )
+        calls: list[dict[str, Any]] = [
+            {
+                "id": str(b.get("id")),
+                "type": "function",
+                "function": {
+                    "name": str(b.get("name")),
+                    "arguments": json.dumps(b.get("input") or {}),
+                },
+            }
+            for b in blocks
+            if isinstance(b, Mapping) and b.get("type") == "tool_use"
+        ]
+        item: dict[str, Any] = {"role": "assistant", "content": text or None}
+        if calls:
+            item["tool_calls"] = calls
+        if text or calls:
+            out.append(item)
+        return out, tuple(str(c["id"]) for c in calls)
+    out = []
+    open_calls = list(open_before)
+    later: list[dict[str, Any]] = []  # tool images, after every tool message
+    rest: list[Any] = []
+    for block in blocks:
+        if not (isinstance(block, Mapping) and block.get("type") == "tool_result"):
+            rest.append(block)
+            continue
+        call_id = str(block.get("tool_use_id"))
+        if call_id not in open_calls:
+            continue  # answers no call that was sent: the API would reject it
+        open_calls.remove(call_id)
+        inner = block.get("content")
+        inner_blocks = [inner] if isinstance(inner, str) else list(inner or [])
+        text = _text_of(inner_blocks) or "(no output)"
+        if block.get("is_error"):
+            text = "Error: " + text
+        out.append({"role": "tool", "tool_call_id": call_id, "content": text})
+        pictures = [b for b in inner_blocks if isinstance(b, Mapping) and b.get("type") == "image"]
+        if pictures:
+            later.append({"type": "text", "text": f"(images from tool call {call_id})"})
+            later += [_image_part(p, images) for p in pictures]
+    out += _filled(open_calls)
+    parts = later + _user_parts(rest, images)
+    if parts:
+        only_text = all(p["type"] == "text" for p in parts)
+        body: Any = "\n".join(p["text"] for p in parts) if only_text else parts
+        out.append({"role": "user", "content": body})
+    return out, ()
+
+
 def to_chat_messages(
     system: str, messages: Sequence[Mapping[str, Any]], *, images: bool = True
 ) -> list[dict[str, Any]]:
     """A Messages API history as Chat Completions messages (see the module docstring)."""
     out: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
-    open_calls: list[str] = []  # tool calls of the last assistant message not yet answered
-
-    def close_calls() -> None:
-        for call_id in open_calls:
-            out.append({"role": "tool", "tool_call_id": call_id, "content": "(no result)"})
-        open_calls.clear()
-
+    open_calls: tuple[str, ...] = ()  # calls of the last assistant message not yet answered
     for message in messages:
-        content = message.get("content")
-        blocks = [content] if isinstance(content, str) else list(content or [])
-        if message.get("role") == "assistant":
-            close_calls()
-            text = "".join(
-                str(b.get("text") or "")
-                for b in blocks
-                if isinstance(b, Mapping) and b.get("type") == "text"
-            )
-            calls: list[dict[str, Any]] = [
-                {
-                    "id": str(b.get("id")),
-                    "type": "function",
-                    "function": {
-                        "name": str(b.get("name")),
-                        "arguments": json.dumps(b.get("input") or {}),
-                    },
-                }
-                for b in blocks
-                if isinstance(b, Mapping) and b.get("type") == "tool_use"
-            ]
-            item: dict[str, Any] = {"role": "assistant", "content": text or None}
-            if calls:
-                item["tool_calls"] = calls
-                open_calls.extend(str(c["id"]) for c in calls)
-            if text or calls:
-                out.append(item)
-            continue
-        later: list[dict[str, Any]] = []  # tool images, after every tool message
-        rest: list[Any] = []
-        for block in blocks:
-            if not (isinstance(block, Mapping) and block.get("type") == "tool_result"):
-                rest.append(block)
-                continue
-            call_id = str(block.get("tool_use_id"))
-            if call_id not in open_calls:
-                continue  # answers no call that was sent: the API would reject it
-            open_calls.remove(call_id)
-            inner = block.get("content")
-            inner_blocks = [inner] if isinstance(inner, str) else list(inner or [])
-            text = _text_of(inner_blocks) or "(no output)"
-            if block.get("is_error"):
-                text = "Error: " + text
-            out.append({"role": "tool", "tool_call_id": call_id, "content": text})
-            pictures = [
-                b for b in inner_blocks if isinstance(b, Mapping) and b.get("type") == "image"
-            ]
-            if pictures:
-                later.append({"type": "text", "text": f"(images from tool call {call_id})"})
-                later += [_image_part(p, images) for p in pictures]
-        close_calls()
-        parts = later + _user_parts(rest, images)
-        if parts:
-            only_text = all(p["type"] == "text" for p in parts)
-            body: Any = "\n".join(p["text"] for p in parts) if only_text else parts
-            out.append({"role": "user", "content": body})
-    close_calls()
-    return out
+        converted, open_calls = convert_message(message, open_calls, images)
+        out += converted
+    return out + _filled(open_calls)
+
+
+def _converter(images: bool) -> Convert:
+    def convert(message: Mapping[str, Any], state: Hashable) -> tuple[Sequence[Any], Hashable]:
+        return convert_message(message, cast(tuple[str, ...], state), images)
+
+    return convert
 
 
 def to_chat_tools(tools: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -311,6 +353,14 @@ class OpenAIChatProvider:
         self._notified: set[tuple[str, str]] = set()
         self._usage_option = True  # stream_options.include_usage, until a server refuses it
         self._client = openai.AsyncOpenAI(api_key=key, base_url=url, max_retries=0, timeout=timeout)
+        self.body = MessagesBody()
+        # The SDK's `post` takes an encoded body (and the auth to send) in openai >= 2.
+        self._encoded = "content" in inspect.signature(self._client.post).parameters
+        self._options: dict[str, Any] = (
+            {"security": _SECURITY}
+            if "security" in getattr(openai, "RequestOptions", dict).__annotations__
+            else {}
+        )
 
     def __repr__(self) -> str:
         key = "set" if self._secret else "unset"
@@ -327,10 +377,9 @@ class OpenAIChatProvider:
         return ("thinking", *(f for f in ("images",) if f in off))
 
     def _params(self, request: LlmRequest, *, stream: bool) -> dict[str, Any]:
-        images = "images" not in self.capabilities.off(request.model)
+        """Every field but `messages` (`_send` adds them, converted)."""
         params: dict[str, Any] = {
             "model": request.model,
-            "messages": to_chat_messages(request.system, request.messages, images=images),
             self._limit_field: request.max_tokens,
         }
         tools = to_chat_tools(request.tools)
@@ -341,6 +390,55 @@ class OpenAIChatProvider:
             if self._usage_option:
                 params["stream_options"] = {"include_usage": True}
         return params
+
+    def _messages(self, request: LlmRequest, images: bool) -> bytes:
+        """The JSON array of `request`'s messages as Chat Completions messages; only
+        what is new (or follows other unanswered calls) is converted and encoded."""
+        items, open_calls = self.body.chained(
+            request.messages, _converter(images), "images" if images else "no images"
+        )
+        head = encode({"role": "system", "content": request.system}) if request.system else b""
+        tail = b",".join(map(encode, _filled(cast(tuple[str, ...], open_calls))))
+        return b"[" + b",".join(part for part in (head, items, tail) if part) + b"]"
+
+    async def _body(self, request: LlmRequest, params: Mapping[str, Any]) -> bytes | None:
+        """The encoded body for `params` with `request`'s messages, built in a worker
+        thread; None when the SDK takes no encoded body."""
+        if not self._encoded:
+            return None
+        images = "images" not in self.capabilities.off(request.model)
+
+        def build() -> bytes:
+            return join_fields(params, CHAT_ORDER, {"messages": self._messages(request, images)})
+
+        return await asyncio.to_thread(build)
+
+    async def _send(
+        self, request: LlmRequest, params: dict[str, Any], content: bytes | None
+    ) -> Any:
+        """The SDK's response for `params` (a stream of chunks or a completion), sent as
+        `content` when encoded, else through `create`."""
+        from openai.types.chat import ChatCompletion, ChatCompletionChunk
+
+        if content is None:
+            images = "images" not in self.capabilities.off(request.model)
+            messages = to_chat_messages(request.system, request.messages, images=images)
+            return await self._client.chat.completions.create(**{**params, "messages": messages})
+        return await self._client.post(
+            "/chat/completions",
+            cast_to=ChatCompletion,
+            content=content,
+            options=cast(Any, self._options),
+            stream=bool(params.get("stream")),
+            stream_cls=openai.AsyncStream[ChatCompletionChunk],
+        )
+
+    def _sent_images(self, request: LlmRequest, content: bytes | None) -> bool:
+        """Whether the failed request carried an image (read only after a failure)."""
+        if content is None:
+            images = "images" not in self.capabilities.off(request.model)
+            content = json.dumps(to_chat_messages("", request.messages, images=images)).encode()
+        return b'"image_url"' in content
 
     def _failure(self, exc: BaseException) -> LlmFailure:
         failure = classify_openai(exc, stall_timeout=self._stall_timeout)
@@ -354,7 +452,9 @@ class OpenAIChatProvider:
             )
         return failure
 
-    def _degrade(self, failure: LlmFailure, params: Mapping[str, Any], model: str) -> str | None:
+    def _degrade(
+        self, failure: LlmFailure, params: Mapping[str, Any], model: str, images: bool
+    ) -> str | None:
         """A notice when the failure refused something optional, now off; None otherwise."""
         if failure.kind is not K.INVALID_REQUEST:
             return None
@@ -362,7 +462,7 @@ class OpenAIChatProvider:
         if "stream_options" in params and "stream_options" in text:
             self._usage_option = False
             return "This server rejected usage reports in streams: tokens are not counted."
-        sent = frozenset({"images"}) if '"image_url"' in json.dumps(params["messages"]) else None
+        sent = frozenset({"images"}) if images else None
         feature = capabilities.rejected_feature(failure, sent or frozenset())
         if feature is None:
             return None
@@ -381,11 +481,14 @@ class OpenAIChatProvider:
             yield ProviderNotice(THINKING_NOTICE)
         for _ in range(3):  # stream_options and images are each turned off at most once
             params = self._params(request, stream=True)
+            content = await self._body(request, params)
             try:
-                raw = await self._client.chat.completions.create(**params)
+                raw = await self._send(request, params, content)
             except Exception as exc:
                 failure = self._failure(exc)
-                notice = self._degrade(failure, params, request.model)
+                invalid = failure.kind is K.INVALID_REQUEST
+                images = invalid and self._sent_images(request, content)
+                notice = self._degrade(failure, params, request.model, images)
                 if notice is None:
                     yield LlmOutcome(failure=failure)
                     return
@@ -470,8 +573,9 @@ class OpenAIChatProvider:
         """A small non-streamed call (keyword_search, summaries): its text, or LlmCallError."""
         if self._missing_key:
             raise LlmCallError(LlmFailure(K.AUTH, "No API key found: set OPENAI_API_KEY.", False))
+        params = self._params(request, stream=False)
         try:
-            done = await self._client.chat.completions.create(**self._params(request, stream=False))
+            done = await self._send(request, params, await self._body(request, params))
         except Exception as exc:
             raise LlmCallError(self._failure(exc)) from exc
         return (done.choices[0].message.content or "") if done.choices else ""

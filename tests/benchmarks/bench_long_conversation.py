@@ -22,6 +22,9 @@ incremental body (only new messages encoded), timed in the kernel.
 Run: /work/venvs/<branch>/bin/python tests/benchmarks/bench_long_conversation.py [sizes...]
      [--sdk-body]  (attribution: the SDK prepares and encodes the whole body every round,
                     as before the provider encoded it incrementally)
+     [--openai]    (the OpenAI-compatible provider against the fake Chat Completions server,
+                    as a local Ollama / vLLM / LM Studio is used; the body figures are then
+                    the whole history converted and encoded / the provider's incremental one)
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from phoenix_nb.core.values import Usage
 from phoenix_nb.testing import FakeAnthropic, Turn, text
+from phoenix_nb.testing.fake_openai import FakeOpenAI
 from tests.notebook.kernel_harness import Kernel
 
 SIZES = (100, 1_000, 10_000)
@@ -60,18 +64,28 @@ class TimedFake(FakeAnthropic):
         self.busy: list[float] = []
         self._lock = threading.Lock()
 
-    async def _handle_messages(self, request: Any) -> Any:
+    async def _timed(self, handling: Any) -> Any:
         started = time.perf_counter()
         try:
-            return await super()._handle_messages(request)
+            return await handling
         finally:
             with self._lock:
                 self.busy.append(time.perf_counter() - started)
+
+    async def _handle_messages(self, request: Any) -> Any:
+        return await self._timed(super()._handle_messages(request))
 
     def take_busy(self) -> float:
         with self._lock:
             total, self.busy = sum(self.busy), []
         return total
+
+
+class TimedChatFake(TimedFake, FakeOpenAI):
+    """The fake Chat Completions server, timed the same way."""
+
+    async def _handle_chat(self, request: Any) -> Any:
+        return await self._timed(super()._handle_chat(request))
 
 
 SEED = """
@@ -116,13 +130,22 @@ def _body_cost(slug):
     provider = runtime.services.provider
     if not hasattr(provider, "body"):
         return (-1.0, -1.0)
-    params = provider._params(runtime.build_request())
-    provider.body.body(params)  # what the turns sent is encoded; this request's tail too
+    request = runtime.build_request()
+    if hasattr(provider, "_messages"):  # Chat Completions: converted, then encoded
+        from phoenix_nb.llm.body import encode as _encode
+        from phoenix_nb.llm.openai_chat import to_chat_messages as _chat
+        every = lambda: _encode(_chat(request.system, request.messages))
+        ours = lambda: provider._messages(request, True)
+    else:
+        params = provider._params(request)
+        every = lambda: _MB().body(params)
+        ours = lambda: provider.body.body(params)
+    ours()  # what the turns sent is encoded; this request's tail too
     timed = []
-    for fresh in (True, False):
+    for build in (every, ours):
         started = _t.perf_counter()
         for _ in range(3):
-            (_MB() if fresh else provider.body).body(params)
+            build()
         timed.append((_t.perf_counter() - started) / 3)
     return tuple(timed)
 """
@@ -204,12 +227,19 @@ def measure(kernel: Kernel, fake: TimedFake, size: int, sdk_body: bool) -> dict[
 def main() -> None:
     args = sys.argv[1:]
     sdk_body = "--sdk-body" in args
+    chat = "--openai" in args
     sizes = tuple(int(a) for a in args if a.isdigit()) or SIZES
     print(f"load before: {uptime()}")
-    with TimedFake() as fake, tempfile.TemporaryDirectory() as tmp:
-        kernel = Kernel(Path(tmp), fake.base_url)
+    if chat:
+        print("(--openai: the OpenAI-compatible provider, Chat Completions)")
+    env = {"OPENAI_API_KEY": "sk-bench", "PHOENIX_MODEL": "gpt-bench"} if chat else {}
+    with TimedChatFake() if chat else TimedFake() as fake, tempfile.TemporaryDirectory() as tmp:
+        kernel = Kernel(Path(tmp), fake.base_url, extra_env=env)
         try:
             kernel.ok("%load_ext phoenix_nb")
+            if chat:
+                kernel.ok("%config Phoenix.provider = 'openai'")
+                kernel.ok(f"%config Phoenix.base_url = {fake.base_url!r}")
             kernel.ok(SEED)
             kernel.ok(BODY_COST)
             if sdk_body:
@@ -229,8 +259,8 @@ def main() -> None:
             f"  ({r['p99'] / base['p99'] if base['p99'] else 0:5.2f}x)  {int(r['samples'])}"
         )
     print(
-        "\nthe request body, timed alone: every message encoded / the provider's body (only"
-        " new messages encoded; built in a worker thread):"
+        "\nthe request body, timed alone: every message encoded (converted too, for Chat"
+        " Completions) / the provider's body (only new messages; built in a worker thread):"
     )
     for size in sizes:
         every, incremental = results[size]["every"], results[size]["incremental"]

@@ -10,7 +10,6 @@ import base64
 import io
 import json
 import random
-from collections.abc import Iterator
 
 import pytest
 from PIL import Image
@@ -25,12 +24,6 @@ from tests.seeds import phoenix_seed
 from .helpers import collect, request
 
 MODEL = "gpt-test-unknown"
-
-
-@pytest.fixture
-def fake() -> Iterator[FakeOpenAI]:
-    with FakeOpenAI(api_key="sk-test") as server:
-        yield server
 
 
 def provider(fake: FakeOpenAI) -> OpenAIChatProvider:
