@@ -45,6 +45,7 @@ from phoenix_nb.core.values import Usage
 from phoenix_nb.testing import FakeAnthropic, Turn, text
 from phoenix_nb.testing.fake_openai import FakeOpenAI
 from tests.notebook.kernel_harness import Kernel
+from tests.notebook.long_history import SEED
 
 SIZES = (100, 1_000, 10_000)
 TURNS = 9  # measured turns per size (after one warm-up); a median of more holds better under load
@@ -88,36 +89,6 @@ class TimedChatFake(TimedFake, FakeOpenAI):
         return await self._timed(super()._handle_chat(request))
 
 
-SEED = """
-import json as _json
-from phoenix_nb.core.codec import to_json as _to_json
-from phoenix_nb.core.stored import MessageKind as _K, StoredMessage as _M
-from phoenix_nb.core.values import TextBlock as _T, ToolUseBlock as _U, Usage as _Usage
-from phoenix_nb.notebook.session import get_session as _gs
-
-def _seed(slug, n):
-    phoenix = _gs(get_ipython()).phoenix
-    conv = phoenix.create(slug=slug)
-    specs = []
-    usage = _Usage(input_tokens=1200, output_tokens=80, cache_read_input_tokens=9000)
-    i = 0
-    while len(specs) < n:
-        i += 1
-        call = f"toolu_seed_{i:06d}"
-        specs.append(_M(_K.USER, {"text": f"Question {i}: what does module {i} do?",
-                                  "images": []}))
-        blocks = (_T(f"Let me look at module {i}."), _U(call, "bash", {"command": f"cat m{i}.py"}))
-        specs.append(_M(_K.AGENT, {"blocks": _to_json(blocks), "stop_reason": "tool_use"},
-                        None, usage))
-        result = f"def f{i}():\\n    return {i}\\n"
-        specs.append(_M(_K.TOOL, {"tool_use_id": call, "content": result, "is_error": False,
-                                  "images": []}))
-        answer = (_T(f"Module {i} defines f{i}, which returns {i}."),)
-        specs.append(_M(_K.AGENT, {"blocks": _to_json(answer), "stop_reason": "end_turn"},
-                        None, usage))
-    phoenix.store.append_messages(conv.id, specs[:n])
-    return conv.slug
-"""
 
 # The request body alone: every message encoded (a fresh encoder: the SDK's own path
 # encodes, and first deep-copies, them all every round) and the provider's body, whose

@@ -33,37 +33,12 @@ import pytest
 
 from phoenix_nb.testing import FakeAnthropic
 from tests.notebook.kernel_harness import MIME, Kernel, loaded_kernel
+from tests.notebook.long_history import SEED
 
 pytestmark = pytest.mark.timeout(600)
 
 MESSAGES = 10_000
 
-SEED = """
-from phoenix_nb.core.codec import to_json as _to_json
-from phoenix_nb.core.values import TextBlock as _T, ToolUseBlock as _U
-from phoenix_nb.notebook.session import get_session as _gs
-
-def _seed(slug, n):
-    phoenix = _gs(get_ipython()).phoenix
-    conv = phoenix.create(slug=slug)
-    specs = []
-    i = 0
-    while len(specs) < n:
-        i += 1
-        call = f"toolu_seed_{i:06d}"
-        specs.append(("user", {"text": f"Question {i}: what does module {i} do?", "images": []},
-                      None, None))
-        blocks = (_T(f"Let me look at module {i}."), _U(call, "bash", {"command": f"cat m{i}.py"}))
-        specs.append(("agent", {"blocks": _to_json(blocks), "stop_reason": "tool_use"},
-                      None, None))
-        specs.append(("tool", {"tool_use_id": call, "content": f"def f{i}(): return {i}",
-                               "is_error": False, "images": []}, None, None))
-        answer = (_T(f"Module {i} defines f{i}, which returns {i}."),)
-        specs.append(("agent", {"blocks": _to_json(answer), "stop_reason": "end_turn"},
-                      None, None))
-    phoenix.store.append_messages(conv.id, specs[:n])
-    return conv.slug
-"""
 
 # Note the thread of every projection of a record in the kernel, and start a ticker.
 PROBES = """
