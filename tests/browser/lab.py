@@ -215,6 +215,18 @@ class LabPage:
         self.page.goto(f"{self.server.url}/notebooks/{name}")
         self.page.locator(".jp-NotebookPanel .jp-Notebook").first.wait_for(timeout=UI_TIMEOUT_MS)
 
+    def answer_kernel_dialog(self) -> None:
+        """On a loaded machine Notebook 7 may open its "Select Kernel" dialog before the
+        notebook's kernel starts: accept its (the notebook's own) choice. Any other dialog is
+        not a test's to answer: fail saying what it says."""
+        dialog = self.page.locator(".jp-Dialog")
+        if dialog.count() == 0 or not dialog.first.is_visible():
+            return
+        said = dialog.first.inner_text()
+        assert "Select Kernel" in said or "select a kernel" in said.lower(), f"a dialog: {said!r}"
+        dialog.first.locator(".jp-Dialog-button.jp-mod-accept").click()
+        expect(dialog).to_have_count(0, timeout=UI_TIMEOUT_MS)
+
     def wait_for_text(self, text: str, timeout_ms: int = UI_TIMEOUT_MS) -> None:
         """Waits until `text` is visible in the notebook area."""
         expect(self.page.locator(".jp-NotebookPanel").get_by_text(text).first).to_be_visible(

@@ -26,6 +26,7 @@ from pathlib import Path
 import nbformat
 import pytest
 from playwright.sync_api import Locator, expect
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from phoenix_nb.demo.cell_fix import guarded
 from phoenix_nb.demo.screenplay import DemoScript
@@ -71,27 +72,17 @@ def _cell(lab: LabPage, index: int) -> Locator:
     return lab.page.locator(".jp-NotebookPanel .jp-Notebook .jp-Cell").nth(index)
 
 
-def _answer_kernel_dialog(lab: LabPage) -> None:
-    """On a loaded machine Notebook 7 may open its "Select Kernel" dialog before the
-    notebook's kernel starts: accept its (the notebook's own) choice. Any other dialog is
-    not the test's to answer: fail saying what it says."""
-    dialog = lab.page.locator(".jp-Dialog")
-    if dialog.count() == 0 or not dialog.first.is_visible():
-        return
-    said = dialog.first.inner_text()
-    assert "Select Kernel" in said or "select a kernel" in said.lower(), f"a dialog: {said!r}"
-    dialog.first.locator(".jp-Dialog-button.jp-mod-accept").click()
-    expect(dialog).to_have_count(0, timeout=WAIT_MS)
-
-
 def _run(lab: LabPage, index: int) -> None:
     """Shift+Enter on a cell; waits until its prompt shows a new execution count. A run
     sent before the kernel is connected is dropped by the front end, so it is re-sent."""
     prompt = _cell(lab, index).locator(".jp-InputPrompt")
     before = prompt.inner_text().strip()
     for _attempt in range(12):
-        _answer_kernel_dialog(lab)
-        _cell(lab, index).locator(".jp-InputArea-editor").click()
+        lab.answer_kernel_dialog()
+        try:  # the dialog can open between the check and the click: answer it next time
+            _cell(lab, index).locator(".jp-InputArea-editor").click(timeout=10_000)
+        except PlaywrightTimeout:
+            continue
         lab.page.keyboard.press("Shift+Enter")
         try:
             expect(prompt).not_to_have_text(re.compile(r"^\[ \]:$"), timeout=5_000)

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 from playwright.sync_api import Locator, expect
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from phoenix_nb.testing import FakeAnthropic, Turn, text, tool_use
 from tests.browser.lab import LabPage, require_notebook7, write_notebook
@@ -132,7 +133,11 @@ def _run_in_notebook7(lab: LabPage, index: int) -> None:
     cell = lab.page.locator(".jp-NotebookPanel .jp-Cell").nth(index)
     prompt = cell.locator(".jp-InputPrompt")
     for _attempt in range(6):
-        cell.locator(".jp-InputArea-editor").click()
+        lab.answer_kernel_dialog()
+        try:  # the dialog can open between the check and the click: answer it next time
+            cell.locator(".jp-InputArea-editor").click(timeout=10_000)
+        except PlaywrightTimeout:
+            continue
         lab.page.keyboard.press("Shift+Enter")
         try:
             expect(prompt).not_to_have_text(re.compile(r"^\[ \]:$"), timeout=10_000)
