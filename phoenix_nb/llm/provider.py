@@ -206,10 +206,22 @@ def _usage(raw: Any, base: Usage | None = None) -> Usage:
     )
 
 
-def _import_sdk() -> None:
-    """Import the SDK (or wait for the import under way on another thread)."""
-    import anthropic  # noqa: F401
-    import httpx2  # noqa: F401
+def _build_client(
+    key: str | None, url: str | None, timeout: float, connect_timeout: float, stall: float
+) -> Any:
+    """The SDK client: run on a worker thread, as it imports the SDK (or waits for the
+    import under way on another thread) and builds the TLS context (loading the CA
+    bundle holds the GIL for tens of milliseconds)."""
+    import anthropic
+    import httpx2
+
+    # `read` bounds the wait for headers and every gap between stream chunks.
+    return anthropic.AsyncAnthropic(
+        api_key=key,
+        base_url=url,
+        max_retries=0,
+        timeout=httpx2.Timeout(timeout, connect=connect_timeout, read=stall),
+    )
 
 
 class AnthropicProvider:
@@ -264,22 +276,11 @@ class AnthropicProvider:
         `import anthropic` costs 1-7 s; `%load_ext` starts it on a thread. A provider
         is made with every conversation, also for commands that only read the store
         (`%phoenix status`, `list`, `history`), so it must not import the SDK: the
-        first request does, on a worker thread, waiting for what is left of the
-        import that is under way while the kernel's loop (Cancel, widgets) stays free.
+        first request builds the client on a worker thread, waiting for what is left
+        of the import under way, while the kernel's loop (Cancel, widgets) stays free.
         """
         if self._sdk_client is None:
-            await asyncio.to_thread(_import_sdk)
-            import anthropic
-            import httpx2
-
-            key, url, timeout, connect_timeout = self._options
-            # `read` bounds the wait for headers and every gap between stream chunks.
-            client = anthropic.AsyncAnthropic(
-                api_key=key,
-                base_url=url,
-                max_retries=0,
-                timeout=httpx2.Timeout(timeout, connect=connect_timeout, read=self._stall_timeout),
-            )
+            client = await asyncio.to_thread(_build_client, *self._options, self._stall_timeout)
             if self._sdk_client is None:  # two first requests at once: keep one client
                 self._sdk_client = client
         return self._sdk_client

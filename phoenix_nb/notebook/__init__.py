@@ -5,7 +5,8 @@ transformer (`transformer.transform_phoenix_cell`) and the `%phoenix` line
 commands (`magics`, also rewritten into awaited calls). `cell.run_cell` runs one turn and its
 `TurnView` re-renders the record while updates arrive; `render.render_bundle`
 adds the html/markdown/plain fallbacks (private pieces in `_render`).
-`session.Session` (one per kernel, `get_session()`) holds the `Phoenix` and
+`warmup.WarmUp` imports the rest on a thread, awaited by the
+first cell. `session.Session` (one per kernel, `get_session()`) holds the `Phoenix` and
 turns `c.Phoenix.*` into `Settings`; `ipython_kernel.IPythonKernel` is the only
 code of the kernel tools that touches IPython.
 
@@ -34,5 +35,6 @@ __all__ = [
     "thumbnails",
     "transformer",
     "undo",
+    "warmup",
     "whole_record",
 ]

@@ -5,48 +5,53 @@ starts, before anyone has asked phoenix anything. So it loads only what
 registration needs — the cell transformer, a stand-in for the `%phoenix`
 magic and the `Phoenix` configurable that `%config Phoenix.…` talks to — and
 the rest (the magics proper, the runtime, the SDK) is imported on a background
-thread right away, so it is usually ready by the first `%%phoenix` cell. If it
-is not, the first use imports what it needs (the import lock makes the two wait
-for each other, never import twice) — and only that: commands that read the store
-(`%phoenix status`, `list`, `history`) never need the SDK, and the first model
-request awaits what is left of its import on a worker thread (llm/provider.py).
-Sandbox detection (which starts the launcher, ~0.2 s) runs on a thread too; what
-it found, when that is a warning (unavailable, or partial with what is lost), is
-said once at the top of the first cell that uses phoenix (`%%phoenix` or
-`%phoenix …`), which waits for it if it is not done yet.
+thread right away (warmup.py), so it is usually ready by the first `%%phoenix` cell.
+
+The transformer rewrites `%%phoenix` cells and `%phoenix` lines into awaited calls
+of `run_cell` / `run_line` here. Each first awaits what it needs of that warm-up —
+a `%phoenix` line the magics only (`status`, `list`, `history` never wait for the
+SDK), a cell everything a turn uses — and only then imports it: importing on the
+loop a module the warm-up thread is half-way through would block the loop on that
+module's import lock. Sandbox detection (which starts the launcher, ~0.2 s) runs
+on a thread too; what it found, when that is a warning (unavailable, or partial
+with what is lost), is said once at the top of the first cell that uses phoenix,
+which awaits the detection off the loop if it is not done yet.
 """
 
 from __future__ import annotations
 
+import asyncio
 import importlib
-import threading
 from typing import Any
 
 from IPython.core.magic import Magics, line_magic, magics_class
 
 from phoenix_nb.notebook.session import get_session, reset_session
-from phoenix_nb.notebook.transformer import transform_phoenix_cell
+from phoenix_nb.notebook.transformer import transform_phoenix_cell, transform_phoenix_lines
+from phoenix_nb.notebook.warmup import WARM_MODULES, WarmUp
 
-# Imported off the main thread after `%load_ext`: everything a first turn needs.
-WARM_MODULES = (
-    "phoenix_nb.notebook.magics",
-    "phoenix_nb.runtime.manager",
-    "phoenix_nb.tools.registry",
-    "phoenix_nb.llm.provider",
-    "anthropic",
-)
+MAGICS = "phoenix_nb.notebook.magics"
+WARM_UP = WarmUp(WARM_MODULES)  # one per process, like the modules it imports
 
 
 def _magics() -> Any:
-    return importlib.import_module("phoenix_nb.notebook.magics")
+    return importlib.import_module(MAGICS)
 
 
-def transform_phoenix_lines(lines: list[str]) -> list[str]:
-    """`%phoenix …` lines become awaited calls (notebook/magics.py); other cells pass."""
-    if not any(line.startswith("%phoenix") for line in lines):
-        return lines
-    result: list[str] = _magics().transform_phoenix_lines(lines)
-    return result
+async def run_cell(line: str, body: str) -> None:
+    """What a `%%phoenix` cell awaits: the warm-up's imports (off the loop), then the turn."""
+    await _announce_sandbox_once()
+    await WARM_UP.ready()
+    from phoenix_nb.notebook.cell import run_cell as run_turn
+
+    await run_turn(line, body)
+
+
+async def run_line(line: str) -> None:
+    """What a `%phoenix` line awaits: the magics' import (never the SDK's), then the command."""
+    await _announce_sandbox_once()
+    await WARM_UP.ready(MAGICS)
+    await _magics().run_line(line)
 
 
 _TRANSFORMERS = (transform_phoenix_cell, transform_phoenix_lines)
@@ -66,14 +71,6 @@ class LazyPhoenixMagics(Magics):
         self._real.phoenix(line)
 
 
-def _warm() -> None:
-    for name in WARM_MODULES:
-        try:
-            importlib.import_module(name)
-        except Exception:  # warming is best effort: the first use reports the error
-            return
-
-
 def load(shell: Any) -> None:
     cleanup = shell.input_transformers_cleanup
     for transformer in _TRANSFORMERS:
@@ -87,32 +84,29 @@ def load(shell: Any) -> None:
     from phoenix_nb.sandbox import detect_sandbox_soon  # probed once per process
 
     detect_sandbox_soon()
-    if _announce_sandbox not in shell.events.callbacks["pre_run_cell"]:
-        shell.events.register("pre_run_cell", _announce_sandbox)
+    global _SANDBOX_SAID
+    _SANDBOX_SAID = False
     _report_store(session.config.home)
     from phoenix_nb.notebook.busy import keep_busy_while_executing
 
     keep_busy_while_executing(getattr(shell, "kernel", None))
-    threading.Thread(target=_warm, name="phoenix-warm-imports", daemon=True).start()
+    WARM_UP.start()
 
 
-def _uses_phoenix(cell: str) -> bool:
-    return any(line.lstrip().startswith(("%phoenix", "%%phoenix")) for line in cell.splitlines())
+_SANDBOX_SAID = True  # until `%load_ext`: nothing to announce without the extension
 
 
-def _announce_sandbox(info: Any) -> None:
+async def _announce_sandbox_once() -> None:
     """Before the first cell that uses phoenix: a warning if the sandbox is missing or
-    partial (never a silent downgrade, sandbox/); said once, then unregistered."""
-    if not _uses_phoenix(getattr(info, "raw_cell", None) or ""):
+    partial (never a silent downgrade, sandbox/); said once. The detection `%load_ext`
+    started is awaited on a worker thread: it may still be starting the launcher."""
+    global _SANDBOX_SAID
+    if _SANDBOX_SAID:
         return
-    from IPython import get_ipython
-
-    shell = get_ipython()
-    if shell is not None and _announce_sandbox in shell.events.callbacks["pre_run_cell"]:
-        shell.events.unregister("pre_run_cell", _announce_sandbox)
+    _SANDBOX_SAID = True
     from phoenix_nb.sandbox import detect_sandbox
 
-    sandbox = detect_sandbox()  # waits for the detection `%load_ext` started
+    sandbox = await asyncio.to_thread(detect_sandbox)
     if not sandbox.available:
         print(
             "phoenix: the kernel sandbox (Landlock) is unavailable here — conversations run "
@@ -138,8 +132,6 @@ def _report_store(home: str) -> None:
 
 
 def unload(shell: Any) -> None:
-    if _announce_sandbox in shell.events.callbacks["pre_run_cell"]:
-        shell.events.unregister("pre_run_cell", _announce_sandbox)
     configurables = getattr(shell, "configurables", [])
     for configurable in [c for c in configurables if type(c).__name__ == "Phoenix"]:
         configurables.remove(configurable)

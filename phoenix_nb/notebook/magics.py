@@ -18,7 +18,6 @@ they make it in place.
 from __future__ import annotations
 
 import asyncio
-import re
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -56,21 +55,7 @@ from phoenix_nb.sandbox import describe_hidden
 from phoenix_nb.store import StoreError
 from phoenix_nb.tools.environment import withheld_summary
 
-_LINE = re.compile(r"^%phoenix(?:[ \t]+(?P<args>[^\n]*))?[ \t]*$")
-LINE_ENTRY = "__import__('phoenix_nb.notebook.magics', fromlist=['run_line']).run_line"
 _BACKGROUND: set[asyncio.Task[None]] = set()  # scheduled subcommands, kept until done
-
-
-def transform_phoenix_lines(lines: list[str]) -> list[str]:
-    """Rewrite unindented `%phoenix …` lines into awaited calls."""
-    out = []
-    for line in lines:
-        match = _LINE.match(line.rstrip("\r\n"))
-        if match is None:
-            out.append(line)
-        else:
-            out.append(f"await {LINE_ENTRY}({(match.group('args') or '')!r})\n")
-    return out
 
 
 async def run_line(line: str) -> None:

@@ -5,17 +5,22 @@ import on a gate file the test controls (it writes a marker when the import star
 so the test checks what waits for the SDK, not how long anything takes. While the
 gate is closed, `%phoenix new`, `status`, `list` and `history` complete and the SDK is
 still not imported; a model turn started then runs once the gate opens.
+
+The first turn after `%load_ext` must wait for that import without holding the kernel's
+loop: a task on the loop opens the gate only after it has run several times during the
+turn, so a turn that blocked the loop on the import (e.g. on the import lock of a module
+the warm-up thread is importing) would never finish.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import pytest
 
 from phoenix_nb.testing import FakeAnthropic, Turn, text
-from tests.notebook.kernel_harness import Kernel, state_name
+from tests.notebook.kernel_harness import Kernel, settle, state_name
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -23,7 +28,8 @@ REPO = Path(__file__).resolve().parents[2]
 WAIT = 60.0  # generous: a command that waited for the gate would never finish
 
 HOOK = '''
-"""Test hook: `import anthropic` runs its module code only once the gate file exists.
+"""Test hook: `import anthropic` (or the module named by PHOENIX_TEST_SDK_GATE_MODULE)
+runs its module code only once the gate file exists.
 
 It waits in the loader, as a slow import does, not in `find_spec`: Python calls
 finders under the global import lock, so waiting there would hold every other
@@ -36,6 +42,7 @@ import time
 from pathlib import Path
 
 _GATE = os.environ.get("PHOENIX_TEST_SDK_GATE")
+_HELD = os.environ.get("PHOENIX_TEST_SDK_GATE_MODULE", "anthropic")
 
 
 class _GatedLoader:
@@ -55,7 +62,7 @@ class _GatedLoader:
 
 class _HoldAnthropic:
     def find_spec(self, name, path=None, target=None):
-        if name != "anthropic" or not _GATE:
+        if name != _HELD or not _GATE:
             return None
         spec = importlib.machinery.PathFinder.find_spec(name, path)
         if spec is not None and spec.loader is not None:
@@ -116,3 +123,79 @@ def test_commands_without_the_model_do_not_wait_for_the_sdk_import(
     assert "Hello after the import." in record["text/plain"]
     assert len(fake.requests) == 1
     assert sdk_imported(kern)
+
+
+# Runs before `%load_ext`: when the next `%%phoenix` cell starts, a task on the loop counts
+# its own turns and, after TICKS of them, opens the gate the warm-up import waits on.
+TICKER = """
+import asyncio as _asyncio
+from pathlib import Path as _Path
+_turn_started = _asyncio.Event()
+_ticks_before_gate = []
+
+def _on_cell(info):
+    if (info.raw_cell or "").startswith("%%phoenix"):
+        _turn_started.set()
+
+get_ipython().events.register("pre_run_cell", _on_cell)
+
+async def _open_gate_after_ticks(gate, ticks):
+    await _turn_started.wait()
+    for i in range(ticks):
+        await _asyncio.sleep(0)  # one turn of the loop: only runs if the cell lets it
+        _ticks_before_gate.append(i)
+    _Path(gate).touch()
+
+_ticker = _asyncio.get_running_loop().create_task(_open_gate_after_ticks(GATE, TICKS))
+"""
+TICKS = 20
+
+
+@pytest.fixture
+def gated_kernel(
+    request: pytest.FixtureRequest, gate_dir: Path, tmp_path: Path, fake: FakeAnthropic
+) -> Iterator[tuple[Kernel, Path]]:
+    """A fresh kernel whose warm-up import of `request.param` waits at a gate of its own."""
+    fake.clear()
+    gate = tmp_path / "gate" / "open"
+    gate.parent.mkdir()
+    env = {
+        "PYTHONPATH": f"{gate_dir}:{REPO}",
+        "PHOENIX_TEST_SDK_GATE": str(gate),
+        "PHOENIX_TEST_SDK_GATE_MODULE": request.param,
+    }
+    kern = Kernel(tmp_path / "kernel", fake.base_url, extra_env=env)
+    try:
+        yield kern, gate
+    finally:
+        gate.touch()  # a turn that held the loop waits for the import: let it end
+        settle(kern)
+        kern.shutdown()
+
+
+@pytest.mark.parametrize(
+    "gated_kernel",
+    # the SDK itself; and a module of the runtime, which the first cell used to import on
+    # the loop while the warm-up thread held its import lock
+    ["anthropic", "phoenix_nb.runtime.manager"],
+    indirect=True,
+)
+def test_the_first_turn_waits_for_the_warm_up_import_without_holding_the_loop(
+    gated_kernel: tuple[Kernel, Path], fake: FakeAnthropic
+) -> None:
+    kern, gate = gated_kernel
+    kern.ok(f"GATE = {str(gate)!r}\nTICKS = {TICKS}\n" + TICKER)
+    kern.ok("%load_ext phoenix_nb")
+    kern.wait_until(
+        lambda: (gate.parent / "import-started").exists(), WAIT, "the warm-up to reach the gate"
+    )
+    assert not gate.exists()
+    fake.script(Turn([text("Hello once the loop was free.")]))
+    turn = kern.run("%%phoenix\nhello", timeout=WAIT)  # would hang if the loop were held
+    assert turn.status == "ok", turn.error()
+    assert gate.exists(), "the loop task opened the gate during the turn"
+    assert kern.eval("len(_ticks_before_gate)") == TICKS
+    record = turn.last_bundle()
+    assert state_name(record["application/vnd.phoenix.conversation+json"]) == "idle"
+    assert "Hello once the loop was free." in record["text/plain"]
+    assert len(fake.requests) == 1

@@ -147,6 +147,7 @@ FACES: dict[str, list[str]] = {
         "thumbnails",
         "transformer",
         "undo",
+        "warmup",
         "whole_record",
     ],
     "phoenix_nb.runtime": [

@@ -1,0 +1,113 @@
+"""The imports `%load_ext` starts on a thread, and awaiting them without holding the loop.
+
+`%load_ext` must be quick, so the runtime and the SDK (1-7 s) are imported on a
+daemon thread while the notebook goes on. The first phoenix cell usually arrives
+while that import is under way. It must not import those modules itself on the
+kernel's loop: a module another thread is importing is locked until that import
+ends, so the loop would block on the lock (Cancel, Approve and every widget click
+with it), and until then it would share the GIL with the import, which doubles
+any synchronous stretch. So the cell awaits `ready(name)` — a future the warm-up
+thread resolves through `call_soon_threadsafe` — and only then imports, which is
+by then a lookup in `sys.modules`.
+
+Some first-use costs hide behind imports done lazily on the first request (the
+HTTP library's asyncio backend, the SDK's trace-context propagators); those
+modules are in the list too, so the first request finds them loaded.
+
+Warming is best effort: a module that fails to import is skipped (its first real
+use raises the error where it can be reported), and waiting never raises.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import importlib
+import threading
+from collections.abc import Iterable
+
+__all__ = ["WARM_MODULES", "WarmUp"]
+
+# In the order a first `%%phoenix` turn needs them; `%phoenix` lines need the first only.
+WARM_MODULES = (
+    "phoenix_nb.notebook.magics",
+    "phoenix_nb.runtime.manager",
+    "phoenix_nb.tools.registry",
+    "phoenix_nb.llm.provider",
+    "anthropic",
+    "httpx2",
+    # Imported by the first request, not by `import anthropic`:
+    "anyio._backends._asyncio",
+    "opentelemetry.propagate",
+)
+
+
+class WarmUp:
+    """Imports `modules` in order on one daemon thread; `ready(name)` awaits one of them.
+
+    Before `start()`, and once the thread is done, every `ready` returns at once:
+    a cell run without `%load_ext` (a test calling the entry point) imports in place.
+    """
+
+    def __init__(self, modules: Iterable[str] = WARM_MODULES) -> None:
+        self.modules = tuple(modules)
+        self._lock = threading.Lock()
+        self._done: set[str] = set()
+        self._running = False
+        self._waiters: list[tuple[str | None, asyncio.AbstractEventLoop, asyncio.Future[None]]] = []
+
+    def start(self) -> None:
+        """Start the thread (once; a second `%load_ext` finds it started)."""
+        with self._lock:
+            if self._running or self._done:
+                return
+            self._running = True
+        threading.Thread(target=self._run, name="phoenix-warm-imports", daemon=True).start()
+
+    def is_ready(self, name: str | None = None) -> bool:
+        """Whether `name` (None: every module) needs no more waiting."""
+        with self._lock:
+            return self._is_ready(name)
+
+    def _is_ready(self, name: str | None) -> bool:
+        if not self._running:
+            return True
+        return name in self._done if name is not None else False
+
+    async def ready(self, name: str | None = None) -> None:
+        """Return once `name` (None: every module) is imported or its import has failed."""
+        loop = asyncio.get_running_loop()
+        with self._lock:
+            if self._is_ready(name):
+                return
+            future: asyncio.Future[None] = loop.create_future()
+            self._waiters.append((name, loop, future))
+        await future
+
+    def _run(self) -> None:
+        try:
+            for name in self.modules:
+                with contextlib.suppress(Exception):  # best effort: the first use reports it
+                    importlib.import_module(name)
+                self._mark(name)
+        finally:
+            self._mark(None)
+
+    def _mark(self, name: str | None) -> None:
+        """`name` is done (None: all are, the thread ends); wake whoever waited for it."""
+        with self._lock:
+            if name is None:
+                self._running = False
+                self._done.update(self.modules)
+            else:
+                self._done.add(name)
+            due = [w for w in self._waiters if self._is_ready(w[0])]
+            self._waiters = [w for w in self._waiters if not self._is_ready(w[0])]
+        for _, loop, future in due:
+            with contextlib.suppress(RuntimeError):  # a closed loop: nobody waits any more
+                loop.call_soon_threadsafe(_resolve, future)
+
+
+def _resolve(future: asyncio.Future[None]) -> None:
+    if not future.done():  # a cancelled wait (kernel interrupt) is left as it is
+        future.set_result(None)
