@@ -20,7 +20,12 @@ Target: max <= 50 ms in the first turn on a quiet-ish machine (the load,
 more than 20 ms late, samples the loop thread's stack (`sys._current_frames`), and
 prints the distinct stacks of the longest stalls: where the time goes.
 
+`--against DIR` also runs each round in a kernel importing phoenix_nb from DIR (e.g.
+`git archive <commit> phoenix_nb | tar -x -C DIR`), alternating with this checkout, so
+a change is compared with what it changed in the same run.
+
 Run: /work/venvs/<branch>/bin/python tests/benchmarks/bench_first_turn.py [KERNELS] [--stacks]
+     [--against DIR]
 """
 
 from __future__ import annotations
@@ -37,12 +42,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from phoenix_nb.testing import FakeAnthropic, Turn, text
 from tests.notebook.kernel_harness import Kernel
 
+REPO = Path(__file__).resolve().parents[2]
 KERNELS = 3
 STREAM = Turn([text("x" * 3_000, chunk=30, delay=0.01)])  # ~1 s of streaming
 
 # The sampler records (when it woke, how late); the watchdog (with --stacks) reads the
 # last wake-up and samples the loop thread's stack while it is overdue.
-SAMPLER = """
+SAMPLER = r"""
 import asyncio as _asyncio, sys as _sys, threading as _threading, time as _time, traceback as _tb
 _lags = []
 _last = [_time.perf_counter()]
@@ -61,9 +67,19 @@ def _watch():
         _time.sleep(0.003)
         late = _time.perf_counter() - _last[0] - 0.01
         if late > 0.02:
-            frame = _sys._current_frames().get(_loop_thread)
+            frames = _sys._current_frames()
+            frame = frames.get(_loop_thread)
             if frame is not None:
-                _stacks.append((stall, late, "".join(_tb.format_stack(frame)[-14:])))
+                names = {t.ident: t.name for t in _threading.enumerate()}
+                others = "".join(
+                    f"  [{names.get(ident, ident)}] "
+                    + " <- ".join(f"{f.f_code.co_filename.rsplit('/', 2)[-1]}:{f.f_lineno}"
+                                  for f, _ in list(_tb.walk_stack(other))[:4]) + "\n"
+                    for ident, other in frames.items()
+                    if ident not in (_loop_thread, _threading.get_ident())
+                )
+                stack = "".join(_tb.format_stack(frame)[-14:])
+                _stacks.append((stall, late, stack + "  other threads:\n" + others))
         else:
             stall += 1
 if WATCH:
@@ -84,9 +100,10 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
 
 
-def one_kernel(fake: FakeAnthropic, watch: bool) -> dict[str, Any]:
+def one_kernel(fake: FakeAnthropic, watch: bool, source: Path | None) -> dict[str, Any]:
+    env = {"PYTHONPATH": f"{source}:{REPO}"} if source else {}
     with tempfile.TemporaryDirectory() as tmp:
-        kernel = Kernel(Path(tmp), fake.base_url)
+        kernel = Kernel(Path(tmp), fake.base_url, extra_env=env)
         try:
             fake.clear()
             fake.script(STREAM, STREAM)
@@ -146,33 +163,41 @@ def show_stacks(stacks: list[tuple[int, float, str]]) -> None:
 def main() -> None:
     args = sys.argv[1:]
     watch = "--stacks" in args
+    against = Path(args[args.index("--against") + 1]) if "--against" in args else None
     kernels = next((int(a) for a in args if a.isdigit()), KERNELS)
+    sources: list[Path | None] = [None] if against is None else [None, against]
     print(f"load before: {uptime()}")
-    rows: list[dict[str, Any]] = []
+    rows: dict[Path | None, list[dict[str, Any]]] = {source: [] for source in sources}
     with FakeAnthropic() as fake:
         for _ in range(kernels):
-            started = time.perf_counter()
-            rows.append(one_kernel(fake, watch))
-            print(f"  kernel done in {time.perf_counter() - started:.1f} s")
-    print("\nevent-loop lag (10 ms sampler), per fresh kernel:")
-    print("  kernel  window        p50       p99       max   samples  (max / baseline max)")
-    for i, row in enumerate(rows):
-        base = max(row["idle"], default=0.0)
-        for name in ("idle", "first", "second"):
-            lags = row[name]
-            top = max(lags, default=0.0)
-            print(
-                f"  {i:>6}  {name:<9} {percentile(lags, 0.5) * 1000:6.1f} ms"
-                f" {percentile(lags, 0.99) * 1000:6.1f} ms {top * 1000:6.1f} ms  {len(lags):>7}"
-                f"  ({top / base if base else 0.0:5.1f}x)"
-            )
-    worst = max(max(row["first"], default=0.0) for row in rows)
-    print(f"\ntarget: first-turn max <= 50 ms (worst of {kernels}: {worst * 1000:.1f} ms)")
-    print(f"load after: {uptime()}")
+            for source in sources:  # alternated: a drifting load affects both alike
+                started = time.perf_counter()
+                rows[source].append(one_kernel(fake, watch, source))
+                print(
+                    f"  kernel ({source or 'this checkout'}) done in "
+                    f"{time.perf_counter() - started:.1f} s"
+                )
+    for source in sources:
+        print(f"\nevent-loop lag (10 ms sampler), per fresh kernel, {source or 'this checkout'}:")
+        print("  kernel  window        p50       p99       max   samples  (max / baseline max)")
+        for i, row in enumerate(rows[source]):
+            base = max(row["idle"], default=0.0)
+            for name in ("idle", "first", "second"):
+                lags = row[name]
+                top = max(lags, default=0.0)
+                print(
+                    f"  {i:>6}  {name:<9} {percentile(lags, 0.5) * 1000:6.1f} ms"
+                    f" {percentile(lags, 0.99) * 1000:6.1f} ms {top * 1000:6.1f} ms"
+                    f"  {len(lags):>7}  ({top / base if base else 0.0:5.1f}x)"
+                )
+        worst = max(max(row["first"], default=0.0) for row in rows[source])
+        print(f"  first-turn max, worst of {kernels}: {worst * 1000:.1f} ms (target <= 50 ms)")
+    print(f"\nload after: {uptime()}")
     if watch:
-        for i, row in enumerate(rows):
-            print(f"\n===== kernel {i}: where the loop thread was during stalls > 20 ms")
-            show_stacks(row["stacks"])
+        for source in sources:
+            for i, row in enumerate(rows[source]):
+                print(f"\n===== {source or 'this checkout'}, kernel {i}: the loop thread in stalls")
+                show_stacks(row["stacks"])
 
 
 if __name__ == "__main__":
