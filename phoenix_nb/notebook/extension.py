@@ -22,13 +22,16 @@ from __future__ import annotations
 
 import asyncio
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from IPython.core.magic import Magics, line_magic, magics_class
 
 from phoenix_nb.notebook.session import get_session, reset_session
 from phoenix_nb.notebook.transformer import transform_phoenix_cell, transform_phoenix_lines
 from phoenix_nb.notebook.warmup import WARM_MODULES, WarmUp
+
+if TYPE_CHECKING:
+    from phoenix_nb.sandbox import SandboxInfo
 
 MAGICS = "phoenix_nb.notebook.magics"
 WARM_UP = WarmUp(WARM_MODULES)  # one per process, like the modules it imports
@@ -57,6 +60,41 @@ async def run_line(line: str) -> None:
 _TRANSFORMERS = (transform_phoenix_cell, transform_phoenix_lines)
 
 
+_SANDBOX_SAID = True  # until `%load_ext`: nothing to announce without the extension
+
+
+def _sandbox_unsaid() -> bool:
+    """True the first time a cell uses phoenix after `%load_ext` (then never again)."""
+    global _SANDBOX_SAID
+    unsaid = not _SANDBOX_SAID
+    _SANDBOX_SAID = True
+    return unsaid
+
+
+async def _announce_sandbox_once() -> None:
+    """Before the first cell that uses phoenix: a warning if the sandbox is missing or
+    partial (never a silent downgrade, sandbox/); said once. The detection `%load_ext`
+    started is awaited on a worker thread: it may still be starting the launcher."""
+    if _sandbox_unsaid():
+        from phoenix_nb.sandbox import detect_sandbox
+
+        _say_sandbox(await asyncio.to_thread(detect_sandbox))
+
+
+def _say_sandbox(sandbox: SandboxInfo) -> None:
+    if not sandbox.available:
+        print(
+            "phoenix: the kernel sandbox (Landlock) is unavailable here — conversations run "
+            f"Unrestricted only. {sandbox.reason}"
+        )
+    elif "LOST here" in sandbox.reason:
+        from phoenix_nb.sandbox import lost_guarantees
+
+        print("phoenix: Restricted mode is partial on this host; not guaranteed here:")
+        for line in lost_guarantees():
+            print(f"  - {line}")
+
+
 @magics_class
 class LazyPhoenixMagics(Magics):
     """`%phoenix`, served by notebook/magics.py's PhoenixMagics once it is imported."""
@@ -66,6 +104,10 @@ class LazyPhoenixMagics(Magics):
     @line_magic("phoenix")  # type: ignore[arg-type]  # IPython types the method as Never
     def phoenix(self, line: str) -> None:
         """%phoenix help|status|list|new|use|approve|deny|restrict|cancel|continue|history|…"""
+        if _sandbox_unsaid():  # a magic cannot await: this path waits in place
+            from phoenix_nb.sandbox import detect_sandbox
+
+            _say_sandbox(detect_sandbox())
         if self._real is None:
             self._real = _magics().PhoenixMagics(self.shell)
         self._real.phoenix(line)
@@ -91,33 +133,6 @@ def load(shell: Any) -> None:
 
     keep_busy_while_executing(getattr(shell, "kernel", None))
     WARM_UP.start()
-
-
-_SANDBOX_SAID = True  # until `%load_ext`: nothing to announce without the extension
-
-
-async def _announce_sandbox_once() -> None:
-    """Before the first cell that uses phoenix: a warning if the sandbox is missing or
-    partial (never a silent downgrade, sandbox/); said once. The detection `%load_ext`
-    started is awaited on a worker thread: it may still be starting the launcher."""
-    global _SANDBOX_SAID
-    if _SANDBOX_SAID:
-        return
-    _SANDBOX_SAID = True
-    from phoenix_nb.sandbox import detect_sandbox
-
-    sandbox = await asyncio.to_thread(detect_sandbox)
-    if not sandbox.available:
-        print(
-            "phoenix: the kernel sandbox (Landlock) is unavailable here — conversations run "
-            f"Unrestricted only. {sandbox.reason}"
-        )
-    elif "LOST here" in sandbox.reason:
-        from phoenix_nb.sandbox import lost_guarantees
-
-        print("phoenix: Restricted mode is partial on this host; not guaranteed here:")
-        for line in lost_guarantees():
-            print(f"  - {line}")
 
 
 def _report_store(home: str) -> None:
