@@ -3,9 +3,13 @@
 A conversation of thousands of messages takes a second or more to project, decorate
 and render, and allocates enough that full garbage collections set off meanwhile
 hold the kernel's event loop for hundreds of milliseconds, in whichever thread the
-work runs. So the work runs in a child process: it gets a pickled job (a
-`RecordSnapshot`, plain values) on stdin and answers with JSON on stdout, and the
-kernel only pickles the job and reads the answer. The child writes an export's file
+work runs. So the work runs in a child process: it gets a pickled job on stdin and
+answers with JSON on stdout, and the kernel only pickles the job and reads the answer.
+The job names the conversation in the store (a `StoredRecord`) and the child reads
+its messages: even reading them into the kernel, for a long conversation it has not
+read yet, stalled the loop that way (`%phoenix history` after a restart). A job may
+also carry the messages themselves (a `RecordSnapshot`), as `run_line_magic` gives
+them. The child writes an export's file
 itself. If the child cannot run, the work runs in a worker thread instead; a cancel
 kills the child. `history_bundle` and `write_export` are also what `run_line_magic`
 (which cannot await) calls in place.
@@ -29,7 +33,7 @@ from phoenix_nb.notebook.decorate import decorate_record
 from phoenix_nb.notebook.export import export_html, export_json, export_markdown
 from phoenix_nb.notebook.render import render_bundle
 from phoenix_nb.notebook.thumbnails import ThumbnailCache
-from phoenix_nb.runtime.snapshot import RecordSnapshot
+from phoenix_nb.runtime.snapshot import RecordSnapshot, StoredRecord
 
 __all__ = ["ExportFailed", "ExportJob", "HistoryJob", "history_bundle", "run_away", "write_export"]
 
@@ -44,7 +48,7 @@ class ExportFailed(PhoenixError):
 class HistoryJob:
     """`%phoenix history`: the record, folding what the notebook shows (`shown`)."""
 
-    snapshot: RecordSnapshot
+    snapshot: RecordSnapshot | StoredRecord
     show_thinking: bool
     shown: tuple[int, int] | None  # (last cycle, its steps) the notebook already shows
 
@@ -53,7 +57,7 @@ class HistoryJob:
 class ExportJob:
     """`%phoenix export`: the whole record written to `target` in `format`."""
 
-    snapshot: RecordSnapshot
+    snapshot: RecordSnapshot | StoredRecord
     show_thinking: bool
     format: str
     target: str
@@ -65,11 +69,12 @@ def history_bundle(
     """(the bundle to display, the last cycle of the whole record, which the notebook
     then shows). Cycles shown above fold to one line each, the rest is shown whole
     (and the fallbacks fold the earliest of those when there are many, like the cell)."""
-    full = job.snapshot.build()
+    snapshot = job.snapshot.snapshot()
+    full = snapshot.build()
     full_cycles = full.get("cycles", [])
     last = full_cycles[-1] if full_cycles else {}
     record = decorate_record(
-        full, show_thinking=job.show_thinking, history=job.snapshot.history, thumbnails=thumbnails
+        full, show_thinking=job.show_thinking, history=snapshot.history, thumbnails=thumbnails
     )
     if job.shown is not None:
         shown, steps = job.shown
@@ -93,10 +98,11 @@ def history_bundle(
 
 def write_export(job: ExportJob, thumbnails: ThumbnailCache) -> int:
     """Render the whole record and write it; returns the bytes written."""
+    snapshot = job.snapshot.snapshot()
     record = decorate_record(
-        job.snapshot.build(),
+        snapshot.build(),
         show_thinking=job.show_thinking,
-        history=job.snapshot.history,
+        history=snapshot.history,
         thumbnails=thumbnails,
     )
     data = WRITERS[job.format](record).encode("utf-8")

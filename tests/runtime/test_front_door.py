@@ -150,6 +150,7 @@ FACES: dict[str, list[str]] = {
         "whole_record",
     ],
     "phoenix_nb.runtime": [
+        "child_spend",
         "claim",
         "conversation",
         "executors",
