@@ -72,6 +72,11 @@ def _warm() -> None:
             importlib.import_module(name)
         except Exception:  # warming is best effort: the first use reports the error
             return
+    # What the imports made lives as long as the kernel: kept out of full collections,
+    # or the one they leave due stalls the loop in whatever command allocates next.
+    from phoenix_nb.runtime import long_lived
+
+    long_lived.keep()
 
 
 def load(shell: Any) -> None:

@@ -53,6 +53,7 @@ from phoenix_nb.core.transition import Outcome, Rejection, continuation_prompt, 
 from phoenix_nb.core.values import ErrorKind, Mode, SubAgentOutcome, ToolResult, Usage
 from phoenix_nb.errors import ConversationBusy, Rejected
 from phoenix_nb.llm.provider import LlmRequest
+from phoenix_nb.runtime import long_lived
 from phoenix_nb.runtime import updates as up
 from phoenix_nb.runtime.claim import claim, release, since_last_answer
 from phoenix_nb.runtime.executors import LlmExecutor, RetryTimers, ToolExecutor, Work
@@ -235,7 +236,8 @@ class ConversationRuntime:
             return projection, requests
 
         try:
-            projection, requests = await asyncio.to_thread(build)
+            with long_lived.reading():  # no full collection walks what is half built
+                projection, requests = await asyncio.to_thread(build)
         except (CodecError, ValueError, KeyError, TypeError):
             return  # an unreadable message: the caller meets the same error where it reads
         if generation != self._generation:

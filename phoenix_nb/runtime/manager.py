@@ -48,7 +48,7 @@ from phoenix_nb.core.transition import (
 from phoenix_nb.core.values import ImageData, Mode, SubAgentOutcome, Usage
 from phoenix_nb.errors import PhoenixError, Rejected, UnknownConversation
 from phoenix_nb.llm.model_limits import LimitsSource, ModelLimits
-from phoenix_nb.runtime import child_spend
+from phoenix_nb.runtime import child_spend, long_lived
 from phoenix_nb.runtime import updates as up
 from phoenix_nb.runtime.claim import (
     Repaired,
@@ -613,7 +613,8 @@ class Phoenix:
         known = self._runtimes.get(record["id"])
         if known is not None and not known.closed:
             return
-        history = await asyncio.to_thread(self.store.stored_messages, record["id"])
+        with long_lived.reading():  # thousands of messages: no full collection meanwhile
+            history = await asyncio.to_thread(self.store.stored_messages, record["id"])
         record = self.store.get_conversation(record["id"]) or record  # fresh after the wait
         self._runtime_for(record, history=history)  # no-op if opened meanwhile
 

@@ -155,6 +155,7 @@ FACES: dict[str, list[str]] = {
         "conversation",
         "executors",
         "lease",
+        "long_lived",
         "manager",
         "ports",
         "prompts",
