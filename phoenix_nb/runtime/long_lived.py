@@ -16,6 +16,9 @@ costs: a reference cycle among the frozen objects is never collected, which is w
 a history is read with automatic collection paused (`reading`): nothing is
 collected halfway (each pass would walk the half read so far), and what reading
 left as garbage was freed by reference counting (parsed JSON holds no cycles).
+A freeze also keeps whatever else is tracked at that moment, the user's objects
+included, so it is done only when the read left more than `KEEP_AFTER` new objects
+(a long history, read once per kernel): a short one is left to the collector.
 """
 
 from __future__ import annotations
@@ -25,6 +28,10 @@ import gc
 from collections.abc import Iterator
 
 __all__ = ["keep", "reading"]
+
+# New tracked objects a read must leave before it is frozen: below this, the full
+# collections it sets off walk little more than the kernel's own objects.
+KEEP_AFTER = 20_000
 
 _readers = 0
 _was_enabled = True
@@ -38,9 +45,9 @@ def keep() -> None:
 @contextlib.contextmanager
 def reading() -> Iterator[None]:
     """Read something long-lived (a conversation's history) with automatic collection
-    paused, then `keep` it. Nested and concurrent readers (on the loop's thread) share
-    the pause; the last one out keeps what all of them read and restores collection as
-    it was (a user who disabled it keeps it disabled)."""
+    paused, then `keep` it if it is big (`KEEP_AFTER`). Nested and concurrent readers
+    (on the loop's thread) share the pause; the last one out keeps what all of them
+    read and restores collection as it was (a user who disabled it keeps it so)."""
     global _readers, _was_enabled
     if _readers == 0:
         _was_enabled = gc.isenabled()
@@ -51,6 +58,7 @@ def reading() -> Iterator[None]:
     finally:
         _readers -= 1
         if _readers == 0:
-            keep()
+            if gc.get_count()[0] >= KEEP_AFTER:  # allocated, less freed, while paused
+                keep()
             if _was_enabled:
                 gc.enable()

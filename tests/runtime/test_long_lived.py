@@ -23,7 +23,7 @@ from phoenix_nb.runtime.manager import Phoenix
 from phoenix_nb.testing import FakeAnthropic
 from tests.runtime.harness import phoenix_for
 
-MESSAGES = 600  # beyond what the caches may lag behind before they are built off the loop
+MESSAGES = 4_000  # reading them leaves more than long_lived.KEEP_AFTER objects
 
 
 @pytest.fixture(autouse=True)
@@ -76,6 +76,18 @@ async def test_a_user_who_disabled_collection_keeps_it_disabled(
         await phoenix.load("long")
         await phoenix.get("long").prepare()
     assert not gc.isenabled()
+
+
+async def test_a_short_history_is_left_to_the_collector(
+    fake_anthropic: FakeAnthropic, tmp_path: Path
+) -> None:
+    """A freeze keeps whatever is tracked at that moment: only a long read is worth it."""
+    async with phoenix_for(fake_anthropic, tmp_path) as first:
+        _stored(first, "short", 20)
+    async with phoenix_for(fake_anthropic, tmp_path) as phoenix:
+        await phoenix.load("short")
+        assert gc.get_freeze_count() == 0
+        assert gc.isenabled()
 
 
 def test_readers_share_one_pause() -> None:
