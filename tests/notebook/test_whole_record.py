@@ -13,6 +13,7 @@ import pytest
 from phoenix_nb.core.codec import to_json
 from phoenix_nb.core.cycles import RecordHeader
 from phoenix_nb.core.states import ConvState
+from phoenix_nb.core.stored import StoredMessage
 from phoenix_nb.core.values import TextBlock
 from phoenix_nb.notebook import whole_record
 from phoenix_nb.notebook.render import MIME_TYPE
@@ -25,6 +26,8 @@ from phoenix_nb.notebook.whole_record import (
     run_away,
 )
 from phoenix_nb.runtime.snapshot import RecordSnapshot
+from phoenix_nb.testing import FakeAnthropic
+from tests.runtime.harness import phoenix_for
 
 MODEL = "claude-sonnet-4-5"
 
@@ -88,3 +91,27 @@ async def test_an_export_is_written_by_the_child_or_says_why_not(tmp_path: Path)
     assert "Question 0?" in text and "Answer 4 — “quoted”." in text
     with pytest.raises(ExportFailed, match=r"cannot write /proc/nope/x\.md"):
         await run_away(ExportJob(snapshot(1), True, "md", "/proc/nope/x.md"))
+
+
+async def test_a_record_read_by_the_child_from_the_store_is_the_kernels(
+    fake_anthropic: FakeAnthropic, tmp_path: Path
+) -> None:
+    """Given only the conversation's id and the store's folder, the child makes the
+    record the kernel makes from what it holds: cold (not opened by this Phoenix) or
+    open, where it shows the messages the kernel holds and no later one."""
+    async with phoenix_for(fake_anthropic, tmp_path) as first:
+        conv = first.create(slug="stored")
+        first.store.append_messages(conv.id, [StoredMessage.parse(r) for r in snapshot(12).history])
+    async with phoenix_for(fake_anthropic, tmp_path) as phoenix:  # a restart
+        cold = phoenix.stored_record("stored")
+        assert cold.count is None and phoenix.get("stored").message_count() == 24
+        in_place = HistoryJob(phoenix.get("stored").record_snapshot(), True, (3, 99))
+        expected = history_bundle(in_place, ThumbnailCache())
+        answer = await run_away(HistoryJob(cold, show_thinking=True, shown=(3, 99)))
+        assert (answer["bundle"], answer["last"]) == expected
+        assert len(answer["bundle"][MIME_TYPE]["cycles"]) == 12
+        # open: a message stored after the kernel read the history is not its to show
+        later = snapshot(13).history[-2:]
+        phoenix.store.append_messages(cold.conversation_id, [StoredMessage.parse(r) for r in later])
+        answer = await run_away(HistoryJob(phoenix.stored_record("stored"), True, None))
+        assert len(answer["bundle"][MIME_TYPE]["cycles"]) == 12
