@@ -22,6 +22,7 @@ __all__ = [
     "controls",
     "decorate",
     "edits_listing",
+    "encoded_display",
     "export",
     "extension",
     "interrupt",

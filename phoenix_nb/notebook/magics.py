@@ -34,6 +34,7 @@ from phoenix_nb.notebook._render.cost import Spending
 from phoenix_nb.notebook._render.view import state_words
 from phoenix_nb.notebook.cell import THUMBNAILS, TurnView, front_end_can_answer, say
 from phoenix_nb.notebook.edits_listing import pending_edits_text
+from phoenix_nb.notebook.encoded_display import display_encoded
 from phoenix_nb.notebook.options import (
     HELP_TEXT,
     SUBCOMMANDS,
@@ -46,6 +47,7 @@ from phoenix_nb.notebook.undo import checkpoints_text, report_text, revert
 from phoenix_nb.notebook.whole_record import (
     ExportJob,
     HistoryJob,
+    bundle_of,
     history_bundle,
     run_away,
     write_export,
@@ -241,7 +243,9 @@ async def _history(command: Subcommand, session: Session, shell: Any) -> None:
     source = _stored(command, session)
     slug = source.header.slug
     answer = await run_away(HistoryJob(source, session.config.show_thinking, session.shown(slug)))
-    display(answer["bundle"], raw=True)
+    content = answer.get("content")
+    if not (isinstance(content, bytes) and display_encoded(shell, content)):
+        display(bundle_of(answer), raw=True)
     last = answer["last"]
     session.mark_shown(slug, {"cycles": [last]} if last else {})
 

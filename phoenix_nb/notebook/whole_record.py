@@ -35,7 +35,15 @@ from phoenix_nb.notebook.render import render_bundle
 from phoenix_nb.notebook.thumbnails import ThumbnailCache
 from phoenix_nb.runtime.snapshot import RecordSnapshot, StoredRecord
 
-__all__ = ["ExportFailed", "ExportJob", "HistoryJob", "history_bundle", "run_away", "write_export"]
+__all__ = [
+    "ExportFailed",
+    "ExportJob",
+    "HistoryJob",
+    "bundle_of",
+    "history_bundle",
+    "run_away",
+    "write_export",
+]
 
 WRITERS = {"md": export_markdown, "json": export_json, "html": export_html}
 
@@ -127,13 +135,22 @@ def _answer(job: HistoryJob | ExportJob, thumbnails: ThumbnailCache) -> dict[str
 
 async def run_away(job: HistoryJob | ExportJob) -> dict[str, Any]:
     """The job's answer, made in a child process (in a worker thread if none can run):
-    {"bundle", "last"} for history, {"size"} for an export; raises ExportFailed."""
+    for history {"last"} and either {"content"}, the display message's content as the
+    child encoded it (`encoded_display`), or {"bundle"}; {"size"} for an export; raises
+    ExportFailed.
+
+    A long conversation's bundle is megabytes of JSON: decoding it in the kernel and
+    encoding it again to display it held the loop ~0.1 s, so the child's encoding is
+    passed on as it is and only the small rest of the answer is decoded."""
     request = pickle.dumps(job, protocol=pickle.HIGHEST_PROTOCOL)
     answer: dict[str, Any] | None = None
     out = await answer_of_child("phoenix_nb.notebook.whole_record._serve", request)
     if out is not None:
+        head, _, content = out.partition(b"\n")
         with contextlib.suppress(ValueError):
-            answer = json.loads(out)
+            answer = json.loads(head)
+        if isinstance(answer, dict) and content:
+            answer["content"] = content
     if not isinstance(answer, dict):
         answer = await asyncio.to_thread(_answer, job, ThumbnailCache())
     if "error" in answer:
@@ -141,9 +158,25 @@ async def run_away(job: HistoryJob | ExportJob) -> dict[str, Any]:
     return answer
 
 
+def bundle_of(answer: dict[str, Any]) -> dict[str, Any]:
+    """The bundle of a history's answer, decoded if the child encoded it."""
+    if "bundle" in answer:
+        return dict(answer["bundle"])
+    return dict(json.loads(answer["content"])["data"])
+
+
+def _encoded(value: Any) -> bytes:
+    return json.dumps(value, ensure_ascii=False, default=str).encode()
+
+
 def _serve() -> None:
-    """The child's side of `run_away`."""
+    """The child's side of `run_away`: one line of JSON, then for history the display
+    message's content, encoded (JSON never holds a raw newline)."""
     job = pickle.loads(sys.stdin.buffer.read())
     answer = _answer(job, ThumbnailCache())
-    sys.stdout.buffer.write(json.dumps(answer, ensure_ascii=False, default=str).encode())
-    sys.stdout.buffer.flush()
+    bundle = answer.pop("bundle", None)
+    out = sys.stdout.buffer
+    out.write(_encoded(answer) + b"\n")
+    if bundle is not None:
+        out.write(_encoded({"data": bundle, "metadata": {}, "transient": {}}))
+    out.flush()

@@ -5,6 +5,7 @@ are in test_kernel_history_loop.py)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,7 @@ from phoenix_nb.notebook.whole_record import (
     ExportFailed,
     ExportJob,
     HistoryJob,
+    bundle_of,
     history_bundle,
     run_away,
 )
@@ -67,7 +69,9 @@ async def test_the_childs_history_is_the_one_made_in_place() -> None:
     job = HistoryJob(snapshot(30), show_thinking=True, shown=(9, 99))
     answer = await run_away(job)
     bundle, last = history_bundle(job, ThumbnailCache())
-    assert answer == {"bundle": bundle, "last": last}
+    assert answer["last"] == last and bundle_of(answer) == bundle
+    # the display message's content as ipykernel would have encoded it, ready to send
+    assert json.loads(answer["content"]) == {"data": bundle, "metadata": {}, "transient": {}}
     cycles = bundle[MIME_TYPE]["cycles"]
     assert len(cycles) == 30 and cycles[0]["folded"] and not cycles[10].get("folded")
     assert last["index"] == 29
@@ -80,7 +84,7 @@ async def test_a_child_that_cannot_start_falls_back_to_a_thread(
     expected = history_bundle(job, ThumbnailCache())
     monkeypatch.setattr(whole_record.sys, "executable", str(tmp_path / "no-python"))
     answer = await run_away(job)
-    assert (answer["bundle"], answer["last"]) == expected
+    assert (bundle_of(answer), answer["last"]) == expected
 
 
 async def test_an_export_is_written_by_the_child_or_says_why_not(tmp_path: Path) -> None:
@@ -108,10 +112,10 @@ async def test_a_record_read_by_the_child_from_the_store_is_the_kernels(
         in_place = HistoryJob(phoenix.get("stored").record_snapshot(), True, (3, 99))
         expected = history_bundle(in_place, ThumbnailCache())
         answer = await run_away(HistoryJob(cold, show_thinking=True, shown=(3, 99)))
-        assert (answer["bundle"], answer["last"]) == expected
-        assert len(answer["bundle"][MIME_TYPE]["cycles"]) == 12
+        assert (bundle_of(answer), answer["last"]) == expected
+        assert len(bundle_of(answer)[MIME_TYPE]["cycles"]) == 12
         # open: a message stored after the kernel read the history is not its to show
         later = snapshot(13).history[-2:]
         phoenix.store.append_messages(cold.conversation_id, [StoredMessage.parse(r) for r in later])
         answer = await run_away(HistoryJob(phoenix.stored_record("stored"), True, None))
-        assert len(answer["bundle"][MIME_TYPE]["cycles"]) == 12
+        assert len(bundle_of(answer)[MIME_TYPE]["cycles"]) == 12

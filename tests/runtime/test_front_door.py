@@ -135,6 +135,7 @@ FACES: dict[str, list[str]] = {
         "controls",
         "decorate",
         "edits_listing",
+        "encoded_display",
         "export",
         "extension",
         "interrupt",
