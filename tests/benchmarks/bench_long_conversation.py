@@ -15,9 +15,9 @@ Both are printed as ratios against the 100-message run of the same process.
 Targets: overhead at 10,000 <= 1.5x at 100; lag p99 <= 50 ms at 10,000.
 
 Then the kernel restarts (same store) and the loop's lag is sampled the same way
-during the first `%phoenix history` of each conversation, cold (its messages not
-yet read by this kernel), and, after another restart, during the first turn of
-each cold conversation: the figures at the smallest size are the baseline.
+during the first `%phoenix history` and `export` of each conversation, cold (its
+messages not yet read by this kernel), and, after another restart, during the
+first turn of each cold conversation: the figures at the smallest size are the baseline.
 Target: max <= 50 ms at every size.
 The machine is shared: the load (`uptime`) is printed before and after.
 
@@ -228,25 +228,32 @@ def lag_of(kernel: Kernel, work: Callable[[], None]) -> dict[str, float]:
 
 
 def cold(kernel: Kernel, fake: TimedFake, sizes: tuple[int, ...]) -> dict[str, dict[int, Any]]:
-    """The lag during the first `%phoenix history` and the first turn of each cold
-    conversation (a fresh kernel on the same store before each of the two)."""
-    out: dict[str, dict[int, Any]] = {"history": {}, "turn": {}}
+    """The lag during the first `%phoenix history`, then the first `export`, and (after
+    another restart) the first turn of each cold conversation: a fresh kernel on the
+    same store, where history and export leave the conversation unread by the kernel."""
+    out: dict[str, dict[int, Any]] = {"history": {}, "export": {}, "turn": {}}
 
     def history(slug: str) -> None:
         cell = kernel.run(f"%phoenix history {slug}", timeout=600)
         assert cell.status == "ok" and cell.records(), (cell.error(), cell.text())
 
+    def export(slug: str) -> None:
+        target = kernel.project / f"{slug}.html"
+        cell = kernel.run(f"%phoenix export {slug} --output {target}", timeout=600)
+        assert cell.status == "ok" and "Exported" in cell.text(), (cell.error(), cell.text())
+
     short = Turn([text("Done: the answer is short.")], usage=USAGE)
-    works: dict[str, Callable[[str], Any]] = {
-        "history": history,
-        "turn": lambda slug: one_turn(kernel, fake, slug, short, "A cold question."),
-    }
-    for what, work in works.items():
+    kernels: list[dict[str, Callable[[str], Any]]] = [
+        {"history": history, "export": export},
+        {"turn": lambda slug: one_turn(kernel, fake, slug, short, "A cold question.")},
+    ]
+    for works in kernels:
         kernel.restart()
         kernel.ok("%load_ext phoenix_nb")
         kernel.ok(WARM_IMPORTS_DONE)
         for size in sizes:
-            out[what][size] = lag_of(kernel, partial(work, f"long-{size}"))
+            for what, work in works.items():
+                out[what][size] = lag_of(kernel, partial(work, f"long-{size}"))
     return out
 
 
@@ -319,7 +326,7 @@ def warm(results: dict[int, dict[str, float]], sizes: tuple[int, ...]) -> None:
 def cold_figures(colds: dict[str, dict[int, Any]], sizes: tuple[int, ...]) -> None:
     print("\nthe event loop's lag in a fresh kernel (same store), cold conversations:")
     print("  first      messages   lag p50    p99      max   (ratio max)  samples")
-    for what in ("history", "turn"):
+    for what in ("history", "export", "turn"):
         cold_base = colds[what][sizes[0]]
         for size in sizes:
             r = colds[what][size]
@@ -328,7 +335,7 @@ def cold_figures(colds: dict[str, dict[int, Any]], sizes: tuple[int, ...]) -> No
                 f"  {what:<9} {size:>8}  {r['p50'] * 1000:6.1f} ms {r['p99'] * 1000:6.1f} ms"
                 f" {r['max'] * 1000:7.1f} ms  ({ratio:5.2f}x)  {int(r['samples'])}"
             )
-    worst = max(colds[w][sizes[-1]]["max"] for w in ("history", "turn"))
+    worst = max(colds[w][sizes[-1]]["max"] for w in ("history", "export", "turn"))
     print(f"target at {sizes[-1]}, cold: lag max <= 50 ms ({worst * 1000:.1f} ms)")
 
 
