@@ -23,6 +23,7 @@ __all__ = [
     "controls",
     "decorate",
     "edits_listing",
+    "encoded_display",
     "export",
     "extension",
     "interrupt",

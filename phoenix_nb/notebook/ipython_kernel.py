@@ -76,8 +76,12 @@ class OutputRecorder:
         self._outputs: OrderedDict[int, dict[str, list[str]]] = OrderedDict()
         self.last_error_count: int | None = None
 
-    def observe(self, msg_type: str, content: Mapping[str, Any], parent: Mapping[str, Any]) -> None:
+    def observe(
+        self, msg_type: str, content: Mapping[str, Any] | bytes, parent: Mapping[str, Any]
+    ) -> None:
         request = str(parent.get("msg_id", "")) if isinstance(parent, Mapping) else ""
+        if isinstance(content, bytes):  # encoded ahead (encoded_display): a whole record
+            content = {"data": {RECORD_MIME: None}}
         with self._lock:
             if msg_type == "execute_input":
                 count = content.get("execution_count")

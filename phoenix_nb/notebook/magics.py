@@ -33,6 +33,7 @@ from phoenix_nb.notebook._render.cost import Spending
 from phoenix_nb.notebook._render.view import state_words
 from phoenix_nb.notebook.cell import THUMBNAILS, TurnView, front_end_can_answer, say
 from phoenix_nb.notebook.edits_listing import pending_edits_text
+from phoenix_nb.notebook.encoded_display import display_encoded
 from phoenix_nb.notebook.options import (
     HELP_TEXT,
     SUBCOMMANDS,
@@ -45,12 +46,14 @@ from phoenix_nb.notebook.undo import checkpoints_text, report_text, revert
 from phoenix_nb.notebook.whole_record import (
     ExportJob,
     HistoryJob,
+    bundle_of,
     history_bundle,
     run_away,
     write_export,
 )
 from phoenix_nb.runtime.conversation import is_paused
 from phoenix_nb.runtime.manager import Conversation, PhoenixError
+from phoenix_nb.runtime.snapshot import RecordSnapshot, StoredRecord
 from phoenix_nb.sandbox import describe_hidden
 from phoenix_nb.store import StoreError
 from phoenix_nb.tools.environment import withheld_summary
@@ -201,18 +204,6 @@ def _announce_resumed(session: Session) -> None:
         print(f"phoenix: {note}.")
 
 
-async def _opened(command: Subcommand, session: Session) -> Conversation:
-    """The conversation named (or the notebook's), its history read from the store and
-    its caches built off the loop: a long conversation opened for the first time
-    after a restart would otherwise stall the loop reading thousands of messages."""
-    name = command.slug or session.current
-    if name is not None:
-        await session.phoenix.load(name)
-    conv = session.current_conversation(command.slug)
-    await conv.prepare()
-    return conv
-
-
 def _history_job(conv: Conversation, session: Session) -> HistoryJob:
     return HistoryJob(
         conv.record_snapshot(), session.config.show_thinking, session.shown(conv.slug)
@@ -226,37 +217,48 @@ def _history_now(command: Subcommand, session: Session) -> None:
     session.mark_shown(conv.slug, {"cycles": [last]} if last else {})
 
 
+def _stored(command: Subcommand, session: Session) -> StoredRecord:
+    """The conversation named (or the notebook's) as the store holds it: a child process
+    reads its messages, so a long conversation not yet read by this kernel (after a
+    restart) is never read into it just to be shown or exported."""
+    return session.phoenix.stored_record(session.conversation_name(command.slug))
+
+
 async def _history(command: Subcommand, session: Session, shell: Any) -> None:
-    conv = await _opened(command, session)
-    answer = await run_away(_history_job(conv, session))
-    display(answer["bundle"], raw=True)
+    source = _stored(command, session)
+    slug = source.header.slug
+    answer = await run_away(HistoryJob(source, session.config.show_thinking, session.shown(slug)))
+    content = answer.get("content")
+    if not (isinstance(content, bytes) and display_encoded(shell, content)):
+        display(bundle_of(answer), raw=True)
     last = answer["last"]
-    session.mark_shown(conv.slug, {"cycles": [last]} if last else {})
+    session.mark_shown(slug, {"cycles": [last]} if last else {})
 
 
-def _export_job(conv: Conversation, command: Subcommand, session: Session) -> ExportJob:
+def _export_job(
+    source: RecordSnapshot | StoredRecord, command: Subcommand, session: Session
+) -> ExportJob:
     """A relative path is relative to the kernel's folder."""
-    target = Path(command.output or f"{conv.slug}.{command.format}").expanduser()
+    target = Path(command.output or f"{source.header.slug}.{command.format}").expanduser()
     if not target.is_absolute():
         target = Path.cwd() / target
-    snapshot = conv.record_snapshot()
-    return ExportJob(snapshot, session.config.show_thinking, command.format, str(target))
+    return ExportJob(source, session.config.show_thinking, command.format, str(target))
 
 
-def _exported(conv: Conversation, job: ExportJob, size: int) -> None:
-    print(f"Exported {conv.slug} ({job.format}, {size:,} bytes) to {job.target}")
+def _exported(job: ExportJob, size: int) -> None:
+    slug = job.snapshot.header.slug
+    print(f"Exported {slug} ({job.format}, {size:,} bytes) to {job.target}")
 
 
 def _export_now(command: Subcommand, session: Session) -> None:
     conv = session.current_conversation(command.slug)
-    job = _export_job(conv, command, session)
-    _exported(conv, job, write_export(job, THUMBNAILS))
+    job = _export_job(conv.record_snapshot(), command, session)
+    _exported(job, write_export(job, THUMBNAILS))
 
 
 async def _export(command: Subcommand, session: Session, shell: Any) -> None:
-    conv = await _opened(command, session)
-    job = _export_job(conv, command, session)
-    _exported(conv, job, int((await run_away(job))["size"]))
+    job = _export_job(_stored(command, session), command, session)
+    _exported(job, int((await run_away(job))["size"]))
 
 
 async def _repair(command: Subcommand, session: Session, shell: Any) -> None:

@@ -309,13 +309,17 @@ class Session:
         return conv
 
     def current_conversation(self, slug: str | None = None) -> Conversation:
+        return self.phoenix.get(self.conversation_name(slug))
+
+    def conversation_name(self, slug: str | None = None) -> str:
+        """`slug`, else the notebook's conversation; without either, says what to do."""
         name = slug or self.current
         if name is None:
             raise PhoenixError(
                 "No conversation yet in this notebook: run a %%phoenix cell first "
                 "(or `%phoenix use SLUG`)."
             )
-        return self.phoenix.get(name)
+        return name
 
     def current_conversation_or_new(self) -> Conversation:
         if self.current is None:

@@ -18,7 +18,8 @@ Importing the SDK creates some 160,000 objects, so the cyclic garbage collector 
 full (oldest-generation) collections in the middle of it: each walks every object in
 the process with the GIL held, 60-140 ms on the machine this was measured on, and the
 loop thread waits that long whatever it is doing. So the collector is paused while the
-warm-up imports (if it was running), and what the imports made — modules, classes,
+warm-up imports (`runtime.long_lived.reading`, one pause shared with a history read
+on the loop), and what the imports made — modules, classes,
 functions that live as long as the process — is then frozen (`gc.freeze`): moved out
 of the generations the collector walks, so no later full collection walks it either.
 The price: objects alive at that moment (a fresh kernel's few) are never collected as
@@ -32,7 +33,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import gc
 import importlib
 import threading
 from collections.abc import Iterable
@@ -96,17 +96,16 @@ class WarmUp:
         await future
 
     def _run(self) -> None:
-        collecting = gc.isenabled()
-        gc.disable()
+        # Imported here, on the warm-up's thread: `%load_ext` imports no runtime module.
+        from phoenix_nb.runtime import long_lived
+
         try:
-            for name in self.modules:
-                with contextlib.suppress(Exception):  # best effort: the first use reports it
-                    importlib.import_module(name)
-                self._mark(name)
+            with long_lived.reading(keep_all=True):  # shares the pause with history reads
+                for name in self.modules:
+                    with contextlib.suppress(Exception):  # best effort: the first use reports it
+                        importlib.import_module(name)
+                    self._mark(name)
         finally:
-            gc.freeze()
-            if collecting:
-                gc.enable()
             self._mark(None)
 
     def _mark(self, name: str | None) -> None:

@@ -3,9 +3,13 @@
 A conversation of thousands of messages takes a second or more to project, decorate
 and render, and allocates enough that full garbage collections set off meanwhile
 hold the kernel's event loop for hundreds of milliseconds, in whichever thread the
-work runs. So the work runs in a child process: it gets a pickled job (a
-`RecordSnapshot`, plain values) on stdin and answers with JSON on stdout, and the
-kernel only pickles the job and reads the answer. The child writes an export's file
+work runs. So the work runs in a child process: it gets a pickled job on stdin and
+answers with JSON on stdout, and the kernel only pickles the job and reads the answer.
+The job names the conversation in the store (a `StoredRecord`) and the child reads
+its messages: even reading them into the kernel, for a long conversation it has not
+read yet, stalled the loop that way (`%phoenix history` after a restart). A job may
+also carry the messages themselves (a `RecordSnapshot`), as `run_line_magic` gives
+them. The child writes an export's file
 itself. If the child cannot run, the work runs in a worker thread instead; a cancel
 kills the child. `history_bundle` and `write_export` are also what `run_line_magic`
 (which cannot await) calls in place.
@@ -29,9 +33,17 @@ from phoenix_nb.notebook.decorate import decorate_record
 from phoenix_nb.notebook.export import export_html, export_json, export_markdown
 from phoenix_nb.notebook.render import render_bundle
 from phoenix_nb.notebook.thumbnails import ThumbnailCache
-from phoenix_nb.runtime.snapshot import RecordSnapshot
+from phoenix_nb.runtime.snapshot import RecordSnapshot, StoredRecord
 
-__all__ = ["ExportFailed", "ExportJob", "HistoryJob", "history_bundle", "run_away", "write_export"]
+__all__ = [
+    "ExportFailed",
+    "ExportJob",
+    "HistoryJob",
+    "bundle_of",
+    "history_bundle",
+    "run_away",
+    "write_export",
+]
 
 WRITERS = {"md": export_markdown, "json": export_json, "html": export_html}
 
@@ -44,7 +56,7 @@ class ExportFailed(PhoenixError):
 class HistoryJob:
     """`%phoenix history`: the record, folding what the notebook shows (`shown`)."""
 
-    snapshot: RecordSnapshot
+    snapshot: RecordSnapshot | StoredRecord
     show_thinking: bool
     shown: tuple[int, int] | None  # (last cycle, its steps) the notebook already shows
 
@@ -53,7 +65,7 @@ class HistoryJob:
 class ExportJob:
     """`%phoenix export`: the whole record written to `target` in `format`."""
 
-    snapshot: RecordSnapshot
+    snapshot: RecordSnapshot | StoredRecord
     show_thinking: bool
     format: str
     target: str
@@ -65,11 +77,12 @@ def history_bundle(
     """(the bundle to display, the last cycle of the whole record, which the notebook
     then shows). Cycles shown above fold to one line each, the rest is shown whole
     (and the fallbacks fold the earliest of those when there are many, like the cell)."""
-    full = job.snapshot.build()
+    snapshot = job.snapshot.snapshot()
+    full = snapshot.build()
     full_cycles = full.get("cycles", [])
     last = full_cycles[-1] if full_cycles else {}
     record = decorate_record(
-        full, show_thinking=job.show_thinking, history=job.snapshot.history, thumbnails=thumbnails
+        full, show_thinking=job.show_thinking, history=snapshot.history, thumbnails=thumbnails
     )
     if job.shown is not None:
         shown, steps = job.shown
@@ -93,10 +106,11 @@ def history_bundle(
 
 def write_export(job: ExportJob, thumbnails: ThumbnailCache) -> int:
     """Render the whole record and write it; returns the bytes written."""
+    snapshot = job.snapshot.snapshot()
     record = decorate_record(
-        job.snapshot.build(),
+        snapshot.build(),
         show_thinking=job.show_thinking,
-        history=job.snapshot.history,
+        history=snapshot.history,
         thumbnails=thumbnails,
     )
     data = WRITERS[job.format](record).encode("utf-8")
@@ -121,13 +135,22 @@ def _answer(job: HistoryJob | ExportJob, thumbnails: ThumbnailCache) -> dict[str
 
 async def run_away(job: HistoryJob | ExportJob) -> dict[str, Any]:
     """The job's answer, made in a child process (in a worker thread if none can run):
-    {"bundle", "last"} for history, {"size"} for an export; raises ExportFailed."""
+    for history {"last"} and either {"content"}, the display message's content as the
+    child encoded it (`encoded_display`), or {"bundle"}; {"size"} for an export; raises
+    ExportFailed.
+
+    A long conversation's bundle is megabytes of JSON: decoding it in the kernel and
+    encoding it again to display it held the loop ~0.1 s, so the child's encoding is
+    passed on as it is and only the small rest of the answer is decoded."""
     request = pickle.dumps(job, protocol=pickle.HIGHEST_PROTOCOL)
     answer: dict[str, Any] | None = None
     out = await answer_of_child("phoenix_nb.notebook.whole_record._serve", request)
     if out is not None:
+        head, _, content = out.partition(b"\n")
         with contextlib.suppress(ValueError):
-            answer = json.loads(out)
+            answer = json.loads(head)
+        if isinstance(answer, dict) and content:
+            answer["content"] = content
     if not isinstance(answer, dict):
         answer = await asyncio.to_thread(_answer, job, ThumbnailCache())
     if "error" in answer:
@@ -135,9 +158,25 @@ async def run_away(job: HistoryJob | ExportJob) -> dict[str, Any]:
     return answer
 
 
+def bundle_of(answer: dict[str, Any]) -> dict[str, Any]:
+    """The bundle of a history's answer, decoded if the child encoded it."""
+    if "bundle" in answer:
+        return dict(answer["bundle"])
+    return dict(json.loads(answer["content"])["data"])
+
+
+def _encoded(value: Any) -> bytes:
+    return json.dumps(value, ensure_ascii=False, default=str).encode()
+
+
 def _serve() -> None:
-    """The child's side of `run_away`."""
+    """The child's side of `run_away`: one line of JSON, then for history the display
+    message's content, encoded (JSON never holds a raw newline)."""
     job = pickle.loads(sys.stdin.buffer.read())
     answer = _answer(job, ThumbnailCache())
-    sys.stdout.buffer.write(json.dumps(answer, ensure_ascii=False, default=str).encode())
-    sys.stdout.buffer.flush()
+    bundle = answer.pop("bundle", None)
+    out = sys.stdout.buffer
+    out.write(_encoded(answer) + b"\n")
+    if bundle is not None:
+        out.write(_encoded({"data": bundle, "metadata": {}, "transient": {}}))
+    out.flush()

@@ -11,16 +11,21 @@ reached through the typing.Protocol ports in `ports`, whose docstrings are
 the contract. `claim` takes a conversation (lease, work marker, fresh read)
 and restores one left mid-work; `updates` is what watchers receive;
 `settings` is the one Settings, each default written once.
+`snapshot` is a conversation's whole record to be built off the kernel's loop,
+`child_spend` what its finished sub-agents spent; `long_lived` keeps what lives as
+long as the kernel (a history read from the store) out of full garbage collections.
 
 Its face is its modules, listed below and pinned by
 tests/runtime/test_front_door.py.
 """
 
 __all__ = [
+    "child_spend",
     "claim",
     "conversation",
     "executors",
     "lease",
+    "long_lived",
     "manager",
     "ports",
     "prompts",

@@ -53,6 +53,7 @@ from phoenix_nb.core.transition import Outcome, Rejection, continuation_prompt, 
 from phoenix_nb.core.values import ErrorKind, Mode, SubAgentOutcome, ToolResult, Usage
 from phoenix_nb.errors import ConversationBusy, Rejected
 from phoenix_nb.llm.provider import LlmRequest
+from phoenix_nb.runtime import long_lived
 from phoenix_nb.runtime import updates as up
 from phoenix_nb.runtime.claim import claim, release, since_last_answer
 from phoenix_nb.runtime.executors import LlmExecutor, RetryTimers, ToolExecutor, Work
@@ -161,6 +162,7 @@ class ConversationRuntime:
         self._lease: FileLock | None = None
         self._settled = asyncio.Event()
         self._update_settled()
+        self._saving = False  # a step's saves are being made durable (`_step`)
         self.closed = False
 
     # ---- identity -------------------------------------------------------------
@@ -235,7 +237,8 @@ class ConversationRuntime:
             return projection, requests
 
         try:
-            projection, requests = await asyncio.to_thread(build)
+            with long_lived.reading():  # no full collection walks what is half built
+                projection, requests = await asyncio.to_thread(build)
         except (CodecError, ValueError, KeyError, TypeError):
             return  # an unreadable message: the caller meets the same error where it reads
         if generation != self._generation:
@@ -285,7 +288,11 @@ class ConversationRuntime:
             event, future = self._queue.popleft()
             outcome: Outcome
             try:
-                outcome = self._step(event)
+                outcome = await self._step(event)
+            except asyncio.CancelledError:  # closed while the step's saves were made
+                if not future.done():
+                    future.set_result(Rejection("the conversation was closed"))
+                raise
             except Exception as exc:  # a bug: keep the loop alive and tell the user
                 log.exception("phoenix: failed to process %r", event)
                 self.hub.publish(up.NoticeText(f"Internal error while handling an event: {exc}"))
@@ -293,8 +300,15 @@ class ConversationRuntime:
             if not future.done():
                 future.set_result(outcome)
 
-    def _step(self, event: ev.Event) -> Outcome:
-        """queue → transition → persist → dispatch."""
+    async def _step(self, event: ev.Event) -> Outcome:
+        """queue → transition → persist → dispatch.
+
+        The step's saves (its new state, then the messages its effects persist before
+        any other effect) are made durable in a worker thread: each is an fdatasync,
+        1-30 ms on a busy disk, and the loop serves the cell's buttons meanwhile. Only
+        once they are durable does anything change in memory: the state, the history,
+        the updates and the effects, in one go, so nothing on the loop ever sees a
+        state whose messages are missing, and nothing acts on an unsaved message."""
         if isinstance(event, USER_EVENTS) and not self._holds_lease():
             try:
                 refused = self._claim()
@@ -309,20 +323,48 @@ class ConversationRuntime:
             self._release_if_rest()
             return outcome
         previous = self.state
-        self.state = outcome.state
+        state = outcome.state
+        effects = list(outcome.effects)
+        leading = 0  # the messages persisted before any other effect: saved with the state
+        while leading < len(effects) and isinstance(effects[leading], fx.PersistMessage):
+            leading += 1
+        batch = [m for m in effects[:leading] if isinstance(m, fx.PersistMessage)]
+        fields = persisted_fields(state) if state != previous else None
         try:
-            if self.state != previous:
-                self.record = self.services.store.update_conversation(
-                    self.id, **persisted_fields(self.state)
-                )
+            record, saved = await self._saving_off_the_loop(fields, batch)
+        except StoreError as exc:
+            self.state = state
+            return self._stop_unsaved(previous, exc)
+        self.state = state
+        try:
+            if record is not None:
+                self.record = record
+            self._saved(saved)
             self._checkpoint_if_writes_begin(previous, event)
-            self._dispatch(outcome.effects)
+            self._dispatch(effects[leading:])
         except StoreError as exc:
             return self._stop_unsaved(previous, exc)
         if self.state != previous:
             self._publish_state()
         self._release_if_rest()
         return outcome
+
+    async def _saving_off_the_loop(
+        self, fields: dict[str, Any] | None, batch: Sequence[fx.PersistMessage]
+    ) -> tuple[dict[str, Any] | None, list[StoredMessage]]:
+        """`_save` in a worker thread (nothing to save: no thread). A close meanwhile
+        waits for the saves to finish, so no write outlives the runtime's lease."""
+        if fields is None and not batch:
+            return None, []
+        self._saving = True
+        save = asyncio.ensure_future(asyncio.to_thread(self._save, fields, batch))
+        try:
+            return await asyncio.shield(save)
+        except asyncio.CancelledError:
+            await asyncio.wait([save])
+            raise
+        finally:
+            self._saving = False
 
     def _stop_unsaved(self, previous: ConvState, exc: StoreError) -> Rejection:
         """A save failed (disk full, read-only, I/O): stop the turn where the store stands.
@@ -398,7 +440,7 @@ class ConversationRuntime:
 
         Only at rest or paused, so it never lands between a tool_use and its result.
         """
-        if not (is_rest(self.state) or is_paused(self.state)):
+        if not (is_rest(self.state) or is_paused(self.state)) or self._saving:
             raise Rejected("notes can only be added while the agent waits")
         self._persist([fx.PersistMessage(MessageKind.SYSTEM, {"text": text})])
 
@@ -417,8 +459,28 @@ class ConversationRuntime:
             self._persist(batch)
 
     def _persist(self, batch: Sequence[fx.PersistMessage]) -> None:
+        self._saved(self._append(batch))
+
+    def _append(self, batch: Sequence[fx.PersistMessage]) -> list[StoredMessage]:
+        """Durable when this returns (`Store.append_messages`)."""
+        if not batch:
+            return []
         items = [StoredMessage(m.kind, m.content, m.display, m.usage) for m in batch]
-        saved = self.services.store.append_messages(self.id, items)
+        return self.services.store.append_messages(self.id, items)
+
+    def _save(
+        self, fields: dict[str, Any] | None, batch: Sequence[fx.PersistMessage]
+    ) -> tuple[dict[str, Any] | None, list[StoredMessage]]:
+        """A step's saves, in a worker thread: its state (if it changed), then its
+        messages, as the step made them in place (a crash between leaves what restore
+        handles: a state committed before its messages)."""
+        record = None
+        if fields is not None:
+            record = self.services.store.update_conversation(self.id, **fields)
+        return record, self._append(batch)
+
+    def _saved(self, saved: Sequence[StoredMessage]) -> None:
+        """Messages now durable: into the history, and told to whoever watches."""
         self.history.extend(saved)
         for message in saved:
             self.hub.publish(up.MessageSaved(message))

@@ -29,7 +29,6 @@ from typing import Any
 from phoenix_nb.checkpoints.recorder import Checkpoints
 from phoenix_nb.core import events as ev
 from phoenix_nb.core.cycles import RecordHeader
-from phoenix_nb.core.displays import SubAgentsDisplay
 from phoenix_nb.core.models import ModelInfo, supports
 from phoenix_nb.core.states import (
     ContextExhausted,
@@ -39,7 +38,7 @@ from phoenix_nb.core.states import (
     from_persisted,
     persisted_fields,
 )
-from phoenix_nb.core.stored import BadStoredMessage, MessageKind, StoredMessage
+from phoenix_nb.core.stored import StoredMessage
 from phoenix_nb.core.transition import (
     RESTRICTED_UNAVAILABLE_MESSAGE,
     Rejection,
@@ -49,6 +48,7 @@ from phoenix_nb.core.transition import (
 from phoenix_nb.core.values import ImageData, Mode, SubAgentOutcome, Usage
 from phoenix_nb.errors import PhoenixError, Rejected, UnknownConversation
 from phoenix_nb.llm.model_limits import LimitsSource, ModelLimits
+from phoenix_nb.runtime import child_spend, long_lived
 from phoenix_nb.runtime import updates as up
 from phoenix_nb.runtime.claim import (
     Repaired,
@@ -66,7 +66,7 @@ from phoenix_nb.runtime.conversation import (
 )
 from phoenix_nb.runtime.ports import LlmProvider
 from phoenix_nb.runtime.settings import DEMO_MODEL, Settings
-from phoenix_nb.runtime.snapshot import RecordSnapshot
+from phoenix_nb.runtime.snapshot import RecordSnapshot, StoredRecord
 from phoenix_nb.runtime.subagents import SubAgentSpawner
 from phoenix_nb.sandbox import SandboxPolicy, detect_sandbox
 from phoenix_nb.store import Store, store_problem
@@ -83,28 +83,6 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
-
-
-def _child_ids(history: Sequence[StoredMessage]) -> list[str]:
-    """Conversation ids of the sub-agents whose results a history records."""
-    ids = []
-    for message in history:
-        if message.kind is MessageKind.TOOL and message.display is not None:
-            agents = SubAgentsDisplay.read(message.display).agents
-            ids += [a.conversation_id for a in agents if a.conversation_id]
-    return ids
-
-
-def _readable(rows: Sequence[Mapping[str, Any]]) -> list[StoredMessage]:
-    """The messages of a finished child's rows that this version can read: its spend is
-    shown from what can be read (a row it cannot read stays in the store as it is)."""
-    out = []
-    for row in rows:
-        try:
-            out.append(StoredMessage.parse(row))
-        except BadStoredMessage as exc:
-            log.warning("phoenix: a sub-agent's spend skips %s", exc)
-    return out
 
 
 def _sandbox_policy(s: Settings, store_root: Path) -> SandboxPolicy:
@@ -207,17 +185,7 @@ class Conversation:
 
     def _header(self, child_ids: Sequence[str]) -> RecordHeader:
         runtime = self.runtime
-        return RecordHeader(
-            conversation_id=runtime.id,
-            slug=runtime.slug,
-            model=runtime.context.model,
-            cwd=runtime.context.cwd,
-            sandbox_available=self._phoenix.sandbox.available,
-            context_window=runtime.context.window,
-            sub_agent_usage=self._phoenix.sub_agent_usage(tuple(child_ids)),
-            provider=self._phoenix.settings.provider,
-            lacks=self._phoenix.lacks(runtime.context.model),
-        )
+        return self._phoenix.record_header(runtime.slug, runtime.context, child_ids)
 
     def spending(self) -> dict[str, Any]:
         """The record's `usage` (this turn's and the conversation's spend), kept
@@ -408,7 +376,7 @@ class Phoenix:
             scope=self.settings.limits_scope,
         )
         # Finished sub-agents' spend, by conversation id: (usages, their own children).
-        self._child_spend: dict[str, tuple[tuple[tuple[str, Usage], ...], tuple[str, ...]]] = {}
+        self._child_spend: dict[str, child_spend.ChildSpend] = {}
         self._sub_usage: dict[tuple[str, ...], tuple[tuple[str, Usage], ...]] = {}
         self.sandbox = detect_sandbox()  # the host's, probed once per process
         self.sandbox_policy = _sandbox_policy(self.settings, self.store_root)
@@ -461,6 +429,22 @@ class Phoenix:
         said = supports(model).lacks()
         return ("thinking", *said) if s.provider == "openai" and "thinking" not in said else said
 
+    def record_header(
+        self, slug: str, context: ConvContext, child_ids: Sequence[str]
+    ) -> RecordHeader:
+        """The facts a conversation's record states that its history does not carry."""
+        return RecordHeader(
+            conversation_id=context.conversation_id,
+            slug=slug,
+            model=context.model,
+            cwd=context.cwd,
+            sandbox_available=self.sandbox.available,
+            context_window=context.window,
+            sub_agent_usage=self.sub_agent_usage(tuple(child_ids)),
+            provider=self.settings.provider,
+            lacks=self.lacks(context.model),
+        )
+
     def sub_agent_usage(self, child_ids: Sequence[str]) -> tuple[tuple[str, Usage], ...]:
         """(created_at, usage) of every response of the finished sub-agents named
         (a history's spawn_agents results), nested ones included; read once per child,
@@ -472,29 +456,9 @@ class Phoenix:
         known = self._sub_usage.get(key)
         if known is not None:
             return known
-        out: list[tuple[str, Usage]] = []
-        pending = list(key)
-        seen: set[str] = set()
-        while pending:
-            child = pending.pop()
-            if child in seen:
-                continue
-            seen.add(child)
-            if child not in self._child_spend:
-                try:
-                    messages = _readable(self.store.messages(child))
-                except KeyError:  # an unknown id in a hand-edited history
-                    messages = []
-                usages = tuple(
-                    (m.created_at, m.usage)
-                    for m in messages
-                    if m.kind is MessageKind.AGENT and m.usage is not None
-                )
-                self._child_spend[child] = (usages, tuple(_child_ids(messages)))
-            usages, grandchildren = self._child_spend[child]
-            out.extend(usages)
-            pending.extend(grandchildren)
-        found = self._sub_usage[key] = tuple(out)
+        found = self._sub_usage[key] = child_spend.sub_agent_usage(
+            self.store, key, self._child_spend
+        )
         while len(self._sub_usage) > 64:  # one entry per conversation shown lately
             del self._sub_usage[next(iter(self._sub_usage))]
         return found
@@ -649,9 +613,39 @@ class Phoenix:
         known = self._runtimes.get(record["id"])
         if known is not None and not known.closed:
             return
-        history = await asyncio.to_thread(self.store.stored_messages, record["id"])
+        with long_lived.reading():  # thousands of messages: no full collection meanwhile
+            history = await asyncio.to_thread(self.store.stored_messages, record["id"])
         record = self.store.get_conversation(record["id"]) or record  # fresh after the wait
         self._runtime_for(record, history=history)  # no-op if opened meanwhile
+
+    def stored_record(self, id_or_slug: str) -> StoredRecord:
+        """A conversation's whole record, to be built from the store elsewhere (in a
+        child process: `StoredRecord`). One this process has open is shown as it holds
+        it now; one it has not opened (a long conversation after a restart) is not read
+        here at all: reading thousands of messages into the kernel would stall its loop."""
+        record = self.store.get_conversation(id_or_slug)
+        if record is None:
+            raise UnknownConversation(
+                f"No conversation named {id_or_slug!r}. `%phoenix list` shows the existing ones."
+            )
+        runtime = self._runtimes.get(record["id"])
+        count: int | None = None
+        if runtime is not None and not runtime.closed:
+            record, state, context = runtime.record, runtime.state, runtime.context
+            count = len(runtime.history)
+        else:
+            state = from_persisted(record)
+            info = self.limits.cached(record["model"])
+            context = _context_for(record, self.sandbox.available, info)
+        slug = str(record.get("slug") or record["id"])
+        return StoredRecord(
+            store_root=str(self.store.root),
+            conversation_id=context.conversation_id,
+            count=count,
+            model=context.model,
+            state=state,
+            header=self.record_header(slug, context, ()),
+        )
 
     def open_child(
         self, record: Mapping[str, Any], on_parent: Callable[[SubAgentOutcome], None]

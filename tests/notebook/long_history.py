@@ -3,7 +3,9 @@
 `SEED` is code to run in the kernel: it defines `_seed(slug, n)`, which creates a
 conversation of `n` stored messages in a realistic mix (a question, an answer
 calling a tool, its result, a final answer; usage on every answer) without
-asking any model, and returns its slug.
+asking any model, and returns its slug. The messages are stored 100 to a journal
+line: the store writes a line per turn's few messages, and one line of 10,000 would
+be one multi-megabyte JSON document to decode where the product never has one.
 """
 
 SEED = """
@@ -33,6 +35,7 @@ def _seed(slug, n):
         answer = (_T(f"Module {i} defines f{i}, which returns {i}."),)
         specs.append(_M(_K.AGENT, {"blocks": _to_json(answer), "stop_reason": "end_turn"},
                         None, usage))
-    phoenix.store.append_messages(conv.id, specs[:n])
+    for start in range(0, n, 100):  # a journal line per 100, as turns write a few each
+        phoenix.store.append_messages(conv.id, specs[start : min(n, start + 100)])
     return conv.slug
 """

@@ -9,14 +9,16 @@ checked while that runs:
 * where the whole-record work runs: every projection of a record in the kernel notes
   its thread, and none may run on the thread of the kernel's event loop (the work is
   done in a child process; deterministic whatever the load);
+* what the kernel holds afterwards: none of the conversation's messages (the child
+  reads them from the store itself; the kernel sends it the conversation's id);
 * what the loop feels: a task on the loop sleeps 10 ms at a time and notes how late it
   wakes; its worst lateness must stay below half of the command's own duration. Done on
   the loop, the command stalls it for all its duration (history 3.5 s of 3.5 s, export
   1.4 s of 1.4 s, on this 2-core machine at load 12); in a worker thread, the full
   garbage collections its allocations set off still held the loop 0.5-1 s; in a child
-  process, what remains is reading the stored history into the kernel the first time
-  (history: 0.75 s worst, its own full collections) and pickling the job, reading and
-  displaying the answer (export: 26 ms worst).
+  process given the messages, reading the stored history into the kernel the first
+  time still held it 0.75 s (its own full collections); with the child reading the
+  store, what remains is reading and displaying the answer.
 
 The history folds like the cell: its fallbacks show the newest requests whole and the
 earlier ones one line each.
@@ -42,8 +44,9 @@ MESSAGES = 10_000
 
 # Note the thread of every projection of a record in the kernel, and start a ticker.
 PROBES = """
-import asyncio as _asyncio, threading as _threading, time as _time
+import asyncio as _asyncio, gc as _gc, threading as _threading, time as _time
 from phoenix_nb.core.cycles import Projection as _Projection
+from phoenix_nb.core.stored import StoredMessage as _StoredMessage
 
 _threads = []
 _lateness = []
@@ -97,9 +100,17 @@ def _timed(kernel: Kernel, line: str) -> tuple[Any, dict[str, Any]]:
     figures = kernel.eval(
         "{'took': _took, 'worst': max(_lateness, default=0.0), 'ticks': len(_lateness),"
         " 'on_loop': sorted({w for w, t in _threads if t == _loop_thread}),"
-        " 'ran': sorted({w for w, _ in _threads})}"
+        " 'ran': sorted({w for w, _ in _threads}),"
+        " 'held': sum(type(o) is _StoredMessage for o in _gc.get_objects())}"
     )
     return cell, figures
+
+
+def _not_read_into_the_kernel(figures: dict[str, Any]) -> None:
+    assert figures["held"] == 0, (
+        f"the kernel read {figures['held']:,} stored messages to show a conversation "
+        f"it had not opened: {figures}"
+    )
 
 
 def _off_the_loop(figures: dict[str, Any]) -> None:
@@ -114,6 +125,7 @@ def test_history_of_a_long_conversation_runs_off_the_loop_and_folds(seeded: Kern
     cell, figures = _timed(seeded, "%phoenix history long")
     print(f"history of {MESSAGES:,} messages: {figures}")
     _off_the_loop(figures)
+    _not_read_into_the_kernel(figures)
     [bundle] = [o["data"] for o in cell.final_outputs() if MIME in o.get("data", {})]
     record = bundle[MIME]
     assert len(record["cycles"]) == MESSAGES // 4, "the record carries every request"
@@ -128,6 +140,7 @@ def test_export_of_a_long_conversation_runs_off_the_loop(seeded: Kernel) -> None
     cell, figures = _timed(seeded, f"%phoenix export long --output {target}")
     print(f"export of {MESSAGES:,} messages: {figures}")
     _off_the_loop(figures)
+    _not_read_into_the_kernel(figures)
     assert "Exported long (html" in cell.text("stdout")
     page = Path(target).read_text(encoding="utf-8")
     assert "Question 1:" in page and f"Question {MESSAGES // 4}:" in page, "an export is whole"
