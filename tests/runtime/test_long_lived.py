@@ -10,6 +10,7 @@ conversation for a turn; and that collection is left as the user had it.
 from __future__ import annotations
 
 import gc
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -96,3 +97,25 @@ def test_readers_share_one_pause() -> None:
             assert not gc.isenabled()
         assert not gc.isenabled(), "the outer reader still reads"
     assert gc.isenabled()
+
+
+def test_the_warm_ups_pause_and_a_history_read_on_another_thread_end_together() -> None:
+    """The warm-up imports on its own thread while a history may be read on the loop's:
+    one shared pause, so whichever ends first leaves collection off for the other, and
+    the last one out turns it back on (neither restores a state the other set)."""
+    entered, release = threading.Event(), threading.Event()
+
+    def warm_up() -> None:
+        with long_lived.reading(keep_all=True):
+            entered.set()
+            release.wait(60)
+
+    thread = threading.Thread(target=warm_up)
+    thread.start()
+    assert entered.wait(60)
+    with long_lived.reading():
+        release.set()
+        thread.join(60)
+        assert not gc.isenabled(), "the warm-up ended; the history read still reads"
+    assert gc.isenabled(), "both ended: collection is back as the user had it"
+    assert gc.get_freeze_count() > 0, "the warm-up's imports are kept whatever their number"
