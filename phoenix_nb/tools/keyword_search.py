@@ -60,7 +60,6 @@ BROAD_FRACTION = 0.5  # ... or more than this share of a tree of >= BROAD_MIN_TR
 BROAD_MIN_TREE = 20
 MAX_LINE_CHARS = 240
 MAX_RG_LINE_BYTES = 1 << 20  # a longer line of rg output is dropped and counted, not shown
-_READ_BYTES = 1 << 18  # rg output taken per await (what the pipe holds, usually less)
 MAX_SUMMARY_CHARS = 24_000
 HELPER_TIMEOUT = 90.0
 DEFAULT_CONTEXT_LINES = 1
@@ -156,49 +155,74 @@ def rg_spec(ctx: ToolContext, root: Path, binary: str) -> sandbox.RunSpec:
     )
 
 
+_PIPE_BYTES = 1 << 20  # what the launcher's output pipe holds (start_process sets it)
+_PACE = 0.005  # seconds between reads of rg's output while it runs
+
+
+def _drain(fd: int) -> tuple[bytes, bool]:
+    """All the pipe holds now, and whether its writers are gone (end of output)."""
+    parts: list[bytes] = []
+    while True:
+        try:
+            part = os.read(fd, _PIPE_BYTES)
+        except BlockingIOError:
+            return b"".join(parts), False
+        if not part:
+            return b"".join(parts), True
+        parts.append(part)
+
+
+async def _paced_output(process: sandbox.Process) -> AsyncIterator[bytes]:
+    """rg's output in a few large reads: what the pipe holds every _PACE seconds, and
+    the rest when the supervisor reports rg gone.
+
+    Not a read per readiness: rg's threads write each file's lines as one write, so
+    waking per write meant hundreds of event-loop turns per search, each one taking
+    a core from rg. The pipe (1 MiB) holds a typical search's whole output, so rg
+    rarely waits for a read; when a read finds the pipe at least half full, the next
+    comes at once. After the report no writer is left (the tree is gone), so what
+    the pipe holds then is the end of the output."""
+    ended = asyncio.ensure_future(process.wait())
+    try:
+        while True:
+            finished = ended.done()
+            data, eof = _drain(process.output_fd)
+            if data:
+                yield data
+            if eof or finished:
+                return
+            if len(data) >= _PIPE_BYTES // 2:
+                await asyncio.sleep(0)
+            else:
+                await asyncio.wait((ended,), timeout=_PACE)
+    finally:
+        ended.cancel()  # only this wait: the report is still read for `wait`/`stop`
+
+
 class RgProcess:
     """One running rg: its stdout as lines, and how it ended.
 
     Lines longer than MAX_RG_LINE_BYTES (a minified bundle, a data dump) are dropped
-    whole and counted in `overlong`, instead of failing the search as the stream
-    reader's own readline would."""
+    whole and counted in `overlong`, instead of failing the search."""
 
-    def __init__(self, process: sandbox.Process, output: asyncio.StreamReader) -> None:
+    def __init__(self, process: sandbox.Process, output: AsyncIterator[bytes]) -> None:
         self.process = process
         self._output = output
         self._last = b""
         self.overlong = 0
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
-        pending = bytearray()
-        skipping = False  # inside a line already known to be too long
-        while chunk := await self._output.read(1 << 16):
-            pending += chunk
-            while (end := pending.find(b"\n")) != -1:
-                line = bytes(pending[: end + 1])
-                del pending[: end + 1]
-                if skipping or len(line) > MAX_RG_LINE_BYTES:
-                    skipping = False
-                    self.overlong += 1
-                    continue
-                self._last = line
-                yield line
-            if len(pending) > MAX_RG_LINE_BYTES:
-                pending.clear()
-                skipping = True
-        if pending and not skipping:
-            self._last = bytes(pending)
-            yield self._last
-        elif skipping:
-            self.overlong += 1
+        """Each line with its newline (the last one's may be missing)."""
+        async for block in self.blocks():
+            for line in block.split(b"\n"):
+                yield line + b"\n"
 
     async def blocks(self) -> AsyncIterator[bytes]:
-        """The same lines as iterating, a chunk's worth at a time: whole lines joined by
-        newlines, without the last one's (one await and no per-line work per read: a
-        large output's parsing cost). Overlong lines are taken out here too."""
+        """The lines, a read's worth at a time: whole lines joined by newlines, without
+        the last one's (no per-line work per read). Overlong lines are taken out here."""
         pending = b""
         skipping = False  # inside a line already known to be too long
-        while chunk := await self._output.read(_READ_BYTES):
+        async for chunk in self._output:
             data = pending + chunk
             cut = data.rfind(b"\n")
             if cut < 0:
@@ -228,7 +252,7 @@ class RgProcess:
             yield pending
 
     async def batches(self) -> AsyncIterator[list[bytes]]:
-        """The same lines as iterating, without their newline, a chunk's worth at a time."""
+        """The same lines as iterating, without their newline, a read's worth at a time."""
         async for block in self.blocks():
             yield block.split(b"\n")
 
@@ -251,25 +275,17 @@ async def _rg(args: list[str], spec: sandbox.RunSpec) -> AsyncIterator[RgProcess
         process = await sandbox.start_process(replace(spec, argv=(*spec.argv, *args)))
     except (sandbox.SandboxError, OSError) as error:
         raise SearchError(f"could not start rg: {error}") from error
-    loop = asyncio.get_running_loop()
-    reader = asyncio.StreamReader(loop=loop)
-    transport: asyncio.BaseTransport | None = None
+    output = _paced_output(process)
     try:
-        pipe = os.fdopen(process.output_fd, "rb", buffering=0)  # the transport closes it
-        transport, _ = await loop.connect_read_pipe(
-            lambda: asyncio.StreamReaderProtocol(reader, loop=loop), pipe
-        )
-        yield RgProcess(process, reader)
+        yield RgProcess(process, output)
     finally:
         try:
             if process.result is None:  # stopped early, failed or cancelled: the tree goes first
                 await process.stop()
         finally:  # also when a second cancel ends that wait (stop re-raises it after)
-            if transport is not None:
-                transport.close()
-            else:
-                with contextlib.suppress(OSError):
-                    os.close(process.output_fd)
+            with contextlib.suppress(RuntimeError):  # a generator still running: nothing to do
+                await output.aclose()
+            os.close(process.output_fd)
 
 
 def _strip_dot(path: str) -> str:
@@ -416,25 +432,24 @@ async def _one_pass(
     for term in terms:
         args += ["-e", term]
     args.append(".")
-    printed: Printed = {}
-    total_files = 0
+    blocks: list[bytes] = []
     size = 0
-    findall = _PRINTED.findall
-    path_of = operator.itemgetter(0)
     async with _rg(args, spec) as process:
         async for block in process.blocks():
             size += len(block) + 1
-            for head, group in itertools.groupby(findall(block), path_of):
-                lines = printed.get(head)
-                if lines is None:
-                    lines = printed[head] = []
-                lines.extend(group)
-            found = _SEARCHED.search(block)  # rg's statistics, at the very end
-            if found:
-                total_files = int(found.group(1))
             if size > ONE_PASS_BUDGET:
                 return None  # leaving the block kills rg
+            blocks.append(block)
         await process.wait()
+    output = b"\n".join(blocks)
+    printed: Printed = {}
+    for head, group in itertools.groupby(_PRINTED.findall(output), operator.itemgetter(0)):
+        lines = printed.get(head)
+        if lines is None:
+            lines = printed[head] = []
+        lines.extend(group)
+    found = _SEARCHED.search(output, max(0, len(output) - 4096))  # rg's statistics, at the end
+    total_files = int(found.group(1)) if found else 0
     stats = [TermStats(term) for term in terms]
     lowered = [(entry, entry.term.lower()) for entry in stats]
     for lines in printed.values():
