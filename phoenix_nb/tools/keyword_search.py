@@ -402,6 +402,7 @@ _PRINTED = re.compile(rb"^([^\0\n]*)\0(\d+)([:-])([^\n]*)$", re.M)
 # rg's path (decoded only when shown) -> its printed lines in order, as rg printed them:
 # (path, number, ":" or "-", text)
 Printed = dict[bytes, list[tuple[bytes, bytes, bytes, bytes]]]
+_path_of = operator.itemgetter(0)
 
 
 async def _one_pass(
@@ -432,24 +433,23 @@ async def _one_pass(
     for term in terms:
         args += ["-e", term]
     args.append(".")
-    blocks: list[bytes] = []
+    printed: Printed = {}
+    total_files = 0
     size = 0
     async with _rg(args, spec) as process:
         async for block in process.blocks():
             size += len(block) + 1
             if size > ONE_PASS_BUDGET:
                 return None  # leaving the block kills rg
-            blocks.append(block)
+            for head, group in itertools.groupby(_PRINTED.findall(block), _path_of):
+                lines = printed.get(head)
+                if lines is None:
+                    lines = printed[head] = []
+                lines.extend(group)
+            found = _SEARCHED.search(block)  # rg's statistics, at the very end
+            if found:
+                total_files = int(found.group(1))
         await process.wait()
-    output = b"\n".join(blocks)
-    printed: Printed = {}
-    for head, group in itertools.groupby(_PRINTED.findall(output), operator.itemgetter(0)):
-        lines = printed.get(head)
-        if lines is None:
-            lines = printed[head] = []
-        lines.extend(group)
-    found = _SEARCHED.search(output, max(0, len(output) - 4096))  # rg's statistics, at the end
-    total_files = int(found.group(1)) if found else 0
     stats = [TermStats(term) for term in terms]
     lowered = [(entry, entry.term.lower()) for entry in stats]
     for lines in printed.values():

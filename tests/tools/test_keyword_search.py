@@ -116,6 +116,54 @@ async def test_one_pass_and_a_pass_per_term_agree(
     assert "hits in" in one.content and "dropped, too broad" in one.content
 
 
+async def test_one_pass_stops_rg_once_its_output_outgrows_the_budget(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """rg's output is read while it runs, so a pass printing far more than
+    ONE_PASS_BUDGET is cut there: rg is killed mid-search (not left to print ~200 MB
+    into memory or a pipe first) and the tool falls back to counting per term."""
+    (tmp_path / "a.txt").write_bytes(b"needle\n" * 30_000_000)
+    started: list[ks.sandbox.Process] = []
+    start = ks.sandbox.start_process
+
+    async def recording(spec: ks.sandbox.RunSpec) -> ks.sandbox.Process:
+        started.append(await start(spec))
+        return started[-1]
+
+    monkeypatch.setattr(ks.sandbox, "start_process", recording)
+    spec = ks.rg_spec(ctx_for(tmp_path), tmp_path, find_rg() or "rg")
+    one = await ks._one_pass(["needle"], spec, 1)
+    assert one is None, one and (one[0], one[1], len(one[2]), one[3])
+    [process] = started
+    assert process.result is not None and process.result.exit != 0, process.result
+
+
+async def test_output_is_read_a_pipeful_at_a_time_and_arrives_whole(tmp_path: Path) -> None:
+    """rg writes each file's lines as one write; the tool reads what the pipe holds at
+    most every _PACE seconds (at once again only when a read found it half full), and
+    the rest after rg's exit report. So a search of thousands of matching files takes
+    a bounded number of reads for its duration, not one per file, and several pipefuls
+    (rg blocked on a full pipe between reads) arrive whole, as rg prints them directly."""
+    for i in range(3000):
+        (tmp_path / f"f{i}.txt").write_bytes(b"needle %d\n" % i)
+    (tmp_path / "big.txt").write_bytes(b"".join(b"line %d needle\n" % i for i in range(400_000)))
+    rg = find_rg() or "rg"
+    args = ["--no-config", "-F", "--no-require-git", "needle", "."]
+    direct = subprocess.run([rg, *args], cwd=tmp_path, capture_output=True, check=True).stdout
+    spec = ks.rg_spec(ctx_for(tmp_path), tmp_path, rg)
+    loop = asyncio.get_running_loop()
+    got: list[bytes] = []
+    async with ks._rg(args[1:], spec) as process:
+        begun = loop.time()
+        async for block in process.blocks():
+            got.append(block)
+        elapsed = loop.time() - begun
+        await process.wait()
+    assert sorted(b"\n".join(got).split(b"\n")) == sorted(direct.rstrip(b"\n").split(b"\n"))
+    full_pipes = len(direct) // (ks._PIPE_BYTES // 2)
+    assert len(got) <= elapsed / ks._PACE + full_pipes + 2, (len(got), elapsed)
+
+
 async def test_no_hits_is_not_an_error(repo: Path) -> None:
     result = await search(repo, "zzz_absent_zzz")
     assert not result.is_error
