@@ -9,6 +9,12 @@ useful hits, and the survivors' hits are shown with context lines, the total
 capped, because the result goes into the model's context. When that one pass
 prints too much (terms that match nearly every line), each term is counted by
 its own rg, which stops a broad term early, and the survivors searched again.
+rg's output is taken from its pipe in a few large reads (one per few
+milliseconds and one after its exit report), not a read per write: rg writes
+each file's lines separately, and an event-loop turn per write cost more than
+the search while taking a core from rg. Reading while rg runs, rather than once
+after it, is what bounds memory: a pass is cut (rg killed) as soon as what it
+printed passes ONE_PASS_BUDGET, at most a pipeful later.
 Then, when the conversation has a helper model, it is asked which files matter
 and why — a cheap call that saves the main model from reading every hit; if that
 call is absent or fails, the raw hits are returned and the model is told so.
@@ -39,7 +45,7 @@ import os
 import re
 import shutil
 import sysconfig
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -172,7 +178,7 @@ def _drain(fd: int) -> tuple[bytes, bool]:
         parts.append(part)
 
 
-async def _paced_output(process: sandbox.Process) -> AsyncIterator[bytes]:
+async def _paced_output(process: sandbox.Process) -> AsyncGenerator[bytes, None]:
     """rg's output in a few large reads: what the pipe holds every _PACE seconds, and
     the rest when the supervisor reports rg gone.
 
@@ -415,10 +421,11 @@ async def _one_pass(
     counts per term, which can stop a broad term's rg early.
 
     Plain output with NUL after each path (`--null`), not --json: parsing a JSON
-    object per printed line cost more than rg's whole search. Each chunk of output is
+    object per printed line cost more than rg's whole search. Each read of output is
     split into fields by one regular expression and grouped by file in C (rg prints a
-    file's lines together); numbers and text are converted only for the lines shown,
-    so the Python work per printed line is a few list operations."""
+    file's lines together) while rg still searches; numbers and text are converted
+    only for the lines shown, so the Python work per printed line is a few list
+    operations."""
     args = [
         "--null",
         "--no-heading",
