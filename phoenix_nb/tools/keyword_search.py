@@ -402,21 +402,27 @@ def _drop_broad(stats: list[TermStats], total_files: int) -> None:
 
 ONE_PASS_BUDGET = 8 << 20  # bytes of rg output read before falling back to a pass per term
 _SEARCHED = re.compile(rb"^(\d+) files searched\s*$", re.M)
+_STATS_BYTES = 4096  # rg's --stats, after its last printed line, are far shorter
 # One printed line: path NUL number, ":" for a match or "-" for context, the text.
 _PRINTED = re.compile(rb"^([^\0\n]*)\0(\d+)([:-])([^\n]*)$", re.M)
 
 # rg's path (decoded only when shown) -> its printed lines in order, as rg printed them:
 # (path, number, ":" or "-", text)
-Printed = dict[bytes, list[tuple[bytes, bytes, bytes, bytes]]]
+PrintedLine = tuple[bytes, bytes, bytes, bytes]
+Printed = dict[bytes, list[PrintedLine]]
+FilesOf = dict[str, list[bytes]]  # term -> rg's paths of the files it matched
 _path_of = operator.itemgetter(0)
 
 
 async def _one_pass(
     terms: list[str], spec: sandbox.RunSpec, context_lines: int
-) -> tuple[int, list[TermStats], Printed, int] | None:
+) -> tuple[int, list[TermStats], Printed, FilesOf, int] | None:
     """Every term at once, in one rg (its cost is one search of the tree, which the
     tool's own cost is measured against): each term's files and hits are counted from
-    the matching lines, the tree's size from rg's own --stats. None when the output
+    the matching lines (each file as soon as a later one starts: rg prints a file's
+    lines together), the tree's size from rg's own --stats; which files each term
+    matched is kept, so that only those of the terms kept are looked at again. None
+    when the output
     outgrows ONE_PASS_BUDGET (terms that match nearly everything): then the tool
     counts per term, which can stop a broad term's rg early.
 
@@ -441,8 +447,13 @@ async def _one_pass(
         args += ["-e", term]
     args.append(".")
     printed: Printed = {}
+    stats = [TermStats(term) for term in terms]
+    lowered = [(entry, entry.term.lower()) for entry in stats]
+    files: FilesOf = {term: [] for term in terms}
     total_files = 0
     size = 0
+    order: list[bytes] = []  # files in the order rg printed them
+    counted = 0  # how many of them were counted
     async with _rg(args, spec) as process:
         async for block in process.blocks():
             size += len(block) + 1
@@ -452,24 +463,39 @@ async def _one_pass(
                 lines = printed.get(head)
                 if lines is None:
                     lines = printed[head] = []
+                    order.append(head)
                 lines.extend(group)
-            found = _SEARCHED.search(block)  # rg's statistics, at the very end
+            # Every file but the last is whole (only the last can go on in the next read):
+            # counted now, while rg still searches.
+            for head in order[counted:-1]:
+                _count_file(lowered, head, printed[head], files)
+            counted = max(counted, len(order) - 1)
+            # rg's statistics, at the very end: only a read's tail can hold them (a
+            # multi-line search of a whole read cost more than the counting)
+            found = _SEARCHED.search(block, max(0, len(block) - _STATS_BYTES))
             if found:
                 total_files = int(found.group(1))
         await process.wait()
-    stats = [TermStats(term) for term in terms]
-    lowered = [(entry, entry.term.lower()) for entry in stats]
-    for lines in printed.values():
-        # A file's matching lines as one text, counted once per term: NUL joins them
-        # (no term contains it), so no occurrence is made up across two lines.
-        low = b"\0".join([line[3] for line in lines if line[2] == b":"])
-        low_text = low.decode("utf-8", "replace").lower()
-        for entry, term_low in lowered:
-            count = low_text.count(term_low)
-            if count:
-                entry.hits += count
-                entry.files += 1
-    return total_files, stats, printed, process.overlong
+    for head in order[counted:]:
+        _count_file(lowered, head, printed[head], files)
+    return total_files, stats, printed, files, process.overlong
+
+
+def _count_file(
+    lowered: list[tuple[TermStats, str]], head: bytes, lines: list[PrintedLine], files: FilesOf
+) -> None:
+    """Add one file's matching lines to each term's files and hits (and the file,
+    rg's path `head`, to `files` under each term it holds)."""
+    # The lines as one text, counted once per term: NUL joins them (no term contains
+    # it), so no occurrence is made up across two lines.
+    low = b"\0".join([line[3] for line in lines if line[2] == b":"])
+    low_text = low.decode("utf-8", "replace").lower()
+    for entry, term_low in lowered:
+        count = low_text.count(term_low)
+        if count:
+            entry.hits += count
+            entry.files += 1
+            files[entry.term].append(head)
 
 
 def _line_text(text: bytes) -> str:
@@ -643,9 +669,13 @@ class KeywordSearchTool(SchemaTool):
     ) -> tuple[str, SearchDisplay]:
         one = await _one_pass(terms, spec, context_lines)
         if one is not None:
-            total_files, stats, lines, overlong = one
+            total_files, stats, lines, files_of, overlong = one
             _drop_broad(stats, total_files)
             kept = [s.term for s in stats if not s.dropped and s.files]
+            # Only the files a kept term matched are looked at again (a dropped broad
+            # term's thousands are not).
+            wanted = {head for term in kept for head in files_of[term]}
+            lines = {head: printed for head, printed in lines.items() if head in wanted}
             files, shown, truncated = _hits_of(lines, kept, context_lines)
         else:  # too much output for one pass: count each term first, then collect
             total_files, stats = await _count_each(terms, spec)
