@@ -182,9 +182,9 @@ async def _paced_output(process: sandbox.Process) -> AsyncGenerator[bytes, None]
     """rg's output in a few large reads: what the pipe holds every _PACE seconds, and
     the rest when the supervisor reports rg gone.
 
-    Not a read per readiness: rg's threads write each file's lines as one write, so
-    waking per write meant hundreds of event-loop turns per search, each one taking
-    a core from rg. The pipe (1 MiB) holds a typical search's whole output, so rg
+    Not a read per readiness: rg's threads write each file's lines in a write or a
+    few, so waking per write meant hundreds of event-loop turns per search, each one
+    taking a core from rg. The pipe (1 MiB) holds a typical search's whole output, so rg
     rarely waits for a read; when a read finds the pipe at least half full, the next
     comes at once. After the report no writer is left (the tree is gone), so what
     the pipe holds then is the end of the output."""
@@ -289,9 +289,10 @@ async def _rg(args: list[str], spec: sandbox.RunSpec) -> AsyncIterator[RgProcess
             if process.result is None:  # stopped early, failed or cancelled: the tree goes first
                 await process.stop()
         finally:  # also when a second cancel ends that wait (stop re-raises it after)
-            with contextlib.suppress(RuntimeError):  # a generator still running: nothing to do
-                await output.aclose()
-            os.close(process.output_fd)
+            try:
+                await output.aclose()  # its wait for the report, if it was reading
+            finally:
+                os.close(process.output_fd)
 
 
 def _strip_dot(path: str) -> str:
@@ -422,9 +423,8 @@ async def _one_pass(
     the matching lines (each file as soon as a later one starts: rg prints a file's
     lines together), the tree's size from rg's own --stats; which files each term
     matched is kept, so that only those of the terms kept are looked at again. None
-    when the output
-    outgrows ONE_PASS_BUDGET (terms that match nearly everything): then the tool
-    counts per term, which can stop a broad term's rg early.
+    when the output outgrows ONE_PASS_BUDGET (terms that match nearly everything):
+    then the tool counts per term, which can stop a broad term's rg early.
 
     Plain output with NUL after each path (`--null`), not --json: parsing a JSON
     object per printed line cost more than rg's whole search. Each read of output is
@@ -675,7 +675,7 @@ class KeywordSearchTool(SchemaTool):
             # Only the files a kept term matched are looked at again (a dropped broad
             # term's thousands are not).
             wanted = {head for term in kept for head in files_of[term]}
-            lines = {head: printed for head, printed in lines.items() if head in wanted}
+            lines = {head: printed_lines for head, printed_lines in lines.items() if head in wanted}
             files, shown, truncated = _hits_of(lines, kept, context_lines)
         else:  # too much output for one pass: count each term first, then collect
             total_files, stats = await _count_each(terms, spec)
