@@ -38,9 +38,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import itertools
 import json
-import operator
 import os
 import re
 import shutil
@@ -407,31 +405,47 @@ _STATS_BYTES = 4096  # rg's --stats, after its last printed line, are far shorte
 # One printed line: path NUL number, ":" for a match or "-" for context, the text.
 _PRINTED = re.compile(rb"^([^\0\n]*)\0(\d+)([:-])([^\n]*)$", re.M)
 
-# rg's path (decoded only when shown) -> its printed lines in order, as rg printed them:
-# (path, number, ":" or "-", text)
+# One printed line as found: (rg's path, number, ":" or "-", text), all still bytes
 PrintedLine = tuple[bytes, bytes, bytes, bytes]
+# rg's path (decoded only when shown) -> its printed lines in order, as rg printed them
 Printed = dict[bytes, list[PrintedLine]]
-FilesOf = dict[str, list[bytes]]  # term -> rg's paths of the files it matched
-_path_of = operator.itemgetter(0)
 
 
-async def _one_pass(
-    terms: list[str], spec: sandbox.RunSpec, context_lines: int
-) -> tuple[int, list[TermStats], Printed, FilesOf, int] | None:
+@dataclass
+class OnePass:
+    """What the one pass found: every printed line in rg's order, each term's counts and
+    the files it matched, the tree's size and how many lines were too long to show."""
+
+    total_files: int
+    stats: list[TermStats]
+    lines: list[PrintedLine]
+    files_of: dict[str, set[bytes]]  # term -> rg's paths of the files it matched
+    overlong: int
+
+    def printed(self, kept: list[str]) -> Printed:
+        """The printed lines of the files a kept term matched, by file, in rg's order
+        (a dropped broad term's thousands of files are not looked at again)."""
+        wanted = set().union(*(self.files_of[term] for term in kept))
+        printed: Printed = {}
+        for line in self.lines:
+            if line[0] in wanted:
+                printed.setdefault(line[0], []).append(line)
+        return printed
+
+
+async def _one_pass(terms: list[str], spec: sandbox.RunSpec, context_lines: int) -> OnePass | None:
     """Every term at once, in one rg (its cost is one search of the tree, which the
     tool's own cost is measured against): each term's files and hits are counted from
-    the matching lines (each file as soon as a later one starts: rg prints a file's
-    lines together), the tree's size from rg's own --stats; which files each term
-    matched is kept, so that only those of the terms kept are looked at again. None
-    when the output outgrows ONE_PASS_BUDGET (terms that match nearly everything):
-    then the tool counts per term, which can stop a broad term's rg early.
+    the matching lines, the tree's size from rg's own --stats. None when the output
+    outgrows ONE_PASS_BUDGET (terms that match nearly everything): then the tool
+    counts per term, which can stop a broad term's rg early.
 
     Plain output with NUL after each path (`--null`), not --json: parsing a JSON
     object per printed line cost more than rg's whole search. Each read of output is
-    split into fields by one regular expression and grouped by file in C (rg prints a
-    file's lines together) while rg still searches; numbers and text are converted
-    only for the lines shown, so the Python work per printed line is a few list
-    operations."""
+    split into fields by one regular expression, and counted, while rg still
+    searches; the counting is a few C calls per read and term, not Python work per
+    file (with thousands of files matched by a broad term, that was most of the
+    tool's own time). Numbers and text are converted only for the lines shown."""
     args = [
         "--null",
         "--no-heading",
@@ -446,56 +460,44 @@ async def _one_pass(
     for term in terms:
         args += ["-e", term]
     args.append(".")
-    printed: Printed = {}
-    stats = [TermStats(term) for term in terms]
-    lowered = [(entry, entry.term.lower()) for entry in stats]
-    files: FilesOf = {term: [] for term in terms}
-    total_files = 0
+    found = OnePass(0, [TermStats(term) for term in terms], [], {t: set() for t in terms}, 0)
+    lowered = [(entry, entry.term.lower(), found.files_of[entry.term]) for entry in found.stats]
     size = 0
-    order: list[bytes] = []  # files in the order rg printed them
-    counted = 0  # how many of them were counted
     async with _rg(args, spec) as process:
         async for block in process.blocks():
             size += len(block) + 1
             if size > ONE_PASS_BUDGET:
                 return None  # leaving the block kills rg
-            for head, group in itertools.groupby(_PRINTED.findall(block), _path_of):
-                lines = printed.get(head)
-                if lines is None:
-                    lines = printed[head] = []
-                    order.append(head)
-                lines.extend(group)
-            # Every file but the last is whole (only the last can go on in the next read):
-            # counted now, while rg still searches.
-            for head in order[counted:-1]:
-                _count_file(lowered, head, printed[head], files)
-            counted = max(counted, len(order) - 1)
+            lines = _PRINTED.findall(block)
+            found.lines += lines
+            _count(lowered, [(line[0], line[3]) for line in lines if line[2] == b":"])
             # rg's statistics, at the very end: only a read's tail can hold them (a
             # multi-line search of a whole read cost more than the counting)
-            found = _SEARCHED.search(block, max(0, len(block) - _STATS_BYTES))
-            if found:
-                total_files = int(found.group(1))
+            searched = _SEARCHED.search(block, max(0, len(block) - _STATS_BYTES))
+            if searched:
+                found.total_files = int(searched.group(1))
         await process.wait()
-    for head in order[counted:]:
-        _count_file(lowered, head, printed[head], files)
-    return total_files, stats, printed, files, process.overlong
+    found.overlong = process.overlong
+    return found
 
 
-def _count_file(
-    lowered: list[tuple[TermStats, str]], head: bytes, lines: list[PrintedLine], files: FilesOf
+def _count(
+    lowered: list[tuple[TermStats, str, set[bytes]]], matched: list[tuple[bytes, bytes]]
 ) -> None:
-    """Add one file's matching lines to each term's files and hits (and the file,
-    rg's path `head`, to `files` under each term it holds)."""
-    # The lines as one text, counted once per term: NUL joins them (no term contains
-    # it), so no occurrence is made up across two lines.
-    low = b"\0".join([line[3] for line in lines if line[2] == b":"])
-    low_text = low.decode("utf-8", "replace").lower()
-    for entry, term_low in lowered:
-        count = low_text.count(term_low)
-        if count:
-            entry.hits += count
-            entry.files += 1
-            files[entry.term].append(head)
+    """Add matching lines, (rg's path, text), to each term's hits and files."""
+    # The lines as one lower-case text, NUL between them: no term contains NUL, so
+    # no occurrence is made up across two lines and the hits are one count each.
+    low = b"\0".join([text for _path, text in matched]).decode("utf-8", "replace").lower()
+    low_lines = low.split("\0")
+    if len(low_lines) != len(matched):  # a NUL in a line: take the lines one by one
+        low_lines = [text.decode("utf-8", "replace").lower() for _path, text in matched]
+    pairs = list(zip([path for path, _text in matched], low_lines, strict=True))
+    for entry, term_low, files in lowered:
+        hits = low.count(term_low)
+        if hits:
+            entry.hits += hits
+            files.update([path for path, text in pairs if term_low in text])
+            entry.files = len(files)
 
 
 def _line_text(text: bytes) -> str:
@@ -669,14 +671,10 @@ class KeywordSearchTool(SchemaTool):
     ) -> tuple[str, SearchDisplay]:
         one = await _one_pass(terms, spec, context_lines)
         if one is not None:
-            total_files, stats, lines, files_of, overlong = one
+            total_files, stats, overlong = one.total_files, one.stats, one.overlong
             _drop_broad(stats, total_files)
             kept = [s.term for s in stats if not s.dropped and s.files]
-            # Only the files a kept term matched are looked at again (a dropped broad
-            # term's thousands are not).
-            wanted = {head for term in kept for head in files_of[term]}
-            lines = {head: printed_lines for head, printed_lines in lines.items() if head in wanted}
-            files, shown, truncated = _hits_of(lines, kept, context_lines)
+            files, shown, truncated = _hits_of(one.printed(kept), kept, context_lines)
         else:  # too much output for one pass: count each term first, then collect
             total_files, stats = await _count_each(terms, spec)
             _drop_broad(stats, total_files)

@@ -133,7 +133,7 @@ async def test_one_pass_stops_rg_once_its_output_outgrows_the_budget(
     monkeypatch.setattr(ks.sandbox, "start_process", recording)
     spec = ks.rg_spec(ctx_for(tmp_path), tmp_path, find_rg() or "rg")
     one = await ks._one_pass(["needle"], spec, 1)
-    assert one is None, one and one[:2]
+    assert one is None, one and one.stats
     [process] = started
     assert process.result is not None and process.result.exit != 0, process.result
 
@@ -379,3 +379,34 @@ def test_output_blocks_are_the_lines_with_overlong_ones_counted(
         got, overlong = asyncio.run(read_blocks())
     assert got == [line for line in expected if len(line) < limit]
     assert overlong == sum(len(line) >= limit for line in expected)
+
+
+@given(
+    matched=st.lists(
+        st.tuples(
+            st.sampled_from([b"./a.py", b"./b.py", b"./c/d.py"]),
+            st.lists(st.sampled_from([b"ab", b"AB", b"b", b"\0", b"\xc3\xa9", b"\xff", b" "])).map(
+                b"".join
+            ),
+        ),
+        max_size=20,
+    ),
+    terms=st.lists(st.sampled_from(["ab", "b", "bab", "\u00e9", "a b"]), min_size=1, unique=True),
+    split=st.integers(min_value=0, max_value=20),
+)
+def test_counting_matches_a_line_by_line_count(
+    matched: list[tuple[bytes, bytes]], terms: list[str], split: int
+) -> None:
+    """The one pass counts each read's matching lines in a few C calls per term; the
+    result is what counting line by line gives (occurrences per term, files holding
+    one), however the lines are split across reads and whatever bytes they hold."""
+    stats = [ks.TermStats(term) for term in terms]
+    files: dict[str, set[bytes]] = {term: set() for term in terms}
+    lowered = [(entry, entry.term.lower(), files[entry.term]) for entry in stats]
+    ks._count(lowered, matched[:split])
+    ks._count(lowered, matched[split:])
+    for entry in stats:
+        low = [(p, t.decode("utf-8", "replace").lower()) for p, t in matched]
+        assert entry.hits == sum(text.count(entry.term) for _p, text in low)
+        assert files[entry.term] == {p for p, text in low if entry.term in text}
+        assert entry.files == len(files[entry.term])
