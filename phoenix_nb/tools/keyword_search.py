@@ -216,7 +216,7 @@ class RgProcess:
         self.overlong = 0
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
-        """Each line with its newline (the last one's may be missing)."""
+        """Each line, a newline after it."""
         async for block in self.blocks():
             for line in block.split(b"\n"):
                 yield line + b"\n"
