@@ -9,6 +9,12 @@ useful hits, and the survivors' hits are shown with context lines, the total
 capped, because the result goes into the model's context. When that one pass
 prints too much (terms that match nearly every line), each term is counted by
 its own rg, which stops a broad term early, and the survivors searched again.
+rg's output is taken from its pipe in a few large reads (one per few
+milliseconds and one after its exit report), not a read per write: rg writes
+each file's lines separately, and an event-loop turn per write cost more than
+the search while taking a core from rg. Reading while rg runs, rather than once
+after it, is what bounds memory: a pass is cut (rg killed) as soon as what it
+printed passes ONE_PASS_BUDGET, at most a pipeful later.
 Then, when the conversation has a helper model, it is asked which files matter
 and why — a cheap call that saves the main model from reading every hit; if that
 call is absent or fails, the raw hits are returned and the model is told so.
@@ -32,14 +38,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import itertools
 import json
-import operator
 import os
 import re
 import shutil
 import sysconfig
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -60,7 +64,6 @@ BROAD_FRACTION = 0.5  # ... or more than this share of a tree of >= BROAD_MIN_TR
 BROAD_MIN_TREE = 20
 MAX_LINE_CHARS = 240
 MAX_RG_LINE_BYTES = 1 << 20  # a longer line of rg output is dropped and counted, not shown
-_READ_BYTES = 1 << 18  # rg output taken per await (what the pipe holds, usually less)
 MAX_SUMMARY_CHARS = 24_000
 HELPER_TIMEOUT = 90.0
 DEFAULT_CONTEXT_LINES = 1
@@ -156,49 +159,74 @@ def rg_spec(ctx: ToolContext, root: Path, binary: str) -> sandbox.RunSpec:
     )
 
 
+_PIPE_BYTES = 1 << 20  # what the launcher's output pipe holds (start_process sets it)
+_PACE = 0.005  # seconds between reads of rg's output while it runs
+
+
+def _drain(fd: int) -> tuple[bytes, bool]:
+    """All the pipe holds now, and whether its writers are gone (end of output)."""
+    parts: list[bytes] = []
+    while True:
+        try:
+            part = os.read(fd, _PIPE_BYTES)
+        except BlockingIOError:
+            return b"".join(parts), False
+        if not part:
+            return b"".join(parts), True
+        parts.append(part)
+
+
+async def _paced_output(process: sandbox.Process) -> AsyncGenerator[bytes, None]:
+    """rg's output in a few large reads: what the pipe holds every _PACE seconds, and
+    the rest when the supervisor reports rg gone.
+
+    Not a read per readiness: rg's threads write each file's lines in a write or a
+    few, so waking per write meant hundreds of event-loop turns per search, each one
+    taking a core from rg. The pipe (1 MiB) holds a typical search's whole output, so rg
+    rarely waits for a read; when a read finds the pipe at least half full, the next
+    comes at once. After the report no writer is left (the tree is gone), so what
+    the pipe holds then is the end of the output."""
+    ended = asyncio.ensure_future(process.wait())
+    try:
+        while True:
+            finished = ended.done()
+            data, eof = _drain(process.output_fd)
+            if data:
+                yield data
+            if eof or finished:
+                return
+            if len(data) >= _PIPE_BYTES // 2:
+                await asyncio.sleep(0)
+            else:
+                await asyncio.wait((ended,), timeout=_PACE)
+    finally:
+        ended.cancel()  # only this wait: the report is still read for `wait`/`stop`
+
+
 class RgProcess:
     """One running rg: its stdout as lines, and how it ended.
 
     Lines longer than MAX_RG_LINE_BYTES (a minified bundle, a data dump) are dropped
-    whole and counted in `overlong`, instead of failing the search as the stream
-    reader's own readline would."""
+    whole and counted in `overlong`, instead of failing the search."""
 
-    def __init__(self, process: sandbox.Process, output: asyncio.StreamReader) -> None:
+    def __init__(self, process: sandbox.Process, output: AsyncIterator[bytes]) -> None:
         self.process = process
         self._output = output
         self._last = b""
         self.overlong = 0
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
-        pending = bytearray()
-        skipping = False  # inside a line already known to be too long
-        while chunk := await self._output.read(1 << 16):
-            pending += chunk
-            while (end := pending.find(b"\n")) != -1:
-                line = bytes(pending[: end + 1])
-                del pending[: end + 1]
-                if skipping or len(line) > MAX_RG_LINE_BYTES:
-                    skipping = False
-                    self.overlong += 1
-                    continue
-                self._last = line
-                yield line
-            if len(pending) > MAX_RG_LINE_BYTES:
-                pending.clear()
-                skipping = True
-        if pending and not skipping:
-            self._last = bytes(pending)
-            yield self._last
-        elif skipping:
-            self.overlong += 1
+        """Each line, a newline after it."""
+        async for block in self.blocks():
+            for line in block.split(b"\n"):
+                yield line + b"\n"
 
     async def blocks(self) -> AsyncIterator[bytes]:
-        """The same lines as iterating, a chunk's worth at a time: whole lines joined by
-        newlines, without the last one's (one await and no per-line work per read: a
-        large output's parsing cost). Overlong lines are taken out here too."""
+        """The lines, a read's worth at a time: whole lines joined by newlines, without
+        the last one's (no per-line work per read). Overlong lines are taken out here."""
         pending = b""
         skipping = False  # inside a line already known to be too long
-        while chunk := await self._output.read(_READ_BYTES):
+        async for chunk in self._output:
             data = pending + chunk
             cut = data.rfind(b"\n")
             if cut < 0:
@@ -228,7 +256,7 @@ class RgProcess:
             yield pending
 
     async def batches(self) -> AsyncIterator[list[bytes]]:
-        """The same lines as iterating, without their newline, a chunk's worth at a time."""
+        """The same lines as iterating, without their newline, a read's worth at a time."""
         async for block in self.blocks():
             yield block.split(b"\n")
 
@@ -251,25 +279,18 @@ async def _rg(args: list[str], spec: sandbox.RunSpec) -> AsyncIterator[RgProcess
         process = await sandbox.start_process(replace(spec, argv=(*spec.argv, *args)))
     except (sandbox.SandboxError, OSError) as error:
         raise SearchError(f"could not start rg: {error}") from error
-    loop = asyncio.get_running_loop()
-    reader = asyncio.StreamReader(loop=loop)
-    transport: asyncio.BaseTransport | None = None
+    output = _paced_output(process)
     try:
-        pipe = os.fdopen(process.output_fd, "rb", buffering=0)  # the transport closes it
-        transport, _ = await loop.connect_read_pipe(
-            lambda: asyncio.StreamReaderProtocol(reader, loop=loop), pipe
-        )
-        yield RgProcess(process, reader)
+        yield RgProcess(process, output)
     finally:
         try:
             if process.result is None:  # stopped early, failed or cancelled: the tree goes first
                 await process.stop()
         finally:  # also when a second cancel ends that wait (stop re-raises it after)
-            if transport is not None:
-                transport.close()
-            else:
-                with contextlib.suppress(OSError):
-                    os.close(process.output_fd)
+            try:
+                await output.aclose()  # its wait for the report, if it was reading
+            finally:
+                os.close(process.output_fd)
 
 
 def _strip_dot(path: str) -> str:
@@ -380,17 +401,39 @@ def _drop_broad(stats: list[TermStats], total_files: int) -> None:
 
 ONE_PASS_BUDGET = 8 << 20  # bytes of rg output read before falling back to a pass per term
 _SEARCHED = re.compile(rb"^(\d+) files searched\s*$", re.M)
+_STATS_BYTES = 4096  # rg's --stats, after its last printed line, are far shorter
 # One printed line: path NUL number, ":" for a match or "-" for context, the text.
 _PRINTED = re.compile(rb"^([^\0\n]*)\0(\d+)([:-])([^\n]*)$", re.M)
 
-# rg's path (decoded only when shown) -> its printed lines in order, as rg printed them:
-# (path, number, ":" or "-", text)
-Printed = dict[bytes, list[tuple[bytes, bytes, bytes, bytes]]]
+# One printed line as found: (rg's path, number, ":" or "-", text), all still bytes
+PrintedLine = tuple[bytes, bytes, bytes, bytes]
+# rg's path (decoded only when shown) -> its printed lines in order, as rg printed them
+Printed = dict[bytes, list[PrintedLine]]
 
 
-async def _one_pass(
-    terms: list[str], spec: sandbox.RunSpec, context_lines: int
-) -> tuple[int, list[TermStats], Printed, int] | None:
+@dataclass
+class OnePass:
+    """What the one pass found: every printed line in rg's order, each term's counts and
+    the files it matched, the tree's size and how many lines were too long to show."""
+
+    total_files: int
+    stats: list[TermStats]
+    lines: list[PrintedLine]
+    files_of: dict[str, set[bytes]]  # term -> rg's paths of the files it matched
+    overlong: int
+
+    def printed(self, kept: list[str]) -> Printed:
+        """The printed lines of the files a kept term matched, by file, in rg's order
+        (a dropped broad term's thousands of files are not looked at again)."""
+        wanted = set().union(*(self.files_of[term] for term in kept))
+        printed: Printed = {}
+        for line in self.lines:
+            if line[0] in wanted:
+                printed.setdefault(line[0], []).append(line)
+        return printed
+
+
+async def _one_pass(terms: list[str], spec: sandbox.RunSpec, context_lines: int) -> OnePass | None:
     """Every term at once, in one rg (its cost is one search of the tree, which the
     tool's own cost is measured against): each term's files and hits are counted from
     the matching lines, the tree's size from rg's own --stats. None when the output
@@ -398,10 +441,11 @@ async def _one_pass(
     counts per term, which can stop a broad term's rg early.
 
     Plain output with NUL after each path (`--null`), not --json: parsing a JSON
-    object per printed line cost more than rg's whole search. Each chunk of output is
-    split into fields by one regular expression and grouped by file in C (rg prints a
-    file's lines together); numbers and text are converted only for the lines shown,
-    so the Python work per printed line is a few list operations."""
+    object per printed line cost more than rg's whole search. Each read of output is
+    split into fields by one regular expression, and counted, while rg still
+    searches; the counting is a few C calls per read and term, not Python work per
+    file (with thousands of files matched by a broad term, that was most of the
+    tool's own time). Numbers and text are converted only for the lines shown."""
     args = [
         "--null",
         "--no-heading",
@@ -416,38 +460,44 @@ async def _one_pass(
     for term in terms:
         args += ["-e", term]
     args.append(".")
-    printed: Printed = {}
-    total_files = 0
+    found = OnePass(0, [TermStats(term) for term in terms], [], {t: set() for t in terms}, 0)
+    lowered = [(entry, entry.term.lower(), found.files_of[entry.term]) for entry in found.stats]
     size = 0
-    findall = _PRINTED.findall
-    path_of = operator.itemgetter(0)
     async with _rg(args, spec) as process:
         async for block in process.blocks():
             size += len(block) + 1
-            for head, group in itertools.groupby(findall(block), path_of):
-                lines = printed.get(head)
-                if lines is None:
-                    lines = printed[head] = []
-                lines.extend(group)
-            found = _SEARCHED.search(block)  # rg's statistics, at the very end
-            if found:
-                total_files = int(found.group(1))
             if size > ONE_PASS_BUDGET:
                 return None  # leaving the block kills rg
+            lines = _PRINTED.findall(block)
+            found.lines += lines
+            _count(lowered, [(line[0], line[3]) for line in lines if line[2] == b":"])
+            # rg's statistics, at the very end: only a read's tail can hold them (a
+            # multi-line search of a whole read cost more than the counting)
+            searched = _SEARCHED.search(block, max(0, len(block) - _STATS_BYTES))
+            if searched:
+                found.total_files = int(searched.group(1))
         await process.wait()
-    stats = [TermStats(term) for term in terms]
-    lowered = [(entry, entry.term.lower()) for entry in stats]
-    for lines in printed.values():
-        # A file's matching lines as one text, counted once per term: NUL joins them
-        # (no term contains it), so no occurrence is made up across two lines.
-        low = b"\0".join([line[3] for line in lines if line[2] == b":"])
-        low_text = low.decode("utf-8", "replace").lower()
-        for entry, term_low in lowered:
-            count = low_text.count(term_low)
-            if count:
-                entry.hits += count
-                entry.files += 1
-    return total_files, stats, printed, process.overlong
+    found.overlong = process.overlong
+    return found
+
+
+def _count(
+    lowered: list[tuple[TermStats, str, set[bytes]]], matched: list[tuple[bytes, bytes]]
+) -> None:
+    """Add matching lines, (rg's path, text), to each term's hits and files."""
+    # The lines as one lower-case text, NUL between them: no term contains NUL, so
+    # no occurrence is made up across two lines and the hits are one count each.
+    low = b"\0".join([text for _path, text in matched]).decode("utf-8", "replace").lower()
+    low_lines = low.split("\0")
+    if len(low_lines) != len(matched):  # a NUL in a line: take the lines one by one
+        low_lines = [text.decode("utf-8", "replace").lower() for _path, text in matched]
+    pairs = list(zip([path for path, _text in matched], low_lines, strict=True))
+    for entry, term_low, files in lowered:
+        hits = low.count(term_low)
+        if hits:
+            entry.hits += hits
+            files.update([path for path, text in pairs if term_low in text])
+            entry.files = len(files)
 
 
 def _line_text(text: bytes) -> str:
@@ -621,10 +671,10 @@ class KeywordSearchTool(SchemaTool):
     ) -> tuple[str, SearchDisplay]:
         one = await _one_pass(terms, spec, context_lines)
         if one is not None:
-            total_files, stats, lines, overlong = one
+            total_files, stats, overlong = one.total_files, one.stats, one.overlong
             _drop_broad(stats, total_files)
             kept = [s.term for s in stats if not s.dropped and s.files]
-            files, shown, truncated = _hits_of(lines, kept, context_lines)
+            files, shown, truncated = _hits_of(one.printed(kept), kept, context_lines)
         else:  # too much output for one pass: count each term first, then collect
             total_files, stats = await _count_each(terms, spec)
             _drop_broad(stats, total_files)

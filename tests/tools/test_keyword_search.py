@@ -8,6 +8,7 @@ import re
 import signal
 import subprocess
 import time
+from collections.abc import AsyncIterator
 from dataclasses import replace
 from pathlib import Path
 
@@ -113,6 +114,54 @@ async def test_one_pass_and_a_pass_per_term_agree(
     assert one.display.terms == per_term.display.terms
     assert sorted(one.content.splitlines()) == sorted(per_term.content.splitlines())
     assert "hits in" in one.content and "dropped, too broad" in one.content
+
+
+async def test_one_pass_stops_rg_once_its_output_outgrows_the_budget(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """rg's output is read while it runs, so a pass printing far more than
+    ONE_PASS_BUDGET is cut there: rg is killed mid-search (not left to print ~200 MB
+    into memory or a pipe first) and the tool falls back to counting per term."""
+    (tmp_path / "a.txt").write_bytes(b"needle\n" * 30_000_000)
+    started: list[ks.sandbox.Process] = []
+    start = ks.sandbox.start_process
+
+    async def recording(spec: ks.sandbox.RunSpec) -> ks.sandbox.Process:
+        started.append(await start(spec))
+        return started[-1]
+
+    monkeypatch.setattr(ks.sandbox, "start_process", recording)
+    spec = ks.rg_spec(ctx_for(tmp_path), tmp_path, find_rg() or "rg")
+    one = await ks._one_pass(["needle"], spec, 1)
+    assert one is None, one and one.stats
+    [process] = started
+    assert process.result is not None and process.result.exit != 0, process.result
+
+
+async def test_output_is_read_a_pipeful_at_a_time_and_arrives_whole(tmp_path: Path) -> None:
+    """rg writes each file's lines as one write; the tool reads what the pipe holds at
+    most every _PACE seconds (at once again only when a read found it half full), and
+    the rest after rg's exit report. So a search of thousands of matching files takes
+    a bounded number of reads for its duration, not one per file, and several pipefuls
+    (rg blocked on a full pipe between reads) arrive whole, as rg prints them directly."""
+    for i in range(3000):
+        (tmp_path / f"f{i}.txt").write_bytes(b"needle %d\n" % i)
+    (tmp_path / "big.txt").write_bytes(b"".join(b"line %d needle\n" % i for i in range(400_000)))
+    rg = find_rg() or "rg"
+    args = ["--no-config", "-F", "--no-require-git", "needle", "."]
+    direct = subprocess.run([rg, *args], cwd=tmp_path, capture_output=True, check=True).stdout
+    spec = ks.rg_spec(ctx_for(tmp_path), tmp_path, rg)
+    loop = asyncio.get_running_loop()
+    got: list[bytes] = []
+    async with ks._rg(args[1:], spec) as process:
+        begun = loop.time()
+        async for block in process.blocks():
+            got.append(block)
+        elapsed = loop.time() - begun
+        await process.wait()
+    assert sorted(b"\n".join(got).split(b"\n")) == sorted(direct.rstrip(b"\n").split(b"\n"))
+    full_pipes = len(direct) // (ks._PIPE_BYTES // 2)
+    assert len(got) <= elapsed / ks._PACE + full_pipes + 2, (len(got), elapsed)
 
 
 async def test_no_hits_is_not_an_error(repo: Path) -> None:
@@ -300,10 +349,9 @@ async def test_a_line_longer_than_the_reader_limit_is_reported_not_fatal(tmp_pat
     lines=st.lists(st.binary(max_size=40).map(lambda b: b.replace(b"\n", b"")), max_size=30),
     terminated=st.booleans(),
     cuts=st.lists(st.integers(min_value=1, max_value=50), min_size=1, max_size=10),
-    read=st.integers(min_value=1, max_value=64),
 )
 def test_output_blocks_are_the_lines_with_overlong_ones_counted(
-    lines: list[bytes], terminated: bool, cuts: list[int], read: int
+    lines: list[bytes], terminated: bool, cuts: list[int]
 ) -> None:
     """The one pass parses rg's output a chunk at a time (`RgProcess.blocks`): whatever
     the pipe's chunking, the blocks hold exactly rg's lines in order, except those of
@@ -314,21 +362,51 @@ def test_output_blocks_are_the_lines_with_overlong_ones_counted(
     if expected and expected[-1] == b"":
         expected.pop()  # after the last newline: no line
 
-    async def read_blocks() -> tuple[list[bytes], int]:
-        reader = asyncio.StreamReader()
+    async def chunks() -> AsyncIterator[bytes]:
         position, i = 0, 0
         while position < len(data):
             size = cuts[i % len(cuts)]
-            reader.feed_data(data[position : position + size])
+            yield data[position : position + size]
             position, i = position + size, i + 1
-        reader.feed_eof()
-        process = ks.RgProcess(None, reader)  # type: ignore[arg-type]
+
+    async def read_blocks() -> tuple[list[bytes], int]:
+        process = ks.RgProcess(None, chunks())  # type: ignore[arg-type]
         got = [line async for block in process.blocks() for line in block.split(b"\n")]
         return got, process.overlong
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(ks, "MAX_RG_LINE_BYTES", limit)
-        patch.setattr(ks, "_READ_BYTES", read)
         got, overlong = asyncio.run(read_blocks())
     assert got == [line for line in expected if len(line) < limit]
     assert overlong == sum(len(line) >= limit for line in expected)
+
+
+@given(
+    matched=st.lists(
+        st.tuples(
+            st.sampled_from([b"./a.py", b"./b.py", b"./c/d.py"]),
+            st.lists(st.sampled_from([b"ab", b"AB", b"b", b"\0", b"\xc3\xa9", b"\xff", b" "])).map(
+                b"".join
+            ),
+        ),
+        max_size=20,
+    ),
+    terms=st.lists(st.sampled_from(["ab", "b", "bab", "\u00e9", "a b"]), min_size=1, unique=True),
+    split=st.integers(min_value=0, max_value=20),
+)
+def test_counting_matches_a_line_by_line_count(
+    matched: list[tuple[bytes, bytes]], terms: list[str], split: int
+) -> None:
+    """The one pass counts each read's matching lines in a few C calls per term; the
+    result is what counting line by line gives (occurrences per term, files holding
+    one), however the lines are split across reads and whatever bytes they hold."""
+    stats = [ks.TermStats(term) for term in terms]
+    files: dict[str, set[bytes]] = {term: set() for term in terms}
+    lowered = [(entry, entry.term.lower(), files[entry.term]) for entry in stats]
+    ks._count(lowered, matched[:split])
+    ks._count(lowered, matched[split:])
+    for entry in stats:
+        low = [(p, t.decode("utf-8", "replace").lower()) for p, t in matched]
+        assert entry.hits == sum(text.count(entry.term) for _p, text in low)
+        assert files[entry.term] == {p for p, text in low if entry.term in text}
+        assert entry.files == len(files[entry.term])
