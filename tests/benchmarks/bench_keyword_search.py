@@ -14,7 +14,13 @@ The rounds are interleaved (raw, tool, rg through the sandbox and the launcher) 
 a pause follows each sandboxed call, as between a conversation's tool calls, so
 the shared machine's load falls on all alike; both the ratio of the medians and
 the median of each round's ratio are printed.
-Run: /work/venv/bin/python tests/benchmarks/bench_keyword_search.py [files]
+
+``--before DIR`` (a checkout of another revision, e.g. ``git archive main | tar -x
+-C DIR``) also times the same sandboxed pass through DIR's launcher script, a
+second launcher process started beside this tree's, in the same rounds: a change
+to the sandbox is then judged within one run, under one load, not across runs on
+a shared machine whose load moves by more than the change.
+Run: /work/venv/bin/python tests/benchmarks/bench_keyword_search.py [files] [--before DIR]
 """
 
 from __future__ import annotations
@@ -29,12 +35,12 @@ import time
 from pathlib import Path
 
 from phoenix_nb.core.values import Mode
-from phoenix_nb.sandbox import detect_sandbox
+from phoenix_nb.sandbox import detect_sandbox, launcher_client
 from phoenix_nb.tools.base import ToolContext
 from phoenix_nb.tools.keyword_search import KeywordSearchTool, _rg, find_rg, rg_spec
 
 TERMS = ["frobnicate", "parse_config", "import"]
-ROUNDS = 15
+ROUNDS = int(os.environ.get("PHOENIX_BENCH_ROUNDS", "15"))
 PAUSE = 0.05  # between sandboxed calls: the launcher replaces its spare, as between calls
 
 
@@ -86,6 +92,31 @@ async def time_sandboxed_rg(root: Path, mode: Mode = Mode.RESTRICTED) -> float:
     return time.perf_counter() - start
 
 
+def other_launcher(tree: Path) -> launcher_client.LauncherHandle:
+    """A launcher handle that runs `tree`'s launcher script (another revision's sandbox)."""
+    script = tree / "phoenix_nb" / "sandbox" / "child" / "launcher.py"
+    if not script.is_file():
+        sys.exit(f"no launcher script at {script}")
+    handle = launcher_client.LauncherHandle()
+    ours = launcher_client._LAUNCHER_SCRIPT
+    launcher_client._LAUNCHER_SCRIPT = script
+    try:
+        handle.hello()  # starts it, with that script
+    finally:
+        launcher_client._LAUNCHER_SCRIPT = ours
+    return handle
+
+
+async def time_through(handle: launcher_client.LauncherHandle, root: Path) -> float:
+    """`time_sandboxed_rg` with the commands started by `handle`'s launcher."""
+    ours = launcher_client._LAUNCHER
+    launcher_client._LAUNCHER = handle
+    try:
+        return await time_sandboxed_rg(root)
+    finally:
+        launcher_client._LAUNCHER = ours
+
+
 async def time_tool(root: Path) -> float:
     ctx = context(root)
     start = time.perf_counter()
@@ -95,10 +126,18 @@ async def time_tool(root: Path) -> float:
     return elapsed
 
 
-async def measure(root: Path, rg: str) -> dict[str, list[float]]:
+async def measure(
+    root: Path, rg: str, before: launcher_client.LauncherHandle | None = None
+) -> dict[str, list[float]]:
     times: dict[str, list[float]] = {"raw": [], "tool": [], "boxed": [], "launched": []}
     await time_tool(root)  # start the launcher, warm the page cache
+    if before is not None:
+        times["before"] = []
+        await time_through(before, root)
     for _ in range(ROUNDS):
+        if before is not None:
+            times["before"].append(await time_through(before, root))
+            await asyncio.sleep(PAUSE)
         times["raw"].append(time_raw_rg(rg, root))
         times["tool"].append(await time_tool(root))
         await asyncio.sleep(PAUSE)
@@ -110,7 +149,13 @@ async def measure(root: Path, rg: str) -> dict[str, list[float]]:
 
 
 def main() -> None:
-    files = int(sys.argv[1]) if len(sys.argv) > 1 else 5000
+    args = sys.argv[1:]
+    before_tree: Path | None = None
+    if "--before" in args:
+        at = args.index("--before")
+        before_tree = Path(args[at + 1])
+        del args[at : at + 2]
+    files = int(args[0]) if args else 5000
     info = detect_sandbox()
     if not info.available:
         sys.exit(f"Restricted mode unavailable: {info.reason}")
@@ -119,8 +164,15 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         build_tree(root, files)
-        times = asyncio.run(measure(root, rg))
-    raw_ms, tool_ms, boxed_ms, launched_ms = (statistics.median(times[k]) * 1000 for k in times)
+        before = other_launcher(before_tree) if before_tree is not None else None
+        try:
+            times = asyncio.run(measure(root, rg, before))
+        finally:
+            if before is not None:
+                before.close()
+    raw_ms, tool_ms, boxed_ms, launched_ms = (
+        statistics.median(times[k]) * 1000 for k in ("raw", "tool", "boxed", "launched")
+    )
     per_round = statistics.median(t / r for t, r in zip(times["tool"], times["raw"], strict=True))
     print(f"tree: {files} files, terms: {TERMS}, {ROUNDS} interleaved rounds (medians)")
     print(f"raw rg, one direct pass (-C1):  {raw_ms:7.1f} ms (baseline)")
@@ -133,6 +185,12 @@ def main() -> None:
         f"raw rg through the sandbox:     {boxed_ms:7.1f} ms = {boxed_ms / raw_ms:.2f}x raw"
         " (the floor under keyword_search)"
     )
+    if "before" in times:
+        before_ms = statistics.median(times["before"]) * 1000
+        print(
+            f"  the same through {before_tree}'s sandbox: {before_ms:7.1f} ms ="
+            f" {before_ms / raw_ms:.2f}x raw (here / there: {boxed_ms / before_ms:.2f}x)"
+        )
     print(f"ratio keyword_search / raw rg: {tool_ms / raw_ms:.2f}x (target <= 1.5x)")
     print(f"  median of the rounds' ratios: {per_round:.2f}x")
     print(f"ratio keyword_search / raw rg through the sandbox: {tool_ms / boxed_ms:.2f}x")

@@ -186,18 +186,32 @@ class CommandGroup:
 
 
 def command_group(
-    setup: CgroupSetup, group: str, command: str, memory: int | None, pids: int | None
+    setup: CgroupSetup,
+    group: str,
+    command: str,
+    memory: int | None,
+    pids: int | None,
+    *,
+    ahead: bool = False,
 ) -> CommandGroup | None:
-    """Make ``<group>/<command>`` with the group's limits (re)written; None where impossible."""
+    """Make ``<group>/<command>`` with the group's limits (re)written; None where impossible.
+
+    ``ahead``: made for a spare, before any request, from the budget a
+    previous request used. Then an existing group's limits are left alone: a
+    request that changed the budget may have set them since, while its command
+    runs, and the request path writes every request's own limits anyway.
+    """
     if not setup.version:
         return None
     for _ in range(_RETRIES):
         group_dirs = tuple(os.path.join(base, group) for base in setup.bases)
         dirs = tuple(os.path.join(g, command) for g in group_dirs)
         try:
+            fresh = not all(os.path.isdir(g) for g in group_dirs)
             for g in group_dirs:
                 os.makedirs(g, exist_ok=True)
-            set_limits(setup, group_dirs, memory, pids)
+            if fresh or not ahead:
+                set_limits(setup, group_dirs, memory, pids)
             for d in dirs:
                 os.mkdir(d)
             return CommandGroup(setup, dirs, group_dirs)
