@@ -13,11 +13,12 @@ Two sockets from the kernel: one for Unrestricted requests, one for
 Restricted. For each it keeps ``SPARES`` *spare supervisors* forked ahead of
 time, each a child subreaper (PR_SET_CHILD_SUBREAPER) with its command side
 prepared; each serves exactly one request (the socket hands a message to one
-waiting reader), then the launcher forks its replacement. Two, not one, so
-that calls in quick succession (a search tool's passes, a benchmark's rounds)
-each find one ready while the one taken before is still being replaced: a
-spare is prepared at low priority and, on a loaded machine, can take longer
-than the command that took its predecessor.
+waiting reader), then the launcher forks its replacement once that request's
+command is over (see ``serve``: preparing it meanwhile took CPU from the
+command). Two, not one, so that calls in quick succession (a search tool's
+passes, a benchmark's rounds) each find one ready while the one taken before
+is still being replaced: a spare is prepared at low priority and, on a loaded
+machine, can take longer than the gap between two commands.
 
 * Unrestricted: one pre-forked command process in its own process group.
 * Restricted: the process that will become the command's PID 1 has already
@@ -857,7 +858,7 @@ def remove_stale(restrictions: Restrictions | None) -> None:
 
 
 _WIND_DOWN_SECONDS = 10.0
-_REPLACE_AFTER = 1.0  # seconds a command may run before its spare is replaced anyway
+_REPLACE_AFTER = 5.0  # seconds a command may run before its spare is replaced anyway
 
 
 def wind_down(restrictions: Restrictions | None) -> None:
