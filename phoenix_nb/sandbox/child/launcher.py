@@ -658,23 +658,60 @@ def spare(
         os.write(status_fd, b'{"pid": 0}\n{"exit": 126, "signal": null, "killed": false}\n')
         _discard(target, tmpdir, group)
         os._exit(0)
-    if group is not None and setup is not None:
+    if setup is not None and setup.version:
         wanted = _budget(req)
-        if os.path.basename(group.group_dirs[0]) != wanted[0]:
-            # Another conversation: move the command side to its budget.
-            old, group = group, cgroups.command_group(setup, wanted[0], str(me), *wanted[1:])
-            if group is not None:
-                group.place(target)
-            old.remove()
-        else:
-            with contextlib.suppress(OSError):
-                cgroups.set_limits(setup, group.group_dirs, *wanted[1:])
-    elif setup is not None and setup.version:
-        wanted = _budget(req)
-        group = cgroups.command_group(setup, wanted[0], str(me), *wanted[1:])
-        if group is not None:
-            group.place(target)
+        try:
+            group = _bound(setup, group, wanted, target, str(me))
+        except OSError as exc:
+            if restricted:
+                # Deny by default: a Restricted command never runs outside its budget.
+                why = f"the command's cgroup budget could not be applied ({exc}); it was not run"
+                os.write(out_fd, f"phoenix sandbox: {why}\n".encode())
+                os.write(status_fd, b'{"pid": 0}\n{"exit": 126, "signal": null, "killed": false}\n')
+                _discard(target, tmpdir, group)
+                os._exit(0)
+            group = None  # Unrestricted: cgroups only measure, never guard
     supervise(req, target, ours, out_fd, status_fd, me, namespaced, tmpdir, group)
+
+
+def _bound(
+    setup: Any,
+    group: Any,
+    wanted: tuple[str, int | None, int | None],
+    target: int,
+    name: str,
+) -> Any:
+    """The command side in the cgroup of ``wanted`` (group, memory, pids), verified.
+
+    The spare may have placed it in the previous request's group; another
+    conversation's request moves it, the same one rewrites the limits (the
+    budget may have changed). Read back afterwards: the group's limits and
+    its member list must be the request's, whatever raced with us (a
+    finishing command removing the empty group, another kernel's sweep).
+    Raises OSError with the cause; the group made here is removed then.
+    """
+    group_name, memory, pids = wanted
+    if group is not None and os.path.basename(group.group_dirs[0]) != group_name:
+        group.remove()
+        group = None
+    for attempt in range(3):
+        if group is None:
+            group = cgroups.make_group(setup, group_name, name, memory, pids)
+        try:
+            cgroups.ensure_limits(setup, group, memory, pids)
+            if not group.holds(_family(target)):
+                group.place(target)  # a move costs an RCU grace period: only when needed
+            cgroups.verify(group, _family(target), memory, pids)
+            return group
+        except OSError:
+            if attempt == 2:
+                group.remove()
+                raise
+            # The spare's group may have been swept and made again without
+            # it: start over with a fresh directory.
+            group.remove()
+            group = None
+    raise AssertionError("unreachable")
 
 
 _BACKGROUND_NICE = 10 if os.geteuid() == 0 else 0
