@@ -227,19 +227,24 @@ def command_group(
 
 
 def make_group(
-    setup: CgroupSetup, group: str, command: str, memory: int | None, pids: int | None
+    setup: CgroupSetup,
+    group: str,
+    command: str,
+    memory: int | None,
+    pids: int | None,
+    settle: float = _SETTLE_SECONDS,
 ) -> CommandGroup:
     """Make ``<group>/<command>`` with the group's limits (re)written, or raise GroupError.
 
     Transient races (the empty group removed by a finishing command between
     our mkdir calls, a lower memory limit refused while pages are still
-    charged) are retried until ``_SETTLE_SECONDS``; a lasting failure raises
+    charged) are retried for ``settle`` seconds; a lasting failure raises
     with its cause, so a caller can refuse the command rather than run it
     outside its budget.
     """
     if not setup.version:
         raise GroupError("this host gives no cgroup")
-    deadline = time.monotonic() + _SETTLE_SECONDS
+    deadline = time.monotonic() + settle
     pause = 0.001
     while True:
         group_dirs = tuple(os.path.join(base, group) for base in setup.bases)
