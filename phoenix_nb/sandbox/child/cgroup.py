@@ -32,7 +32,7 @@ from dataclasses import dataclass
 # went away under us) or EBUSY (a lower memory limit while exiting tasks still
 # hold pages). They pass; retry them with a growing pause until this deadline.
 # Anything else (EACCES, EROFS, ENOSPC) will not pass and fails at once.
-_SETTLE_SECONDS = 10.0
+_SETTLE_SECONDS = 15.0
 _TRANSIENT = frozenset({errno.ENOENT, errno.EBUSY, errno.EAGAIN, errno.EINTR})
 
 
@@ -212,18 +212,6 @@ class CommandGroup:
         for d in self.dirs + self.group_dirs:
             with contextlib.suppress(OSError):
                 os.rmdir(d)
-
-
-def command_group(
-    setup: CgroupSetup, group: str, command: str, memory: int | None, pids: int | None
-) -> CommandGroup | None:
-    """Make ``<group>/<command>`` with the group's limits (re)written; None where impossible."""
-    if not setup.version:
-        return None
-    try:
-        return make_group(setup, group, command, memory, pids)
-    except OSError:
-        return None
 
 
 def make_group(

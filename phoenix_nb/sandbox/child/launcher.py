@@ -619,7 +619,12 @@ def spare(
         if expect is None and not restricted:
             expect = ("unrestricted", None, None)
         if expect is not None:
-            group = cgroups.command_group(setup, *expect[:1], str(me), *expect[1:])
+            # Best effort, briefly: the request redoes and verifies whatever
+            # did not take here, and this spare may be the next request's.
+            with contextlib.suppress(OSError):
+                group = cgroups.make_group(
+                    setup, expect[0], str(me), *expect[1:], settle=_SPARE_SETTLE_SECONDS
+                )
             if group is not None:
                 try:
                     group.place(target)
@@ -715,6 +720,7 @@ def _bound(
 
 
 _BACKGROUND_NICE = 10 if os.geteuid() == 0 else 0
+_SPARE_SETTLE_SECONDS = 0.5
 
 
 def _request_waiting(sock: socket.socket) -> bool:
