@@ -664,57 +664,64 @@ def spare(
         _discard(target, tmpdir, group)
         os._exit(0)
     if setup is not None and setup.version:
-        wanted = _budget(req)
+        held = [group] if group is not None else []
         try:
-            group = _bound(setup, group, wanted, target, str(me))
+            group = _bound(setup, held, _budget(req), target, str(me))
         except OSError as exc:
             if restricted:
                 # Deny by default: a Restricted command never runs outside its budget.
                 why = f"the command's cgroup budget could not be applied ({exc}); it was not run"
                 os.write(out_fd, f"phoenix sandbox: {why}\n".encode())
                 os.write(status_fd, b'{"pid": 0}\n{"exit": 126, "signal": null, "killed": false}\n')
-                _discard(target, tmpdir, group)
+                _discard(target, tmpdir)
+                for stale in held:
+                    stale.remove()
                 os._exit(0)
-            group = None  # Unrestricted: cgroups only measure, never guard
+            group = held[-1] if held else None  # Unrestricted: cgroups only measure
+        for stale in held:
+            if stale is not group:
+                stale.remove()
     supervise(req, target, ours, out_fd, status_fd, me, namespaced, tmpdir, group)
 
 
 def _bound(
     setup: Any,
-    group: Any,
+    held: list[Any],
     wanted: tuple[str, int | None, int | None],
     target: int,
     name: str,
 ) -> Any:
     """The command side in the cgroup of ``wanted`` (group, memory, pids), verified.
 
-    The spare may have placed it in the previous request's group; another
-    conversation's request moves it, the same one rewrites the limits (the
-    budget may have changed). Read back afterwards: the group's limits and
-    its member list must be the request's, whatever raced with us (a
-    finishing command removing the empty group, another kernel's sweep).
-    Raises OSError with the cause; the group made here is removed then.
+    ``held``: the groups the command side may be in, oldest first (the
+    spare's, if it placed it); each group made here is appended, and the
+    caller removes the ones not returned once the command side has left them
+    (a cgroup with a member cannot be removed). The spare may have placed it
+    in the previous request's group; another conversation's request moves
+    it, the same one rewrites the limits (the budget may have changed). Read
+    back afterwards: the group's limits and its member list must be the
+    request's, whatever raced with us (a finishing command removing the
+    empty group, another kernel's sweep). Raises OSError with the cause.
     """
     group_name, memory, pids = wanted
+    group = held[-1] if held else None
     if group is not None and os.path.basename(group.group_dirs[0]) != group_name:
-        group.remove()
         group = None
     for attempt in range(3):
         if group is None:
             group = cgroups.make_group(setup, group_name, name, memory, pids)
+            held.append(group)
+        cgroups.ensure_limits(setup, group, memory, pids)  # waits out races itself
         try:
-            cgroups.ensure_limits(setup, group, memory, pids)
             if not group.holds(_family(target)):
                 group.place(target)  # a move costs an RCU grace period: only when needed
             cgroups.verify(group, _family(target), memory, pids)
             return group
         except OSError:
             if attempt == 2:
-                group.remove()
                 raise
-            # The spare's group may have been swept and made again without
-            # it: start over with a fresh directory.
-            group.remove()
+            # The group may have been swept and made again without the
+            # command side: start over in a fresh directory.
             group = None
     raise AssertionError("unreachable")
 
