@@ -84,14 +84,29 @@ def child_cgroup(conversation_id: str, limits: SandboxLimits) -> ChildCgroup | N
 
     Call in the kernel before forking; pass ``procs_files`` in the policy
     (the child joins before it unshares); ``remove()`` after the child is
-    reaped. None where this host gives no cgroup (see ``guarantees()``).
+    reaped. None only where this host gives no cgroup at all (see
+    ``guarantees()``); where it does, a group that cannot be made with these
+    limits (read back after writing them) raises SandboxError, so the child
+    is never forked outside its budget. The wait for transient races is
+    short here: this runs on the kernel's event loop.
     """
+    setup = _cgroup_setup()
+    if not setup.version:
+        return None
     lim = limits
     name = f"{os.getpid()}-{threading.get_ident()}-{id(object())}"
-    group = cgroup.command_group(
-        _cgroup_setup(), group_for(conversation_id), name, lim.memory, lim.max_procs
-    )
-    return ChildCgroup(group) if group is not None else None
+    try:
+        group = cgroup.make_group(
+            setup, group_for(conversation_id), name, lim.memory, lim.max_procs, settle=1.0
+        )
+    except OSError as exc:
+        raise SandboxError(f"the fork's cgroup budget could not be applied ({exc})") from exc
+    try:
+        cgroup.verify(group, [], lim.memory, lim.max_procs)
+    except OSError as exc:
+        group.remove()
+        raise SandboxError(f"the fork's cgroup budget could not be applied ({exc})") from exc
+    return ChildCgroup(group)
 
 
 def child_policy(

@@ -9,20 +9,35 @@ which limit was hit. Memory counted by the memory controller includes page
 cache, tmpfs and shmem pages the tree touches (its TMPDIR, /dev/shm, memfds,
 SysV shm), which per-process ``RLIMIT_AS`` never saw.
 
-Standard library only (the launcher loads it by file path). Best effort by
-design: where no cgroup can be created (an undelegated cgroup v2 subtree, a
-read-only cgroupfs) ``CgroupSetup.version`` is 0 and ``why_not`` says why; the
-caller reports that whole-tree limits are lost and keeps per-process rlimits.
+Standard library only (the launcher loads it by file path). Where no cgroup
+can be created at all (an undelegated cgroup v2 subtree, a read-only cgroupfs)
+``CgroupSetup.version`` is 0 and ``why_not`` says why; the caller reports that
+whole-tree limits are lost and keeps per-process rlimits. Where cgroups work,
+``make_group``/``ensure_limits``/``verify`` raise ``GroupError`` instead of
+degrading, so a Restricted command is refused rather than run without its
+budget.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import time
 from dataclasses import dataclass
 
-_RETRIES = 5
+# A group is made while other commands of the same conversation finish and
+# remove it when it is empty (``CommandGroup.remove``), and another kernel's
+# launcher may sweep stale groups: those races show as ENOENT (the directory
+# went away under us) or EBUSY (a lower memory limit while exiting tasks still
+# hold pages). They pass; retry them with a growing pause until this deadline.
+# Anything else (EACCES, EROFS, ENOSPC) will not pass and fails at once.
+_SETTLE_SECONDS = 15.0
+_TRANSIENT = frozenset({errno.ENOENT, errno.EBUSY, errno.EAGAIN, errno.EINTR})
+
+
+class GroupError(OSError):
+    """A command's cgroup could not be made, limited or verified; ``str()`` says why."""
 
 
 @dataclass(frozen=True)
@@ -130,6 +145,8 @@ class CommandGroup:
     def place(self, pid: int) -> None:
         """Move `pid` and its children (a pre-forked command) into this cgroup.
 
+        Raises OSError where the move failed (the directory went away).
+
         The children are read *after* `pid` moved: a fork that finished
         before the move shows in the list, one after it inherits the cgroup
         (migration and fork exclude each other in the kernel).
@@ -146,6 +163,18 @@ class CommandGroup:
             for child in children:
                 with contextlib.suppress(ProcessLookupError):
                     _write(os.path.join(d, "cgroup.procs"), str(child))
+
+    def holds(self, pids: list[int]) -> bool:
+        """Whether every one of ``pids`` is in this cgroup (in each hierarchy)."""
+        for d in self.dirs:
+            try:
+                with open(os.path.join(d, "cgroup.procs")) as fh:
+                    inside = {int(x) for x in fh.read().split()}
+            except (OSError, ValueError):
+                return False
+            if not set(pids) <= inside:
+                return False
+        return True
 
     def members(self) -> list[int]:
         try:
@@ -185,43 +214,121 @@ class CommandGroup:
                 os.rmdir(d)
 
 
-def command_group(
+def make_group(
     setup: CgroupSetup,
     group: str,
     command: str,
     memory: int | None,
     pids: int | None,
-    *,
+    settle: float = _SETTLE_SECONDS,
     ahead: bool = False,
-) -> CommandGroup | None:
-    """Make ``<group>/<command>`` with the group's limits (re)written; None where impossible.
+) -> CommandGroup:
+    """Make ``<group>/<command>`` with the group's limits (re)written, or raise GroupError.
 
     ``ahead``: made for a spare, before any request, from the budget a
     previous request used. Then an existing group's limits are left alone: a
     request that changed the budget may have set them since, while its command
-    runs, and the request path writes every request's own limits anyway.
+    runs (a spare is prepared after a command, as the next one starts), and
+    the request path writes and verifies every request's own limits anyway.
+
+    Transient races (the empty group removed by a finishing command between
+    our mkdir calls, a lower memory limit refused while pages are still
+    charged) are retried for ``settle`` seconds; a lasting failure raises
+    with its cause, so a caller can refuse the command rather than run it
+    outside its budget.
     """
     if not setup.version:
-        return None
-    for _ in range(_RETRIES):
+        raise GroupError("this host gives no cgroup")
+    deadline = time.monotonic() + settle
+    pause = 0.001
+    while True:
         group_dirs = tuple(os.path.join(base, group) for base in setup.bases)
         dirs = tuple(os.path.join(g, command) for g in group_dirs)
         try:
+            for base in setup.bases:
+                os.makedirs(base, exist_ok=True)  # a sweep may have taken the owner's dir
+                if setup.version == 2:
+                    _write(os.path.join(base, "cgroup.subtree_control"), "+memory +pids")
             fresh = not all(os.path.isdir(g) for g in group_dirs)
             for g in group_dirs:
                 os.makedirs(g, exist_ok=True)
             if fresh or not ahead:
                 set_limits(setup, group_dirs, memory, pids)
-            for d in dirs:
-                os.mkdir(d)
+            made = []
+            try:
+                for d in dirs:
+                    os.mkdir(d)
+                    made.append(d)
+            except FileExistsError:
+                for d in made:
+                    with contextlib.suppress(OSError):
+                        os.rmdir(d)
+                command += "x"
+                continue
             return CommandGroup(setup, dirs, group_dirs)
-        except FileExistsError:
-            command += "x"
-        except FileNotFoundError:
-            time.sleep(0.001)  # a finishing command removed the empty group just now
-        except OSError:
-            return None
-    return None
+        except OSError as exc:
+            if exc.errno not in _TRANSIENT or time.monotonic() > deadline:
+                raise GroupError(
+                    f"cannot make cgroup {group}/{command}: {exc.strerror or exc}",
+                ) from exc
+        time.sleep(pause)
+        pause = min(pause * 2, 0.05)
+
+
+def ensure_limits(
+    setup: CgroupSetup, group: CommandGroup, memory: int | None, pids: int | None
+) -> None:
+    """(Re)write ``group``'s limits, retrying transient refusals; GroupError when they stay."""
+    deadline = time.monotonic() + _SETTLE_SECONDS
+    pause = 0.001
+    while True:
+        try:
+            set_limits(setup, group.group_dirs, memory, pids)
+            return
+        except OSError as exc:
+            if exc.errno not in _TRANSIENT or time.monotonic() > deadline:
+                raise GroupError(f"cannot set the cgroup's limits: {exc.strerror or exc}") from exc
+        time.sleep(pause)
+        pause = min(pause * 2, 0.05)
+
+
+def verify(group: CommandGroup, procs: list[int], memory: int | None, pids: int | None) -> None:
+    """Raise GroupError unless ``procs`` are in ``group`` and the group's limits are these.
+
+    Read back from the cgroup filesystem after placement, so a command never
+    starts under limits other than its request's: a group removed and made
+    again by someone else, stale limits, or a move that did not happen show here.
+    """
+    if not group.holds(procs):
+        raise GroupError(f"the command is not in its cgroup {group.dirs[-1]}")
+    if group.setup.version == 1:
+        mem, pid_dir = group.group_dirs
+        want = {os.path.join(pid_dir, "pids.max"): str(pids) if pids is not None else "max"}
+        if memory is not None:
+            page = os.sysconf("SC_PAGE_SIZE")
+            want[os.path.join(mem, "memory.limit_in_bytes")] = str(memory // page * page)
+            # Without hierarchical accounting the command's own cgroup would
+            # not count against its group's limit.
+            for d in (mem, group.dirs[0]):
+                want[os.path.join(d, "memory.use_hierarchy")] = "1"
+    else:
+        (g,) = group.group_dirs
+        want = {
+            os.path.join(g, "memory.max"): (
+                str(memory // os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PAGE_SIZE"))
+                if memory is not None
+                else "max"
+            ),
+            os.path.join(g, "pids.max"): str(pids) if pids is not None else "max",
+        }
+    for path, value in want.items():
+        try:
+            with open(path) as fh:
+                got = fh.read().strip()
+        except OSError as exc:
+            raise GroupError(f"cannot read {path} ({exc.strerror})") from exc
+        if got != value:
+            raise GroupError(f"{path} is {got}, not {value}")
 
 
 def set_limits(

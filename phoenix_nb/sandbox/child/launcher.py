@@ -620,7 +620,12 @@ def spare(
         if expect is None and not restricted:
             expect = ("unrestricted", None, None)
         if expect is not None:
-            group = cgroups.command_group(setup, *expect[:1], str(me), *expect[1:], ahead=True)
+            # Best effort, briefly: the request redoes and verifies whatever
+            # did not take here, and this spare may be the next request's.
+            with contextlib.suppress(OSError):
+                group = cgroups.make_group(
+                    setup, expect[0], str(me), *expect[1:], settle=_SPARE_SETTLE_SECONDS, ahead=True
+                )
             if group is not None:
                 try:
                     group.place(target)
@@ -659,26 +664,71 @@ def spare(
         os.write(status_fd, b'{"pid": 0}\n{"exit": 126, "signal": null, "killed": false}\n')
         _discard(target, tmpdir, group)
         os._exit(0)
-    if group is not None and setup is not None:
-        wanted = _budget(req)
-        if os.path.basename(group.group_dirs[0]) != wanted[0]:
-            # Another conversation: move the command side to its budget.
-            old, group = group, cgroups.command_group(setup, wanted[0], str(me), *wanted[1:])
-            if group is not None:
-                group.place(target)
-            old.remove()
-        else:
-            with contextlib.suppress(OSError):
-                cgroups.set_limits(setup, group.group_dirs, *wanted[1:])
-    elif setup is not None and setup.version:
-        wanted = _budget(req)
-        group = cgroups.command_group(setup, wanted[0], str(me), *wanted[1:])
-        if group is not None:
-            group.place(target)
+    if setup is not None and setup.version:
+        held = [group] if group is not None else []
+        try:
+            group = _bound(setup, held, _budget(req), target, str(me))
+        except OSError as exc:
+            if restricted:
+                # Deny by default: a Restricted command never runs outside its budget.
+                why = f"the command's cgroup budget could not be applied ({exc}); it was not run"
+                os.write(out_fd, f"phoenix sandbox: {why}\n".encode())
+                os.write(status_fd, b'{"pid": 0}\n{"exit": 126, "signal": null, "killed": false}\n')
+                _discard(target, tmpdir)
+                for stale in held:
+                    stale.remove()
+                os._exit(0)
+            group = held[-1] if held else None  # Unrestricted: cgroups only measure
+        for stale in held:
+            if stale is not group:
+                stale.remove()
     supervise(req, target, ours, out_fd, status_fd, me, namespaced, tmpdir, group)
 
 
+def _bound(
+    setup: Any,
+    held: list[Any],
+    wanted: tuple[str, int | None, int | None],
+    target: int,
+    name: str,
+) -> Any:
+    """The command side in the cgroup of ``wanted`` (group, memory, pids), verified.
+
+    ``held``: the groups the command side may be in, oldest first (the
+    spare's, if it placed it); each group made here is appended, and the
+    caller removes the ones not returned once the command side has left them
+    (a cgroup with a member cannot be removed). The spare may have placed it
+    in the previous request's group; another conversation's request moves
+    it, the same one rewrites the limits (the budget may have changed). Read
+    back afterwards: the group's limits and its member list must be the
+    request's, whatever raced with us (a finishing command removing the
+    empty group, another kernel's sweep). Raises OSError with the cause.
+    """
+    group_name, memory, pids = wanted
+    group = held[-1] if held else None
+    if group is not None and os.path.basename(group.group_dirs[0]) != group_name:
+        group = None
+    for attempt in range(3):
+        if group is None:
+            group = cgroups.make_group(setup, group_name, name, memory, pids)
+            held.append(group)
+        cgroups.ensure_limits(setup, group, memory, pids)  # waits out races itself
+        try:
+            if not group.holds(_family(target)):
+                group.place(target)  # a move costs an RCU grace period: only when needed
+            cgroups.verify(group, _family(target), memory, pids)
+            return group
+        except OSError:
+            if attempt == 2:
+                raise
+            # The group may have been swept and made again without the
+            # command side: start over in a fresh directory.
+            group = None
+    raise AssertionError("unreachable")
+
+
 _BACKGROUND_NICE = 10 if os.geteuid() == 0 else 0
+_SPARE_SETTLE_SECONDS = 0.5
 
 
 def _request_waiting(sock: socket.socket) -> bool:
