@@ -275,3 +275,29 @@ def test_a_missing_provider_extra_is_the_turns_error_and_status_still_answers(
         assert "pip install 'phoenix_nb[openai]'" in shown, shown
         status = kern.ok("%phoenix status", timeout=WAIT).text("stdout")
         assert "provider" in status and "openai" in status, status
+
+
+def test_a_provider_configured_before_load_ext_is_imported_by_the_warm_up(
+    openai_kernel: tuple[Kernel, Path, FakeOpenAI],
+) -> None:
+    kern, gate, fake = openai_kernel
+    kern.ok(f"GATE = {str(gate)!r}\nTICKS = {TICKS}\n" + TICKER)
+    kern.ok(
+        "get_ipython().config.Phoenix.provider = 'openai'\n"
+        f"get_ipython().config.Phoenix.base_url = {fake.base_url!r}"
+    )
+    kern.ok("%load_ext phoenix_nb")
+    kern.wait_until(
+        lambda: (gate.parent / "import-started").exists(), WAIT, "the warm-up to import openai"
+    )
+    kern.ok("%phoenix new", timeout=WAIT)
+    status = kern.ok("%phoenix status", timeout=WAIT).text("stdout")  # no wait for it
+    assert "openai" in status, status
+    assert not gate.exists()
+
+    fake.script(Turn([text("Hello after the warm-up.")]))
+    turn = kern.run("%%phoenix\nhello", timeout=WAIT)  # would hang if the loop were held
+    assert turn.status == "ok", turn.error()
+    assert kern.eval("len(_ticks_before_gate)") == TICKS
+    assert "Hello after the warm-up." in turn.last_bundle()["text/plain"]
+    assert len(fake.requests) == 1
