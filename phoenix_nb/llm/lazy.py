@@ -59,6 +59,8 @@ class LazyProvider:
             return self._built
         if self._building is None:
             self._building = asyncio.ensure_future(self._make())
+            # every waiter may be gone (cancelled) when it fails: its error is still seen
+            self._building.add_done_callback(_retrieve)
         building = self._building
         try:
             # shield: one cancelled caller does not cancel the build the others wait on
@@ -131,6 +133,11 @@ class LazyProvider:
 
     def __repr__(self) -> str:
         return f"LazyProvider({self.name}, built={self._built!r})"
+
+
+def _retrieve(build: asyncio.Future[Any]) -> None:
+    if not build.cancelled():
+        build.exception()
 
 
 def _unavailable(exc: ProviderUnavailable) -> LlmFailure:

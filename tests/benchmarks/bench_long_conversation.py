@@ -107,6 +107,7 @@ def _body_cost(slug):
     from phoenix_nb.llm.body import MessagesBody as _MB
     runtime = _gs(get_ipython()).phoenix.get(slug).runtime
     provider = runtime.services.provider
+    provider = getattr(provider, "built", None) or provider  # a LazyProvider's, once built
     if not hasattr(provider, "body"):
         return (-1.0, -1.0)
     request = runtime.build_request()
