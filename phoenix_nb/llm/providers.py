@@ -15,7 +15,11 @@
   the base URL (or `OPENAI_BASE_URL`) for Gemini, OpenRouter, vLLM and others.
 
 Each SDK is imported here, when its provider is first built, so importing
-phoenix_nb and `%load_ext` never load openai, boto3/botocore or google. The
+phoenix_nb and `%load_ext` never load openai, boto3/botocore or google (unless
+the warm-up imports the one `c.Phoenix.provider` names, on its thread). The
+manager builds bedrock, vertex and openai through `lazy.LazyProvider`, on a
+worker thread at the first request: importing and building here takes the
+caller's thread for 0.3 s and more. The
 credentials are read by the SDKs themselves, where they need them; phoenix
 reads only `ANTHROPIC_API_KEY` (and passes no other secret anywhere).
 """

@@ -28,7 +28,7 @@ from IPython.core.magic import Magics, line_magic, magics_class
 
 from phoenix_nb.notebook.session import get_session, reset_session
 from phoenix_nb.notebook.transformer import transform_phoenix_cell, transform_phoenix_lines
-from phoenix_nb.notebook.warmup import WARM_MODULES, WarmUp
+from phoenix_nb.notebook.warmup import PROVIDER_MODULES, WARM_MODULES, WarmUp
 
 if TYPE_CHECKING:
     from phoenix_nb.sandbox import SandboxInfo
@@ -132,6 +132,7 @@ def load(shell: Any) -> None:
     from phoenix_nb.notebook.busy import keep_busy_while_executing
 
     keep_busy_while_executing(getattr(shell, "kernel", None))
+    WARM_UP.add(PROVIDER_MODULES.get(str(session.config.provider).lower(), ()))
     WARM_UP.start()
 
 

@@ -37,7 +37,7 @@ import importlib
 import threading
 from collections.abc import Iterable
 
-__all__ = ["WARM_MODULES", "WarmUp"]
+__all__ = ["PROVIDER_MODULES", "WARM_MODULES", "WarmUp"]
 
 # In the order a first `%%phoenix` turn needs them; `%phoenix` lines need the first only.
 WARM_MODULES = (
@@ -51,6 +51,15 @@ WARM_MODULES = (
     "anyio._backends._asyncio",
     "opentelemetry.propagate",
 )
+
+# What the first turn of each other provider imports (`llm.providers.make_provider`): warmed
+# after the above when `c.Phoenix.provider` names it at `%load_ext`. A provider chosen
+# later by `%config` is imported by its first turn, on a worker thread all the same.
+PROVIDER_MODULES = {
+    "openai": ("phoenix_nb.llm.openai_chat",),
+    "bedrock": ("boto3", "anthropic.lib.bedrock"),
+    "vertex": ("google.auth", "anthropic.lib.vertex"),
+}
 
 
 class WarmUp:
@@ -66,6 +75,12 @@ class WarmUp:
         self._done: set[str] = set()
         self._running = False
         self._waiters: list[tuple[str | None, asyncio.AbstractEventLoop, asyncio.Future[None]]] = []
+
+    def add(self, modules: Iterable[str]) -> None:
+        """Also import `modules`, after the others; only before `start()`."""
+        with self._lock:
+            if not (self._running or self._done):
+                self.modules += tuple(m for m in modules if m not in self.modules)
 
     def start(self) -> None:
         """Start the thread (once; a second `%load_ext` finds it started)."""

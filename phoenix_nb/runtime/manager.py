@@ -404,16 +404,37 @@ class Phoenix:
         s = self.settings
         key = f"{s.provider} {s.base_url or ''}"
         if key not in self._providers:
-            from phoenix_nb.llm.providers import make_provider  # the SDK loads on first use
-
-            self._providers[key] = make_provider(
-                s.provider,
-                api_key=s.api_key,
-                base_url=s.base_url,
-                stall_timeout=s.stall_timeout,
-                cache_ttl=s.cache_ttl,
-            )
+            self._providers[key] = self._make_provider(s)
         return self._providers[key]
+
+    @staticmethod
+    def _make_provider(s: Settings) -> LlmProvider:
+        """The provider the settings name, without importing its SDK here.
+
+        Conversations are made (or looked up) also by commands that never call the
+        model (`%phoenix status`, `list`, `history`), and on the event loop: an
+        AnthropicProvider builds its client on a worker thread at its first request;
+        the other providers' SDKs are imported as they are built, so they are built
+        by a LazyProvider on a worker thread at their first request (a missing extra
+        is then that request's error, shown in the turn's record)."""
+        from functools import partial
+
+        from phoenix_nb.llm.providers import make_provider
+
+        build = partial(
+            make_provider,
+            s.provider,
+            api_key=s.api_key,
+            base_url=s.base_url,
+            stall_timeout=s.stall_timeout,
+            cache_ttl=s.cache_ttl,
+        )
+        if s.provider == "anthropic":
+            provider: LlmProvider = build()
+            return provider
+        from phoenix_nb.llm.lazy import LazyProvider
+
+        return LazyProvider(build, name=s.provider)
 
     def lacks(self, model: str) -> tuple[str, ...]:
         """The optional features `model` is known to lack where it is served: described
@@ -423,6 +444,7 @@ class Phoenix:
         an SDK (or fail on a missing extra) just to say this."""
         s = self.settings
         built = self._provider or self._providers.get(f"{s.provider} {s.base_url or ''}")
+        built = getattr(built, "built", built)  # a LazyProvider's real one, once made
         lacks = getattr(built, "lacks", None)
         if callable(lacks):
             return tuple(lacks(model))

@@ -24,8 +24,13 @@ prints the distinct stacks of the longest stalls: where the time goes.
 `git archive <commit> phoenix_nb | tar -x -C DIR`), alternating with this checkout, so
 a change is compared with what it changed in the same run.
 
+`--providers` also runs each round with `c.Phoenix.provider = "openai"` (set by
+`%config` right after `%load_ext`, in the same Run All) against the Chat Completions
+fake, alternating with the Anthropic run: its SDK (`openai`, needs the extra) is
+imported by the first turn, which must not hold the loop either.
+
 Run: /work/venvs/<branch>/bin/python tests/benchmarks/bench_first_turn.py [KERNELS] [--stacks]
-     [--against DIR]
+     [--against DIR] [--providers]
 """
 
 from __future__ import annotations
@@ -40,6 +45,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from phoenix_nb.testing import FakeAnthropic, Turn, text
+from phoenix_nb.testing.fake_openai import FakeOpenAI
 from tests.notebook.kernel_harness import Kernel
 
 REPO = Path(__file__).resolve().parents[2]
@@ -100,8 +106,20 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
 
 
-def one_kernel(fake: FakeAnthropic, watch: bool, source: Path | None) -> dict[str, Any]:
+OPENAI_KEY = "sk-bench"
+
+
+def one_kernel(
+    fake: FakeAnthropic, watch: bool, source: Path | None, provider: str = "anthropic"
+) -> dict[str, Any]:
     env = {"PYTHONPATH": f"{source}:{REPO}"} if source else {}
+    configure: list[str] = []
+    if provider == "openai":
+        env.update(OPENAI_API_KEY=OPENAI_KEY, PHOENIX_MODEL="gpt-bench-unknown")
+        configure = [
+            "%config Phoenix.provider = 'openai'",
+            f"%config Phoenix.base_url = {fake.base_url!r}",
+        ]
     with tempfile.TemporaryDirectory() as tmp:
         kernel = Kernel(Path(tmp), fake.base_url, extra_env=env)
         try:
@@ -112,6 +130,7 @@ def one_kernel(fake: FakeAnthropic, watch: bool, source: Path | None) -> dict[st
             # warm-up import `%load_ext` started is still under way.
             cells = [
                 kernel.submit("%load_ext phoenix_nb"),
+                *(kernel.submit(line) for line in configure),
                 kernel.submit(MARK),
                 kernel.submit("%%phoenix --name first\nhello"),
                 kernel.submit(MARK),
@@ -160,25 +179,36 @@ def show_stacks(stacks: list[tuple[int, float, str]]) -> None:
                 print(stack)
 
 
+def label(source: tuple[Path | None, str]) -> str:
+    folder, provider = source
+    return f"{folder or 'this checkout'}, provider {provider}"
+
+
 def main() -> None:
     args = sys.argv[1:]
     watch = "--stacks" in args
     against = Path(args[args.index("--against") + 1]) if "--against" in args else None
     kernels = next((int(a) for a in args if a.isdigit()), KERNELS)
-    sources: list[Path | None] = [None] if against is None else [None, against]
+    dirs: list[Path | None] = [None] if against is None else [None, against]
+    providers = ["anthropic", "openai"] if "--providers" in args else ["anthropic"]
+    sources = [(d, p) for d in dirs for p in providers]
     print(f"load before: {uptime()}")
-    rows: dict[Path | None, list[dict[str, Any]]] = {source: [] for source in sources}
-    with FakeAnthropic() as fake:
+    rows: dict[tuple[Path | None, str], list[dict[str, Any]]] = {s: [] for s in sources}
+    fakes = {"anthropic": FakeAnthropic(), "openai": FakeOpenAI(api_key=OPENAI_KEY)}
+    for fake in fakes.values():
+        fake.start()
+    try:
         for _ in range(kernels):
-            for source in sources:  # alternated: a drifting load affects both alike
+            for source in sources:  # alternated: a drifting load affects all alike
                 started = time.perf_counter()
-                rows[source].append(one_kernel(fake, watch, source))
-                print(
-                    f"  kernel ({source or 'this checkout'}) done in "
-                    f"{time.perf_counter() - started:.1f} s"
-                )
+                folder, provider = source
+                rows[source].append(one_kernel(fakes[provider], watch, folder, provider))
+                print(f"  kernel ({label(source)}) done in {time.perf_counter() - started:.1f} s")
+    finally:
+        for fake in fakes.values():
+            fake.stop()
     for source in sources:
-        print(f"\nevent-loop lag (10 ms sampler), per fresh kernel, {source or 'this checkout'}:")
+        print(f"\nevent-loop lag (10 ms sampler), per fresh kernel, {label(source)}:")
         print("  kernel  window        p50       p99       max   samples  (max / baseline max)")
         for i, row in enumerate(rows[source]):
             base = max(row["idle"], default=0.0)
@@ -192,11 +222,23 @@ def main() -> None:
                 )
         worst = max(max(row["first"], default=0.0) for row in rows[source])
         print(f"  first-turn max, worst of {kernels}: {worst * 1000:.1f} ms (target <= 50 ms)")
+    if len(providers) > 1:
+        for folder in dirs:
+            worst_of = {
+                p: max(max(row["first"], default=0.0) for row in rows[(folder, p)])
+                for p in providers
+            }
+            ratio = worst_of["openai"] / worst_of["anthropic"] if worst_of["anthropic"] else 0.0
+            print(
+                f"\nfirst-turn max, {folder or 'this checkout'}: openai"
+                f" {worst_of['openai'] * 1000:.1f} ms / anthropic"
+                f" {worst_of['anthropic'] * 1000:.1f} ms = {ratio:.2f}x"
+            )
     print(f"\nload after: {uptime()}")
     if watch:
         for source in sources:
             for i, row in enumerate(rows[source]):
-                print(f"\n===== {source or 'this checkout'}, kernel {i}: the loop thread in stalls")
+                print(f"\n===== {label(source)}, kernel {i}: the loop thread in stalls")
                 show_stacks(row["stacks"])
 
 

@@ -107,6 +107,7 @@ def _body_cost(slug):
     from phoenix_nb.llm.body import MessagesBody as _MB
     runtime = _gs(get_ipython()).phoenix.get(slug).runtime
     provider = runtime.services.provider
+    provider = getattr(provider, "built", None) or provider  # a LazyProvider's, once built
     if not hasattr(provider, "body"):
         return (-1.0, -1.0)
     request = runtime.build_request()
@@ -227,10 +228,13 @@ def lag_of(kernel: Kernel, work: Callable[[], None]) -> dict[str, float]:
     }
 
 
-def cold(kernel: Kernel, fake: TimedFake, sizes: tuple[int, ...]) -> dict[str, dict[int, Any]]:
+def cold(
+    kernel: Kernel, fake: TimedFake, sizes: tuple[int, ...], configure: tuple[str, ...] = ()
+) -> dict[str, dict[int, Any]]:
     """The lag during the first `%phoenix history`, then the first `export`, and (after
     another restart) the first turn of each cold conversation: a fresh kernel on the
-    same store, where history and export leave the conversation unread by the kernel."""
+    same store, where history and export leave the conversation unread by the kernel.
+    `configure`: the `%config` lines each fresh kernel runs after `%load_ext`."""
     out: dict[str, dict[int, Any]] = {"history": {}, "export": {}, "turn": {}}
 
     def history(slug: str) -> None:
@@ -250,6 +254,8 @@ def cold(kernel: Kernel, fake: TimedFake, sizes: tuple[int, ...]) -> dict[str, d
     for works in kernels:
         kernel.restart()
         kernel.ok("%load_ext phoenix_nb")
+        for line in configure:
+            kernel.ok(line)
         kernel.ok(WARM_IMPORTS_DONE)
         for size in sizes:
             for what, work in works.items():
@@ -271,9 +277,16 @@ def main() -> None:
         kernel = Kernel(Path(tmp), fake.base_url, extra_env=env)
         try:
             kernel.ok("%load_ext phoenix_nb")
-            if chat:
-                kernel.ok("%config Phoenix.provider = 'openai'")
-                kernel.ok(f"%config Phoenix.base_url = {fake.base_url!r}")
+            configure = (
+                (
+                    "%config Phoenix.provider = 'openai'",
+                    f"%config Phoenix.base_url = {fake.base_url!r}",
+                )
+                if chat
+                else ()
+            )
+            for line in configure:
+                kernel.ok(line)
             kernel.ok(SEED)
             kernel.ok(BODY_COST)
             if sdk_body:
@@ -285,7 +298,7 @@ def main() -> None:
                 results = {}
             else:
                 results = {size: measure(kernel, fake, size, sdk_body) for size in sizes}
-            colds = cold(kernel, fake, sizes)
+            colds = cold(kernel, fake, sizes, configure)
         finally:
             kernel.shutdown()
     if results:

@@ -18,6 +18,7 @@ import pytest
 
 from phoenix_nb.core.models import configure_models
 from phoenix_nb.core.prices import configure_prices
+from phoenix_nb.llm.lazy import LazyProvider
 from phoenix_nb.notebook.cell import TurnView, decorate, front_end_can_answer
 from phoenix_nb.notebook.session import PhoenixConfig, Session
 from phoenix_nb.runtime.manager import Conversation
@@ -39,6 +40,8 @@ def _provider(session: Session, conv: Conversation) -> Any:
     provider = conv.runtime.services.provider
     # the conversation's next request goes through the same client as its services name
     assert conv.runtime._llm.provider is provider
+    if isinstance(provider, LazyProvider):  # built by the first request: build it as that would
+        return asyncio.run(provider.provider())
     return provider
 
 

@@ -20,7 +20,8 @@ from pathlib import Path
 import pytest
 
 from phoenix_nb.testing import FakeAnthropic, Turn, text
-from tests.notebook.kernel_harness import Kernel, settle, state_name
+from phoenix_nb.testing.fake_openai import FakeOpenAI
+from tests.notebook.kernel_harness import Kernel, loaded_kernel, settle, state_name
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -198,4 +199,105 @@ def test_the_first_turn_waits_for_the_warm_up_import_without_holding_the_loop(
     record = turn.last_bundle()
     assert state_name(record["application/vnd.phoenix.conversation+json"]) == "idle"
     assert "Hello once the loop was free." in record["text/plain"]
+    assert len(fake.requests) == 1
+
+
+OPENAI_MODEL = "gpt-test-unknown"
+
+
+@pytest.fixture
+def openai_kernel(gate_dir: Path, tmp_path: Path) -> Iterator[tuple[Kernel, Path, FakeOpenAI]]:
+    """A fresh kernel configured for `c.Phoenix.provider = "openai"` (the Chat Completions
+    fake) whose `import openai` waits at a gate of its own."""
+    gate = tmp_path / "gate" / "open"
+    gate.parent.mkdir()
+    env = {
+        "PYTHONPATH": f"{gate_dir}:{REPO}",
+        "PHOENIX_TEST_SDK_GATE": str(gate),
+        "PHOENIX_TEST_SDK_GATE_MODULE": "openai",
+        "PHOENIX_MODEL": OPENAI_MODEL,
+        "OPENAI_API_KEY": "sk-kernel-test",
+    }
+    with FakeOpenAI(api_key="sk-kernel-test") as fake:
+        kern = Kernel(tmp_path / "kernel", "http://127.0.0.1:9", extra_env=env)
+        try:
+            yield kern, gate, fake
+        finally:
+            gate.touch()  # a command that held the loop waits for the import: let it end
+            settle(kern)
+            kern.shutdown()
+
+
+def test_another_providers_sdk_is_imported_by_the_first_turn_off_the_loop(
+    openai_kernel: tuple[Kernel, Path, FakeOpenAI],
+) -> None:
+    kern, gate, fake = openai_kernel
+    kern.ok(f"GATE = {str(gate)!r}\nTICKS = {TICKS}\n" + TICKER)
+    kern.ok("%load_ext phoenix_nb")
+    kern.ok("%config Phoenix.provider = 'openai'")
+    kern.ok(f"%config Phoenix.base_url = {fake.base_url!r}")
+
+    # Commands that never call the model do not import the provider's SDK at all.
+    created = kern.ok("%phoenix new", timeout=WAIT).text("stdout")
+    assert created.startswith("New conversation"), created
+    status = kern.ok("%phoenix status", timeout=WAIT).text("stdout")
+    assert "state         idle" in status, status
+    listed = kern.ok("%phoenix list", timeout=WAIT).text("stdout")
+    assert "idle" in listed, listed
+    assert kern.ok("%phoenix history", timeout=WAIT).records(), "the history is displayed"
+    assert not (gate.parent / "import-started").exists(), "nothing above imported openai"
+    assert not gate.exists()
+
+    # The first turn imports it on a worker thread: a task on the loop opens the gate
+    # only after it has run TICKS times during the turn.
+    fake.script(Turn([text("Hello through Chat Completions.")]))
+    turn = kern.run("%%phoenix\nhello", timeout=WAIT)  # would hang if the loop were held
+    assert turn.status == "ok", turn.error()
+    assert gate.exists(), "the loop task opened the gate during the turn"
+    assert kern.eval("len(_ticks_before_gate)") == TICKS
+    record = turn.last_bundle()
+    assert state_name(record["application/vnd.phoenix.conversation+json"]) == "idle"
+    assert "Hello through Chat Completions." in record["text/plain"]
+    assert len(fake.requests) == 1
+
+
+def test_a_missing_provider_extra_is_the_turns_error_and_status_still_answers(
+    tmp_path: Path,
+) -> None:
+    env = {"PHOENIX_MODEL": OPENAI_MODEL, "OPENAI_API_KEY": "sk-kernel-test"}
+    with loaded_kernel(tmp_path, "http://127.0.0.1:9", extra_env=env) as kern:
+        kern.ok("import sys; sys.modules['openai'] = None  # as if the extra were missing")
+        kern.ok("%config Phoenix.provider = 'openai'")
+        kern.ok("%config Phoenix.base_url = 'http://127.0.0.1:9'")
+        turn = kern.run("%%phoenix\nhello", timeout=WAIT)
+        assert turn.status == "ok", turn.error()
+        shown = turn.last_bundle()["text/plain"]
+        assert "pip install 'phoenix_nb[openai]'" in shown, shown
+        status = kern.ok("%phoenix status", timeout=WAIT).text("stdout")
+        assert "provider" in status and "openai" in status, status
+
+
+def test_a_provider_configured_before_load_ext_is_imported_by_the_warm_up(
+    openai_kernel: tuple[Kernel, Path, FakeOpenAI],
+) -> None:
+    kern, gate, fake = openai_kernel
+    kern.ok(f"GATE = {str(gate)!r}\nTICKS = {TICKS}\n" + TICKER)
+    kern.ok(
+        "get_ipython().config.Phoenix.provider = 'openai'\n"
+        f"get_ipython().config.Phoenix.base_url = {fake.base_url!r}"
+    )
+    kern.ok("%load_ext phoenix_nb")
+    kern.wait_until(
+        lambda: (gate.parent / "import-started").exists(), WAIT, "the warm-up to import openai"
+    )
+    kern.ok("%phoenix new", timeout=WAIT)
+    status = kern.ok("%phoenix status", timeout=WAIT).text("stdout")  # no wait for it
+    assert "openai" in status, status
+    assert not gate.exists()
+
+    fake.script(Turn([text("Hello after the warm-up.")]))
+    turn = kern.run("%%phoenix\nhello", timeout=WAIT)  # would hang if the loop were held
+    assert turn.status == "ok", turn.error()
+    assert kern.eval("len(_ticks_before_gate)") == TICKS
+    assert "Hello after the warm-up." in turn.last_bundle()["text/plain"]
     assert len(fake.requests) == 1

@@ -1,0 +1,144 @@
+"""A provider built on first use, on a worker thread.
+
+Building the provider for `c.Phoenix.provider = "openai"`, "bedrock" or "vertex"
+imports its SDK (openai ~0.3 s even with anthropic loaded; boto3/botocore and
+google-auth more) and builds its client with a TLS context: seconds of the kernel's
+event loop if done where a conversation is made. A conversation is made (or looked
+up) also by commands that never call the model (`%phoenix status`, `list`,
+`history`), so the manager hands out this stand-in instead: it builds the real
+provider (`providers.make_provider`) with `asyncio.to_thread` when a request first
+needs it, one build shared by concurrent first uses, while the loop stays free for
+Cancel, Approve and the display.
+
+A provider that cannot be built (its extra is missing, its SDK refused the
+configuration) is a non-retryable failure of the request, whose message says what
+to install or set: the turn's record shows it. The build is tried again at the next
+request, so a fixed environment or configuration needs no new conversation.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable
+from typing import TYPE_CHECKING, Any
+
+from phoenix_nb.core.values import ErrorKind, LlmFailure
+from phoenix_nb.llm.errors import LlmCallError
+from phoenix_nb.llm.providers import ProviderUnavailable
+from phoenix_nb.llm.stream import LlmOutcome, ModelResponse, StreamUpdate
+
+if TYPE_CHECKING:
+    from phoenix_nb.llm.provider import LlmRequest
+
+__all__ = ["LazyProvider"]
+
+
+class LazyProvider:
+    """The LlmProvider port, delegating to the provider `build` returns, built off the
+    loop on first use. `build` runs on a worker thread and raises ProviderUnavailable
+    when the provider cannot be made."""
+
+    def __init__(self, build: Callable[[], Any], *, name: str) -> None:
+        self.name = name
+        self._build = build
+        self._built: Any = None
+        self._building: asyncio.Future[Any] | None = None
+        self._closed = False
+
+    @property
+    def built(self) -> Any:
+        """The real provider, or None before the first request built it (what it has
+        learned of a model, e.g. `lacks`, is asked of it only once it exists)."""
+        return self._built
+
+    async def provider(self) -> Any:
+        """The real provider, built now if needed: concurrent first callers share one
+        build; a failed build raises ProviderUnavailable to each of them and is tried
+        again by the next caller."""
+        if self._built is not None:
+            return self._built
+        if self._building is None:
+            self._building = asyncio.ensure_future(self._make())
+            # every waiter may be gone (cancelled) when it fails: its error is still seen
+            self._building.add_done_callback(_retrieve)
+        building = self._building
+        try:
+            # shield: one cancelled caller does not cancel the build the others wait on
+            return await asyncio.shield(building)
+        finally:
+            if building.done() and self._building is building:
+                self._building = None
+
+    async def _make(self) -> Any:
+        try:
+            built = await asyncio.to_thread(self._build)
+        except ProviderUnavailable:
+            raise
+        except Exception as exc:  # an SDK failing in a way make_provider did not foresee
+            raise ProviderUnavailable(f"{self.name}: {exc}") from None
+        if self._closed:  # closed while building: release what was just made
+            await built.aclose()
+        self._built = built
+        return built
+
+    def stream(self, request: LlmRequest) -> AsyncIterator[StreamUpdate]:
+        """The real provider's stream; a provider that cannot be built is one
+        non-retryable LlmOutcome failure saying why."""
+        return self._stream(request)
+
+    async def _stream(self, request: LlmRequest) -> AsyncIterator[StreamUpdate]:
+        try:
+            real = await self.provider()
+        except ProviderUnavailable as exc:
+            yield LlmOutcome(failure=_unavailable(exc))
+            return
+        async for update in real.stream(request):
+            yield update
+
+    async def complete(self, request: LlmRequest) -> ModelResponse:
+        """The real provider's whole response; LlmCallError when it cannot be built."""
+        response: ModelResponse = await (await self._real_or_call_error()).complete(request)
+        return response
+
+    async def complete_text(self, request: LlmRequest) -> str:
+        """The real provider's text answer; LlmCallError when it cannot be built."""
+        text: str = await (await self._real_or_call_error()).complete_text(request)
+        return text
+
+    async def model_limits(self, model: str) -> tuple[int | None, int | None] | None:
+        """The real provider's figures for `model`; None (the API cannot say) when it
+        cannot be built or asks no API."""
+        try:
+            real = await self.provider()
+        except ProviderUnavailable:
+            return None
+        ask = getattr(real, "model_limits", None)
+        if ask is None:
+            return None
+        limits: tuple[int | None, int | None] | None = await ask(model)
+        return limits
+
+    async def aclose(self) -> None:
+        """Release the real provider's connections, if it was built (one being built
+        now is released when its build ends)."""
+        self._closed = True
+        if self._built is not None:
+            await self._built.aclose()
+
+    async def _real_or_call_error(self) -> Any:
+        try:
+            return await self.provider()
+        except ProviderUnavailable as exc:
+            raise LlmCallError(_unavailable(exc)) from exc
+
+    def __repr__(self) -> str:
+        return f"LazyProvider({self.name}, built={self._built!r})"
+
+
+def _retrieve(build: asyncio.Future[Any]) -> None:
+    if not build.cancelled():
+        build.exception()
+
+
+def _unavailable(exc: ProviderUnavailable) -> LlmFailure:
+    return LlmFailure(ErrorKind.UNKNOWN, str(exc), False)
