@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -191,15 +192,7 @@ def test_the_first_turn_waits_for_the_warm_up_import_without_holding_the_loop(
         lambda: (gate.parent / "import-started").exists(), WAIT, "the warm-up to reach the gate"
     )
     assert not gate.exists()
-    fake.script(Turn([text("Hello once the loop was free.")]))
-    turn = kern.run("%%phoenix\nhello", timeout=WAIT)  # would hang if the loop were held
-    assert turn.status == "ok", turn.error()
-    assert gate.exists(), "the loop task opened the gate during the turn"
-    assert kern.eval("len(_ticks_before_gate)") == TICKS
-    record = turn.last_bundle()
-    assert state_name(record["application/vnd.phoenix.conversation+json"]) == "idle"
-    assert "Hello once the loop was free." in record["text/plain"]
-    assert len(fake.requests) == 1
+    _first_turn_ends_with_the_loop_free(kern, gate, fake, "Hello once the loop was free.")
 
 
 OPENAI_MODEL = "gpt-test-unknown"
@@ -250,15 +243,7 @@ def test_another_providers_sdk_is_imported_by_the_first_turn_off_the_loop(
 
     # The first turn imports it on a worker thread: a task on the loop opens the gate
     # only after it has run TICKS times during the turn.
-    fake.script(Turn([text("Hello through Chat Completions.")]))
-    turn = kern.run("%%phoenix\nhello", timeout=WAIT)  # would hang if the loop were held
-    assert turn.status == "ok", turn.error()
-    assert gate.exists(), "the loop task opened the gate during the turn"
-    assert kern.eval("len(_ticks_before_gate)") == TICKS
-    record = turn.last_bundle()
-    assert state_name(record["application/vnd.phoenix.conversation+json"]) == "idle"
-    assert "Hello through Chat Completions." in record["text/plain"]
-    assert len(fake.requests) == 1
+    _first_turn_ends_with_the_loop_free(kern, gate, fake, "Hello through Chat Completions.")
 
 
 def test_a_missing_provider_extra_is_the_turns_error_and_status_still_answers(
@@ -300,4 +285,18 @@ def test_a_provider_configured_before_load_ext_is_imported_by_the_warm_up(
     assert turn.status == "ok", turn.error()
     assert kern.eval("len(_ticks_before_gate)") == TICKS
     assert "Hello after the warm-up." in turn.last_bundle()["text/plain"]
+    assert len(fake.requests) == 1
+
+
+def _first_turn_ends_with_the_loop_free(kern: Kernel, gate: Path, fake: Any, answer: str) -> None:
+    """The first turn ends, answered once, while a task on the loop opened the held
+    import's gate only after running TICKS times during it (a held loop never ends it)."""
+    fake.script(Turn([text(answer)]))
+    turn = kern.run("%%phoenix\nhello", timeout=WAIT)
+    assert turn.status == "ok", turn.error()
+    assert gate.exists(), "the loop task opened the gate during the turn"
+    assert kern.eval("len(_ticks_before_gate)") == TICKS
+    record = turn.last_bundle()
+    assert state_name(record["application/vnd.phoenix.conversation+json"]) == "idle"
+    assert answer in record["text/plain"]
     assert len(fake.requests) == 1
