@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-_COMMON = (
-    """\
+_COMMON = """\
 Your working directory is {cwd}. Every bash command starts there (a `cd` does \
 not persist between calls).
 
@@ -20,7 +19,6 @@ Messages from the system tell you when the mode changes.
 
 Be concise. Prefer reading code before changing it, and run the tests after \
 a change."""
-)
 
 PARENT_PROMPT = (
     "You are phoenix, a careful coding agent working inside a Jupyter notebook "
