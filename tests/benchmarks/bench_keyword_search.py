@@ -78,15 +78,17 @@ async def time_sandboxed_rg(root: Path, mode: Mode = Mode.RESTRICTED) -> float:
     """The same raw pass, started as the tool starts its rg (the launcher; in Restricted
     mode the sandbox), its output read as the tool reads it and discarded: the floor
     under the tool's own cost, and what the launcher and the sandbox cost over a direct
-    rg."""
+    rg. Finding rg and building its RunSpec are timed too: every sandboxed command
+    expands its hidden paths and environment when it starts (bash's as well), and the
+    tool's time includes them."""
     ctx = context(root, mode)
-    rg = find_rg()
-    assert rg is not None
-    spec = rg_spec(ctx, root, rg)
     args = ["-i", "-F", "--context=1"]
     for term in TERMS:
         args += ["-e", term]
     start = time.perf_counter()
+    rg = find_rg()
+    assert rg is not None
+    spec = rg_spec(ctx, root, rg)
     async with _rg([*args, "."], spec) as process:
         async for _batch in process.batches():
             pass
