@@ -13,7 +13,9 @@ without the sandbox, is the floor under the tool's own work; it is printed too.
 The rounds are interleaved (raw, tool, rg through the sandbox and the launcher) and
 a pause follows each sandboxed call, as between a conversation's tool calls, so
 the shared machine's load falls on all alike; both the ratio of the medians and
-the median of each round's ratio are printed.
+the median of each round's ratio are printed. So is this process's CPU time per
+call, the tool's and the sandboxed raw pass's: their difference is the tool's own
+work (reading, counting, formatting), which runs on the cores rg's threads use.
 
 ``--before DIR`` (a checkout of another revision, e.g. ``git archive main | tar -x
 -C DIR``) also times the same sandboxed pass through DIR's launcher script, a
@@ -76,15 +78,17 @@ async def time_sandboxed_rg(root: Path, mode: Mode = Mode.RESTRICTED) -> float:
     """The same raw pass, started as the tool starts its rg (the launcher; in Restricted
     mode the sandbox), its output read as the tool reads it and discarded: the floor
     under the tool's own cost, and what the launcher and the sandbox cost over a direct
-    rg."""
+    rg. Finding rg and building its RunSpec are timed too: every sandboxed command
+    expands its hidden paths and environment when it starts (bash's as well), and the
+    tool's time includes them."""
     ctx = context(root, mode)
-    rg = find_rg()
-    assert rg is not None
-    spec = rg_spec(ctx, root, rg)
     args = ["-i", "-F", "--context=1"]
     for term in TERMS:
         args += ["-e", term]
     start = time.perf_counter()
+    rg = find_rg()
+    assert rg is not None
+    spec = rg_spec(ctx, root, rg)
     async with _rg([*args, "."], spec) as process:
         async for _batch in process.batches():
             pass
@@ -129,7 +133,16 @@ async def time_tool(root: Path) -> float:
 async def measure(
     root: Path, rg: str, before: launcher_client.LauncherHandle | None = None
 ) -> dict[str, list[float]]:
-    times: dict[str, list[float]] = {"raw": [], "tool": [], "boxed": [], "launched": []}
+    """Each call's wall time by kind, and this process's CPU time for the tool's calls
+    ("tool cpu") and the sandboxed raw pass's ("boxed cpu")."""
+    times: dict[str, list[float]] = {
+        "raw": [],
+        "tool": [],
+        "boxed": [],
+        "launched": [],
+        "tool cpu": [],
+        "boxed cpu": [],
+    }
     await time_tool(root)  # start the launcher, warm the page cache
     if before is not None:
         times["before"] = []
@@ -139,9 +152,13 @@ async def measure(
             times["before"].append(await time_through(before, root))
             await asyncio.sleep(PAUSE)
         times["raw"].append(time_raw_rg(rg, root))
+        cpu = time.process_time()
         times["tool"].append(await time_tool(root))
+        times["tool cpu"].append(time.process_time() - cpu)
         await asyncio.sleep(PAUSE)
+        cpu = time.process_time()
         times["boxed"].append(await time_sandboxed_rg(root))
+        times["boxed cpu"].append(time.process_time() - cpu)
         await asyncio.sleep(PAUSE)
         times["launched"].append(await time_sandboxed_rg(root, Mode.UNRESTRICTED))
         await asyncio.sleep(PAUSE)
@@ -194,6 +211,12 @@ def main() -> None:
     print(f"ratio keyword_search / raw rg: {tool_ms / raw_ms:.2f}x (target <= 1.5x)")
     print(f"  median of the rounds' ratios: {per_round:.2f}x")
     print(f"ratio keyword_search / raw rg through the sandbox: {tool_ms / boxed_ms:.2f}x")
+    tool_cpu, boxed_cpu = (statistics.median(times[k]) * 1000 for k in ("tool cpu", "boxed cpu"))
+    print(
+        f"this process's CPU per call: keyword_search {tool_cpu:.1f} ms, the sandboxed raw"
+        f" pass {boxed_cpu:.1f} ms: the tool's own work is {tool_cpu - boxed_cpu:.1f} ms,"
+        " on the cores rg's threads use"
+    )
     print("load average (1/5/15 min): " + "/".join(f"{x:.2f}" for x in os.getloadavg()))
 
 
