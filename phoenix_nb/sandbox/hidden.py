@@ -3,13 +3,24 @@
 `hidden_paths` takes the policy as a parameter: the deny list is the
 conversation's, never a module's. The launcher covers each existing path with
 an unreadable placeholder in the command's mount namespace.
+
+Expanded on every command's start (a secret created a moment ago is hidden
+too), so it is on the path a command waits on: a bare name (".env*") is
+matched against each directory from the working directory up to "/" with ONE
+listing per directory and one compiled expression for all bare names, the
+names filtered in C (``filter(match, names)``). ``glob`` listed each directory
+once per pattern and matched name by name in Python: 0.6 ms per command in a
+/tmp of 1,250 entries, more than the rest of a command's start on this side.
 """
 
 from __future__ import annotations
 
+import fnmatch
+import functools
 import glob
 import os
-from collections.abc import Mapping
+import re
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from phoenix_nb.core.secrets import CREDENTIAL_FILE_VARIABLES
@@ -47,21 +58,46 @@ def _connection_file() -> str | None:
     return None
 
 
+@functools.lru_cache(maxsize=16)
+def _names_matcher(patterns: tuple[str, ...]) -> Callable[[str], object]:
+    """One matcher for every wildcard bare name, as glob matches a name (case-sensitive,
+    hidden names included)."""
+    return re.compile("|".join(f"(?:{fnmatch.translate(p)})" for p in patterns)).match
+
+
+def _bare_names(cwd: str, patterns: list[str]) -> list[str]:
+    """Paths named by `patterns` (names without "/") in `cwd` and every directory above it.
+
+    A name without wildcards is looked up, not listed (as glob does: it is found
+    in a directory that may be searched but not listed)."""
+    exact = [p for p in patterns if not glob.has_magic(p)]
+    wild = tuple(p for p in patterns if glob.has_magic(p))
+    match = _names_matcher(wild) if wild else None
+    out: list[str] = []
+    d = cwd
+    while True:
+        out.extend(
+            path for path in (os.path.join(d, name) for name in exact) if os.path.lexists(path)
+        )
+        if match is not None:
+            try:
+                names = os.listdir(d)
+            except OSError:
+                names = []
+            out.extend(os.path.join(d, name) for name in filter(match, names))
+        parent = os.path.dirname(d)
+        if parent == d:
+            return out
+        d = parent
+
+
 def hidden_paths(cwd: str | os.PathLike[str], pol: SandboxPolicy) -> list[str]:
     """The existing paths a Restricted command in `cwd` must not read, expanded now."""
     home = os.path.expanduser("~")
-    out: list[str] = []
-    cwd_s = os.path.abspath(cwd)
+    bare = [pattern for pattern in pol.deny_read if "/" not in pattern]
+    out = _bare_names(os.path.abspath(cwd), bare) if bare else []
     for pattern in pol.deny_read:
         if "/" not in pattern:
-            # A bare name: in the working directory and every directory above it.
-            d = cwd_s
-            while True:
-                out.extend(glob.glob(os.path.join(glob.escape(d), pattern), include_hidden=True))
-                parent = os.path.dirname(d)
-                if parent == d:
-                    break
-                d = parent
             continue
         expanded = os.path.expanduser(pattern)
         if not os.path.isabs(expanded):

@@ -538,7 +538,9 @@ async def _run_once(
             raise
         env = confined.policy.env
     else:
-        tmpdir = tempfile.mkdtemp(prefix="phoenix-py-")
+        # In the kernel's run dir too: a fork still running when the loop closes
+        # is never cleaned up here, and the launcher sweeps a gone kernel's run dir.
+        tmpdir = tempfile.mkdtemp(prefix="py-", dir=sandbox.run_dir())
         env = {**env, "TMPDIR": tmpdir}
 
     def clean_up() -> None:

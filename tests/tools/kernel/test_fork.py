@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from phoenix_nb.notebook.interrupt import wake_loop_on_signals
-from phoenix_nb.sandbox import detect_sandbox
+from phoenix_nb.sandbox import detect_sandbox, run_dir
 from phoenix_nb.tools.kernel.fork import ChildSink, Emit, ForkLimits, run_in_fork, sandbox_ready
 from phoenix_nb.tools.kernel.summarize import OutOfTime, time_limit
 from phoenix_nb.tools.kernel_port import DictKernel
@@ -308,6 +308,17 @@ async def test_the_childs_tmpdir_is_removed_after_it() -> None:
     seen["tmp"] = outcome.records[0]["tmp"]
     # Cleanup follows the reaping, which the answer does not wait for.
     assert await wait_until(lambda: not Path(seen["tmp"]).exists())
+
+
+async def test_an_unconfined_childs_tmpdir_is_in_the_kernels_run_dir() -> None:
+    """Where a gone kernel's leftovers are swept: a child still running when the loop
+    closes is never cleaned up by this process, and must not pile up in /tmp."""
+
+    def job(emit: Emit, _sink: ChildSink) -> None:
+        emit({"tmp": os.environ["TMPDIR"]})
+
+    outcome = await fork(job, confine=False)
+    assert Path(outcome.records[0]["tmp"]).parent == run_dir()
 
 
 @pytest.mark.parametrize("confine", CONFINE)
