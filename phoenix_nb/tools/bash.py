@@ -80,9 +80,9 @@ DESCRIPTION = f"""Run a shell command with `bash -c` and return its combined std
   time and file size are limited (the result says which limit was hit). Credential
   paths are hidden (reading them fails with Permission denied); `%phoenix status`
   shows the user this conversation's list.
-  A blocked operation fails with the kernel's error (Permission denied / Operation not
-  permitted): do not try to work around it; if the task needs writes, ask for write
-  access with request_mode_upgrade."""
+  A blocked operation fails with the kernel's error (Read-only file system / Permission
+  denied / Operation not permitted): do not try to work around it; if the task needs
+  writes, ask for write access with request_mode_upgrade."""
 
 INPUT_SCHEMA: dict[str, Any] = {
     "type": "object",

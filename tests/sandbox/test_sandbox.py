@@ -7,17 +7,19 @@ with Landlock behave like one without.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
 
 from phoenix_nb.core.values import Mode
-from phoenix_nb.sandbox import KERNEL_REQUIREMENT, MIN_ABI, detect_sandbox
+from phoenix_nb.sandbox import KERNEL_REQUIREMENT, MIN_ABI, detect_sandbox, launcher
 from phoenix_nb.tools.base import ToolContext
 from phoenix_nb.tools.bash import BashTool
 
@@ -94,9 +96,10 @@ def test_sandbox_off_disables_restricted_mode_but_keeps_safety(tmp_path: Path) -
 @pytest.mark.parametrize(
     ("command", "kernel_error"),
     [
-        ("echo x > f.txt", "Permission denied"),
+        # Read-only mounts answer first where the command has its own namespaces.
+        ("echo x > f.txt", "Permission denied|Read-only file system"),
         ("chmod 600 f.txt", "Operation not permitted"),
-        ("touch -d 2001-01-01 f.txt", "Permission denied"),
+        ("touch -d 2001-01-01 f.txt", "Permission denied|Read-only file system"),
         ("python3 -c 'import os; os.setsid()'", "Operation not permitted"),
     ],
 )
@@ -107,7 +110,7 @@ async def test_kernel_errors_come_back_unrewritten(
     (tmp_path / "f.txt").write_text("keep\n")
     ctx = ToolContext(cwd=tmp_path, mode=Mode.RESTRICTED, sandbox=detect_sandbox())
     result = await BashTool().run({"command": command}, ctx, "t")
-    assert kernel_error in result.content, result.content
+    assert any(e in result.content for e in kernel_error.split("|")), result.content
     assert "[exit code" in result.content
     assert (tmp_path / "f.txt").read_text() == "keep\n"
 
@@ -120,6 +123,12 @@ async def test_restricted_tmpdir_is_private_writable_and_removed(tmp_path: Path)
     )
     scratch, tmpdir = result.content.splitlines()
     assert scratch == "scratch"
+    assert not Path(tmpdir, "x").exists()  # the command's file is gone when the tool returns
+    # Where namespaces hold, the file lived in the namespace's own tmpfs, and what is
+    # left here is its empty mount point, removed by the supervisor after its report.
+    deadline = time.monotonic() + 30
+    while Path(tmpdir).exists() and time.monotonic() < deadline:
+        await asyncio.sleep(0.01)
     assert not Path(tmpdir).exists()
 
 
@@ -222,6 +231,60 @@ def test_without_namespaces_what_holds_is_kept_and_what_is_lost_is_named(tmp_pat
     }, out["guarantees"]
     assert "LOST here" in str(out["reason"])
     assert not (tmp_path / "f.txt").exists()
+
+
+# Every way to shorten a file the command may read but not write.
+TRUNCATIONS = (
+    "python3 -c 'import os; os.open(\"f.txt\", os.O_RDONLY | os.O_TRUNC)'; "
+    "python3 -c 'import os; os.truncate(\"f.txt\", 0)'; "
+    "python3 -c 'import os; os.ftruncate(os.open(\"f.txt\", os.O_RDONLY), 0)'; "
+    "python3 -c 'import os; os.ftruncate(os.open(\"f.txt\", os.O_WRONLY), 0)'; "
+    "truncate -s 0 f.txt; : > f.txt; "
+    "echo tmp > $TMPDIR/t && truncate -s 0 $TMPDIR/t && wc -c < $TMPDIR/t"
+)
+
+
+@needs_landlock
+@pytest.mark.parametrize("abi", ["", "2"])
+@pytest.mark.parametrize("namespaces", ["on", "off"])
+def test_no_truncation_reaches_a_file_outside_tmpdir(
+    tmp_path: Path, namespaces: str, abi: str
+) -> None:
+    """With its own namespaces a command sees every mount read-only (its TMPDIR and
+    /dev/shm aside), which refuses truncation before Landlock is asked, and its
+    Landlock ruleset leaves truncation unhandled (the kernel's walk up each opened
+    path may stop early); without them Landlock refuses truncation itself, and below
+    ABI 3 (which does not handle it) seccomp does: an open for reading with O_TRUNC
+    shortened the file there. Either way no route shortens the user's file, and
+    TMPDIR stays writable."""
+    (tmp_path / "f.txt").write_text("keep\n")
+    env = {"PHOENIX_SANDBOX_NAMESPACES": namespaces}
+    if abi:
+        env["PHOENIX_LANDLOCK_ABI"] = abi
+    out = _host(tmp_path, env, TRUNCATIONS)
+    text = str(out[TRUNCATIONS])
+    assert (tmp_path / "f.txt").read_text() == "keep\n", text
+    assert text.count("Traceback") == 4, text  # each Python route refused
+    assert "\n0\n" in text + "\n", text  # TMPDIR's own file was truncated
+
+
+@needs_landlock
+async def test_every_mount_a_restricted_command_sees_is_read_only_but_its_own(
+    tmp_path: Path,
+) -> None:
+    """Where namespaces hold: the mount table the command itself reads. Only its TMPDIR
+    and /dev/shm (size-capped tmpfs of its own) are mounted writable."""
+    if not launcher().hello().namespaces:
+        pytest.skip("this host gives the command no namespaces")
+    ctx = ToolContext(cwd=tmp_path, mode=Mode.RESTRICTED, sandbox=detect_sandbox())
+    result = await BashTool().run({"command": "echo $TMPDIR; cat /proc/self/mountinfo"}, ctx, "t")
+    tmpdir, *table = result.content.splitlines()
+    writable = sorted(
+        fields[4]
+        for fields in (line.split() for line in table if " - " in line)
+        if "ro" not in fields[5].split(",")
+    )
+    assert writable == sorted(["/dev/shm", tmpdir]), result.content
 
 
 @needs_landlock

@@ -25,7 +25,7 @@ import socket
 import struct
 import tempfile
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -224,6 +224,45 @@ def make_mounts_private() -> None:
 
 def mount_proc() -> None:
     mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+
+
+AT_FDCWD = -100
+AT_RECURSIVE = 0x8000
+MOUNT_ATTR_RDONLY = 0x1
+_SYS_MOUNT_SETATTR = 442  # one number on every architecture (syscalls added since Linux 5.1)
+
+
+class _MountAttr(ctypes.Structure):
+    _fields_ = [
+        ("attr_set", ctypes.c_uint64),
+        ("attr_clr", ctypes.c_uint64),
+        ("propagation", ctypes.c_uint64),
+        ("userns_fd", ctypes.c_uint64),
+    ]
+
+
+def make_read_only(path: str = "/") -> None:
+    """Make every mount at and below `path` read-only, in this mount namespace only.
+
+    One ``mount_setattr(AT_RECURSIVE)``, all or nothing (Linux >= 5.12). A mount
+    made afterwards (the command's TMPDIR and /dev/shm) is writable. Read-only
+    mounts refuse any write, truncation included, before Landlock is asked
+    (EROFS): with them, a Restricted command's Landlock ruleset need not handle
+    truncation, which is what lets the kernel stop its walk up each opened
+    file's path at the nearest rule (see ``LandlockPlan.without_truncate``).
+    Raises OSError if it did not take.
+    """
+    attr = _MountAttr(MOUNT_ATTR_RDONLY, 0, 0, 0)
+    _check(
+        _libc.syscall(
+            ctypes.c_long(_SYS_MOUNT_SETATTR),
+            ctypes.c_int(AT_FDCWD),
+            path.encode(),
+            ctypes.c_uint(AT_RECURSIVE),
+            ctypes.byref(attr),
+            ctypes.c_size_t(ctypes.sizeof(attr)),
+        )
+    )
 
 
 def mount_tmpfs(path: str, size: int, inodes: int) -> None:
@@ -471,6 +510,8 @@ DENIED_IOCTLS = (
     0x41009432,  # FS_IOC_SETFSLABEL
 )
 _LOW32 = 0xFFFFFFFF
+_O_ACCMODE = 0o3
+_O_TRUNC = 0o1000
 
 
 def _int_not_in(sc: Any, index: int, allowed: Sequence[int]) -> list[list[Any]]:
@@ -500,7 +541,11 @@ class SeccompProfile:
     loopback exists), so they are allowed; without it every inet socket is
     denied, which also closes TFO, autobind and MPTCP whatever Landlock's ABI.
     ``ipcns``: SysV IPC is private; without it, denied. ``truncate``: Landlock
-    below ABI 3 does not handle truncate(2), so seccomp denies it.
+    below ABI 3 does not handle truncation, so seccomp refuses each route to it
+    that needs no write access: truncate(2), and an open for reading with
+    O_TRUNC (Linux truncates then, given the file's write permission; every
+    route through a writable open is Landlock's). ``openat2`` carries its flags
+    behind a pointer seccomp cannot read: ENOSYS, so callers fall back to openat.
     """
 
     netns: bool = True
@@ -525,6 +570,10 @@ def build_seccomp_filter(profile: SeccompProfile) -> Any:
             deny(name)
     if profile.truncate:
         deny("truncate")
+        for name, flags_at in (("open", 1), ("openat", 2)):
+            deny(name, sc.Arg(flags_at, sc.MASKED_EQ, _O_ACCMODE | _O_TRUNC, _O_TRUNC))
+        with contextlib.suppress(OSError, ValueError, RuntimeError):
+            f.add_rule(sc.ERRNO(errno.ENOSYS), "openat2")
     # socket(): inet families only, and only inside a private network namespace;
     # AF_UNIX never (a pathname socket outside is reachable from any netns).
     allowed_domains = (AF_INET, AF_INET6) if profile.netns else ()
@@ -634,9 +683,34 @@ class LandlockPlan:
             device=device,
         )
 
+    def without_truncate(self) -> LandlockPlan:
+        """This plan, truncation left unhandled: only for a command whose every
+        read-only mount is read-only (``make_read_only``), where the kernel refuses a
+        truncation with EROFS before Landlock is asked.
 
-def apply_landlock(plan: LandlockPlan, writable: Iterable[str], devices: Iterable[str]) -> None:
-    """Read and execute everywhere, write only below `writable`."""
+        Why: Landlock checks an optional right, truncation, on every open, and a right
+        no rule grants makes it walk each opened file's path up to "/" (rg over
+        5,000 files: ~4 ms of Landlock against ~2 ms without it, with a rule at the
+        search root where the walk then stops)."""
+        import landlockpy as ll
+
+        keep = ~int(ll.AccessFS.TRUNCATE)
+        return replace(self, handled_fs=self.handled_fs & keep, device=self.device & keep)
+
+
+def apply_landlock(
+    plan: LandlockPlan,
+    writable: Iterable[str],
+    devices: Iterable[str],
+    near: Iterable[str] = (),
+) -> None:
+    """Read and execute everywhere, write only below `writable`.
+
+    ``near``: directories (the command's working directory) given read and execute
+    again. They grant nothing the rule on "/" does not; with a plan that handles
+    no right left ungranted on a read (``without_truncate``), they are where the
+    kernel's walk up an opened file's path ends, instead of at "/".
+    """
     import landlockpy as ll
 
     with ll.Ruleset(
@@ -645,6 +719,9 @@ def apply_landlock(plan: LandlockPlan, writable: Iterable[str], devices: Iterabl
         scoped=ll.Scope(plan.scoped),
     ) as rs:
         rs.allow_path("/", ll.AccessFS(plan.read_exec))
+        for path in near:
+            with contextlib.suppress(OSError):
+                rs.allow_path(path, ll.AccessFS(plan.read_exec))
         for path in writable:
             rs.allow_path(path, ll.AccessFS(plan.handled_fs))
         for dev in devices:

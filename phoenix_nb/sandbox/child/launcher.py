@@ -23,7 +23,10 @@ machine, can take longer than the gap between two commands.
 * Unrestricted: one pre-forked command process in its own process group.
 * Restricted: the process that will become the command's PID 1 has already
   been created in fresh user, network (loopback up), IPC, mount and PID
-  namespaces, with its own /proc mounted; the id maps are written by the
+  namespaces, with its own /proc mounted and every mount made read-only
+  (``confine.make_read_only``: writes and truncation fail with EROFS before
+  Landlock is asked, so its ruleset need not handle truncation, which made the
+  kernel walk every opened file's path up to "/"); the id maps are written by the
   spare from outside (a root launcher maps every id but ``HIDDEN_ID``). All of
   that (~3-6 ms) happens while the kernel is idle, off the path a tool call
   waits on. Where namespaces are unavailable, the spare prepares the plain
@@ -270,12 +273,19 @@ def kill_tree(me: int, pgid: int | None, group: Any = None) -> None:
 
 
 def _exec_command(
-    req: dict[str, Any], out_fd: int, restrictions: Restrictions | None, tmpdir: str | None
+    req: dict[str, Any],
+    out_fd: int,
+    restrictions: Restrictions | None,
+    tmpdir: str | None,
+    read_only: bool = False,
 ) -> None:
     """Runs in the command process: set up, restrict self, exec. Never returns.
 
     stdout (and stderr, unless the request discards it) go to `out_fd`; a failure
     to start is written to stdout, so the caller reads why even when stderr is discarded.
+    ``read_only``: every mount but the command's own TMPDIR and /dev/shm is
+    read-only (``confine.make_read_only``), so truncation is the mounts' to refuse
+    and Landlock's walk may stop at the working directory (``without_truncate``).
     """
     try:
         null = os.open("/dev/null", os.O_RDONLY)
@@ -315,7 +325,11 @@ def _exec_command(
                 else None
             )
             confine.drop_capabilities(restrictions.last_cap, keep)
-            confine.apply_landlock(restrictions.landlock, writable, req["devices"])
+            if read_only:
+                plan = restrictions.landlock.without_truncate()
+                confine.apply_landlock(plan, writable, req["devices"], near=[req["cwd"]])
+            else:
+                confine.apply_landlock(restrictions.landlock, writable, req["devices"])
             restrictions.seccomp.load()
         os.execve(req["argv"][0], req["argv"], env)
     except BaseException as exc:
@@ -378,11 +392,16 @@ def _namespace_init(chan: socket.socket, restrictions: Restrictions, tmpdir: str
         confine.prctl(confine.PR_SET_DUMPABLE, 0)
         if restrictions.namespaces.proc:
             confine.mount_proc()
+        try:
+            confine.make_read_only("/")  # before the command's own writable mounts
+            read_only = True
+        except OSError:
+            read_only = False  # Landlock then refuses truncation itself
         ctl_r, ctl_w = os.pipe()
         command = os.fork()
         if command == 0:
             os.close(ctl_r)
-            _namespace_command(chan, ctl_w, restrictions, tmpdir)
+            _namespace_command(chan, ctl_w, restrictions, tmpdir, read_only)
         os.close(ctl_w)
         # Only now may the supervisor place us in a cgroup: a budget that is
         # full at this moment must not stop the command process being forked.
@@ -428,7 +447,7 @@ def _namespace_init(chan: socket.socket, restrictions: Restrictions, tmpdir: str
 
 
 def _namespace_command(
-    chan: socket.socket, ctl_w: int, restrictions: Restrictions, tmpdir: str
+    chan: socket.socket, ctl_w: int, restrictions: Restrictions, tmpdir: str, read_only: bool
 ) -> None:
     """The command process inside the namespaces, forked ahead. Never returns.
 
@@ -454,7 +473,7 @@ def _namespace_command(
     os.write(ctl_w, json.dumps({"linger": bool(req.get("linger"))}).encode())
     os.close(ctl_w)
     chan.close()
-    _exec_command(req, out_fd, restrictions, tmpdir)
+    _exec_command(req, out_fd, restrictions, tmpdir, read_only)
 
 
 # ------------------------------------------------------------------ supervisor
@@ -708,6 +727,13 @@ def _bound(
     group = held[-1] if held else None
     if group is not None and os.path.basename(group.group_dirs[0]) != group_name:
         group = None
+    if group is not None:
+        # The spare placed the command side in this group ahead: when the read-back
+        # already shows the request's limits and members, there is nothing to write
+        # (the usual case: the same conversation's next command, the same budget).
+        with contextlib.suppress(OSError):
+            cgroups.verify(group, _family(target), memory, pids)
+            return group
     for attempt in range(3):
         if group is None:
             group = cgroups.make_group(setup, group_name, name, memory, pids)
@@ -749,11 +775,12 @@ def _set_nice(pid: int, value: int) -> bool:
 def _family(pid: int) -> list[int]:
     """`pid` and its children (the namespace's PID 1 and its pre-forked command)."""
     found = [pid]
-    with (
-        contextlib.suppress(OSError, ValueError),
-        open(f"/proc/{pid}/task/{pid}/children") as fh,
-    ):
-        found += [int(x) for x in fh.read().split()]
+    with contextlib.suppress(OSError, ValueError):
+        fd = os.open(f"/proc/{pid}/task/{pid}/children", os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            found += [int(x) for x in os.read(fd, 4096).split()]
+        finally:
+            os.close(fd)
     return found
 
 
@@ -850,14 +877,22 @@ def supervise(
     if pump is not None:
         os.close(out_fd)
     limits += _limit_report(group, before)
-    if tmpdir:
-        cleanup.remove_tree(tmpdir)
+    if tmpdir and not namespaced:
+        cleanup.remove_tree(tmpdir)  # the command's files: gone before the caller hears
     report = {"exit": code, "signal": sig, "killed": state["killed"], "limits": limits}
     os.write(status_fd, (json.dumps(report) + "\n").encode())
     # After the report: nothing of the command is left to wait for.
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     if early:
         kill_tree(me, target, group)
+    if tmpdir and namespaced:
+        # Here only the empty mount point of the namespace's own tmpfs, where the
+        # command's files were; removing it may wait for the kernel to detach that
+        # mount (~0.3 ms), so it comes after the report.
+        try:
+            os.rmdir(tmpdir)
+        except OSError:
+            cleanup.remove_tree(tmpdir)
     if group is not None:
         group.remove()
     os._exit(0)
