@@ -114,14 +114,14 @@ class TermStats:
     dropped: str = ""  # why the term was not used, "" if it was
 
 
-@dataclass
+@dataclass(slots=True)
 class Line:
     number: int
     text: str
     is_match: bool
 
 
-@dataclass
+@dataclass(slots=True)
 class FileHits:
     path: str
     lines: dict[int, Line] = field(default_factory=dict)
@@ -417,6 +417,10 @@ _MATCHED = re.compile(rb"\n([^\0\n]*+)\0\d++:([^\n]*+)")
 # read holds a newline, and _MATCHED is used when one does.
 _MATCHED_FAST = re.compile(rb"\n([^\0]*+)\0\d++:([^\n]*+)")
 
+# A file's run of printed lines: a line, then each next line with the same path (a
+# backreference), past any lines without NUL between them (none is printed but --stats).
+_RUN = re.compile(rb"\n([^\0\n]*+)\0[^\n]*+(?:(?:\n[^\0\n]*+(?=\n))*+\n\1\0[^\n]*+)*+")
+
 _first, _second = itemgetter(0), itemgetter(1)
 
 # One printed line as found: (rg's path, number, ":" or "-", text), all still bytes
@@ -516,18 +520,8 @@ class OnePass:
             start = output.find(head, cursor)
             if start < 0:
                 continue  # cannot be: its matching line is in the output, after the last run
-            line = start
-            while True:
-                following = output.find(b"\n", line + 1)
-                if following < 0:
-                    cursor = len(output)
-                    break
-                if not output.startswith(head, following):
-                    after = output.find(b"\n", following + 1)
-                    if output.find(b"\0", following, after if after >= 0 else len(output)) >= 0:
-                        cursor = following  # another file's line: the run ends
-                        break
-                line = following
+            run = _RUN.match(output, start)
+            cursor = run.end() if run else len(output)
             yield path, _PRINTED.findall(output, start, cursor)
 
     def _printed_exact(self, wanted: set[bytes]) -> Printed:
@@ -610,31 +604,31 @@ def _hits_of(
     files: dict[str, FileHits] = {}
     shown = 0
     lowered = [(term, term.lower()) for term in kept]
+    span = range(-context_lines, context_lines + 1)
     for head, printed_lines in printed:
         hits: dict[int, set[str]] = {}
         for _path, number_text, sep, text in printed_lines:
-            if sep != b":":
-                continue
-            if len(hits) >= MAX_HITS_PER_FILE:
-                break
-            low = text.rstrip(b"\r").decode("utf-8", "replace").lower()
-            found = {term for term, term_low in lowered if term_low in low}
-            if found:
-                hits[int(number_text)] = found
+            if sep == b":":
+                if len(hits) >= MAX_HITS_PER_FILE:
+                    break
+                low = text.rstrip(b"\r").decode("utf-8", "replace").lower()
+                found = {term for term, term_low in lowered if term_low in low}
+                if found:
+                    hits[int(number_text)] = found
         if not hits:
             continue  # most files of a broad dropped term: nothing more is converted
-        lines = [
-            (int(number), text.rstrip(b"\r"), sep == b":")
-            for _path, number, sep, text in printed_lines
-        ]
-        near = {n + d for n in hits for d in range(-context_lines, context_lines + 1)}
+        near = {n + d for n in hits for d in span}
         path = _strip_dot(os.fsdecode(head))
-        entry = files.setdefault(path, FileHits(path))
-        for number, text, matched in lines:
+        entry = files.get(path)
+        if entry is None:
+            entry = files[path] = FileHits(path)
+        for _path, number_text, sep, raw in printed_lines:
+            number = int(number_text)
             if number not in near:
                 continue
+            text = raw.rstrip(b"\r")
             terms_here = hits.get(number)
-            if terms_here is None and matched:  # after the last hit, in its context: rg says match
+            if terms_here is None and sep == b":":  # after the last hit, in its context
                 low = text.decode("utf-8", "replace").lower()
                 terms_here = {term for term, term_low in lowered if term_low in low} or None
             if terms_here is not None and shown >= MAX_TOTAL_HITS:
