@@ -416,9 +416,10 @@ _MATCHED = re.compile(rb"\n([^\0\n]*+)\0\d++:([^\n]*+)")
 # line without NUL into the next one; it finds what _MATCHED finds whenever no path it
 # read holds a newline, and _MATCHED is used when one does.
 _MATCHED_FAST = re.compile(rb"\n([^\0]*+)\0\d++:([^\n]*+)")
+_FEW_NUL_LESS_LINES = 12  # ... and where lines without NUL are more, _MATCHED (linear)
 
 # A file's run of printed lines: a line, then each next line with the same path (a
-# backreference), past any lines without NUL between them (none is printed but --stats).
+# backreference), past any lines without NUL between them (rg's notes, --stats).
 _RUN = re.compile(rb"\n([^\0\n]*+)\0[^\n]*+(?:(?:\n[^\0\n]*+(?=\n))*+\n\1\0[^\n]*+)*+")
 
 _first, _second = itemgetter(0), itemgetter(1)
@@ -472,9 +473,9 @@ class OnePass:
         self._lowered = [(s, s.term.lower(), self.files_of[s.term]) for s in self.stats]
         self._blocks: list[bytes] = []
         self._paths: list[list[bytes]] = []  # each read's matching lines' paths
-        # A path held a newline (see `_printed_exact`): a line without NUL before a matching
-        # line, in one read or ending the read before (--stats are the only other such
-        # lines, and come last).
+        # A path may have held a newline (see `_printed_exact`): a line without NUL before
+        # a matching line, in one read or ending the read before, or many such lines (rg's
+        # other lines without NUL, --stats and its notes on binary files, are few).
         self._split_paths = False
         self._open_line = False
 
@@ -485,9 +486,13 @@ class OnePass:
         if self._open_line:  # a path's newline may be where the last read ended
             self._split_paths = True
         self._open_line = b"\0" not in data[data.rfind(b"\n") :]
-        matched = _MATCHED_FAST.findall(data)
+        # Lines without NUL (texts hold none: rg stops at a NUL), at least this many:
+        # after each, the fast pattern reads on to the next NUL, so it is kept to reads
+        # with a few (rg's --stats and its notes on binary files are such lines).
+        nul_less = data.count(b"\n") - data.count(b"\0")
+        matched = _MATCHED_FAST.findall(data) if nul_less <= _FEW_NUL_LESS_LINES else []
         paths = list(map(_first, matched))
-        if b"\n" in b"".join(paths):
+        if nul_less > _FEW_NUL_LESS_LINES or b"\n" in b"".join(paths):
             self._split_paths = True
             matched = _MATCHED.findall(data)
             paths = list(map(_first, matched))
@@ -507,8 +512,8 @@ class OnePass:
     def _printed_runs(self, wanted: set[bytes]) -> Printed:
         """The wanted files' lines, each file's one run of lines in the output, in rg's
         order (the order of their first matching lines), made only as they are asked for.
-        A line without NUL (none is printed but --stats, after the last file) does not end
-        a run: it is no printed line."""
+        A line without NUL (rg's --stats, after the last file, or its note that it stopped
+        reading a binary file) does not end a run: it is no printed line."""
         output = b"".join(self._blocks)  # each kept read starts with its newline
         seen: set[bytes] = set()
         cursor = 0

@@ -215,8 +215,9 @@ _PATH_PIECES = [b"a", b"b", b"ab", b"AB", b"/", b".py", b"\xc3\xa9", b"\xff", b"
 @st.composite
 def rg_output(draw: st.DrawFn) -> tuple[bytes, int]:
     """rg's one-pass output for some files (each file's lines together, numbers rising, ':'
-    or '-' as rg marked them), `--` between groups or not, then its --stats; and the
-    longest line a read keeps (lines at or past it are dropped and counted)."""
+    or '-' as rg marked them, now and then its note on a binary file), `--` between
+    groups or not, then its --stats; and the longest line a read keeps (lines at or past
+    it are dropped and counted)."""
     paths = draw(
         st.lists(
             st.lists(st.sampled_from(_PATH_PIECES), max_size=4).map(lambda p: b"./" + b"".join(p)),
@@ -236,6 +237,8 @@ def rg_output(draw: st.DrawFn) -> tuple[bytes, int]:
             text = b"".join(draw(st.lists(st.sampled_from(_PIECES), max_size=6)))
             sep = draw(st.sampled_from([b":", b":", b"-"]))
             out.append(path + b"\0" + str(number).encode() + sep + text)
+        if draw(st.integers(min_value=0, max_value=5)) == 0:  # rg's note, no NUL
+            out.append(path + b": WARNING: stopped searching binary file after match")
     searched = len(paths) + draw(st.integers(min_value=0, max_value=30))
     stats = [b"", b"3 matches", f"{searched} files searched".encode(), b"0.1 seconds"]
     limit = draw(st.sampled_from([ks.MAX_RG_LINE_BYTES, 40]))
@@ -329,6 +332,9 @@ def _awkward_tree(root: Path) -> None:
     (root / "many.py").write_bytes(b"".join(b"needle %d Haystack\n" % i for i in range(30)))
     for i in range(12):
         (root / f"mod{i}.py").write_bytes(b"import haystack\n\nhaystack.run()\n")
+    # rg prints the match before the NUL, then a note (a line without NUL): "stopped
+    # searching binary file"
+    (root / "late.bin").write_bytes(b"needle 1\n" + b"filler\n" * 40_000 + b"needle\0 2\n")
 
 
 @pytest.mark.parametrize("context_lines", [0, 1, 3])
@@ -344,6 +350,7 @@ def test_real_rg_output_of_awkward_files_reads_the_same(
     args = [rg, "--no-config", *ks._one_pass_args(terms, context_lines)]
     data = subprocess.run(args, cwd=tmp_path, capture_output=True, check=False).stdout
     assert b"two\nlines.py\0" in data  # rg prints a path's newline as it is
+    assert b"late.bin: WARNING" in data
     small_caps.setattr(ks, "MAX_RG_LINE_BYTES", 200)
     ours, theirs = both_readings(small_caps, _cut(data, [97, 300]), terms, context_lines)
     assert ours == theirs
@@ -371,3 +378,27 @@ def test_the_tool_searches_with_the_arguments_read(tmp_path: Path) -> None:
     assert lines == sorted(expected[0].splitlines())
     assert result[1].terms == expected[1].terms
     assert sorted(result[1].files) == sorted(expected[1].files)
+
+
+def test_a_read_of_many_lines_without_nul_is_read_line_by_line(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Paths full of newlines print as runs of lines without NUL, and the fast pattern
+    reads on from each such line to the next NUL: on a read with many of them it is not
+    used (it would take time quadratic in a run), and the result is still exact."""
+    path = b"./" + b"\n".join([b"d"] * 300) + b".py"
+    lines = [path + b"\0%d%s needle" % (n, b":" if n % 2 else b"-") for n in range(1, 40)]
+    data = b"\n".join([*lines, b"./ok.py\x001:needle", b"", b"2 files searched"]) + b"\n"
+    used: list[int] = []
+    fast = ks._MATCHED_FAST
+
+    class Spy:
+        def findall(self, data: bytes) -> list[tuple[bytes, bytes]]:
+            used.append(len(data))
+            return fast.findall(data)
+
+    monkeypatch.setattr(ks, "_MATCHED_FAST", Spy())
+    ours, theirs = both_readings(monkeypatch, [data], ["needle"], 1)
+    assert ours == theirs
+    assert not used
+    assert "'needle': 21 hits in 2 files" in ours[0]
