@@ -463,7 +463,8 @@ class OnePass:
     kept: rg prints each file's lines together and the files a kept term matched are
     known, so each file's lines are one run found by a search from where the last one
     ended, and only files up to the hits cap are looked at. Should a path hold a newline
-    (which splits a printed line in two), every line is taken apart as read instead."""
+    (which splits a printed line in two, so a file's lines may read as two files'), every
+    printed line is taken apart to find them instead, as that reading always did."""
 
     def __init__(self, terms: list[str]) -> None:
         self.total_files = 0
@@ -486,9 +487,10 @@ class OnePass:
         if self._open_line:  # a path's newline may be where the last read ended
             self._split_paths = True
         self._open_line = b"\0" not in data[data.rfind(b"\n") :]
-        # Lines without NUL (texts hold none: rg stops at a NUL), at least this many:
-        # after each, the fast pattern reads on to the next NUL, so it is kept to reads
-        # with a few (rg's --stats and its notes on binary files are such lines).
+        # At least this many lines hold no NUL (no printed text does: rg stops reading a
+        # file at a NUL). After each the fast pattern reads on to the next NUL, then tries
+        # again from the following line, so it is used on reads with few such lines only
+        # (rg's --stats and its notes on binary files are such lines).
         nul_less = data.count(b"\n") - data.count(b"\0")
         matched = _MATCHED_FAST.findall(data) if nul_less <= _FEW_NUL_LESS_LINES else []
         paths = list(map(_first, matched))
