@@ -282,7 +282,7 @@ def small_caps(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
 
 
 # the shapes that matter (a separator in a kept file's lines, say) are a few in a hundred
-@settings(max_examples=max(500, settings.default.max_examples))
+@settings(max_examples=max(500, settings().max_examples))
 @given(
     output=rg_output(),
     terms=st.lists(st.sampled_from(TERMS), min_size=1, max_size=4, unique=True),
