@@ -464,7 +464,7 @@ class OnePass:
     known, so each file's lines are one run found by a search from where the last one
     ended, and only files up to the hits cap are looked at. Should a path hold a newline
     (which splits a printed line in two, so a file's lines may read as two files'), every
-    printed line is taken apart to find them instead, as that reading always did."""
+    printed line is taken apart to find them instead."""
 
     def __init__(self, terms: list[str]) -> None:
         self.total_files = 0
