@@ -19,9 +19,11 @@ work (reading, counting, formatting), which runs on the cores rg's threads use.
 
 ``--before DIR`` (a checkout of another revision, e.g. ``git archive main | tar -x
 -C DIR``) also times the same sandboxed pass through DIR's launcher script, a
-second launcher process started beside this tree's, in the same rounds: a change
-to the sandbox is then judged within one run, under one load, not across runs on
-a shared machine whose load moves by more than the change.
+second launcher process started beside this tree's, and DIR's keyword_search (its
+own reading of rg's output; its rg through this tree's launcher), in the same
+rounds: a change to the sandbox or the tool is then judged within one run, under
+one load, not across runs on a shared machine whose load moves by more than the
+change.
 ``--parse-only`` times the tool's own work alone, without rg, the launcher or the
 machine's load in the figure: rg's output of the one pass over the tree is recorded
 once (the tool's arguments), and the tool's whole reading of it — counting each read,
@@ -141,20 +143,23 @@ async def time_through(handle: launcher_client.LauncherHandle, root: Path) -> fl
         launcher_client._LAUNCHER = ours
 
 
-async def time_tool(root: Path) -> float:
+async def time_tool(root: Path, tool: type[KeywordSearchTool] = KeywordSearchTool) -> float:
     ctx = context(root)
     start = time.perf_counter()
-    result = await KeywordSearchTool().run({"query": "q", "search_terms": TERMS}, ctx, "b")
+    result = await tool().run({"query": "q", "search_terms": TERMS}, ctx, "b")
     elapsed = time.perf_counter() - start
     assert not result.is_error, result.content
     return elapsed
 
 
 async def measure(
-    root: Path, rg: str, before: launcher_client.LauncherHandle | None = None
+    root: Path,
+    rg: str,
+    before: launcher_client.LauncherHandle | None = None,
+    before_tool: type[KeywordSearchTool] | None = None,
 ) -> dict[str, list[float]]:
     """Each call's wall time by kind, and this process's CPU time for the tool's calls
-    ("tool cpu") and the sandboxed raw pass's ("boxed cpu")."""
+    ("tool cpu", "before tool cpu") and the sandboxed raw pass's ("boxed cpu")."""
     times: dict[str, list[float]] = {
         "raw": [],
         "tool": [],
@@ -167,9 +172,17 @@ async def measure(
     if before is not None:
         times["before"] = []
         await time_through(before, root)
+    if before_tool is not None:
+        times["before tool"], times["before tool cpu"] = [], []
+        await time_tool(root, before_tool)
     for _ in range(ROUNDS):
         if before is not None:
             times["before"].append(await time_through(before, root))
+            await asyncio.sleep(PAUSE)
+        if before_tool is not None:
+            cpu = time.process_time()
+            times["before tool"].append(await time_tool(root, before_tool))
+            times["before tool cpu"].append(time.process_time() - cpu)
             await asyncio.sleep(PAUSE)
         times["raw"].append(time_raw_rg(rg, root))
         cpu = time.process_time()
@@ -301,8 +314,9 @@ def main() -> None:
         root = Path(tmp)
         build_tree(root, files)
         before = other_launcher(before_tree) if before_tree is not None else None
+        tool = module_of(before_tree).KeywordSearchTool if before_tree is not None else None
         try:
-            times = asyncio.run(measure(root, rg, before))
+            times = asyncio.run(measure(root, rg, before, tool))
         finally:
             if before is not None:
                 before.close()
@@ -326,6 +340,14 @@ def main() -> None:
         print(
             f"  the same through {before_tree}'s sandbox: {before_ms:7.1f} ms ="
             f" {before_ms / raw_ms:.2f}x raw (here / there: {boxed_ms / before_ms:.2f}x)"
+        )
+    if "before tool" in times:
+        old_ms = statistics.median(times["before tool"]) * 1000
+        old_cpu = statistics.median(times["before tool cpu"]) * 1000
+        print(
+            f"  {before_tree}'s keyword_search (this launcher): {old_ms:7.1f} ms ="
+            f" {old_ms / raw_ms:.2f}x raw, {old_cpu:.1f} ms CPU"
+            f" (here / there: {tool_ms / old_ms:.2f}x)"
         )
     print(f"ratio keyword_search / raw rg: {tool_ms / raw_ms:.2f}x (target <= 1.5x)")
     print(f"  median of the rounds' ratios: {per_round:.2f}x")
