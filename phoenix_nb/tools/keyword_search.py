@@ -502,13 +502,17 @@ class OnePass:
             self._paths.append(paths)
             _count(self._lowered, paths, list(map(_second, matched)))
 
-    def hits(self, kept: list[str], context_lines: int) -> tuple[dict[str, FileHits], int, bool]:
+    async def hits(
+        self, kept: list[str], context_lines: int
+    ) -> tuple[dict[str, FileHits], int, bool]:
         """The kept terms' hits, as `_hits_of` chooses them from the printed lines of the
         files a kept term matched (a dropped broad term's thousands of files are not
         looked at again)."""
         wanted = set().union(*(self.files_of[term] for term in kept))
-        exact = self._split_paths
-        printed = self._printed_exact(wanted) if exact else self._printed_runs(wanted)
+        if self._split_paths:
+            printed = await self._printed_exact(wanted)
+        else:
+            printed = self._printed_runs(wanted)
         return _hits_of(printed, kept, context_lines)
 
     def _printed_runs(self, wanted: set[bytes]) -> Printed:
@@ -531,15 +535,17 @@ class OnePass:
             cursor = run.end() if run else len(output)
             yield path, _PRINTED.findall(output, start, cursor)
 
-    def _printed_exact(self, wanted: set[bytes]) -> Printed:
+    async def _printed_exact(self, wanted: set[bytes]) -> Printed:
         """The wanted files' lines, every printed line taken apart: a path with a newline
         reads as two lines (the second with the path's tail), and such a tail may
-        be another file's path too."""
+        be another file's path too. A read at a time, letting the event loop run between
+        (the output can be ONE_PASS_BUDGET)."""
         printed: dict[bytes, list[PrintedLine]] = {}
         for data in self._blocks:
             for line in _PRINTED.findall(data):
                 if line[0] in wanted:
                     printed.setdefault(line[0], []).append(line)
+            await asyncio.sleep(0)
         return printed.items()
 
 
@@ -767,7 +773,7 @@ class KeywordSearchTool(SchemaTool):
             total_files, stats, overlong = one.total_files, one.stats, one.overlong
             _drop_broad(stats, total_files)
             kept = [s.term for s in stats if not s.dropped and s.files]
-            files, shown, truncated = one.hits(kept, context_lines)
+            files, shown, truncated = await one.hits(kept, context_lines)
         else:  # too much output for one pass: count each term first, then collect
             total_files, stats = await _count_each(terms, spec)
             _drop_broad(stats, total_files)

@@ -69,7 +69,9 @@ class ReferencePass:
                     entry.hits += text.decode("utf-8", "replace").lower().count(low)
             entry.files = len(self.files_of(entry.term))
 
-    def hits(self, kept: list[str], context_lines: int) -> tuple[dict[str, FileHits], int, bool]:
+    async def hits(
+        self, kept: list[str], context_lines: int
+    ) -> tuple[dict[str, FileHits], int, bool]:
         wanted = set().union(*(self.files_of(term) for term in kept))
         printed: dict[bytes, list[_Printed]] = {}
         for line in self.lines:
