@@ -43,8 +43,10 @@ import os
 import re
 import shutil
 import sysconfig
-from collections.abc import AsyncGenerator, AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from itertools import chain, compress, repeat
+from operator import contains, itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -112,14 +114,14 @@ class TermStats:
     dropped: str = ""  # why the term was not used, "" if it was
 
 
-@dataclass
+@dataclass(slots=True)
 class Line:
     number: int
     text: str
     is_match: bool
 
 
-@dataclass
+@dataclass(slots=True)
 class FileHits:
     path: str
     lines: dict[int, Line] = field(default_factory=dict)
@@ -402,50 +404,36 @@ def _drop_broad(stats: list[TermStats], total_files: int) -> None:
 ONE_PASS_BUDGET = 8 << 20  # bytes of rg output read before falling back to a pass per term
 _SEARCHED = re.compile(rb"^(\d+) files searched\s*$", re.M)
 _STATS_BYTES = 4096  # rg's --stats, after its last printed line, are far shorter
+# The patterns below run on a read's lines with a newline put before the first, so each
+# line starts at a "\n": a literal start the regex engine finds with a fast scan, where
+# "^" in multi-line mode is tried at every byte.
 # One printed line: path NUL number, ":" for a match or "-" for context, the text.
-_PRINTED = re.compile(rb"^([^\0\n]*)\0(\d+)([:-])([^\n]*)$", re.M)
+_PRINTED = re.compile(rb"\n([^\0\n]*+)\0(\d++)([:-])([^\n]*+)")
+# A matching line's path and text, as _PRINTED reads them.
+_MATCHED = re.compile(rb"\n([^\0\n]*+)\0\d++:([^\n]*+)")
+# The same, faster: the path is read up to the first NUL, whatever it holds (one class of
+# byte is a tight loop in the engine; two are not). So it can run on past the end of a
+# line without NUL into the next one; it finds what _MATCHED finds whenever no path it
+# read holds a newline, and _MATCHED is used when one does.
+_MATCHED_FAST = re.compile(rb"\n([^\0]*+)\0\d++:([^\n]*+)")
+_FEW_NUL_LESS_LINES = 12  # ... and where lines without NUL are more, _MATCHED (linear)
+
+# A file's run of printed lines: a line, then each next line with the same path (a
+# backreference), past any lines without NUL between them (rg's notes, --stats).
+_RUN = re.compile(rb"\n([^\0\n]*+)\0[^\n]*+(?:(?:\n[^\0\n]*+(?=\n))*+\n\1\0[^\n]*+)*+")
+
+_first, _second = itemgetter(0), itemgetter(1)
 
 # One printed line as found: (rg's path, number, ":" or "-", text), all still bytes
 PrintedLine = tuple[bytes, bytes, bytes, bytes]
-# rg's path (decoded only when shown) -> its printed lines in order, as rg printed them
-Printed = dict[bytes, list[PrintedLine]]
+# A file's printed lines in order, by rg's path (decoded only when shown)
+Printed = Iterable[tuple[bytes, list[PrintedLine]]]
 
 
-@dataclass
-class OnePass:
-    """What the one pass found: every printed line in rg's order, each term's counts and
-    the files it matched, the tree's size and how many lines were too long to show."""
-
-    total_files: int
-    stats: list[TermStats]
-    lines: list[PrintedLine]
-    files_of: dict[str, set[bytes]]  # term -> rg's paths of the files it matched
-    overlong: int
-
-    def printed(self, kept: list[str]) -> Printed:
-        """The printed lines of the files a kept term matched, by file, in rg's order
-        (a dropped broad term's thousands of files are not looked at again)."""
-        wanted = set().union(*(self.files_of[term] for term in kept))
-        printed: Printed = {}
-        for line in self.lines:
-            if line[0] in wanted:
-                printed.setdefault(line[0], []).append(line)
-        return printed
-
-
-async def _one_pass(terms: list[str], spec: sandbox.RunSpec, context_lines: int) -> OnePass | None:
-    """Every term at once, in one rg (its cost is one search of the tree, which the
-    tool's own cost is measured against): each term's files and hits are counted from
-    the matching lines, the tree's size from rg's own --stats. None when the output
-    outgrows ONE_PASS_BUDGET (terms that match nearly everything): then the tool
-    counts per term, which can stop a broad term's rg early.
-
-    Plain output with NUL after each path (`--null`), not --json: parsing a JSON
-    object per printed line cost more than rg's whole search. Each read of output is
-    split into fields by one regular expression, and counted, while rg still
-    searches; the counting is a few C calls per read and term, not Python work per
-    file (with thousands of files matched by a broad term, that was most of the
-    tool's own time). Numbers and text are converted only for the lines shown."""
+def _one_pass_args(terms: list[str], context_lines: int) -> list[str]:
+    """rg's arguments for the one pass: each printed line is `path NUL number : text` for
+    a match (`-` for context) and nothing else — no `--` between groups of lines, which
+    the hits are rendered without and which would only be lines to skip."""
     args = [
         "--null",
         "--no-heading",
@@ -456,21 +444,130 @@ async def _one_pass(terms: list[str], spec: sandbox.RunSpec, context_lines: int)
         "-F",
         "--no-require-git",
         f"--context={context_lines}",
+        "--no-context-separator",
     ]
     for term in terms:
         args += ["-e", term]
     args.append(".")
-    found = OnePass(0, [TermStats(term) for term in terms], [], {t: set() for t in terms}, 0)
-    lowered = [(entry, entry.term.lower(), found.files_of[entry.term]) for entry in found.stats]
+    return args
+
+
+class OnePass:
+    """What the one pass found, fed a read of rg's output at a time: each term's counts
+    and the files it matched, the tree's size, how many lines were too long to show, and
+    the output itself, kept as read until the hits are chosen.
+
+    Only the matching lines are taken apart while rg runs (their paths and texts, by one
+    regular expression per read; the counting is a few C calls per read and term, not
+    Python work per line or file). The lines shown are found afterwards, in the output
+    kept: rg prints each file's lines together and the files a kept term matched are
+    known, so each file's lines are one run found by a search from where the last one
+    ended, and only files up to the hits cap are looked at. Should a path hold a newline
+    (which splits a printed line in two, so a file's lines may read as two files'), every
+    printed line is taken apart to find them instead."""
+
+    def __init__(self, terms: list[str]) -> None:
+        self.total_files = 0
+        self.overlong = 0
+        self.stats = [TermStats(term) for term in terms]
+        self.files_of: dict[str, set[bytes]] = {term: set() for term in terms}
+        self._lowered = [(s, s.term.lower(), self.files_of[s.term]) for s in self.stats]
+        self._blocks: list[bytes] = []
+        self._paths: list[list[bytes]] = []  # each read's matching lines' paths
+        # A path may have held a newline (see `_printed_exact`): a line without NUL before
+        # a matching line, in one read or ending the read before, or many such lines (rg's
+        # other lines without NUL, --stats and its notes on binary files, are few).
+        self._split_paths = False
+        self._open_line = False
+
+    def feed(self, block: bytes) -> None:
+        """Count one read's lines (whole lines, joined by newlines)."""
+        data = b"\n" + block
+        self._blocks.append(data)
+        if self._open_line:  # a path's newline may be where the last read ended
+            self._split_paths = True
+        self._open_line = b"\0" not in data[data.rfind(b"\n") :]
+        # At least this many lines hold no NUL (no printed text does: rg stops reading a
+        # file at a NUL). After each the fast pattern reads on to the next NUL, then tries
+        # again from the following line, so it is used on reads with few such lines only
+        # (rg's --stats and its notes on binary files are such lines).
+        nul_less = data.count(b"\n") - data.count(b"\0")
+        matched = _MATCHED_FAST.findall(data) if nul_less <= _FEW_NUL_LESS_LINES else []
+        paths = list(map(_first, matched))
+        if nul_less > _FEW_NUL_LESS_LINES or b"\n" in b"".join(paths):
+            self._split_paths = True
+            matched = _MATCHED.findall(data)
+            paths = list(map(_first, matched))
+        if matched:
+            self._paths.append(paths)
+            _count(self._lowered, paths, list(map(_second, matched)))
+
+    async def hits(
+        self, kept: list[str], context_lines: int
+    ) -> tuple[dict[str, FileHits], int, bool]:
+        """The kept terms' hits, as `_hits_of` chooses them from the printed lines of the
+        files a kept term matched (a dropped broad term's thousands of files are not
+        looked at again)."""
+        wanted = set().union(*(self.files_of[term] for term in kept))
+        if self._split_paths:
+            printed = await self._printed_exact(wanted)
+        else:
+            printed = self._printed_runs(wanted)
+        return _hits_of(printed, kept, context_lines)
+
+    def _printed_runs(self, wanted: set[bytes]) -> Printed:
+        """The wanted files' lines, each file's one run of lines in the output, in rg's
+        order (the order of their first matching lines), made only as they are asked for.
+        A line without NUL (rg's --stats, after the last file, or its note that it stopped
+        reading a binary file) does not end a run: it is no printed line."""
+        output = b"".join(self._blocks)  # each kept read starts with its newline
+        seen: set[bytes] = set()
+        cursor = 0
+        for path in filter(wanted.__contains__, chain.from_iterable(self._paths)):
+            if path in seen:
+                continue
+            seen.add(path)
+            head = b"\n" + path + b"\0"
+            start = output.find(head, cursor)
+            if start < 0:
+                continue  # cannot be: its matching line is in the output, after the last run
+            run = _RUN.match(output, start)
+            cursor = run.end() if run else len(output)
+            yield path, _PRINTED.findall(output, start, cursor)
+
+    async def _printed_exact(self, wanted: set[bytes]) -> Printed:
+        """The wanted files' lines, every printed line taken apart: a path with a newline
+        reads as two lines (the second with the path's tail), and such a tail may
+        be another file's path too. A read at a time, letting the event loop run between
+        (the output can be ONE_PASS_BUDGET)."""
+        printed: dict[bytes, list[PrintedLine]] = {}
+        for data in self._blocks:
+            for line in _PRINTED.findall(data):
+                if line[0] in wanted:
+                    printed.setdefault(line[0], []).append(line)
+            await asyncio.sleep(0)
+        return printed.items()
+
+
+async def _one_pass(terms: list[str], spec: sandbox.RunSpec, context_lines: int) -> OnePass | None:
+    """Every term at once, in one rg (its cost is one search of the tree, which the
+    tool's own cost is measured against): each term's files and hits are counted from
+    the matching lines, the tree's size from rg's own --stats. None when the output
+    outgrows ONE_PASS_BUDGET (terms that match nearly everything): then the tool
+    counts per term, which can stop a broad term's rg early.
+
+    Plain output with NUL after each path (`--null`), not --json: parsing a JSON
+    object per printed line cost more than rg's whole search. Each read is counted
+    while rg still searches (`OnePass.feed`); numbers and text are converted only for
+    the lines shown."""
+    found = OnePass(terms)
     size = 0
-    async with _rg(args, spec) as process:
+    async with _rg(_one_pass_args(terms, context_lines), spec) as process:
         async for block in process.blocks():
             size += len(block) + 1
             if size > ONE_PASS_BUDGET:
                 return None  # leaving the block kills rg
-            lines = _PRINTED.findall(block)
-            found.lines += lines
-            _count(lowered, [(line[0], line[3]) for line in lines if line[2] == b":"])
+            found.feed(block)
             # rg's statistics, at the very end: only a read's tail can hold them (a
             # multi-line search of a whole read cost more than the counting)
             searched = _SEARCHED.search(block, max(0, len(block) - _STATS_BYTES))
@@ -482,21 +579,23 @@ async def _one_pass(terms: list[str], spec: sandbox.RunSpec, context_lines: int)
 
 
 def _count(
-    lowered: list[tuple[TermStats, str, set[bytes]]], matched: list[tuple[bytes, bytes]]
+    lowered: list[tuple[TermStats, str, set[bytes]]],
+    paths: Sequence[bytes],
+    texts: Sequence[bytes],
 ) -> None:
-    """Add matching lines, (rg's path, text), to each term's hits and files."""
+    """Add matching lines (rg's paths and the lines' texts) to each term's hits and files."""
     # The lines as one lower-case text, NUL between them: no term contains NUL, so
     # no occurrence is made up across two lines and the hits are one count each.
-    low = b"\0".join([text for _path, text in matched]).decode("utf-8", "replace").lower()
+    low = b"\0".join(texts).decode("utf-8", "replace").lower()
     low_lines = low.split("\0")
-    if len(low_lines) != len(matched):  # a NUL in a line: take the lines one by one
-        low_lines = [text.decode("utf-8", "replace").lower() for _path, text in matched]
-    pairs = list(zip([path for path, _text in matched], low_lines, strict=True))
+    if len(low_lines) != len(texts):  # a NUL in a line: take the lines one by one
+        low_lines = [text.decode("utf-8", "replace").lower() for text in texts]
     for entry, term_low, files in lowered:
         hits = low.count(term_low)
         if hits:
             entry.hits += hits
-            files.update([path for path, text in pairs if term_low in text])
+            # the paths of the lines holding the term, C calls only: `term_low in line`
+            files.update(compress(paths, map(contains, low_lines, repeat(term_low))))
             entry.files = len(files)
 
 
@@ -518,31 +617,31 @@ def _hits_of(
     files: dict[str, FileHits] = {}
     shown = 0
     lowered = [(term, term.lower()) for term in kept]
-    for head, printed_lines in printed.items():
+    span = range(-context_lines, context_lines + 1)
+    for head, printed_lines in printed:
         hits: dict[int, set[str]] = {}
         for _path, number_text, sep, text in printed_lines:
-            if sep != b":":
-                continue
-            if len(hits) >= MAX_HITS_PER_FILE:
-                break
-            low = text.rstrip(b"\r").decode("utf-8", "replace").lower()
-            found = {term for term, term_low in lowered if term_low in low}
-            if found:
-                hits[int(number_text)] = found
+            if sep == b":":
+                if len(hits) >= MAX_HITS_PER_FILE:
+                    break
+                low = text.rstrip(b"\r").decode("utf-8", "replace").lower()
+                found = {term for term, term_low in lowered if term_low in low}
+                if found:
+                    hits[int(number_text)] = found
         if not hits:
             continue  # most files of a broad dropped term: nothing more is converted
-        lines = [
-            (int(number), text.rstrip(b"\r"), sep == b":")
-            for _path, number, sep, text in printed_lines
-        ]
-        near = {n + d for n in hits for d in range(-context_lines, context_lines + 1)}
+        near = {n + d for n in hits for d in span}
         path = _strip_dot(os.fsdecode(head))
-        entry = files.setdefault(path, FileHits(path))
-        for number, text, matched in lines:
+        entry = files.get(path)
+        if entry is None:
+            entry = files[path] = FileHits(path)
+        for _path, number_text, sep, raw in printed_lines:
+            number = int(number_text)
             if number not in near:
                 continue
+            text = raw.rstrip(b"\r")
             terms_here = hits.get(number)
-            if terms_here is None and matched:  # after the last hit, in its context: rg says match
+            if terms_here is None and sep == b":":  # after the last hit, in its context
                 low = text.decode("utf-8", "replace").lower()
                 terms_here = {term for term, term_low in lowered if term_low in low} or None
             if terms_here is not None and shown >= MAX_TOTAL_HITS:
@@ -674,7 +773,7 @@ class KeywordSearchTool(SchemaTool):
             total_files, stats, overlong = one.total_files, one.stats, one.overlong
             _drop_broad(stats, total_files)
             kept = [s.term for s in stats if not s.dropped and s.files]
-            files, shown, truncated = _hits_of(one.printed(kept), kept, context_lines)
+            files, shown, truncated = await one.hits(kept, context_lines)
         else:  # too much output for one pass: count each term first, then collect
             total_files, stats = await _count_each(terms, spec)
             _drop_broad(stats, total_files)

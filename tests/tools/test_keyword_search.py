@@ -403,8 +403,8 @@ def test_counting_matches_a_line_by_line_count(
     stats = [ks.TermStats(term) for term in terms]
     files: dict[str, set[bytes]] = {term: set() for term in terms}
     lowered = [(entry, entry.term.lower(), files[entry.term]) for entry in stats]
-    ks._count(lowered, matched[:split])
-    ks._count(lowered, matched[split:])
+    for part in (matched[:split], matched[split:]):
+        ks._count(lowered, [path for path, _ in part], [text for _, text in part])
     for entry in stats:
         low = [(p, t.decode("utf-8", "replace").lower()) for p, t in matched]
         assert entry.hits == sum(text.count(entry.term) for _p, text in low)
