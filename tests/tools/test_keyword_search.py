@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import os
 import re
 import signal
@@ -136,6 +137,30 @@ async def test_one_pass_stops_rg_once_its_output_outgrows_the_budget(
     assert one is None, one and one.stats
     [process] = started
     assert process.result is not None and process.result.exit != 0, process.result
+
+
+def test_a_read_takes_at_most_a_pipeful_however_fast_the_writer_refills_it() -> None:
+    """A writer as fast as the reader (rg under load) keeps the pipe from ever being
+    empty: reading until it is empty then took a whole search's output in one go, past
+    ONE_PASS_BUDGET and with the event loop held (a CI failure: 700 MB in one read)."""
+    r, w = os.pipe()
+    fcntl.fcntl(w, fcntl.F_SETPIPE_SZ, ks._PIPE_BYTES)
+    writer = subprocess.Popen(["head", "-c", str(256 << 20), "/dev/zero"], stdout=w)
+    os.close(w)
+    try:
+        os.set_blocking(r, False)
+        sizes = []
+        while True:
+            data, eof = ks._drain(r)
+            sizes.append(len(data))
+            if eof:
+                break
+        assert max(sizes) <= ks._PIPE_BYTES, max(sizes)
+        assert sum(sizes) == 256 << 20
+    finally:
+        writer.kill()
+        writer.wait()
+        os.close(r)
 
 
 async def test_output_is_read_a_pipeful_at_a_time_and_arrives_whole(tmp_path: Path) -> None:
