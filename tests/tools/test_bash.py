@@ -290,6 +290,45 @@ async def test_cancel_kills_every_descendant_including_setsid(
     assert left == []
 
 
+def _parent(pid: int) -> int:
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+
+
+def _resident(pids: list[int]) -> int:
+    """Bytes resident in the first of `pids` (0 if gone)."""
+    with contextlib.suppress(OSError, IndexError, ValueError):
+        return int(Path(f"/proc/{pids[0]}/statm").read_text().split()[1]) * os.sysconf(
+            "SC_PAGE_SIZE"
+        )
+    return 0
+
+
+@pytest.mark.skipif(not SANDBOX.available, reason="needs the Restricted sandbox")
+async def test_a_killed_namespace_is_empty_before_the_tool_returns(
+    tmp_path: Path, mark: str
+) -> None:
+    """The namespace's PID 1 killed from outside (the kernel's OOM killer, a cancel's
+    SIGKILL before its SIGTERM reached the supervisor): its files, the channel to the
+    supervisor among them, close before the kernel has killed the rest of its namespace,
+    so the channel's end is no report that the tree is gone. A process holding a
+    gigabyte makes that teardown long enough to show if the supervisor took the end for
+    one (a SIGSTOPped rg outlived a cancelled keyword_search that way, under load)."""
+    command = (
+        f'python3 -c \'import sys, time; held = b"x" * (1 << 30); print("held", flush=True);'
+        f" time.sleep(100)' {mark}"
+    )
+    ctx = ctx_for(tmp_path, Mode.RESTRICTED)
+    task = asyncio.ensure_future(BashTool().run({"command": command, "timeout": 120}, ctx, "t"))
+    assert await wait_until(lambda: _resident(marked_pids(mark)) >= 1 << 30, timeout=60)
+    [holder] = marked_pids(mark)
+    init = _parent(_parent(holder))  # python -> bash -> the namespace's PID 1
+    os.kill(init, signal.SIGKILL)
+    result = await asyncio.wait_for(task, 60)
+    # Not its command line: that reads empty as soon as an exiting process has let go
+    # of its memory, long before it is gone.
+    assert not Path(f"/proc/{holder}").exists(), result.content
+
+
 # ------------------------------------------------------------------- input
 
 

@@ -439,6 +439,12 @@ def _namespace_init(chan: socket.socket, restrictions: Restrictions, tmpdir: str
                 full.append("tmp_inodes")
         report = {"exit": exit_code, "signal": exit_signal, "limits": full}
         chan.send(json.dumps(report).encode())
+        # Exiting now would tear the namespaces down (its mounts, the network)
+        # on the CPU the supervisor was just woken on, ahead of its report to the
+        # caller (~0.7 ms); the supervisor kills this process right after the report
+        # (or its end of the channel closes first).
+        with contextlib.suppress(OSError):
+            chan.recv(1)
         code = 0
     except BaseException as exc:
         with contextlib.suppress(OSError):
@@ -842,11 +848,16 @@ def supervise(
     sig: int | None = None
     limits: list[str] = []
     early = False
-    if ended == "report":
-        # PID 1 reaped every process of the namespace and is exiting: the tree
-        # is gone, so the caller hears now, not after the namespaces' teardown.
+    # PID 1's report: it reaped every process of the namespace, so the tree is gone
+    # and the caller hears now, not after the namespaces' teardown. The channel also
+    # reads as ready at its end of file, when PID 1 was killed: its files close
+    # before the kernel has killed the rest of its namespace, so that is no report
+    # (a cancelled, SIGSTOPped rg outlived the report that way) and the wait below
+    # for PID 1 itself, which ends only once its namespace is empty, decides.
+    reported = _namespace_report(chan) if ended == "report" else None
+    if reported is not None:
         early = True
-        code, sig, more = _namespace_report(chan)
+        code, sig, more = reported
         limits += more
     else:
         while True:
@@ -863,8 +874,11 @@ def supervise(
         if namespaced:
             chan.setblocking(False)
             reported = _namespace_report(chan)
-            code, sig = reported[0], reported[1] or sig
-            limits += reported[2]
+            if reported is None:  # PID 1 was killed before it could report
+                code, sig = None, signal.SIGKILL
+            else:
+                code, sig = reported[0], reported[1] or sig
+                limits += reported[2]
         elif req.get("linger"):
             while True:
                 try:
@@ -898,12 +912,15 @@ def supervise(
     os._exit(0)
 
 
-def _namespace_report(chan: socket.socket) -> tuple[int | None, int | None, list[str]]:
-    """PID 1's own report: how the command ended and which TMPDIR cap it hit."""
+def _namespace_report(chan: socket.socket) -> tuple[int | None, int | None, list[str]] | None:
+    """PID 1's own report: how the command ended and which TMPDIR cap it hit; None
+    when there is none (the channel's end, nothing sent yet)."""
     try:
         report = json.loads(chan.recv(65536))
     except (OSError, ValueError):
-        return None, signal.SIGKILL, []
+        return None
+    if not isinstance(report, dict):
+        return None
     if report.get("error"):
         return 126, None, []
     return report.get("exit"), report.get("signal"), list(report.get("limits", []))
