@@ -162,7 +162,9 @@ def guarantees(hello: Hello | None = None) -> list[Guarantee]:
         Guarantee(
             "your files are read-only",
             True,
-            f"Landlock ABI {abi}" + (" + seccomp denies truncate" if abi < 3 else ""),
+            ("read-only mounts in its own mount namespace + " if ns else "")
+            + f"Landlock ABI {abi}"
+            + (" + seccomp refuses truncation" if abi < 3 else ""),
         ),
         Guarantee(
             "no network",
