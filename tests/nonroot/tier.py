@@ -67,6 +67,12 @@ def user_venv(path: Path) -> Path:
         shutil.rmtree(path, ignore_errors=True)
         subprocess.run([SYSTEM_PYTHON, "-m", "venv", "--without-pip", str(path)], check=True)
         pth.write_text(line)
+        # Binaries a package installs as scripts (ripgrep's rg) are looked up
+        # beside the interpreter, as in the user's own venv.
+        scripts = Path(sysconfig.get_paths()["scripts"])
+        for name in ("rg",):
+            if (scripts / name).exists():
+                (path / "bin" / name).symlink_to(scripts / name)
     os.chmod(path, 0o755)
     return python
 
