@@ -91,10 +91,13 @@ def test_run_python_returns_its_value_and_no_planted_key(kern: Kernel, fake: Fak
     """The job reads every readable mapping of its own memory (ctypes: the confined,
     non-dumpable fork may not open /proc/self/mem) for the kernel's secret-named value."""
     code = (
-        "import ctypes, re\n"
+        "import ctypes\n"
+        # No heap trimming while it is read: a mapping listed must stay mapped.
+        "ctypes.CDLL(None).mallopt(-1, 0x7FFFFFFF)\n"
         f"needle = bytes(reversed({SECRET[::-1].encode()!r}))\n"
         "hits = 0\n"
-        "for line in open('/proc/self/maps'):\n"
+        "maps = open('/proc/self/maps').read().splitlines()\n"
+        "for line in maps:\n"
         "    addr, perms, *rest = line.split()\n"
         "    path = rest[3] if len(rest) > 3 else ''\n"
         "    if perms[0] != 'r' or path in ('[vvar]', '[vsyscall]', '[vvar_vclock]'):\n"
@@ -102,12 +105,8 @@ def test_run_python_returns_its_value_and_no_planted_key(kern: Kernel, fake: Fak
         "    if path.startswith('/') and perms[1] != 'w':\n"
         "        continue  # a file's own pages: what is on disk\n"
         "    lo, hi = (int(x, 16) for x in addr.split('-'))\n"
-        "    try:\n"
-        "        blob = ctypes.string_at(lo, hi - lo)\n"
-        "    except Exception:\n"
-        "        continue\n"
-        "    hits += blob.count(needle)\n"
-        "    del blob\n"
+        "    for at in range(lo, hi, 1 << 22):\n"
+        "        hits += ctypes.string_at(at, min(1 << 22, hi - at)).count(needle)\n"
         "print('value', 6 * 7, 'hits', hits - 1)\n"  # the needle itself is one
     )
     result = _turn(kern, fake, tool_use("run_python", {"code": code, "timeout": 120}))
