@@ -20,6 +20,7 @@ import asyncio
 import os
 import signal
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -39,6 +40,15 @@ pytestmark = pytest.mark.skipif(not SANDBOX.available, reason="needs Landlock")
 
 PID1_GONE = ("the sandbox prepared for the command had ended", "its PID 1 ended during the set-up")
 BOUND = 10.0  # seconds: what the issue allows a broken step before its error result
+
+
+@pytest.fixture(autouse=True)
+def _fresh_launcher() -> Iterator[None]:
+    """Each test breaks spares of this process's launcher: a broken one left over
+    would refuse the next test's command. A new launcher before and after."""
+    launcher().close()
+    yield
+    launcher().close()
 
 
 def _alive(pid: int) -> bool:
