@@ -15,8 +15,9 @@ root. Run as root, this:
    user (the directory, ``cgroup.procs`` and, on v2, ``cgroup.subtree_control`` and
    ``cgroup.threads``), and starts the user's pytest inside it; removed afterwards;
 4. runs ``python -m pytest -p no:cacheprovider <args>`` as the user (``runuser``)
-   from this checkout, with ``PHOENIX_TEST_TIER`` = ``user`` or ``user-cgroup``
-   telling the tests what this tier must show.
+   from this checkout (which the user must be able to read), in a temporary folder
+   of its own, with ``PHOENIX_TEST_TIER`` = ``user`` or ``user-cgroup`` telling the
+   tests what this tier must show.
 
 Usage: ``python -m tests.nonroot.tier [--cgroup] [--user NAME] -- <pytest args>``.
 Exits with pytest's status.
@@ -187,13 +188,17 @@ def main(argv: list[str] | None = None) -> int:
         "-m",
         "pytest",
     ]
-    command += ["-p", "no:cacheprovider", *args.pytest_args]
+    # Its own temporary folder: two tiers may run side by side as the same user, and
+    # pytest prunes the numbered folders of /tmp/pytest-of-<user> it finds.
+    basetemp = Path(f"/tmp/phoenix-tier-{tier}-{os.getpid()}")
+    command += ["-p", "no:cacheprovider", f"--basetemp={basetemp}", *args.pytest_args]
     started = time.monotonic()
     print(f"tier {tier}: {' '.join(command)}", flush=True)
     try:
         code = subprocess.call(command, cwd=REPO, env=env, preexec_fn=enter if procs else None)
     finally:
         remove_cgroup(groups)
+        shutil.rmtree(basetemp, ignore_errors=True)
     print(f"tier {tier}: exit {code} in {time.monotonic() - started:.0f} s", flush=True)
     return code
 
