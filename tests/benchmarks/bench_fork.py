@@ -59,6 +59,7 @@ from phoenix_nb.tools.kernel import RunPythonTool
 from phoenix_nb.tools.kernel import fork as kernel_fork
 from phoenix_nb.tools.kernel.access import fork_secrets
 from phoenix_nb.tools.kernel.fork import run_in_fork
+from tests.benchmarks.tiers import run_in_both_tiers
 from tests.tools.kernel_stand_in import (
     alive,
     descendants,
@@ -250,5 +251,5 @@ async def main() -> None:
             await measure(size)
 
 
-if __name__ == "__main__":
+if __name__ == "__main__" and not run_in_both_tiers(__file__):
     asyncio.run(main())
