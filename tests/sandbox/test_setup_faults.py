@@ -196,3 +196,29 @@ async def test_a_cgroup_that_cannot_be_made_is_an_error_result(tmp_path: Path) -
     assert "never-ran-2" not in result.content
     assert "cgroup budget could not be applied" in result.content, result.content
     assert "Permission denied" in result.content, result.content
+
+
+async def test_a_launcher_that_cannot_answer_is_an_error_result(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The launcher and its spares stopped (SIGSTOP): no supervisor can take the request.
+    The wait for one is bounded (shortened here from 30 s, the bound under test)."""
+    from phoenix_nb.sandbox import launcher_client
+
+    monkeypatch.setattr(launcher_client, "_START_WAIT", 2.0)
+    ctx = _ctx(tmp_path, "fault-launcher")
+    await _ready(ctx)
+    handle = launcher()._proc
+    assert handle is not None
+    stopped = [handle.pid, *_descendants(handle.pid)]
+    for pid in stopped:
+        os.kill(pid, signal.SIGSTOP)
+    try:
+        result, took = await _timed(ctx, "echo never-ran-$((1 + 1))")
+    finally:
+        for pid in stopped:
+            os.kill(pid, signal.SIGCONT)
+    assert took < BOUND, took
+    assert result.is_error, result.content
+    assert "no sandbox supervisor took the command within 2 s" in result.content, result.content
+    assert "never-ran-2" not in result.content

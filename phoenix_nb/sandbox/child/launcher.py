@@ -104,7 +104,7 @@ cleanup: Any = _load("cleanup")
 
 _SWEEP_WAIT = 0.01  # seconds between kill rounds while killed processes exit
 SPARES = 2  # spare supervisors kept ready per socket
-_SETUP_TIMEOUT = 20.0  # seconds a spare waits for its namespaces to be ready
+_SETUP_TIMEOUT = 10.0  # seconds a spare waits for its namespaces to be ready
 
 
 # ------------------------------------------------------------------ host plan
