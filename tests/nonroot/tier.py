@@ -68,14 +68,25 @@ def user_venv(path: Path) -> Path:
         shutil.rmtree(path, ignore_errors=True)
         subprocess.run([SYSTEM_PYTHON, "-m", "venv", "--without-pip", str(path)], check=True)
         pth.write_text(line)
-        # Binaries a package installs as scripts (ripgrep's rg) are looked up
-        # beside the interpreter, as in the user's own venv.
-        scripts = Path(sysconfig.get_paths()["scripts"])
-        for name in ("rg",):
-            if (scripts / name).exists():
-                (path / "bin" / name).symlink_to(scripts / name)
+        _copy_scripts(Path(sysconfig.get_paths()["scripts"]), python)
     os.chmod(path, 0o755)
     return python
+
+
+def _copy_scripts(scripts: Path, python: Path) -> None:
+    """The caller's console scripts (``jupyter-nbconvert``…), run by the user's python,
+    and its binaries (ripgrep's ``rg``), which tools look up beside the interpreter."""
+    for script in scripts.iterdir():
+        target = python.parent / script.name
+        if script.name.startswith(("python", "activate", "pip", "Activate")) or target.exists():
+            continue
+        head = script.read_bytes()[:256]
+        if head.startswith(b"\x7fELF"):
+            target.symlink_to(script)
+        elif head.startswith(b"#!") and b"python" in head.split(b"\n", 1)[0]:
+            body = script.read_text().split("\n", 1)[1]
+            target.write_text(f"#!{python}\n{body}")
+            target.chmod(0o755)
 
 
 def _own_cgroups() -> dict[str, str]:

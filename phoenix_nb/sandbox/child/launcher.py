@@ -296,7 +296,8 @@ def _exec_command(
         else:
             os.dup2(out_fd, 2)
         os.closerange(3, 65536)
-        os.chdir(req["cwd"])
+        if not req.get("restricted"):
+            os.chdir(req["cwd"])
         for name, value in req.get("rlimits", {}).items():
             limit = getattr(resource, name)
             resource.setrlimit(limit, (value, value))
@@ -325,6 +326,10 @@ def _exec_command(
                 else None
             )
             confine.drop_capabilities(restrictions.last_cap, keep)
+            # Only now: an ordinary user's placeholders over hidden folders are its
+            # own (it cannot give them away), and with its namespace's capabilities
+            # it could still have entered one as its working directory.
+            os.chdir(req["cwd"])
             if read_only:
                 plan = restrictions.landlock.without_truncate()
                 confine.apply_landlock(plan, writable, req["devices"], near=[req["cwd"]])
