@@ -78,7 +78,8 @@ def _copy_scripts(scripts: Path, python: Path) -> None:
     and its binaries (ripgrep's ``rg``), which tools look up beside the interpreter."""
     for script in scripts.iterdir():
         target = python.parent / script.name
-        if script.name.startswith(("python", "activate", "pip", "Activate")) or target.exists():
+        skip = script.name.startswith(("python", "activate", "pip", "Activate"))
+        if skip or not script.is_file() or target.exists():
             continue
         head = script.read_bytes()[:256]
         if head.startswith(b"\x7fELF"):
