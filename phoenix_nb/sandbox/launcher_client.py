@@ -348,7 +348,11 @@ async def start_process(spec: RunSpec, output_fd: int | None = None) -> Process:
     proc = Process(out_r, status_r)
     try:
         try:
-            await asyncio.wait_for(proc.started(), _START_WAIT)
+            # asyncio.timeout, not wait_for: 3.11's wait_for can swallow a cancellation
+            # that lands as the wait ends, and a cancelled start must raise (the tree
+            # is stopped below before it does).
+            async with asyncio.timeout(_START_WAIT):
+                await proc.started()
         except TimeoutError:
             raise SandboxError(
                 f"no sandbox supervisor took the command within {_START_WAIT:g} s "

@@ -169,7 +169,7 @@ def main(argv: list[str] | None = None) -> int:
     if os.geteuid() != 0:
         raise SystemExit("tier: run as root (it makes the user and delegates its cgroup)")
     user = ensure_user(args.user)
-    python = user_venv(Path(args.venv))
+    python = user_venv(Path(args.venv).resolve())
     tier = "user-cgroup" if args.cgroup else "user"
     env = {
         "HOME": user.pw_dir,
@@ -202,7 +202,9 @@ def main(argv: list[str] | None = None) -> int:
     ]
     # Its own temporary folder: two tiers may run side by side as the same user, and
     # pytest prunes the numbered folders of /tmp/pytest-of-<user> it finds.
-    basetemp = Path(f"/tmp/phoenix-tier-{tier}-{os.getpid()}")
+    # Not named after the tier: PHOENIX_TEST_TIER's value is an environment value
+    # commands do not get, so run_python's fork stars it wherever it occurs, paths too.
+    basetemp = Path(f"/tmp/phoenix-tier-{os.getpid()}")
     command += ["-p", "no:cacheprovider", f"--basetemp={basetemp}", *args.pytest_args]
     started = time.monotonic()
     print(f"tier {tier}: {' '.join(command)}", flush=True)

@@ -75,10 +75,11 @@ def test_a_background_job_runs_and_its_log_holds_its_output(
     found = re.search(r"Output goes to (\S+)", result)
     assert found is not None, result
     log = Path(found.group(1))
+    want = [b"bg-25", str(os.geteuid()).encode()]
     deadline = time.monotonic() + TURN_BOUND
-    while time.monotonic() < deadline and b"bg-25" not in log.read_bytes():
+    while time.monotonic() < deadline and log.read_bytes().split() != want:
         kern.pump(0.2)  # a bounded wait for the job's output, not a sleep standing in for it
-    assert log.read_bytes().split() == [b"bg-25", str(os.geteuid()).encode()]
+    assert log.read_bytes().split() == want
 
 
 def test_keyword_search_finds_the_planted_word(kern: Kernel, fake: FakeAnthropic) -> None:
