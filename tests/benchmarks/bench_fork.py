@@ -98,8 +98,12 @@ async def cancel_latency(tool: RunPythonTool, ctx: ToolContext) -> float:
 
 
 def _no_scrub(
-    forms: Sequence[tuple[bytes, bytes]], skip: Sequence[tuple[int, int]] = ()
+    forms: Sequence[tuple[bytes, bytes]],
+    skip: Sequence[tuple[int, int]] = (),
+    pagemap: int | None = None,
 ) -> fork_memory.ScrubReport:
+    if pagemap is not None:
+        os.close(pagemap)  # scrub_secrets takes it over, and closes it
     return fork_memory.ScrubReport(0, 0, 0, 0, 0.0)
 
 
