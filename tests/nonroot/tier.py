@@ -49,7 +49,8 @@ def ensure_user(name: str) -> pwd.struct_passwd:
         return pwd.getpwnam(name)
     except KeyError:
         # Two tiers may start side by side: the other one may have made it meanwhile.
-        subprocess.run(["useradd", "-m", "-s", "/bin/bash", name], check=False)
+        useradd = shutil.which("useradd") or "/usr/sbin/useradd"
+        subprocess.run([useradd, "-m", "-s", "/bin/bash", name], check=False)
         return pwd.getpwnam(name)
 
 
