@@ -96,6 +96,10 @@ class LlmRequest:
     tools: list[dict[str, Any]] = field(default_factory=list)
     max_tokens: int = 4096
     thinking: Mapping[str, Any] | None = None
+    # HTTP headers for this request only: a JupyterHub's phoenix gateway is told the
+    # conversation (x-phoenix-conversation) for its audit line and per-conversation
+    # budget; it strips them before forwarding. Empty for a provider's own API.
+    headers: Mapping[str, str] = field(default_factory=dict)
 
 
 class _Block:
@@ -316,15 +320,20 @@ class AnthropicProvider:
             params = self._cache.apply(params)
         return capabilities.without(params, off, messages=messages)
 
-    async def _create(self, params: dict[str, Any], off: frozenset[str]) -> Any:
-        """Open the response stream for `params` (messages not yet stripped of `off`).
+    async def _create(
+        self, params: dict[str, Any], off: frozenset[str], headers: Mapping[str, str] | None = None
+    ) -> Any:
+        """Open the response stream for `params` (messages not yet stripped of `off`),
+        with the request's own `headers` besides the client's.
 
         The body is built in a worker thread: only new messages are encoded, but
         finding them and joining the rest still visits every message of the history."""
         client = await self._client()
         if not self._encoded:
             params = capabilities.without(params, off)
-            return await client.messages.create(**params, stream=True)
+            return await client.messages.create(
+                **params, stream=True, extra_headers=dict(headers or {}) or None
+            )
         import anthropic
         from anthropic.types import Message, RawMessageStreamEvent
 
@@ -339,6 +348,7 @@ class AnthropicProvider:
             content=content,
             stream=True,
             stream_cls=anthropic.AsyncStream[RawMessageStreamEvent],
+            options={"headers": dict(headers)} if headers else {},
         )
 
     def lacks(self, model: str) -> tuple[str, ...]:
@@ -384,7 +394,7 @@ class AnthropicProvider:
             off = self.capabilities.off(request.model)
             params = self._params(request, off, messages=False)
             try:
-                raw = await self._create(params, off)
+                raw = await self._create(params, off, request.headers)
             except Exception as exc:
                 refused = self._failure(exc, request.model)
                 feature = self._rejected(refused, params, request.model)

@@ -468,6 +468,7 @@ def _status(conv: Conversation, session: Session) -> str:
         f"cost          {Spending(conv.spending()).line or 'nothing spent yet'}",
         f"budget        {_budget_line(session, conv.spending())}",
         _reattach_line(session, conv),
+        *_policy_lines(session),
     ]
     if sandbox.available:
         from phoenix_nb.sandbox import guarantees
@@ -477,6 +478,20 @@ def _status(conv: Conversation, session: Session) -> str:
             f"  {'holds' if g.holds else 'LOST '}  {g.name}: {g.mechanism}" for g in guarantees()
         ]
     return "\n".join(lines)
+
+
+def _policy_lines(session: Session) -> list[str]:
+    """The admin's policy in force and where it came from; the user's spend today at the
+    hub's gateway (asked now: a few ms on a hub, at most a few seconds if it is down)."""
+    policy = session.policy
+    if policy is None:
+        return []
+    first, *rest = policy.summary()
+    lines = [f"policy        {first}", *(f"              {line}" for line in rest)]
+    gateway = session.phoenix.gateway
+    if gateway is not None:
+        lines.append(f"today         {gateway.spend_today()}")
+    return lines
 
 
 @magics_class

@@ -24,6 +24,7 @@ from phoenix_nb.errors import PhoenixError
 from phoenix_nb.notebook.binding import NotebookBindings, notebook_key
 from phoenix_nb.notebook.ipython_kernel import IPythonKernel
 from phoenix_nb.notebook.options import CellOptions
+from phoenix_nb.policy import Policy, PolicyRefusal, load_policy
 from phoenix_nb.runtime.settings import DEMO_MODEL, Settings, default_model
 from phoenix_nb.sandbox import DEFAULT_DENY_READ
 
@@ -174,9 +175,15 @@ class Session:
     """The kernel-wide state of phoenix_nb."""
 
     def __init__(
-        self, config: PhoenixConfig, *, cwd: Path | None = None, kernel: IPythonKernel | None = None
+        self,
+        config: PhoenixConfig,
+        *,
+        cwd: Path | None = None,
+        kernel: IPythonKernel | None = None,
+        policy: Policy | None = None,
     ) -> None:
         self.config = config
+        self.policy = policy  # the admin's, read once when the extension loaded
         self.kernel = kernel  # the kernel tools' port onto this kernel (None outside IPython)
         self.cwd = cwd or Path.cwd()
         self._phoenix: Phoenix | None = None
@@ -249,9 +256,11 @@ class Session:
         return f"continuing {slug}, this notebook's conversation (picked up after a restart)"
 
     def settings(self) -> Settings:
-        """The settings `c.Phoenix.*` says now (Settings.from_config: the one place)."""
+        """The settings `c.Phoenix.*` says now (Settings.from_config: the one place),
+        inside the admin's policy (PolicyRefusal names the bound a setting passes)."""
         c = self.config
-        return Settings.from_config({n: getattr(c, n) for n in c.trait_names(config=True)})
+        settings = Settings.from_config({n: getattr(c, n) for n in c.trait_names(config=True)})
+        return settings.with_policy(self.policy)
 
     @property
     def phoenix(self) -> Phoenix:
@@ -273,7 +282,12 @@ class Session:
         phoenix = self._phoenix
         if phoenix is None:
             return  # not built yet: the first use reads the config as it is then
-        settings = self.settings()
+        try:
+            settings = self.settings()
+        except PolicyRefusal:
+            # the change is refused, not kept: the session goes on with what it had
+            self.config.set_trait(change["name"], change["old"])
+            raise
         if settings.store_root() != Path(phoenix.store_root):
             self._phoenix = None
             self._current = self._looked_up = self.resumed = None
@@ -360,9 +374,10 @@ def get_session(shell: Any = None) -> Session:
     """The kernel's session, configured from the shell's traitlets config."""
     global _session
     if _session is None:
+        policy = load_policy()  # once: the spawner's environment names it
         config = PhoenixConfig(config=getattr(shell, "config", None))
         kernel = IPythonKernel(shell) if getattr(shell, "user_ns", None) is not None else None
-        _session = Session(config, kernel=kernel)
+        _session = Session(config, kernel=kernel, policy=policy)
     return _session
 
 

@@ -123,6 +123,9 @@ class Services:
     sub_agent_usage: Callable[[Sequence[str]], tuple[tuple[str, Usage], ...]] = lambda ids: ()
     sandbox_policy: SandboxPolicy = field(default_factory=SandboxPolicy)  # the Phoenix's
     jobs: BackgroundJobs = field(default_factory=BackgroundJobs)  # the Phoenix's
+    # Headers every model request of a conversation carries, given its slug: on a
+    # JupyterHub, the gateway's conversation tag (Settings.request_headers).
+    request_headers: Callable[[str], Mapping[str, str]] = lambda slug: {}
 
 
 class ConversationRuntime:
@@ -556,6 +559,7 @@ class ConversationRuntime:
             tools=[] if continuation is not None else self.services.api_tool_specs(self.tools),
             max_tokens=info.max_output if info is not None else 4096,
             thinking=self.services.thinking if continuation is None else None,
+            headers=self.services.request_headers(self.slug),
         )
 
     def reconfigure(self, services: Services) -> None:

@@ -64,6 +64,7 @@ from phoenix_nb.runtime.conversation import (
     is_paused,
     is_rest,
 )
+from phoenix_nb.runtime.gateway_link import GatewayLink
 from phoenix_nb.runtime.ports import LlmProvider
 from phoenix_nb.runtime.settings import DEMO_MODEL, Settings
 from phoenix_nb.runtime.snapshot import RecordSnapshot, StoredRecord
@@ -118,6 +119,10 @@ class Conversation:
     @property
     def slug(self) -> str:
         return self.runtime.slug
+
+    def audit(self, event: str, **fields: Any) -> None:
+        """Report a decision on this conversation to the hub gateway's audit trail (if any)."""
+        self._phoenix.audit(event, self.slug, **fields)
 
     @property
     def state(self) -> ConvState:
@@ -268,10 +273,21 @@ class Conversation:
             raise PhoenixError(str(exc)) from None
 
     async def approve(self) -> None:
+        """Grant the agent's request for write access, unless the admin's policy
+        forbids Unrestricted mode (PolicyRefusal; the request stays to be denied)."""
+        policy = self._phoenix.settings.policy
+        if policy is not None:
+            try:
+                policy.check_mode(Mode.UNRESTRICTED.value)
+            except PhoenixError as exc:
+                self._phoenix.audit("policy_refusal", self.slug, reason=str(exc))
+                raise
         await self._submit(ev.UserApproveUpgrade())
+        self._phoenix.audit("approval", self.slug, mode=Mode.UNRESTRICTED.value)
 
     async def deny(self) -> None:
         await self._submit(ev.UserDenyUpgrade())
+        self._phoenix.audit("denial", self.slug)
 
     async def restrict(self) -> list[str]:
         """Back to Restricted at once, without asking the agent (REQ-BED-016).
@@ -287,6 +303,7 @@ class Conversation:
         jobs = self._phoenix.jobs
         stopped = await jobs.stop_unrestricted(self.id)
         await self._submit(ev.UserRequestDowngrade(stopped_jobs=tuple(stopped)))
+        self._phoenix.audit("mode_change", self.slug, mode=Mode.RESTRICTED.value)
         late = await jobs.stop_unrestricted(self.id)
         if late:
             try:
@@ -387,7 +404,32 @@ class Phoenix:
         self._runtimes: dict[str, ConversationRuntime] = {}
         self.spawner = SubAgentSpawner(self, self.settings.sub_agents, self.sandbox.available)
         self.worktree = self._checkpoints()
+        self._reports: set[asyncio.Task[bool]] = set()  # audit events on their way
         self.restored = self._restore_all()
+
+    @property
+    def gateway(self) -> GatewayLink | None:
+        """The JupyterHub gateway the admin's policy names, reached with the Hub token."""
+        policy = self.settings.policy
+        if policy is None or policy.gateway_url is None:
+            return None
+        return GatewayLink(policy.gateway_url, self.settings.api_key)
+
+    def audit(self, event: str, conversation: str, **fields: Any) -> None:
+        """Report what the user decided to the gateway's audit trail, in the background
+        (nothing without a gateway; a gateway that does not answer loses the event)."""
+        link = self.gateway
+        if link is None:
+            return
+        report = link.report({"event": event, "conversation": conversation, **fields})
+        try:
+            task = asyncio.get_running_loop().create_task(report)
+        except RuntimeError:
+            report.close()
+            link.report_now({"event": event, "conversation": conversation, **fields})
+            return
+        self._reports.add(task)
+        task.add_done_callback(self._reports.discard)
 
     @property
     def store(self) -> Store:
@@ -562,6 +604,7 @@ class Phoenix:
             sub_agent_usage=self.sub_agent_usage,
             sandbox_policy=self.sandbox_policy,
             jobs=self.jobs,
+            request_headers=s.request_headers,
         )
 
     # -- restore (REQ-BED-007) ------------------------------------------------------------
@@ -693,6 +736,15 @@ class Phoenix:
         seed_from: str | None = None,
     ) -> Conversation:
         model = model or self.settings.model
+        policy = self.settings.policy
+        if policy is not None:  # `--model`, `--mode` inside the admin's bounds
+            try:
+                policy.check_model(model)
+                if mode is not None:
+                    policy.check_mode(Mode(mode).value)
+            except PhoenixError as exc:
+                self.audit("policy_refusal", slug or "", reason=str(exc))
+                raise
         directory = Path(cwd).expanduser() if cwd is not None else Path.cwd()
         if not directory.is_dir():
             raise PhoenixError(f"Working directory {str(directory)!r} does not exist.")
@@ -708,6 +760,8 @@ class Phoenix:
             seed_from=seed_from,
             **persisted_fields(state),
         )
+        if requested is Mode.UNRESTRICTED:
+            self.audit("mode_change", record["slug"], mode=Mode.UNRESTRICTED.value)
         return Conversation(self, self._runtime_for(record))
 
     def open(

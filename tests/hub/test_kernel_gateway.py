@@ -1,0 +1,133 @@
+"""A real kernel on a hub, without the Hub: the admin's policy names the gateway, the
+kernel holds only its user's Hub token, and what the policy bounds is refused.
+
+(The real JupyterHub, its Unix users and HubAuth are tests/hub/test_real_hub.py.)"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+import pytest
+
+from phoenix_nb.core.values import Usage
+from phoenix_nb.hub import AuditLog, Gateway
+from phoenix_nb.policy import parse_policy
+from phoenix_nb.testing import FakeAnthropic, Turn, text, tool_use
+from phoenix_nb.testing.hub import GatewayServer, TokenTable
+from tests.notebook.kernel_harness import Execution, Kernel, loaded_kernel
+
+ADMIN_KEY = "sk-ant-admin-kernel-0123456789"
+HUB_TOKEN = "hubtoken-of-phx-a-0123456789"
+MODEL = "claude-sonnet-4-5"
+
+
+def _policy(url: str) -> str:
+    return f"""\
+[gateway]
+url = "{url}"
+
+[models]
+allowed = ["claude-sonnet-4-5*"]
+default = "claude-sonnet-4-5"
+
+[budgets]
+user_daily = 20.0
+
+[modes]
+allow_unrestricted = false
+"""
+
+
+@pytest.fixture(scope="module")
+def hub(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[tuple[Kernel, GatewayServer, FakeAnthropic]]:
+    root = tmp_path_factory.mktemp("hubkernel")
+    usage = Usage(input_tokens=1000, output_tokens=100)
+    with FakeAnthropic(
+        api_key=ADMIN_KEY, default=Turn([text("answered via the gateway")], usage=usage)
+    ) as upstream:
+        gateway = Gateway(
+            upstream=upstream.base_url,
+            upstream_key=ADMIN_KEY,
+            policy=None,
+            auth=TokenTable({HUB_TOKEN: "phx-a"}),
+            audit=AuditLog(root / "audit.jsonl"),
+        )
+        with GatewayServer(gateway) as server:
+            policy_file = root / "policy.toml"
+            policy_file.write_text(_policy(server.url))
+            gateway.policy = parse_policy(policy_file.read_text(), str(policy_file))
+            env = {
+                "PHOENIX_POLICY": str(policy_file),
+                "JUPYTERHUB_API_TOKEN": HUB_TOKEN,
+                "ANTHROPIC_API_KEY": "",
+                "ANTHROPIC_BASE_URL": "",
+                "PHOENIX_MODEL": "",
+                "PHOENIX_SANDBOX_NAMESPACES": "off",
+            }
+            with loaded_kernel(root, "", extra_env=env) as kernel:
+                yield kernel, server, upstream
+
+
+def _said(execution: Execution) -> str:
+    return json.dumps([o["content"] for o in execution.outputs], default=str)
+
+
+def test_a_turn_goes_through_the_gateway_as_the_tokens_user(hub) -> None:
+    kernel, server, upstream = hub
+    execution = kernel.run("%%phoenix --name first\nhello", timeout=120)
+    assert "answered via the gateway" in _said(execution), execution.summary()
+    assert upstream.requests, "the upstream got the request, with the admin's key (it checks)"
+    lines = [x for x in server.gateway.audit.lines() if x["path"] == "/v1/messages"]
+    assert [(x["user"], x["conversation"], x["model"], x["status"]) for x in lines] == [
+        ("phx-a", "first", MODEL, "ok")
+    ]
+
+
+@pytest.mark.parametrize(
+    ("cell", "says"),
+    [
+        ("%config Phoenix.base_url = 'http://127.0.0.1:9/elsewhere'", "line 2 ([gateway] url)"),
+        ("%%phoenix --new --model claude-opus-4-5\nhi", "line 5 ([models] allowed)"),
+        ("%%phoenix --new --mode unrestricted\nhi", "line 12 ([modes] allow_unrestricted)"),
+    ],
+)
+def test_what_the_policy_bounds_is_refused_naming_the_policy(hub, cell: str, says: str) -> None:
+    kernel, _server, upstream = hub
+    before = len(upstream.requests)
+    execution = kernel.run(cell, timeout=60)
+    assert f"Refused by the policy {kernel.root / 'policy.toml'} {says}" in _said(execution), _said(
+        execution
+    )
+    assert len(upstream.requests) == before
+    trait = "__import__('phoenix_nb.notebook.session', fromlist=['_']).get_session().config"
+    assert kernel.eval(f"{trait}.base_url") == "", "the refused value did not stay"
+    # the refused %config did not stay: the next turn still goes through the gateway
+    again = kernel.run("%%phoenix --name first\nagain", timeout=120)
+    assert "answered via the gateway" in _said(again)
+
+
+def test_status_shows_the_policy_and_the_spend_today(hub) -> None:
+    kernel, _server, _upstream = hub
+    kernel.run("%%phoenix --name first\nhello", timeout=120)
+    said = kernel.run("%phoenix status", timeout=60).text()
+    assert f"policy        {kernel.root / 'policy.toml'}" in said
+    assert "unrestricted forbidden" in said
+    assert "today         $0.0" in said and "of $20 today" in said, said
+
+
+def test_the_hub_token_reaches_no_command_even_when_allowed(hub) -> None:
+    """The agent runs `env` with the user's env_allow admitting JUPYTERHUB_*: what the
+    upstream receives as the tool's result has the command's output and no token."""
+    kernel, _server, upstream = hub
+    kernel.ok("%config Phoenix.env_allow = ['JUPYTERHUB_*', 'JPY_*']")
+    upstream.script(
+        Turn([tool_use("bash", {"command": "env; echo ENV-LISTED"}, id="toolu_env")]),
+        Turn([text("listed")]),
+    )
+    kernel.run("%%phoenix --name first\nlist the environment", timeout=120)
+    sent = json.dumps(upstream.requests[-1].body)
+    assert "ENV-LISTED" in sent
+    assert HUB_TOKEN not in sent
