@@ -82,7 +82,8 @@ def shared_venv() -> Path:
 
 
 def make_users() -> dict[str, pwd.struct_passwd]:
-    """The three users, each with a home only they can enter (as an admin would set)."""
+    """The three users (test-only accounts), each with a fresh home only they can enter
+    (as an admin would set: HOME_MODE 0700). No process of theirs may be running."""
     found = {}
     for name in USERS:
         try:
@@ -90,6 +91,10 @@ def make_users() -> dict[str, pwd.struct_passwd]:
         except KeyError:
             subprocess.run(["useradd", "-m", "-s", "/bin/bash", name], check=True)
         entry = pwd.getpwnam(name)
+        # a fresh home each run: an earlier run's store and notebooks would carry over
+        shutil.rmtree(entry.pw_dir, ignore_errors=True)
+        shutil.copytree("/etc/skel", entry.pw_dir, symlinks=True)
+        subprocess.run(["chown", "-R", f"{entry.pw_uid}:{entry.pw_gid}", entry.pw_dir], check=True)
         os.chmod(entry.pw_dir, 0o700)
         found[name] = entry
     return found
