@@ -90,16 +90,13 @@ class Ledger:
     """Each user's spend per day (UTC) and per conversation, against the policy's budgets."""
 
     budgets: Budgets
-    policy_path: str = ""
-    lines: Mapping[str, int] = field(default_factory=dict)
+    policy: Policy | None = None  # names the bound in a refusal
     _daily: dict[tuple[str, str], Spent] = field(default_factory=lambda: defaultdict(Spent))
     _conversations: dict[tuple[str, str], Spent] = field(default_factory=lambda: defaultdict(Spent))
 
     @classmethod
     def for_policy(cls, policy: Policy | None) -> Ledger:
-        if policy is None:
-            return cls(Budgets())
-        return cls(policy.budgets, policy.path, policy.lines)
+        return cls(policy.budgets if policy is not None else Budgets(), policy)
 
     def add(
         self, user: str, day: str, conversation: str, dollars: float | None, tokens: int
@@ -115,9 +112,7 @@ class Ledger:
         return self._conversations.get((user, conversation)) or Spent()
 
     def _where(self, key: str) -> str:
-        line = self.lines.get(key)
-        name = key.replace(".", "] ", 1)
-        return f"the policy {self.policy_path}{f' line {line}' if line else ''} ([{name})"
+        return self.policy.where(key) if self.policy is not None else "the gateway"
 
     def refusal(self, user: str, day: str, conversation: str) -> str | None:
         """Why `user` may not send another request now, or None: a budget already spent."""

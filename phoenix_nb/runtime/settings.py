@@ -237,8 +237,12 @@ class Settings:
             return self
         environ = os.environ if environ is None else environ
         changes: dict[str, Any] = {"policy": policy}
-        policy.check_provider(self.provider, self.base_url)
+        provider = self.provider
+        if policy.gateway_url is not None and provider == "anthropic":
+            provider = policy.gateway_provider  # the default follows the gateway's wire format
+        policy.check_provider(provider, self.base_url)
         if policy.gateway_url is not None:
+            changes["provider"] = provider
             changes["base_url"] = policy.gateway_url
             token = next((environ[n] for n in HUB_TOKEN_VARIABLES if environ.get(n)), None)
             changes["api_key"] = token

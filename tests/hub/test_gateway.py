@@ -270,3 +270,32 @@ async def test_spend_today_is_shown_to_its_user_and_survives_a_restart(
     )
     day = datetime.now(UTC).date().isoformat()
     assert again.ledger.today("phx-a", day).dollars == pytest.approx(0.045)
+
+
+async def test_an_openai_compatible_upstream_gets_the_admins_bearer_key(tmp_path: Path) -> None:
+    """`[gateway] upstream = "openai"`: the kernel's openai provider sends the Hub token as
+    its bearer key; the upstream gets the admin's, and the final usage chunk is metered."""
+    from phoenix_nb.llm.openai_chat import OpenAIChatProvider
+    from phoenix_nb.testing.fake_openai import FakeOpenAI
+
+    usage = Usage(input_tokens=2000, output_tokens=200, cache_read_input_tokens=500)
+    policy = parse_policy('[gateway]\nurl = "http://x"\nupstream = "openai"\n', "/p.toml")
+    with FakeOpenAI(api_key=ADMIN_KEY, default=Turn([text("chat answer")], usage=usage)) as up:
+        gw = Gateway(
+            upstream=up.base_url,
+            upstream_key=ADMIN_KEY,
+            policy=policy,
+            auth=TokenTable(TOKENS),
+            audit=AuditLog(tmp_path / "audit.jsonl"),
+        )
+        with GatewayServer(gw) as server:
+            provider = OpenAIChatProvider(api_key=TOKEN["phx-c"], base_url=server.url)
+            updates = [u async for u in provider.stream(_request("gpt-test"))]
+            await provider.aclose()
+    outcome = updates[-1]
+    assert isinstance(outcome, LlmOutcome) and outcome.response is not None, outcome
+    assert "chat answer" in str(outcome.response.content)
+    assert len(up.requests) == 1 and up.requests[0].path == "/v1/chat/completions"
+    [line] = list(gw.audit.lines())
+    assert (line["user"], line["model"], line["status"]) == ("phx-c", "gpt-test", "ok")
+    assert (line["input_tokens"], line["output_tokens"], line["cached_tokens"]) == (2000, 200, 500)

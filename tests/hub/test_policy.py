@@ -98,6 +98,8 @@ def test_settings_inside_the_bounds_point_at_the_gateway_with_the_hub_token() ->
     assert s.deny_read == (*DEFAULT_DENY_READ, "/srv/secrets")
     assert s.request_headers("my-conv") == {"x-phoenix-conversation": "my-conv"}
     assert Settings(model="demo").request_headers("my-conv") == {}
+    chat = parse_policy('[gateway]\nurl = "http://gw"\nupstream = "openai"\n', PATH)
+    assert Settings(model="gpt-x").with_policy(chat, env).provider == "openai"
 
 
 @pytest.mark.parametrize(
