@@ -269,10 +269,15 @@ class Settings:
 
     def request_headers(self, slug: str) -> Mapping[str, str]:
         """Headers each model request of conversation `slug` carries: the gateway's
-        conversation tag where a policy names a gateway, none otherwise."""
+        conversation tag (and the user's named server, if any) where a policy names a
+        gateway, none otherwise."""
         if self.policy is None or self.policy.gateway_url is None:
             return {}
-        return {"x-phoenix-conversation": slug}
+        headers = {"x-phoenix-conversation": slug}
+        server = os.environ.get("JUPYTERHUB_SERVER_NAME")  # a named server's; "" the default
+        if server:
+            headers["x-phoenix-server"] = server
+        return headers
 
     def store_root(self) -> Path:
         """The store's folder: `home`, else $PHOENIX_HOME, else Jupyter's data dir."""
