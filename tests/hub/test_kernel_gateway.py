@@ -131,3 +131,29 @@ def test_the_hub_token_reaches_no_command_even_when_allowed(hub) -> None:
     sent = json.dumps(upstream.requests[-1].body)
     assert "ENV-LISTED" in sent
     assert HUB_TOKEN not in sent
+
+
+def test_approving_write_access_is_refused_where_the_policy_forbids_it(hub) -> None:
+    kernel, server, upstream = hub
+    upstream.script(Turn([tool_use("request_mode_upgrade", {"reason": "I need to write x"})]))
+    asked = kernel.run("%%phoenix --name asks\nplease write x", allow_stdin=False, timeout=120)
+    assert "awaiting_mode_approval" in _said(asked)
+    said = _said(kernel.run("%phoenix approve", allow_stdin=False, timeout=60))
+    policy = kernel.root / "policy.toml"
+    assert f"Refused by the policy {policy} line 12 ([modes] allow_unrestricted)" in said, said
+    status = kernel.run("%phoenix status asks", timeout=60).text()
+    assert "restricted" in status and "unrestricted  (" not in status
+
+    def reported() -> bool:  # the kernel reports in the background: wait for the line
+        lines = server.gateway.audit.lines()
+        return any(
+            x.get("event") == "policy_refusal" and x["conversation"] == "asks" for x in lines
+        )
+
+    kernel.wait_until(reported, 30, "the refusal in the audit trail")
+    [line] = [
+        x
+        for x in server.gateway.audit.lines()
+        if x.get("event") == "policy_refusal" and x["conversation"] == "asks"
+    ]
+    assert line["user"] == "phx-a" and "allow_unrestricted" in line["reason"]

@@ -342,7 +342,15 @@ c.stop_channels()
 
 
 def test_kernels_report_decisions_to_the_audit_trail(team: Team) -> None:
-    lines = [x for x in team.audit_lines() if x.get("event") != "request"]
+    async def reported() -> list[dict[str, Any]]:  # kernels report in the background
+        for _ in range(300):
+            lines = [x for x in team.audit_lines() if x.get("event") != "request"]
+            if {"mode_change", "policy_refusal"} <= {x["event"] for x in lines}:
+                break
+            await asyncio.sleep(0.1)
+        return lines
+
+    lines = team.run(reported())
     assert ("phx-a", "mode_change") in [(x["user"], x["event"]) for x in lines]
     assert all(x["user"] in USERS for x in lines)
     assert any(x["user"] == "phx-b" and x["event"] == "policy_refusal" for x in lines)
