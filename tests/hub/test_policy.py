@@ -128,3 +128,15 @@ def test_the_hub_token_is_a_credential_redacted_from_what_is_written(monkeypatch
     assert "JUPYTERHUB_API_TOKEN" in PROVIDER_CREDENTIALS
     monkeypatch.setenv("JUPYTERHUB_API_TOKEN", HUB_TOKEN)
     assert HUB_TOKEN not in str(scrub({"text": f"the token is {HUB_TOKEN}"}))
+
+
+def test_without_a_gateway_providers_and_base_urls_are_bounded_by_their_lists() -> None:
+    p = parse_policy(
+        '[providers]\nallowed = ["anthropic"]\nbase_urls = ["https://litellm.internal"]\n', PATH
+    )
+    ok = Settings(model="m", base_url="https://litellm.internal").with_policy(p, {})
+    assert ok.base_url == "https://litellm.internal" and ok.api_key is None
+    with pytest.raises(PolicyRefusal, match=r"line 2 \(\[providers\] allowed\)"):
+        Settings(model="m", provider="openai").with_policy(p, {})
+    with pytest.raises(PolicyRefusal, match=r"line 3 \(\[providers\] base_urls\)"):
+        Settings(model="m", base_url="https://elsewhere").with_policy(p, {})
