@@ -36,6 +36,7 @@ import sys
 import urllib.parse
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any, Protocol
 
 from aiohttp import ClientSession, ClientTimeout, web
@@ -71,6 +72,7 @@ _EVENTS = frozenset(
     {"approval", "denial", "mode_change", "mcp_approval", "revert", "policy_refusal"}
 )
 _MAX_EVENT = 16 * 1024
+_PARSE_ON_LOOP = 256 * 1024  # bytes of a request body parsed on the event loop (~1 ms)
 
 
 class TokenAuth(Protocol):
@@ -190,10 +192,11 @@ class Gateway:
         body = await request.read()
         model, streamed = "", False
         if body and request.content_type == "application/json":
-            try:
-                parsed = json.loads(body)
-            except ValueError:
-                parsed = None
+            # parsed whole (a regex could be fooled by a "model" inside the messages);
+            # a long history's body is parsed off the loop, so other users' streams flow
+            parse = partial(_json_or_none, body)
+            big = len(body) > _PARSE_ON_LOOP
+            parsed = await asyncio.to_thread(parse) if big else parse()
             if isinstance(parsed, dict):
                 model = str(parsed.get("model") or "")
                 streamed = bool(parsed.get("stream"))
@@ -338,6 +341,13 @@ class Gateway:
         if self._client is not None:
             await self._client.close()
             self._client = None
+
+
+def _json_or_none(body: bytes) -> Any:
+    try:
+        return json.loads(body)
+    except ValueError:
+        return None
 
 
 def _zero() -> dict[str, Any]:
