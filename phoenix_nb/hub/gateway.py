@@ -41,6 +41,7 @@ from typing import Any, Protocol
 
 from aiohttp import ClientSession, ClientTimeout, web
 
+from phoenix_nb.errors import PhoenixError
 from phoenix_nb.hub.audit import AuditLog, AuditSink, Ledger
 from phoenix_nb.hub.usage import Metered, UsageMeter
 from phoenix_nb.policy import POLICY_VARIABLE, Policy, PolicyError, load_policy
@@ -75,12 +76,17 @@ _MAX_EVENT = 16 * 1024
 _PARSE_ON_LOOP = 256 * 1024  # bytes of a request body parsed on the event loop (~1 ms)
 
 
+class HubUnreachable(PhoenixError):
+    """The Hub could not say whose a token is (down, or answering with an error)."""
+
+
 class TokenAuth(Protocol):
     """Who a token belongs to.
 
     `user_for` returns the Hub user's name for a token the Hub accepts for this
     service, and None for any other (unknown, expired, revoked, or without
-    access to the service). It may cache answers for a short while (minutes).
+    access to the service); HubUnreachable when the Hub cannot tell now. It may
+    cache answers for a short while (minutes).
     """
 
     async def user_for(self, token: str) -> str | None: ...
@@ -100,7 +106,10 @@ class HubTokenAuth:
         self._auth = HubAuth(cache_max_age=60)
 
     async def user_for(self, token: str) -> str | None:
-        model = await self._auth.user_for_token(token, sync=False)
+        try:
+            model = await self._auth.user_for_token(token, sync=False)
+        except Exception as exc:  # tornado's HTTPError (a 5xx), or the Hub not listening
+            raise HubUnreachable(f"phoenix gateway: the Hub did not answer ({exc}).") from exc
         if not model or model.get("kind", "user") != "user":
             return None
         required = self._auth.access_scopes
@@ -178,6 +187,12 @@ class Gateway:
         self.audit.write(line)
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
+        try:
+            return await self._handle(request)
+        except HubUnreachable as exc:
+            return _error(503, "api_error", str(exc))
+
+    async def _handle(self, request: web.Request) -> web.StreamResponse:
         path = self._path(request)
         if path == "/audit" and request.method == "POST":
             return await self._event(request)

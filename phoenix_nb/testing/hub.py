@@ -15,7 +15,7 @@ from typing import Self
 
 from aiohttp import web
 
-from phoenix_nb.hub import Gateway, make_app
+from phoenix_nb.hub import Gateway, HubUnreachable, make_app
 
 __all__ = ["GatewayServer", "TokenTable"]
 
@@ -26,9 +26,12 @@ class TokenTable:
     def __init__(self, users: Mapping[str, str]) -> None:
         self.users = dict(users)
         self.asked = 0
+        self.down = False  # True: answer as a Hub that is not there
 
     async def user_for(self, token: str) -> str | None:
         self.asked += 1
+        if self.down:
+            raise HubUnreachable("phoenix gateway: the Hub did not answer (test).")
         return self.users.get(token)
 
 

@@ -299,3 +299,19 @@ async def test_an_openai_compatible_upstream_gets_the_admins_bearer_key(tmp_path
     [line] = list(gw.audit.lines())
     assert (line["user"], line["model"], line["status"]) == ("phx-c", "gpt-test", "ok")
     assert (line["input_tokens"], line["output_tokens"], line["cached_tokens"]) == (2000, 200, 500)
+
+
+def test_a_hub_that_cannot_answer_is_a_503_and_nothing_goes_upstream(
+    gateway: GatewayServer, upstream: FakeAnthropic
+) -> None:
+    gateway.gateway.auth.down = True  # type: ignore[attr-defined]
+    req = urllib.request.Request(
+        gateway.url + "/v1/messages",
+        data=b'{"model": "claude-sonnet-4-5", "max_tokens": 5, "messages": []}',
+        headers={"x-api-key": TOKEN["phx-a"], "content-type": "application/json"},
+    )
+    with pytest.raises(urllib.error.HTTPError) as caught:
+        urllib.request.urlopen(req, timeout=30)
+    assert caught.value.code == 503
+    assert "the Hub did not answer" in caught.value.read().decode()
+    assert upstream.requests == []

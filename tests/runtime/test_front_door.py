@@ -112,6 +112,7 @@ FACES: dict[str, list[str]] = {
         "AuditSink",
         "Gateway",
         "HubTokenAuth",
+        "HubUnreachable",
         "Ledger",
         "Metered",
         "Spent",
