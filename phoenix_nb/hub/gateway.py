@@ -32,6 +32,7 @@ import asyncio
 import html
 import json
 import os
+import re
 import sys
 import urllib.parse
 from collections.abc import Callable, Mapping
@@ -73,6 +74,11 @@ _EVENTS = frozenset(
     {"approval", "denial", "mode_change", "mcp_approval", "revert", "policy_refusal"}
 )
 _MAX_EVENT = 16 * 1024
+# What a kernel sends, per upstream wire format: model requests and model lookups.
+_FORWARDED = {
+    "anthropic": re.compile(r"POST /v1/messages(/count_tokens)?|GET /v1/models(/[^/]+)?"),
+    "openai": re.compile(r"POST (/v1)?/chat/completions|GET (/v1)?/models(/[^/]+)?"),
+}
 _PARSE_ON_LOOP = 256 * 1024  # bytes of a request body parsed on the event loop (~1 ms)
 
 
@@ -204,6 +210,14 @@ class Gateway:
         user = await self._user(request)
         if user is None:
             return _error(401, "authentication_error", "phoenix gateway: not a valid Hub token.")
+        if not _FORWARDED[self.kind].fullmatch(f"{request.method} {path}"):
+            # the admin's key opens more than model requests (batches, files …): those
+            # would spend unmetered, so only what a kernel sends is forwarded
+            return _error(
+                404,
+                "not_found_error",
+                f"phoenix gateway: {request.method} {path} is not forwarded.",
+            )
         body = await request.read()
         model, streamed = "", False
         if body and request.content_type == "application/json":

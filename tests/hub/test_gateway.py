@@ -315,3 +315,26 @@ def test_a_hub_that_cannot_answer_is_a_503_and_nothing_goes_upstream(
     assert caught.value.code == 503
     assert "the Hub did not answer" in caught.value.read().decode()
     assert upstream.requests == []
+
+
+@pytest.mark.parametrize(
+    ("method", "path"),
+    [
+        ("POST", "/v1/messages/batches"),
+        ("GET", "/v1/files"),
+        ("POST", "/v1/../v1/messages/batches"),
+    ],
+)
+def test_only_what_a_kernel_sends_is_forwarded_with_the_admins_key(
+    gateway: GatewayServer, upstream: FakeAnthropic, method: str, path: str
+) -> None:
+    req = urllib.request.Request(
+        gateway.url + path,
+        data=b"{}" if method == "POST" else None,
+        method=method,
+        headers={"x-api-key": TOKEN["phx-a"], "content-type": "application/json"},
+    )
+    with pytest.raises(urllib.error.HTTPError) as caught:
+        urllib.request.urlopen(req, timeout=30)
+    assert caught.value.code in (400, 404)
+    assert upstream.requests == []
