@@ -253,7 +253,24 @@ class Gateway:
             )
             return _error(403, "permission_error", refusal)
         meter = UsageMeter(model, streamed=streamed)
-        status = "error"
+        recorded = False
+
+        def account(status: str) -> None:
+            """The spend and the audit line, once: before the answer's end is sent, so
+            both exist by the time the client has the whole answer."""
+            nonlocal recorded
+            if recorded:
+                return
+            recorded = True
+            used = meter.result() if model else Metered(model)
+            self.ledger.add(user, day, conversation, used.dollars, used.tokens)
+            fields = _counts(used)
+            self._record(
+                self._line(
+                    user, request, event="request", path=path, model=model, status=status, **fields
+                )
+            )
+
         response: web.StreamResponse | None = None
         try:
             async with self._session().request(
@@ -270,31 +287,19 @@ class Gateway:
                 async for chunk in upstream.content.iter_any():
                     meter.feed(chunk)
                     await response.write(chunk)
+                account("ok" if upstream.status < 400 else f"upstream {upstream.status}")
                 await response.write_eof()
-                status = "ok" if upstream.status < 400 else f"upstream {upstream.status}"
             return response
         except (ConnectionResetError, asyncio.CancelledError):
-            status = "client closed"
+            account("client closed")
             raise
         except OSError as exc:
-            status = f"upstream unreachable: {type(exc).__name__}"
+            account(f"upstream unreachable: {type(exc).__name__}")
             if response is None:
                 return _error(502, "api_error", "phoenix gateway: the upstream did not answer.")
             raise
         finally:
-            used = meter.result() if model else Metered(model)
-            self.ledger.add(user, day, conversation, used.dollars, used.tokens)
-            self._record(
-                self._line(
-                    user,
-                    request,
-                    event="request",
-                    path=path,
-                    model=model,
-                    status=status,
-                    **_counts(used),
-                )
-            )
+            account("error")
 
     def _headers(self, request: web.Request) -> dict[str, str]:
         headers = {

@@ -8,6 +8,7 @@ client got (the upstream's stream, unchanged)."""
 from __future__ import annotations
 
 import json
+import time
 import urllib.request
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -81,8 +82,19 @@ async def _turn(url: str, user: str, model: str = MODEL) -> LlmOutcome:
     return last
 
 
-def _audit(gateway: GatewayServer) -> list[dict]:
-    return list(gateway.gateway.audit.lines())  # type: ignore[arg-type]
+def _audit(gateway: GatewayServer, count: int = 0) -> list[dict]:
+    """The audit lines, once there are `count` (a line is written when the upstream's
+    answer ends, which the client may see a moment before the gateway does)."""
+    return _lines(gateway.gateway, count)
+
+
+def _lines(gw: Gateway, count: int) -> list[dict]:
+    deadline = time.monotonic() + 30
+    while True:
+        lines = list(gw.audit.lines())
+        if len(lines) >= count or time.monotonic() > deadline:
+            return lines  # type: ignore[return-value]
+        time.sleep(0.01)
 
 
 async def test_a_turn_goes_upstream_with_the_admins_key_and_never_the_users_token(
@@ -96,7 +108,7 @@ async def test_a_turn_goes_upstream_with_the_admins_key_and_never_the_users_toke
     assert received.path == "/v1/messages"
     assert all(TOKEN["phx-a"] not in str(v) for v in received.headers.values())
     assert all(TOKEN["phx-a"] not in json.dumps(r.body) for r in upstream.requests)
-    [line] = _audit(gateway)
+    [line] = _audit(gateway, 1)
     assert line["user"] == "phx-a"
     assert line["model"] == MODEL
     assert line["status"] == "ok"
@@ -156,7 +168,7 @@ async def test_a_user_past_the_daily_budget_is_refused_while_others_go_on(
     for user in ("phx-a", "phx-c"):
         ok = await _turn(gateway.url, user)
         assert ok.response is not None, (user, ok.failure)
-    lines = _audit(gateway)
+    lines = _audit(gateway, 5)
     assert [(x["user"], x["status"]) for x in lines] == [
         ("phx-b", "ok"),
         ("phx-b", "ok"),
@@ -296,7 +308,7 @@ async def test_an_openai_compatible_upstream_gets_the_admins_bearer_key(tmp_path
     assert isinstance(outcome, LlmOutcome) and outcome.response is not None, outcome
     assert "chat answer" in str(outcome.response.content)
     assert len(up.requests) == 1 and up.requests[0].path == "/v1/chat/completions"
-    [line] = list(gw.audit.lines())
+    [line] = _lines(gw, 1)
     assert (line["user"], line["model"], line["status"]) == ("phx-c", "gpt-test", "ok")
     assert (line["input_tokens"], line["output_tokens"], line["cached_tokens"]) == (2000, 200, 500)
 

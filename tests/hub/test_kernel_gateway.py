@@ -80,6 +80,11 @@ def test_a_turn_goes_through_the_gateway_as_the_tokens_user(hub) -> None:
     execution = kernel.run("%%phoenix --name first\nhello", timeout=120)
     assert "answered via the gateway" in _said(execution), execution.summary()
     assert upstream.requests, "the upstream got the request, with the admin's key (it checks)"
+    kernel.wait_until(
+        lambda: any(x["path"] == "/v1/messages" for x in server.gateway.audit.lines()),
+        30,
+        "the request's audit line",
+    )
     lines = [x for x in server.gateway.audit.lines() if x["path"] == "/v1/messages"]
     assert [(x["user"], x["conversation"], x["model"], x["status"]) for x in lines] == [
         ("phx-a", "first", MODEL, "ok")
