@@ -26,7 +26,7 @@ import os
 import re
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -91,6 +91,7 @@ class Policy:
     mcp_servers: Mapping[str, Any] | None = None  # None: no bound (c.Phoenix.mcp_servers)
     audit_path: str | None = None
     lines: Mapping[str, int] = field(default_factory=dict)
+    source: str = ""  # how it was found: "$PHOENIX_POLICY" or "the default path"
 
     def where(self, key: str) -> str:
         """'the policy /etc/phoenix/policy.toml line 4 ([models] allowed)'."""
@@ -160,7 +161,8 @@ class Policy:
             )
             if value is not None
         )
-        lines = [f"{self.path} (from ${POLICY_VARIABLE} or the default path; read at load)"]
+        found = f"from {self.source}, " if self.source else ""
+        lines = [f"{self.path} ({found}read when phoenix loaded)"]
         if self.gateway_url:
             lines.append(f"gateway {self.gateway_url} (your Hub token is the credential)")
         if self.models is not None:
@@ -315,4 +317,5 @@ def load_policy(environ: Mapping[str, str] | None = None) -> Policy | None:
         return None
     except OSError as exc:
         raise PolicyError(f"The policy {path} cannot be read: {exc.strerror}.") from None
-    return parse_policy(text, str(path))
+    policy = parse_policy(text, str(path))
+    return replace(policy, source=f"${POLICY_VARIABLE}" if named else "the default path")

@@ -82,7 +82,9 @@ def test_the_file_comes_from_phoenix_policy_and_a_named_missing_file_fails_close
 ) -> None:
     path = tmp_path / "policy.toml"
     path.write_text(FULL)
-    assert load_policy({"PHOENIX_POLICY": str(path)}).path == str(path)  # type: ignore[union-attr]
+    policy = load_policy({"PHOENIX_POLICY": str(path)})
+    assert policy is not None and policy.path == str(path)
+    assert policy.summary()[0] == f"{path} (from $PHOENIX_POLICY, read when phoenix loaded)"
     with pytest.raises(PolicyError, match="does not exist"):
         load_policy({"PHOENIX_POLICY": str(tmp_path / "gone.toml")})
 
