@@ -428,12 +428,17 @@ class OpenAIChatProvider:
         if content is None:
             images = "images" not in self.capabilities.off(request.model)
             messages = to_chat_messages(request.system, request.messages, images=images)
-            return await self._client.chat.completions.create(**{**params, "messages": messages})
+            return await self._client.chat.completions.create(
+                **{**params, "messages": messages}, extra_headers=dict(request.headers) or None
+            )
+        options = self._options
+        if request.headers:  # the request's own (a hub gateway's conversation tag)
+            options = {**options, "headers": dict(request.headers)}
         return await self._client.post(
             "/chat/completions",
             cast_to=ChatCompletion,
             content=content,
-            options=cast(Any, self._options),
+            options=cast(Any, options),
             stream=bool(params.get("stream")),
             stream_cls=openai.AsyncStream[ChatCompletionChunk],
         )

@@ -11,6 +11,7 @@ import json
 import time
 import urllib.request
 from collections.abc import Iterator
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -302,7 +303,8 @@ async def test_an_openai_compatible_upstream_gets_the_admins_bearer_key(tmp_path
         )
         with GatewayServer(gw) as server:
             provider = OpenAIChatProvider(api_key=TOKEN["phx-c"], base_url=server.url)
-            updates = [u async for u in provider.stream(_request("gpt-test"))]
+            tagged = replace(_request("gpt-test"), headers={"x-phoenix-conversation": "chat-1"})
+            updates = [u async for u in provider.stream(tagged)]
             await provider.aclose()
     outcome = updates[-1]
     assert isinstance(outcome, LlmOutcome) and outcome.response is not None, outcome
@@ -310,6 +312,8 @@ async def test_an_openai_compatible_upstream_gets_the_admins_bearer_key(tmp_path
     assert len(up.requests) == 1 and up.requests[0].path == "/v1/chat/completions"
     [line] = _lines(gw, 1)
     assert (line["user"], line["model"], line["status"]) == ("phx-c", "gpt-test", "ok")
+    assert line["conversation"] == "chat-1"
+    assert "x-phoenix-conversation" not in {k.lower() for k in up.requests[0].headers}
     assert (line["input_tokens"], line["output_tokens"], line["cached_tokens"]) == (2000, 200, 500)
 
 

@@ -80,6 +80,8 @@ def test_a_turn_goes_through_the_gateway_as_the_tokens_user(hub) -> None:
     execution = kernel.run("%%phoenix --name first\nhello", timeout=120)
     assert "answered via the gateway" in _said(execution), execution.summary()
     assert upstream.requests, "the upstream got the request, with the admin's key (it checks)"
+    sent = {k.lower() for k in upstream.requests[-1].headers}
+    assert "x-phoenix-conversation" not in sent, "the gateway's own header stops at the gateway"
     kernel.wait_until(
         lambda: any(x["path"] == "/v1/messages" for x in server.gateway.audit.lines()),
         30,
