@@ -22,7 +22,7 @@ HUB_TOKEN = "hubtoken-of-phx-a-0123456789"
 MODEL = "claude-sonnet-4-5"
 
 
-def _policy(url: str) -> str:
+def _policy(url: str, secret: str) -> str:
     return f"""\
 [gateway]
 url = "{url}"
@@ -36,6 +36,9 @@ user_daily = 20.0
 
 [modes]
 allow_unrestricted = false
+
+[sandbox]
+deny_read = ["{secret}"]
 """
 
 
@@ -57,7 +60,10 @@ def hub(
         )
         with GatewayServer(gateway) as server:
             policy_file = root / "policy.toml"
-            policy_file.write_text(_policy(server.url))
+            secret = root / "srv-secrets" / "team.key"
+            secret.parent.mkdir()
+            secret.write_text("TEAM-SECRET-CONTENT")
+            policy_file.write_text(_policy(server.url, str(secret)))
             gateway.policy = parse_policy(policy_file.read_text(), str(policy_file))
             env = {
                 "PHOENIX_POLICY": str(policy_file),
@@ -65,7 +71,6 @@ def hub(
                 "ANTHROPIC_API_KEY": "",
                 "ANTHROPIC_BASE_URL": "",
                 "PHOENIX_MODEL": "",
-                "PHOENIX_SANDBOX_NAMESPACES": "off",
             }
             with loaded_kernel(root, "", extra_env=env) as kernel:
                 yield kernel, server, upstream
@@ -164,3 +169,18 @@ def test_approving_write_access_is_refused_where_the_policy_forbids_it(hub) -> N
         if x.get("event") == "policy_refusal" and x["conversation"] == "asks"
     ]
     assert line["user"] == "phx-a" and "allow_unrestricted" in line["reason"]
+
+
+def test_the_policys_hidden_paths_are_hidden_from_restricted_commands(hub) -> None:
+    kernel, _server, upstream = hub
+    secret = kernel.root / "srv-secrets" / "team.key"
+    upstream.script(
+        Turn([tool_use("bash", {"command": f"cat {secret}; echo CAT-DONE"}, id="toolu_sec")]),
+        Turn([text("read")]),
+    )
+    kernel.run("%%phoenix --name first\nread the team key", timeout=120)
+    sent = json.dumps(upstream.requests[-1].body["messages"][-1])
+    assert "CAT-DONE" in sent and "Permission denied" in sent, sent
+    assert "TEAM-SECRET-CONTENT" not in sent
+    status = kernel.run("%phoenix status", timeout=60).text()
+    assert f"hidden also {secret}" in status
