@@ -28,6 +28,12 @@ __all__ = ["LauncherHandle", "Process", "launcher", "read_some", "start_process"
 
 _LAUNCHER_SCRIPT = Path(__file__).with_name("child") / "launcher.py"
 _HELLO_TIMEOUT = 30.0
+# Bound on waiting for a supervisor to take a request (its first status line). A
+# spare takes it at once when one is ready; one being prepared bounds its own set-up
+# (the launcher's _SETUP_TIMEOUT) and then answers, if only with a refusal. So this
+# only ends a wait on a launcher that can no longer answer at all: the request is
+# abandoned (its status pipe closed), and a spare that takes it later drops it.
+_START_WAIT = 30.0
 # Bound on waiting for a killed command's report. The supervisor reports only once
 # the whole tree is gone, and dies (closing the pipe: read as killed) if it cannot;
 # this bounds only a supervisor that is itself stuck. Generous, because a saturated
@@ -341,7 +347,17 @@ async def start_process(spec: RunSpec, output_fd: int | None = None) -> Process:
     os.set_blocking(status_r, False)
     proc = Process(out_r, status_r)
     try:
-        await proc.started()
+        try:
+            # asyncio.timeout, not wait_for: 3.11's wait_for can swallow a cancellation
+            # that lands as the wait ends, and a cancelled start must raise (the tree
+            # is stopped below before it does).
+            async with asyncio.timeout(_START_WAIT):
+                await proc.started()
+        except TimeoutError:
+            raise SandboxError(
+                f"no sandbox supervisor took the command within {_START_WAIT:g} s "
+                "(the launcher is stuck or cannot prepare one); it was not run"
+            ) from None
     except asyncio.CancelledError:
         await _stop_interrupted(proc)
         if out_r >= 0:
