@@ -7,13 +7,12 @@ Bedrock (AWS event stream, SigV4), Vertex (:streamRawPredict, google-auth token)
 OpenAI-compatible Chat Completions. For Bedrock and Vertex the body read is the one the
 cloud route received (`wire`), as the SDK sent it.
 
-What a server received is read back into one neutral form (`Answer` per tool call:
-its id, text, error flag and images), so every case states once what the agent meant
-and each wire format is held to it: every call answered exactly once, with the tool's
-actual output. Where the formats differ by design (Chat Completions marks an error
-with a leading "Error: ", holds a tool's images in a user message after the tool
-messages, has no thinking and says "(no output)" for an empty result), the case says
-so. The kernel-level counterpart is tests/notebook/test_kernel_providers.py
+What a server received is read back into one neutral form (`testing.received`: an
+`Answer` per tool call, its id, text, error flag and images), so every case states once
+what the agent meant and each wire format is held to it: every call answered exactly
+once, with the tool's actual output. Where the formats differ by design (Chat
+Completions has no empty tool message: "(no output)"), the case says so. The
+kernel-level counterpart is tests/notebook/test_kernel_providers.py
 (`test_tool_outputs_reach_the_server_as_the_tools_made_them`).
 """
 
@@ -23,7 +22,7 @@ import base64
 import io
 import json
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +41,7 @@ from phoenix_nb.testing.compat_server import CompatServer
 from phoenix_nb.testing.fake_bedrock import FakeBedrock
 from phoenix_nb.testing.fake_openai import FakeOpenAI
 from phoenix_nb.testing.fake_vertex import FakeVertex
+from phoenix_nb.testing.received import Answer, Received, chat_received, messages_received
 
 from .helpers import BASH_TOOL, collect
 
@@ -124,107 +124,9 @@ def server(
 # ---- what a server received, in one neutral form ------------------------------------
 
 
-@dataclass(frozen=True)
-class Answer:
-    """A tool call's answer as the model receives it."""
-
-    call: str
-    text: str
-    is_error: bool = False
-    images: tuple[str, ...] = ()  # base64 data
-
-
-@dataclass
-class Received:
-    calls: list[str] = field(default_factory=list)  # ids, in the order they were sent
-    answers: list[Answer] = field(default_factory=list)  # in the order they were sent
-    user_texts: list[str] = field(default_factory=list)  # user words, not tool answers
-    thinking: list[Mapping[str, Any]] = field(default_factory=list)  # blocks sent back
-
-    def by_call(self) -> dict[str, Answer]:
-        return {a.call: a for a in self.answers}
-
-
-def _block_text(blocks: Sequence[Any]) -> str:
-    return "\n".join(
-        str(b.get("text")) for b in blocks if isinstance(b, Mapping) and b.get("type") == "text"
-    )
-
-
-def _messages_received(body: Mapping[str, Any]) -> Received:
-    """The Messages API (Anthropic, compatible servers, Bedrock, Vertex)."""
-    out = Received()
-    for message in body["messages"]:
-        content = message["content"]
-        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
-        if message["role"] == "assistant":
-            out.calls += [b["id"] for b in blocks if b["type"] == "tool_use"]
-            out.thinking += [b for b in blocks if b["type"] in ("thinking", "redacted_thinking")]
-            continue
-        for block in blocks:
-            if block["type"] == "tool_result":
-                inner = block.get("content", "")
-                inner_blocks = (
-                    [{"type": "text", "text": inner}] if isinstance(inner, str) else inner
-                )
-                pictures = tuple(
-                    str(b["source"]["data"]) for b in inner_blocks if b["type"] == "image"
-                )
-                out.answers.append(
-                    Answer(
-                        block["tool_use_id"],
-                        _block_text(inner_blocks),
-                        bool(block.get("is_error")),
-                        pictures,
-                    )
-                )
-            elif block["type"] == "text":
-                out.user_texts.append(str(block["text"]))
-    return out
-
-
-def _chat_received(body: Mapping[str, Any]) -> Received:
-    """Chat Completions: tool messages, and a tool's images in the user message after
-    them, each run introduced by "(images from tool call <id>)"."""
-    out = Received()
-    answers: dict[str, Answer] = {}
-    order: list[str] = []
-    for message in body["messages"]:
-        role = message["role"]
-        if role == "assistant":
-            out.calls += [c["id"] for c in message.get("tool_calls") or []]
-            assert "reasoning_content" not in message, "reasoning is never sent back"
-        elif role == "tool":
-            said = message["content"]
-            assert isinstance(said, str), "a tool message holds text"
-            error = said.startswith("Error: ")
-            answers[message["tool_call_id"]] = Answer(
-                message["tool_call_id"], said.removeprefix("Error: ") if error else said, error
-            )
-            order.append(message["tool_call_id"])
-        elif role == "user":
-            content = message["content"]
-            parts = [{"type": "text", "text": content}] if isinstance(content, str) else content
-            current: str | None = None
-            for part in parts:
-                if part["type"] == "text" and part["text"].startswith("(images from tool call "):
-                    current = part["text"].removeprefix("(images from tool call ").rstrip(")")
-                elif part["type"] == "image_url" and current is not None:
-                    data = part["image_url"]["url"].split("base64,", 1)[1]
-                    old = answers[current]
-                    answers[current] = Answer(old.call, old.text, old.is_error, (*old.images, data))
-                elif part["type"] == "text":
-                    current = None
-                    out.user_texts.append(str(part["text"]))
-    out.answers = [answers[c] for c in order]
-    return out
-
-
 def received(server: Server, body: Mapping[str, Any]) -> Received:
-    got = _chat_received(body) if server.chat else _messages_received(body)
-    answered = [a.call for a in got.answers]
-    assert sorted(answered) == sorted(got.calls), "every call answered exactly once"
-    assert len(set(answered)) == len(answered)
+    got = chat_received(body) if server.chat else messages_received(body)
+    assert got.problems() == [], "every call answered exactly once"
     return got
 
 
