@@ -64,7 +64,9 @@ def messages_received(body: Mapping[str, Any]) -> Received:
     out = Received()
     for message in body["messages"]:
         content = message["content"]
-        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
+        blocks: list[Any] = (
+            [{"type": "text", "text": content}] if isinstance(content, str) else content
+        )
         if message["role"] == "assistant":
             out.calls += [b["id"] for b in blocks if b["type"] == "tool_use"]
             out.thinking += [b for b in blocks if b["type"] in ("thinking", "redacted_thinking")]
@@ -72,7 +74,7 @@ def messages_received(body: Mapping[str, Any]) -> Received:
         for block in blocks:
             if block["type"] == "tool_result":
                 inner = block.get("content", "")
-                inner_blocks = (
+                inner_blocks: list[Any] = (
                     [{"type": "text", "text": inner}] if isinstance(inner, str) else inner
                 )
                 pictures = tuple(
@@ -113,7 +115,9 @@ def chat_received(body: Mapping[str, Any]) -> Received:
             order.append(call)
         elif role == "user":
             content = message["content"]
-            parts = [{"type": "text", "text": content}] if isinstance(content, str) else content
+            parts: list[Any] = (
+                [{"type": "text", "text": content}] if isinstance(content, str) else content
+            )
             current: str | None = None
             for part in parts:
                 if part["type"] == "text" and part["text"].startswith(_IMAGES_FROM):
