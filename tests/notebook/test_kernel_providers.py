@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from phoenix_nb.demo.server import FakeAnthropic
-from phoenix_nb.testing import Fault, Turn, text, tool_use
+from phoenix_nb.testing import Fault, Turn, text, thinking, tool_use
 from phoenix_nb.testing.compat_server import CompatServer
 from phoenix_nb.testing.fake_bedrock import FakeBedrock
 from phoenix_nb.testing.fake_openai import FakeOpenAI
@@ -280,3 +280,25 @@ def test_tool_outputs_reach_the_server_as_the_tools_made_them(kern: Kernel, wire
     SEEN[wire.name] = said
     first = next(iter(SEEN.values()))
     assert said == first, f"{wire.name} received other answers than {next(iter(SEEN))}"
+
+
+def test_thinking_is_shown_and_goes_back_only_where_the_api_takes_it(
+    kern: Kernel, wire: Wire
+) -> None:
+    """Chat Completions servers stream reasoning as `reasoning_content` (vLLM, DeepSeek):
+    shown as thinking, never sent back (the fake answers 400 as DeepSeek does)."""
+    wire.fake.script(
+        Turn(
+            [thinking("Weighing whether to list the files."), tool_use("bash", {"command": "ls"})]
+        ),
+        Turn([text("Listed.")]),
+    )
+    cell = kern.run(f"%%phoenix --name think-{wire.name}\nlist files", allow_stdin=False)
+    assert cell.status == "ok", cell.error()
+    assert state_name(_record(cell)) == "idle", json.dumps(_record(cell))[:2000]
+    assert "Weighing whether to list the files." in json.dumps(_record(cell))
+    later = json.dumps(_bodies(wire)[-1]["messages"])
+    if wire.name == "openai":
+        assert "Weighing" not in later and "reasoning" not in later, later
+    else:  # a signed thinking block goes back unchanged (the API requires it)
+        assert "Weighing whether to list the files." in later and "fake-signature" in later
