@@ -361,7 +361,7 @@ class AnthropicProvider:
         return self._cache.ttl
 
     def _failure(self, exc: BaseException, model: str) -> LlmFailure:
-        failure = classify(exc, model=model, stall_timeout=self._stall_timeout)
+        failure = classify(exc, model=model, stall_timeout=self._stall_timeout, provider=self.name)
         if self._secret and self._secret in failure.message:
             # A proxy or server may echo the key back; it must not reach the notebook.
             failure = LlmFailure(
