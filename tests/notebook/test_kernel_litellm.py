@@ -91,6 +91,9 @@ def test_a_cancel_mid_stream(kern: Kernel, fake: FakeOpenAI, proxy: str, endpoin
     kern.km.interrupt_kernel()
     kern.finish(cell)
     assert cell.reply is not None and cell.reply["content"]["ename"] == "TurnInterrupted"
+    # The proxy, not phoenix, decides whether the upstream sees the cancel: LiteLLM
+    # 1.106.12 goes on reading it (no disconnect had reached the fake when the cell
+    # ended), so this asserts phoenix's side and the next turn only.
     after = kern.run(f"%%phoenix --name cancel-{endpoint}\nare you there?", allow_stdin=False)
     assert after.status == "ok", after.error()
     assert "Back again." in after.last_bundle()["text/markdown"]
