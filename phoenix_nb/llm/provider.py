@@ -258,6 +258,9 @@ class AnthropicProvider:
         self._stall_timeout = stall_timeout
         self.capabilities = capabilities.Capabilities()
         self._notified: set[tuple[str, str]] = set()
+        # Per model: responses in a row that carried cache_control and reported no cache
+        # activity (see capabilities.IGNORED_AFTER); Anthropic's own API is never judged.
+        self._uncached: dict[str, int] = {}
         self._sdk_client: Any = client
         self.body = MessagesBody()
         # Our own client takes the body as encoded bytes; one built elsewhere rewrites it.
@@ -371,7 +374,7 @@ class AnthropicProvider:
         return self._cache.ttl
 
     def _failure(self, exc: BaseException, model: str) -> LlmFailure:
-        failure = classify(exc, model=model, stall_timeout=self._stall_timeout)
+        failure = classify(exc, model=model, stall_timeout=self._stall_timeout, provider=self.name)
         if self._secret and self._secret in failure.message:
             # A proxy or server may echo the key back; it must not reach the notebook.
             failure = LlmFailure(
@@ -486,7 +489,21 @@ class AnthropicProvider:
         content = tuple(
             b for b in (blocks[i].finish(stop_reason) for i in sorted(blocks)) if b is not None
         )
+        if "caching" not in off and self._local and self._caching_ignored(request.model, usage):
+            self.capabilities.turn_off(request.model, "caching")
+            yield ProviderNotice(capabilities.IGNORED_NOTICE)
         yield LlmOutcome(response=ModelResponse(content, stop_reason, usage))
+
+    def _caching_ignored(self, model: str, usage: Usage) -> bool:
+        """Whether this response makes it IGNORED_AFTER in a row, for `model`, that
+        carried cache_control on a large prompt and report no cache write or read."""
+        if usage.cache_creation_input_tokens or usage.cache_read_input_tokens:
+            self._uncached[model] = -1  # the server caches: never judged again
+            return False
+        if self._uncached.get(model, 0) < 0 or usage.input_tokens < capabilities.IGNORED_MIN_INPUT:
+            return False
+        self._uncached[model] = self._uncached.get(model, 0) + 1
+        return self._uncached[model] >= capabilities.IGNORED_AFTER
 
     @property
     def has_key(self) -> bool:

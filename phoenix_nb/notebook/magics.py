@@ -425,11 +425,20 @@ def new_summary(conv: Conversation) -> str:
 
 
 def _serving(conv: Conversation, session: Session) -> str:
-    """'anthropic at http://… · lacks caching · window: conservative default …'."""
-    s = session.phoenix.settings
-    parts = [s.provider + (f" at {s.base_url}" if s.base_url else "")]
-    lacks = session.phoenix.lacks(conv.model)
+    """'anthropic at http://… · lacks caching · window: conservative default …': the
+    conversation's own server (kept for its life), and the current one if it differs."""
+    phoenix = session.phoenix
+    server = phoenix.server_of(conv.runtime.record)
+    parts = [server.describe()]
+    lacks = phoenix.lacks(conv.model, server)
     parts.append("lacks " + ", ".join(lacks) if lacks else "no feature known missing")
+    current = phoenix.settings.server
+    if server != current:
+        parts.append(
+            f"this conversation stays on its own server; new ones start on "
+            f"{current.describe()} (c.Phoenix.provider / base_url): `%phoenix continue` "
+            "carries it to a new conversation there"
+        )
     info = conv.runtime.context.model_info
     assert info is not None  # filled in from the model's name when the context is made
     source = info.source

@@ -66,7 +66,7 @@ from phoenix_nb.runtime.conversation import (
 )
 from phoenix_nb.runtime.gateway_link import GatewayLink
 from phoenix_nb.runtime.ports import LlmProvider
-from phoenix_nb.runtime.settings import DEMO_MODEL, Settings
+from phoenix_nb.runtime.settings import DEMO_MODEL, Server, Settings
 from phoenix_nb.runtime.snapshot import RecordSnapshot, StoredRecord
 from phoenix_nb.runtime.subagents import SubAgentSpawner
 from phoenix_nb.sandbox import SandboxPolicy, detect_sandbox
@@ -190,7 +190,8 @@ class Conversation:
 
     def _header(self, child_ids: Sequence[str]) -> RecordHeader:
         runtime = self.runtime
-        return self._phoenix.record_header(runtime.slug, runtime.context, child_ids)
+        server = self._phoenix.server_of(runtime.record)
+        return self._phoenix.record_header(runtime.slug, runtime.context, child_ids, server)
 
     def spending(self) -> dict[str, Any]:
         """The record's `usage` (this turn's and the conversation's spend), kept
@@ -317,7 +318,8 @@ class Conversation:
         await self._submit(ev.UserTriggerContinuation())
 
     async def continue_in_new(self, *, slug: str | None = None) -> Conversation:
-        """A new conversation seeded with this one's summary and linked to it (REQ-BED-021).
+        """A new conversation seeded with this one's summary and linked to it (REQ-BED-021),
+        on the server new conversations start on (the summary is asked of this one's).
 
         The summary stays in this conversation's state; the new one's first message
         reads it from there (`seeded_message`), so the link survives restarts.
@@ -327,8 +329,15 @@ class Conversation:
             state = await self.wait()
             if not isinstance(state.phase, ContextExhausted):
                 raise PhoenixError(f"could not summarise {self.slug}: it is {state.name}")
+        # The new conversation starts on the current server; this one's model goes with
+        # it only when that is still this one's server (another server has other names).
+        same = self._phoenix.server_of(self.runtime.record) == self._phoenix.settings.server
         return self._phoenix.create(
-            slug=slug, cwd=self.cwd, model=self.model, mode=None, seed_from=self.id
+            slug=slug,
+            cwd=self.cwd,
+            model=self.model if same else None,
+            mode=None,
+            seed_from=self.id,
         )
 
     def seeded_message(self, text: str) -> str:
@@ -438,16 +447,23 @@ class Phoenix:
         return self._store
 
     # -- services ---------------------------------------------------------------------
-    def provider_for(self, model: str) -> LlmProvider:
+    def server_of(self, record: Mapping[str, Any]) -> Server:
+        """The server a stored conversation was started on (the current setting's for
+        one stored before conversations kept theirs)."""
+        return Server.of_record(record, self.settings.server)
+
+    def provider_for(self, model: str, server: Server | None = None) -> LlmProvider:
+        """The provider for `model` on `server` (None: the server new conversations
+        start on); one per server, built on first use."""
         if self._provider is not None:
             return self._provider
-        if model == DEMO_MODEL and not self.settings.base_url:
+        server = server or self.settings.server
+        if model == DEMO_MODEL and not server.base_url:
             return self._demo_provider()
-        s = self.settings
-        key = f"{s.provider} {s.base_url or ''}"
-        if key not in self._providers:
-            self._providers[key] = self._make_provider(s)
-        return self._providers[key]
+        if server.key not in self._providers:
+            s = replace(self.settings, provider=server.provider, base_url=server.base_url)
+            self._providers[server.key] = self._make_provider(s)
+        return self._providers[server.key]
 
     @staticmethod
     def _make_provider(s: Settings) -> LlmProvider:
@@ -478,14 +494,15 @@ class Phoenix:
 
         return LazyProvider(build, name=s.provider)
 
-    def lacks(self, model: str) -> tuple[str, ...]:
-        """The optional features `model` is known to lack where it is served: described
-        so in c.Phoenix.models, refused by its server, or absent from its wire format.
+    def lacks(self, model: str, server: Server | None = None) -> tuple[str, ...]:
+        """The optional features `model` is known to lack where it is served (`server`,
+        None: the current setting's): described so in c.Phoenix.models, refused by its
+        server, or absent from its wire format.
 
         Asks only a provider already built: a record or `%phoenix status` must not load
         an SDK (or fail on a missing extra) just to say this."""
-        s = self.settings
-        built = self._provider or self._providers.get(f"{s.provider} {s.base_url or ''}")
+        s = server or self.settings.server
+        built = self._provider or self._providers.get(s.key)
         built = getattr(built, "built", built)  # a LazyProvider's real one, once made
         lacks = getattr(built, "lacks", None)
         if callable(lacks):
@@ -494,9 +511,15 @@ class Phoenix:
         return ("thinking", *said) if s.provider == "openai" and "thinking" not in said else said
 
     def record_header(
-        self, slug: str, context: ConvContext, child_ids: Sequence[str]
+        self,
+        slug: str,
+        context: ConvContext,
+        child_ids: Sequence[str],
+        server: Server | None = None,
     ) -> RecordHeader:
-        """The facts a conversation's record states that its history does not carry."""
+        """The facts a conversation's record states that its history does not carry;
+        `server` is the conversation's own (None: the current setting's)."""
+        server = server or self.settings.server
         return RecordHeader(
             conversation_id=context.conversation_id,
             slug=slug,
@@ -505,8 +528,8 @@ class Phoenix:
             sandbox_available=self.sandbox.available,
             context_window=context.window,
             sub_agent_usage=self.sub_agent_usage(tuple(child_ids)),
-            provider=self.settings.provider,
-            lacks=self.lacks(context.model),
+            provider=server.provider,
+            lacks=self.lacks(context.model, server),
         )
 
     def sub_agent_usage(self, child_ids: Sequence[str]) -> tuple[tuple[str, Usage], ...]:
@@ -531,7 +554,7 @@ class Phoenix:
         """The model's real limits from the Models API (asked at most once a week per
         store, cached in it); a conversation at rest takes them for its next request."""
         model = runtime.context.model
-        provider = self.provider_for(model)
+        provider = self.provider_for(model, self.server_of(runtime.record))
         source = provider if isinstance(provider, LimitsSource) else None
         info = await self.limits.resolve(model, source)
         if info != runtime.context.model_info and not runtime.state.busy:
@@ -574,15 +597,16 @@ class Phoenix:
             self._providers = keep
         for runtime in self._runtimes.values():
             if not runtime.closed:
-                runtime.reconfigure(self._services(runtime.context.model))
+                model = runtime.context.model
+                runtime.reconfigure(self._services(model, self.server_of(runtime.record)))
 
-    def _services(self, model: str) -> Services:
+    def _services(self, model: str, server: Server) -> Services:
         from phoenix_nb.tools import registry  # the tools load with the first conversation
 
         s = self.settings
         return Services(
             store=self.store,
-            provider=self.provider_for(model),
+            provider=self.provider_for(model, server),
             sandbox=self.sandbox,
             tools_for=lambda is_sub_agent: registry.tools_for(is_sub_agent=is_sub_agent),
             run_tool=registry.run_tool,
@@ -661,7 +685,7 @@ class Phoenix:
             ),
             state=from_persisted(record),
             history=history if history is not None else self.store.stored_messages(record["id"]),
-            services=self._services(record["model"]),
+            services=self._services(record["model"], self.server_of(record)),
             on_parent=on_parent,
         )
         self._runtimes[record["id"]] = runtime
@@ -709,7 +733,7 @@ class Phoenix:
             count=count,
             model=context.model,
             state=state,
-            header=self.record_header(slug, context, ()),
+            header=self.record_header(slug, context, (), self.server_of(record)),
         )
 
     def open_child(
@@ -758,6 +782,7 @@ class Phoenix:
             cwd=str(directory.resolve()),
             model=model,
             seed_from=seed_from,
+            server=self.settings.server.as_json(),
             **persisted_fields(state),
         )
         if requested is Mode.UNRESTRICTED:

@@ -13,7 +13,7 @@ Completions) and `phoenix_nb.demo.DemoProvider` (LLM requests; built by
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from typing import Any, Literal, Protocol
 
 from phoenix_nb.core.effects import SpawnSubAgents
@@ -96,6 +96,11 @@ class Parent(Protocol):
 
     @property
     def context(self) -> ConvContext: ...
+
+    @property
+    def record(self) -> Mapping[str, Any]:
+        """The parent's stored conversation: a child starts on its parent's `server`."""
+        ...
 
     @property
     def closed(self) -> bool: ...

@@ -61,6 +61,40 @@ def _model_entry(raw: Any) -> tuple[ModelSpec, ModelPrice | None]:
     return ModelSpec(limits["context_window"], limits["max_output"], supports), price
 
 
+@dataclass(frozen=True)
+class Server:
+    """Who serves a conversation's model: the wire format (one of PROVIDERS) and the
+    base URL (None: the provider's own default). Stored with a conversation when it
+    starts and used for its whole life (a history belongs with the server that has
+    seen it; the seeds fix the model for life, REQ-BED-022, and the server goes with
+    it): `c.Phoenix.provider` and `base_url` choose for new conversations. Never holds
+    a key: the base URL is the server's identity."""
+
+    provider: str = "anthropic"
+    base_url: str | None = None
+
+    def as_json(self) -> dict[str, Any]:
+        return {"provider": self.provider, "base_url": self.base_url}
+
+    @classmethod
+    def of_record(cls, record: Mapping[str, Any], default: Server) -> Server:
+        """A stored conversation's server; `default` for one stored before servers were
+        (or with a provider this version does not speak)."""
+        raw = record.get("server")
+        if not isinstance(raw, Mapping) or raw.get("provider") not in PROVIDERS:
+            return default
+        url = raw.get("base_url")
+        return cls(str(raw["provider"]), str(url) if url else None)
+
+    def describe(self) -> str:
+        return self.provider + (f" at {self.base_url}" if self.base_url else "")
+
+    @property
+    def key(self) -> str:
+        """The providers' cache key: one provider object per server."""
+        return f"{self.provider} {self.base_url or ''}"
+
+
 DEFAULT_MODEL = "claude-sonnet-5-5"
 
 
@@ -158,6 +192,11 @@ class Settings:
                 prices[str(name)] = price
         configure_models(specs)
         configure_prices(prices)
+
+    @property
+    def server(self) -> Server:
+        """The server new conversations start on."""
+        return Server(self.provider, self.base_url)
 
     @property
     def off_anthropic(self) -> bool:

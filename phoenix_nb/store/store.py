@@ -335,8 +335,10 @@ class Store:
         state: Any = None,
         state_data: Any = None,
         seed_from: str | None = None,
+        server: Mapping[str, Any] | None = None,
     ) -> dict[str, Any]:
-        """Create and persist a conversation; `slug=None` picks a free readable one."""
+        """Create and persist a conversation; `slug=None` picks a free readable one.
+        `server` ({provider, base_url}, never a key) is who serves it for life."""
         self._check_open()
         conv_id = id or f"c-{uuid.uuid4().hex[:16]}"
         if not _ID_RE.match(conv_id):
@@ -368,6 +370,7 @@ class Store:
                 "state_data": state_data_json,
                 "mode": str(mode),
                 "model": str(model),
+                "server": _jsonable(dict(server), "server") if server is not None else None,
                 "archived": False,
                 "seeded_from": seed_from,
                 "created_at": now,

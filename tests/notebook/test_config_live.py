@@ -157,6 +157,11 @@ def test_config_after_load_reaches_the_next_turn(
     if trait == "home":
         # another store: the old conversation is not in it, a new one is
         conv = session.phoenix.create(cwd=tmp_path)
+    elif trait in ("provider", "base_url"):
+        # a conversation keeps its server for life: the old one's is unchanged, a new
+        # conversation starts on the new one (tests/notebook/test_kernel_server.py)
+        assert probe(session, session.phoenix.get(conv.slug)) == before
+        conv = session.phoenix.create(cwd=tmp_path)
     else:
         conv = session.phoenix.get(conv.slug)  # the same runtime, reconfigured
     after = probe(session, conv)
