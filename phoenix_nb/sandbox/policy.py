@@ -8,6 +8,7 @@ deny list.
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import os
 import sys
@@ -115,10 +116,8 @@ def ipython_private_paths() -> tuple[str, ...]:
     found: list[str] = []
     paths = sys.modules.get("IPython.paths")
     if paths is not None:
-        try:
+        with contextlib.suppress(Exception):
             dirs.append(str(paths.get_ipython_dir()))
-        except Exception:
-            pass
     ipython = sys.modules.get("IPython")
     shell = None
     if ipython is not None:

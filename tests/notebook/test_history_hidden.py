@@ -79,10 +79,10 @@ def test_a_restricted_command_reads_no_history_database(
         "copy": f"cp {moved} ./copy.db && base64 -w0 ./copy.db; echo",
         "find": f"find {places['ipython_dir']} -name 'history.sqlite*' -exec base64 -w0 {{}} +",
         "sqlite": (
-            "python3 -c \"import sqlite3,sys\n"
+            'python3 -c "import sqlite3,sys\n'
             "for p in sys.argv[1:]:\n"
-            "  try: print(sqlite3.connect(p).execute('select source_raw from history').fetchall())\n"
-            "  except Exception as e: print(p, e)\" "
+            "  try: print(sqlite3.connect(p).execute('select * from history').fetchall())\n"
+            '  except Exception as e: print(p, e)" '
             f"{moved} {other} $IPYTHONDIR/profile_default/history.sqlite"
         ),
     }
@@ -95,5 +95,5 @@ def test_a_restricted_command_reads_no_history_database(
         result = text_of(result_of(fake, call.id))
         for secret in (DB_PASSWORD, OTHER_PASSWORD):
             assert not spellings_found(secret, result), (name, result[:2000])
-    denied = text_of(result_of(fake, calls["cat"].id)) + text_of(result_of(fake, calls["sqlite"].id))
+    denied = "".join(text_of(result_of(fake, calls[name].id)) for name in ("cat", "sqlite"))
     assert "Permission denied" in denied or "unable to open" in denied, denied[:2000]
