@@ -121,6 +121,8 @@ class Services:
     # finished sub-agents' responses by their conversation ids (the manager reads them).
     budget: TurnBudget = field(default_factory=TurnBudget)
     sub_agent_usage: Callable[[Sequence[str]], tuple[tuple[str, Usage], ...]] = lambda ids: ()
+    # What the Phoenix's providers hold now (keys, tokens their SDKs made): forks scrub it.
+    live_credentials: Callable[[], tuple[str, ...]] = lambda: ()
     sandbox_policy: SandboxPolicy = field(default_factory=SandboxPolicy)  # the Phoenix's
     jobs: BackgroundJobs = field(default_factory=BackgroundJobs)  # the Phoenix's
 
@@ -578,6 +580,7 @@ class ConversationRuntime:
             env_allow=self.services.env_allow,
             kernel=self.services.kernel,
             kernel_access=self.services.kernel_access(),
+            live_credentials=self.services.live_credentials,
             **kwargs,
         )
 

@@ -42,6 +42,15 @@ class LlmProvider(Protocol):
         """Release connections (and, for the demo, its server)."""
         ...
 
+    def live_credentials(self) -> tuple[str, ...]:
+        """Every credential this provider holds now, as the values a fork of the kernel
+        must scrub: keys and tokens it was given, and what its SDK made or resolved
+        since (an OAuth access token, its refresh token, cloud credentials read from a
+        file or a cache, credential headers). Reads memory only: never refreshes, never
+        asks a server, never imports an SDK; empty before a client exists. A new
+        provider must say how its live credentials are found (REQ: README "Secrets")."""
+        ...
+
 
 class WorkTreeRecorder(Protocol):
     """Checkpoints of a conversation's working tree (`phoenix_nb.checkpoints.Checkpoints`).
