@@ -22,6 +22,7 @@ from phoenix_nb.core.states import ConvContext
 from phoenix_nb.core.values import Mode, ToolResult
 from phoenix_nb.llm.provider import LlmRequest
 from phoenix_nb.llm.stream import StreamUpdate
+from phoenix_nb.runtime.turn_pool import TurnPool
 from phoenix_nb.tools.base import Tool, ToolContext
 
 
@@ -110,6 +111,10 @@ class Parent(Protocol):
     def closed(self) -> bool: ...
 
     def post(self, event: Event, *, urgent: bool = False) -> object: ...
+
+    def pool_for_spawn(self) -> TurnPool:
+        """The parent turn's budget its sub-agents draw every request from."""
+        ...
 
 
 class SubAgents(Protocol):
