@@ -29,6 +29,7 @@ import { PanelLayout, Widget } from '@lumino/widgets';
 // its ES module build (webpack.config.js): resolved through its `exports` map alone it
 // became an empty module in some builds, and no proposal could be drawn.
 import { diff3Merge, diffComm } from 'node-diff3';
+import { mark, sourceWarning, splitLines } from './record';
 
 export const TARGET = 'phoenix.cell_edits';
 
@@ -68,8 +69,11 @@ function asEdit(value: unknown): ICellEdit | null {
   };
 }
 
+/** A cell's lines as the kernel runs them: split where Python's `str.splitlines` splits
+ * (IPython splits a cell so before running it), so a carriage return or a line separator
+ * starts a new row of the diff instead of hiding inside one. */
 function lines(text: string): string[] {
-  return text === '' ? [] : text.replace(/\n$/, '').split('\n');
+  return splitLines(text);
 }
 
 /** A line diff as `[kind, line]` rows: ' ' kept, '-' removed, '+' added. */
@@ -117,9 +121,16 @@ function diffNode(before: string, after: string, label: string): HTMLElement {
   box.appendChild(el('div', 'jp-PhoenixEdit-diffLabel', label));
   const pre = el('pre', 'jp-PhoenixEdit-diff');
   pre.dataset.phoenixEditDiff = label;
+  const warning = sourceWarning(after);
+  if (warning) {
+    const line = el('div', 'jp-PhoenixEdit-warning', warning);
+    line.dataset.phoenixEditWarning = '';
+    box.appendChild(line);
+  }
   for (const [kind, line] of lineDiff(before, after)) {
     const name = kind === '+' ? 'add' : kind === '-' ? 'del' : 'ctx';
-    const row = el('span', `jp-PhoenixEdit-line jp-PhoenixEdit-${name}`, `${kind} ${line}`);
+    // hiding characters as their codes (record.ts `mark`): the row shows every character
+    const row = el('span', `jp-PhoenixEdit-line jp-PhoenixEdit-${name}`, `${kind} ${mark(line)}`);
     row.dataset.phoenixEditLine = name;
     pre.appendChild(row);
   }
