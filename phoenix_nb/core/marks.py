@@ -9,7 +9,8 @@ marked when it changes how *other* text looks, or is drawn as nothing:
 * C0 and C1 controls other than tab, newline and carriage return (terminal
   escapes, backspace, form feed and vertical tab inside a line);
 * bidirectional marks, embeddings, overrides and isolates (U+061C, U+200E/F,
-  U+202A-U+202E, U+2066-U+2069), which reorder a line on screen;
+  U+202A-U+202E, U+2066-U+2069), which reorder a line on screen, and the line and
+  paragraph separators (U+2028/9) where text is not split into lines;
 * zero-width and invisible characters: U+00AD, U+034F, U+115F/U+1160, U+17B4/5,
   U+180B-U+180F, U+200B-U+200D, U+2060-U+2064, U+206A-U+206F, U+3164, U+FEFF,
   U+FFA0, U+FFF9-U+FFFB, musical-symbol format controls, the tag characters
@@ -41,7 +42,7 @@ __all__ = [
 HIDING = re.compile(
     "[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f"
     "\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f"
-    "\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u206f"
+    "\u200b-\u200f\u2028-\u202e\u2060-\u2064\u2066-\u206f"
     "\u3164\ufeff\uffa0\ufff9-\ufffb"
     "\U0001d173-\U0001d17a\U000e0000-\U000e007f\U000e0100-\U000e01ef]"
 )
