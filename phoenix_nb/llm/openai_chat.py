@@ -47,6 +47,7 @@ import openai
 from phoenix_nb.core.values import ErrorKind, LlmFailure, TextBlock, ThinkingBlock, Usage
 from phoenix_nb.llm import capabilities
 from phoenix_nb.llm.body import Convert, MessagesBody, encode, join_fields
+from phoenix_nb.llm.credentials import client_credentials
 from phoenix_nb.llm.errors import LlmCallError, retry_after_seconds, status_kind
 from phoenix_nb.llm.provider import LlmRequest, _tool_block
 from phoenix_nb.llm.stream import (
@@ -396,6 +397,10 @@ class OpenAIChatProvider:
     def __repr__(self) -> str:
         key = "set" if self._secret else "unset"
         return f"OpenAIChatProvider(base_url={self.base_url!r}, api_key={key})"
+
+    def live_credentials(self) -> tuple[str, ...]:
+        """The key and the credential headers the openai client holds now."""
+        return client_credentials(self._client, (self._secret,))
 
     async def aclose(self) -> None:
         await self._client.close()

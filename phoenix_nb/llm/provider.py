@@ -63,6 +63,7 @@ from phoenix_nb.core.values import (
 from phoenix_nb.llm import capabilities
 from phoenix_nb.llm.body import MessagesBody
 from phoenix_nb.llm.caching import CachePlanner
+from phoenix_nb.llm.credentials import client_credentials
 from phoenix_nb.llm.errors import LlmCallError, classify
 from phoenix_nb.llm.stream import (
     LlmOutcome,
@@ -295,6 +296,12 @@ class AnthropicProvider:
     def __repr__(self) -> str:
         key = "set" if self._secret else "unset"
         return f"AnthropicProvider({self.name}, base_url={self.base_url!r}, api_key={key})"
+
+    def live_credentials(self) -> tuple[str, ...]:
+        """The key this provider was given and what its SDK client holds now: the API
+        key or auth token, credential headers, Bedrock's resolved AWS credentials,
+        Vertex's google-auth access and refresh tokens (`credentials.client_credentials`)."""
+        return client_credentials(self._sdk_client, (self._secret,))
 
     async def aclose(self) -> None:
         """Release pooled connections (none if no request was made)."""

@@ -626,6 +626,7 @@ class Phoenix:
                 max_conversation_cost=s.max_conversation_cost,
             ),
             sub_agent_usage=self.sub_agent_usage,
+            live_credentials=self.live_credentials,
             sandbox_policy=self.sandbox_policy,
             jobs=self.jobs,
             request_headers=s.request_headers,
@@ -835,6 +836,19 @@ class Phoenix:
         runtime = self._runtimes.get(conversation_id)
         if runtime is not None and runtime.closed:
             del self._runtimes[conversation_id]
+
+    def live_credentials(self) -> tuple[str, ...]:
+        """What every provider this Phoenix has made holds now (`LlmProvider.
+        live_credentials`), retired ones included: their clients are still in the
+        kernel's memory, so every fork of the kernel scrubs them."""
+        found: list[str] = []
+        given = [self._provider] if self._provider is not None else []
+        for provider in [*given, *self._providers.values(), *self._retired]:
+            try:
+                found += provider.live_credentials()
+            except Exception:  # a provider's bug must not stop the scrub of the others
+                log.exception("phoenix: live_credentials failed for %r", provider)
+        return tuple(dict.fromkeys(found))
 
     async def aclose(self) -> None:
         await self.spawner.close()
