@@ -9,10 +9,13 @@
  * kernel, a reloaded page whose kernel is gone: "model not found", a closed widget).
  *
  * Outputs whose metadata carries `phoenix.detached` (the chat's transcript, a
- * control's hint) are updated by the kernel after their cell ended. JupyterLab
- * routes `update_display_data` only to cells still running, so once a control is
- * on the page this module listens to the notebook's kernel messages and applies such
- * updates to the output holding that id — the notebook model, which is what is saved.
+ * control's hint, a `%%phoenix` cell's record and controls while its turn waits for
+ * an answer) are updated by the kernel after their cell ended. JupyterLab routes
+ * `update_display_data` only to cells still running, so once a control is on the page
+ * this module listens to the notebook's kernel messages and applies such updates to
+ * the output holding that id — the notebook model, which is what is saved. An update
+ * marked `live` comes from a cell still running (JupyterLab applies it); one marked
+ * `gone` removes its outputs (a turn's controls once the turn rests).
  */
 
 import { MimeModel } from '@jupyterlab/rendermime';
@@ -29,13 +32,21 @@ interface Registry {
   mimeTypes: readonly string[];
   createRenderer(mimeType: string): IRenderMime.IRenderer;
 }
+interface PhoenixMetadata {
+  detached?: unknown;
+  live?: unknown;
+  gone?: unknown;
+}
 interface OutputItem {
-  metadata?: { phoenix?: { detached?: unknown } };
+  metadata?: { phoenix?: PhoenixMetadata };
 }
 interface Outputs {
   length: number;
   get(index: number): OutputItem;
   set(index: number, value: unknown): void;
+  add(value: unknown): number;
+  clear(wait?: boolean): void;
+  toJSON(): unknown[];
 }
 interface CellModel {
   type: string;
@@ -48,7 +59,7 @@ interface Message {
   header: { msg_type: string };
   content: {
     data?: unknown;
-    metadata?: { phoenix?: { detached?: unknown } };
+    metadata?: { phoenix?: PhoenixMetadata };
   };
 }
 interface Signal<T> {
@@ -65,14 +76,19 @@ export function applyDetached(model: NotebookModel, msg: Message): number {
   if (msg.header.msg_type !== 'update_display_data') {
     return 0;
   }
-  const id = msg.content.metadata?.phoenix?.detached;
-  if (typeof id !== 'string') {
-    return 0;
+  const phoenix = msg.content.metadata?.phoenix;
+  const id = phoenix?.detached;
+  if (typeof id !== 'string' || phoenix?.live === true) {
+    return 0; // a cell still running: JupyterLab routes its updates itself
   }
   let applied = 0;
   for (const cell of model.cells) {
     const outputs = cell.type === 'code' ? cell.outputs : undefined;
     if (!outputs) {
+      continue;
+    }
+    if (phoenix?.gone === true) {
+      applied += removeOutputs(outputs, id);
       continue;
     }
     for (let i = 0; i < outputs.length; i++) {
@@ -87,6 +103,18 @@ export function applyDetached(model: NotebookModel, msg: Message): number {
     }
   }
   return applied;
+}
+
+/** Remove the outputs holding `id` (a turn's controls once it rests after its cell ended). */
+function removeOutputs(outputs: Outputs, id: string): number {
+  const all = outputs.toJSON() as OutputItem[];
+  const kept = all.filter(o => o.metadata?.phoenix?.detached !== id);
+  if (kept.length === all.length) {
+    return 0;
+  }
+  outputs.clear();
+  kept.forEach(o => outputs.add(o));
+  return all.length - kept.length;
 }
 
 /** The first ancestor (lumino parents) with a property `name`, e.g. the notebook panel. */

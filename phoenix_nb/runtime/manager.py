@@ -31,6 +31,7 @@ from phoenix_nb.core import events as ev
 from phoenix_nb.core.cycles import RecordHeader
 from phoenix_nb.core.models import ModelInfo, supports
 from phoenix_nb.core.states import (
+    AwaitingModeApproval,
     ContextExhausted,
     ConvContext,
     ConvState,
@@ -64,6 +65,7 @@ from phoenix_nb.runtime.conversation import (
     is_paused,
     is_rest,
 )
+from phoenix_nb.runtime.pending import ModeApprovals, PendingRequests, WaitingApproval
 from phoenix_nb.runtime.ports import LlmProvider
 from phoenix_nb.runtime.settings import DEMO_MODEL, Settings
 from phoenix_nb.runtime.snapshot import RecordSnapshot, StoredRecord
@@ -388,6 +390,8 @@ class Phoenix:
         self.spawner = SubAgentSpawner(self, self.settings.sub_agents, self.sandbox.available)
         self.worktree = self._checkpoints()
         self.restored = self._restore_all()
+        # Whatever waits for a person, answerable by id from any front end (pending.py).
+        self.pending = PendingRequests([ModeApprovals(self._waiting_approvals)])
 
     @property
     def store(self) -> Store:
@@ -600,6 +604,17 @@ class Phoenix:
         if restored:
             log.info("phoenix: restored %d conversation(s) to rest", len(restored))
         return restored
+
+    def _waiting_approvals(self) -> list[WaitingApproval]:
+        """The open user conversations that wait for an upgrade answer (sub-agents ask
+        through their parent, never the user)."""
+        out: list[WaitingApproval] = []
+        for runtime in list(self._runtimes.values()):
+            phase = runtime.state.phase
+            if not runtime.closed and runtime.on_parent is None:
+                if isinstance(phase, AwaitingModeApproval):
+                    out.append(WaitingApproval(Conversation(self, runtime), phase))
+        return out
 
     # -- finding and creating -------------------------------------------------------------------
     def _runtime_for(

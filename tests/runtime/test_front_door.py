@@ -159,6 +159,7 @@ FACES: dict[str, list[str]] = {
         "lease",
         "long_lived",
         "manager",
+        "pending",
         "ports",
         "prompts",
         "settings",
