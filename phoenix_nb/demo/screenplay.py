@@ -713,9 +713,9 @@ def _sub_agent_tasks(content: str) -> str:
     found = list(_SUB_TASK.finditer(content))
     if not found:
         return "(no task lines in the result)"
-    return "\n".join(f"- **Task {n}** ({status}): {task}" for n, task, status in (
-        m.groups() for m in found
-    ))
+    return "\n".join(
+        f"- **Task {n}** ({status}): {task}" for n, task, status in (m.groups() for m in found)
+    )
 
 
 def _quote(value: str, limit: int = 800) -> str:

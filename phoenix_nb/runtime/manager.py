@@ -611,9 +611,12 @@ class Phoenix:
         out: list[WaitingApproval] = []
         for runtime in list(self._runtimes.values()):
             phase = runtime.state.phase
-            if not runtime.closed and runtime.on_parent is None:
-                if isinstance(phase, AwaitingModeApproval):
-                    out.append(WaitingApproval(Conversation(self, runtime), phase))
+            if (
+                not runtime.closed
+                and runtime.on_parent is None
+                and isinstance(phase, AwaitingModeApproval)
+            ):
+                out.append(WaitingApproval(Conversation(self, runtime), phase))
         return out
 
     # -- finding and creating -------------------------------------------------------------------

@@ -153,7 +153,9 @@ class PendingRequests:
         out: list[PendingRequest] = []
         for source in self._sources:
             out.extend(
-                r for r in source.pending() if conversation is None or r.conversation == conversation
+                r
+                for r in source.pending()
+                if conversation is None or r.conversation == conversation
             )
         return out
 

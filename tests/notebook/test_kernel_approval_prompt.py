@@ -70,7 +70,7 @@ def test_approve_prompt_says_what_approving_does_and_quotes_the_reason(
         assert APPROVE_MEANS in fallback and REASON_LABEL in fallback
         assert "padding " * 100 not in fallback
     kern.click(deny)
-    kern.finish(cell)
+    kern.finish_turn(cell)
     assert cell.status == "ok", cell.error()
     final = cell.last_bundle()
     line = BeautifulSoup(final["text/html"], "html.parser").select_one(".phx-approval-line")
