@@ -25,6 +25,9 @@ import { Panel, Widget } from '@lumino/widgets';
 
 export const CONTROLS_MIME = 'application/vnd.phoenix.controls+json';
 const WIDGET_VIEW = 'application/vnd.jupyter.widget-view+json';
+const WIDGET_RETRY_MS = 250;
+const WIDGET_RETRIES = 240; // a minute: a busy machine may take that long to load ipywidgets
+const WIDGET_RENEWALS = 12; // ~1.5 minutes of fresh renderers before the hint is final
 
 /* The few JupyterLab objects this module reaches by walking up from the output; typed
  * by what is used, so the extension needs no notebook package. */
@@ -173,6 +176,8 @@ export class RenderedControls extends Panel implements IRenderMime.IRenderer {
   private observer: MutationObserver | null = null;
   private view: Record<string, unknown> | null = null;
   private trusted = false;
+  private retries = 0;
+  private renewals = 0;
 
   constructor() {
     super();
@@ -210,7 +215,18 @@ export class RenderedControls extends Panel implements IRenderMime.IRenderer {
     }
     const registry = ancestorWith(this, 'rendermime') as Registry | undefined;
     if (!registry || !registry.mimeTypes.includes(WIDGET_VIEW)) {
-      return; // not attached yet, or no widget manager here: the hint stays
+      // Not attached yet, or the widget manager not added yet: in a reloaded page or a
+      // second tab the saved outputs are drawn before ipywidgets registers its renderer
+      // on the notebook, so look again for a while; meanwhile (and without ipywidgets)
+      // the hint says what to run.
+      if (registry && this.retries < WIDGET_RETRIES && !this.isDisposed) {
+        this.retries++;
+        window.setTimeout(() => {
+          this.attachWidget();
+          this.sync();
+        }, WIDGET_RETRY_MS);
+      }
+      return;
     }
     const renderer = registry.createRenderer(WIDGET_VIEW);
     this.widgetRenderer = renderer;
@@ -222,6 +238,34 @@ export class RenderedControls extends Panel implements IRenderMime.IRenderer {
       .renderModel(new MimeModel({ data, trusted: true }))
       .then(() => this.sync())
       .catch(() => this.sync());
+    this.checkLater();
+  }
+
+  /**
+   * A renderer made while the page loads may never draw: ipywidgets first registers a
+   * placeholder renderer and later gives its manager only to the renderers it finds as
+   * direct children of output areas, which this nested one is not (it stayed "Loading
+   * widget..." after every reload). So a renderer that has drawn nothing after a while
+   * is replaced by a fresh one from the registry, which by then carries the manager.
+   */
+  private checkLater(): void {
+    const delay = Math.min(WIDGET_RETRY_MS * 4 * 2 ** this.renewals, 8000);
+    window.setTimeout(() => {
+      const renderer = this.widgetRenderer as (Widget & { widgets?: readonly Widget[] }) | null;
+      if (this.isDisposed || renderer === null || (renderer.widgets?.length ?? 0) > 0) {
+        return;
+      }
+      if (this.renewals >= WIDGET_RENEWALS) {
+        return; // the hint stays: the kernel cannot act (restarted, gone)
+      }
+      this.renewals++;
+      this.observer?.disconnect();
+      this.observer = null;
+      renderer.dispose();
+      this.widgetRenderer = null;
+      this.attachWidget();
+      this.sync();
+    }, delay);
   }
 
   /** Hint or widget: the widget counts only once it has drawn a view that is not hidden. */
