@@ -71,7 +71,7 @@ def _notebook(lab: LabPage, tmp_path: Path, name: str) -> Path:
             ("%load_ext phoenix_nb", []),
             (f"%%phoenix --name {name} --cwd {cwd}\nadd() is wrong; fix it", []),
             ("%phoenix approve", []),
-            (f"%%phoenix --name {name}\nand swap the operands", []),
+            (f"%%phoenix --name {name}-2 --cwd {cwd}\nand swap the operands", []),
             ("%phoenix approve", []),
         ],
     )
