@@ -18,6 +18,7 @@ normal and a narrow width.
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
 import time
@@ -289,3 +290,44 @@ def test_the_approval_blocks_text_stays_in_its_box(asking_lab: LabPage) -> None:
                 ".jp-NotebookPanel .jp-Cell >> nth=1",
             )
     lab.set_theme(False)
+
+
+def test_the_demos_kernel_scene_plays_to_the_end_with_cell_ids_in_jupyterlab(
+    lab: LabPage, fake_llm: FakeAnthropic
+) -> None:
+    """JupyterLab sends cell ids, so kernel_history writes `In [n] (cell <id>):`; the
+    demo's kernel scene used to stop at "My script only knows …" on exactly the tour's
+    decimal-comma price (it looked for `In [n]:`). The same scene without cell ids runs
+    under nbclient in tests/notebook/test_demo_kernel.py."""
+    from phoenix_nb.demo.screenplay import DemoScript
+    from tests.notebook.test_demo_kernel import ASK, FAILING, ORDERS
+
+    write_notebook(
+        lab.server.root,
+        "kernel-scene.ipynb",
+        [
+            ("%load_ext phoenix_nb", []),
+            (ORDERS.strip(), []),
+            (FAILING, []),
+            (f"%%phoenix --name kernel-scene-lab\n{ASK}", []),
+        ],
+    )
+    lab.open_notebook("kernel-scene.ipynb", workspace="phoenix-kernel-scene")
+    for index in (0, 1, 2):
+        _run(lab, index)
+    expect(_cell(lab.page, 2).locator(".jp-OutputArea-output")).to_contain_text(
+        "ValueError", timeout=WAIT_MS
+    )
+    fake_llm.clear()
+    previous, fake_llm.default = fake_llm.default, DemoScript(pace=0).reply
+    try:
+        _run(lab, 3)
+        record = _record(lab.page, 3)
+        expect(record).to_have_attribute("data-phoenix-state", "idle", timeout=WAIT_MS)
+    finally:
+        fake_llm.default = previous
+    expect(record).to_contain_text("Found it", timeout=WAIT_MS)
+    expect(record).not_to_contain_text("so I stop here")
+    expect(record).to_contain_text("What was wrong")
+    sent = json.dumps([r.body for r in fake_llm.requests])
+    assert re.search(r"In \[\d+\] \(cell ", sent), "JupyterLab sent cell ids"
