@@ -7,10 +7,8 @@ real subprocesses under the real Landlock sandbox, patch edits real files.
 
 from __future__ import annotations
 
-import json
-
 import asyncio
-import re
+import json
 import shutil
 import subprocess
 import sys
