@@ -67,7 +67,16 @@ class PhoenixConfig(Configurable):
     wait_for_approval = CaselessStrEnum(
         ("auto", "always", "never"),
         "auto",
-        help="Keep a cell waiting for Approve/Deny: auto = when the front end can answer.",
+        help="Show Approve/Deny and keep the turn waiting for them: auto = when the front "
+        "end can answer (the cell ends meanwhile; its record keeps updating).",
+    ).tag(config=True)
+    # Write access is a grant to one session with the person who gave it: a restart (a
+    # crash, a kernel someone else restarted, a notebook reopened days later) should not
+    # silently carry it on, so the default takes it back and the agent asks again.
+    restrict_on_restart = Bool(
+        True,
+        help="After a kernel restart, continue the notebook's conversation Restricted "
+        "(False: it keeps the mode it had, e.g. Unrestricted).",
     ).tag(config=True)
     retry_delay_scale = Float(
         _DEFAULT.retry_delay_scale, help="Multiply retry backoff delays (tests)."
@@ -192,6 +201,11 @@ class Session:
         self.resumed: str | None = None  # picked up from the store, not yet announced
         self._shown: dict[str, tuple[int, int]] = {}
         self._observing = False  # the config observer is added once, with the first Phoenix
+        # Conversations whose waiting turn a detached cell view still shows (cell.py): an
+        # answer from elsewhere goes on there rather than in the answering cell.
+        self.watching: set[str] = set()
+        self._settled: set[str] = set()  # resumed conversations restrict_on_restart saw
+        self._restricted_on_restart: set[str] = set()
 
     @property
     def notebook(self) -> str | None:
@@ -247,13 +261,40 @@ class Session:
         if key is not None:
             self._bindings().set_shown(key, slug, mark)
 
+    async def settle_resumed(self) -> None:
+        """After a restart, before the first command or turn: a conversation picked up
+        Unrestricted becomes Restricted when `restrict_on_restart` says so (and the host
+        can sandbox), so write access never outlives its kernel unannounced."""
+        _ = self.current  # reads the notebook's stored conversation, if any
+        slug = self.resumed
+        if slug is None or slug in self._settled or not self.config.restrict_on_restart:
+            return
+        self._settled.add(slug)
+        await self.phoenix.load(slug)
+        conv = self.current_conversation(slug)
+        if conv.mode.value == "unrestricted" and self.phoenix.sandbox.available:
+            await conv.restrict()
+            self._restricted_on_restart.add(slug)
+
     def take_resumed_note(self) -> str | None:
         """'continuing SLUG …' once, for the first output after the conversation was
-        picked up from the store."""
+        picked up from the store: with its mode, and how to leave Unrestricted."""
         slug, self.resumed = self.resumed, None
         if slug is None:
             return None
-        return f"continuing {slug}, this notebook's conversation (picked up after a restart)"
+        head = f"continuing {slug}, this notebook's conversation (picked up after a restart)"
+        mode = self.current_conversation(slug).mode.value
+        if slug in self._restricted_on_restart:
+            return (
+                f"{head}, now Restricted: write access ended with the old kernel "
+                "(c.Phoenix.restrict_on_restart); the agent asks again if it needs it"
+            )
+        if mode == "unrestricted":
+            return (
+                f"{head}, still Unrestricted: the agent can write files; "
+                "`%phoenix restrict` makes it read-only"
+            )
+        return f"{head}, {mode.capitalize()}"
 
     def settings(self) -> Settings:
         """The settings `c.Phoenix.*` says now (Settings.from_config: the one place),

@@ -10,7 +10,8 @@ effects and the retry timers, `subagents` the spawns; the executors are
 reached through the typing.Protocol ports in `ports`, whose docstrings are
 the contract. `claim` takes a conversation (lease, work marker, fresh read)
 and restores one left mid-work; `updates` is what watchers receive;
-`settings` is the one Settings, each default written once.
+`pending` lists what waits for a person (an upgrade request, …) and answers it by id
+from any front end; `settings` is the one Settings, each default written once.
 `snapshot` is a conversation's whole record to be built off the kernel's loop,
 `child_spend` what its finished sub-agents spent; `long_lived` keeps what lives as
 long as the kernel (a history read from the store) out of full garbage collections.
@@ -29,6 +30,7 @@ __all__ = [
     "lease",
     "long_lived",
     "manager",
+    "pending",
     "ports",
     "prompts",
     "settings",

@@ -31,6 +31,7 @@ from phoenix_nb.core import events as ev
 from phoenix_nb.core.cycles import RecordHeader
 from phoenix_nb.core.models import ModelInfo, supports
 from phoenix_nb.core.states import (
+    AwaitingModeApproval,
     ContextExhausted,
     ConvContext,
     ConvState,
@@ -65,6 +66,7 @@ from phoenix_nb.runtime.conversation import (
     is_rest,
 )
 from phoenix_nb.runtime.gateway_link import GatewayLink
+from phoenix_nb.runtime.pending import ModeApprovals, PendingRequests, WaitingApproval
 from phoenix_nb.runtime.ports import LlmProvider
 from phoenix_nb.runtime.settings import DEMO_MODEL, Server, Settings
 from phoenix_nb.runtime.snapshot import RecordSnapshot, StoredRecord
@@ -415,6 +417,8 @@ class Phoenix:
         self.worktree = self._checkpoints()
         self._reports: set[asyncio.Task[bool]] = set()  # audit events on their way
         self.restored = self._restore_all()
+        # Whatever waits for a person, answerable by id from any front end (pending.py).
+        self.pending = PendingRequests([ModeApprovals(self._waiting_approvals)])
 
     @property
     def gateway(self) -> GatewayLink | None:
@@ -668,6 +672,20 @@ class Phoenix:
         if restored:
             log.info("phoenix: restored %d conversation(s) to rest", len(restored))
         return restored
+
+    def _waiting_approvals(self) -> list[WaitingApproval]:
+        """The open user conversations that wait for an upgrade answer (sub-agents ask
+        through their parent, never the user)."""
+        out: list[WaitingApproval] = []
+        for runtime in list(self._runtimes.values()):
+            phase = runtime.state.phase
+            if (
+                not runtime.closed
+                and runtime.on_parent is None
+                and isinstance(phase, AwaitingModeApproval)
+            ):
+                out.append(WaitingApproval(Conversation(self, runtime), phase))
+        return out
 
     # -- finding and creating -------------------------------------------------------------------
     def _runtime_for(

@@ -60,6 +60,7 @@ TABLE: dict[str, tuple[Any, Probe, Any]] = {
     ),
     "helper_model": ("claude-helper-2", lambda s, c: c.runtime.services.helper_model, None),
     "wait_for_approval": ("always", lambda s, c: front_end_can_answer(None, s), True),
+    "restrict_on_restart": (False, lambda s, c: s.config.restrict_on_restart, False),
     "retry_delay_scale": (0.25, lambda s, c: c.runtime.services.retry_delay_scale, None),
     "sub_agent_timeout": (12.0, lambda s, c: s.phoenix.spawner.limits.timeout, None),
     "max_parallel_sub_agents": (2, lambda s, c: s.phoenix.spawner.limits.max_parallel, None),

@@ -174,7 +174,8 @@ def _upgrade_script(fake: FakeAnthropic, name: str) -> None:
 
 
 def test_approve_click_resumes_the_same_cell(kern: Kernel, fake: FakeAnthropic) -> None:
-    """REQ-BED-015: with a front end that can answer, the cell waits; Approve resumes it."""
+    """REQ-BED-015: with a front end that can answer, the cell ends at the request (the
+    kernel is free meanwhile); Approve resumes the turn, shown in the same cell."""
     _upgrade_script(fake, "approved.txt")
     since = time.monotonic()
     cell = kern.submit("%%phoenix --name approve-click\nplease create made.txt")
@@ -194,10 +195,11 @@ def test_approve_click_resumes_the_same_cell(kern: Kernel, fake: FakeAnthropic) 
     )
     assert pending["reason"] == UPGRADE and pending["decision"] == "pending"
     assert UPGRADE not in str(list(_widget_values(kern, since))), "the reason is shown once"
-    assert cell.reply is None, "the cell keeps waiting for the human"
-    kern.click(approve)
-    kern.finish(cell)
+    kern.finish(cell, timeout=10)  # the shell is not held by the wait
     assert cell.status == "ok", cell.error()
+    assert kern.eval("1 + 1") == 2, "another cell runs while the turn waits"
+    kern.click(approve)
+    kern.finish_turn(cell)
     assert (kern.project / "approved.txt").exists()
     record = cell.last_bundle()["application/vnd.phoenix.conversation+json"]
     assert state_name(record) == "idle"

@@ -175,6 +175,7 @@ FACES: dict[str, list[str]] = {
         "lease",
         "long_lived",
         "manager",
+        "pending",
         "ports",
         "prompts",
         "settings",
