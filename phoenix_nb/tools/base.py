@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
+from phoenix_nb.commands import CommandRunner
 from phoenix_nb.core.secrets import DEFAULT_SECRET_PATTERNS as SECRET_NAME_PATTERNS
 from phoenix_nb.core.values import Mode, ToolResult
 from phoenix_nb.sandbox import SandboxInfo, SandboxPolicy
@@ -51,6 +52,12 @@ class ToolContext:
     env_allow: tuple[str, ...] = ()  # c.Phoenix.env_allow: more variables commands may see
     kernel: KernelPort | None = None  # the Jupyter kernel the conversation lives in (kernel tools)
     kernel_access: bool = True  # c.Phoenix.kernel_access: off keeps the kernel tools declared only
+
+    @property
+    def commands(self) -> CommandRunner:
+        """How this conversation's processes start (`phoenix_nb.commands`): its policy
+        and its cgroup budget, in one recipe for every tool."""
+        return CommandRunner(self.sandbox_policy, self.conversation_id or "default")
 
 
 @runtime_checkable
