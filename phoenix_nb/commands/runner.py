@@ -55,8 +55,8 @@ class CommandRunner:
 
         Restricted: the launcher's sandbox, with the credential paths of the
         conversation's policy hidden (expanded now for ``hide_from``, default
-        ``cwd``: the paths may appear after the policy was made). Both modes: the conversation's cgroup
-        budget and ``limits`` (default: the policy's).
+        ``cwd``: the paths may appear after the policy was made). Both modes:
+        the conversation's cgroup budget and ``limits`` (default: the policy's).
         """
         return RunSpec(
             argv=argv,

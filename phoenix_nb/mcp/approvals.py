@@ -72,7 +72,10 @@ class Approvals:
             data = self._read()
             old = data.get(_key(server)) or {}
             same = old.get("config") == server.digest()
-            data[_key(server)] = {"config": server.digest(), "tools": old.get("tools") if same else None}
+            data[_key(server)] = {
+                "config": server.digest(),
+                "tools": old.get("tools") if same else None,
+            }
             self._write(data)
 
     def approve_tools(self, server: ServerConfig, tools: str) -> None:

@@ -180,7 +180,9 @@ def _server(name: str, raw: Any, source: Source, project_dir: str = "") -> Serve
         raise McpConfigError(f"{where}: give either 'command' (stdio) or 'url' (HTTP)")
     if command is not None and not isinstance(command, str):
         raise McpConfigError(f"{where}: command must be a string")
-    if url is not None and (not isinstance(url, str) or not url.startswith(("http://", "https://"))):
+    if url is not None and (
+        not isinstance(url, str) or not url.startswith(("http://", "https://"))
+    ):
         raise McpConfigError(f"{where}: url must be an http(s) URL")
     kind = raw.get("type")
     if kind not in (None, "stdio", "http", "streamable-http", "streamable_http"):
@@ -237,7 +239,7 @@ def parse_project_file(folder: Path) -> tuple[ServerConfig, ...]:
         raise McpConfigError(f"{path} is not JSON: {exc}") from exc
     servers = data.get("mcpServers") if isinstance(data, Mapping) else None
     if not isinstance(servers, Mapping):
-        raise McpConfigError(f"{path} has no \"mcpServers\" object")
+        raise McpConfigError(f'{path} has no "mcpServers" object')
     return tuple(_server(name, entry, "project", str(folder)) for name, entry in servers.items())
 
 

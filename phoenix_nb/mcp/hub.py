@@ -112,7 +112,8 @@ class McpHub:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
-        self.problems: list[str] = []  # config or project-file errors, for the user
+        self.problems: list[str] = []  # project-file errors, for the user
+        self.config_problem = ""  # why c.Phoenix.mcp_servers could not be used
         self.reconfigure(configured, policy)
 
     # ---- configuration ----------------------------------------------------------------
@@ -229,7 +230,8 @@ class McpHub:
             loop = asyncio.get_running_loop()
             waits = [loop.run_in_executor(None, s._done.wait, wait) for s in started]
             await asyncio.gather(*waits)
-        return [*self.problems, *(line for s in servers for line in _lines(s))]
+        said = [f"c.Phoenix.mcp_servers: {self.config_problem}"] if self.config_problem else []
+        return [*said, *self.problems, *(line for s in servers for line in _lines(s))]
 
     def _start(self, server: Server) -> bool:
         if server.state not in (ServerState.STOPPED, ServerState.FAILED):
@@ -287,7 +289,11 @@ class McpHub:
                     tg.cancel_scope.cancel()
 
                 tg.start_soon(watchdog)
-                async with sdk.connect(transport, read_timeout=cfg.timeout) as (client, text, listed):
+                async with sdk.connect(transport, read_timeout=cfg.timeout) as (
+                    client,
+                    text,
+                    listed,
+                ):
                     ready.set()
                     specs = tuple(
                         ToolSpec(cfg.name, t.name, t.description, t.input_schema) for t in listed
@@ -307,7 +313,7 @@ class McpHub:
                     server.state = ServerState.STOPPED
             if timed_out:
                 raise McpError(f"no answer within {DEFAULT_STARTUP_TIMEOUT:g} s of starting")
-        except BaseException as exc:  # noqa: BLE001 - every end is a state the user sees
+        except BaseException as exc:
             if server.state != ServerState.PENDING:
                 server.state = ServerState.FAILED
                 server.why = _why(exc, server)

@@ -172,7 +172,8 @@ async def connect(
             while True:
                 page = await client.list_tools(cursor=cursor)
                 listed += [
-                    ListedTool(t.name, t.description or "", dict(t.input_schema)) for t in page.tools
+                    ListedTool(t.name, t.description or "", dict(t.input_schema))
+                    for t in page.tools
                 ]
                 cursor = page.next_cursor
                 if not cursor:
@@ -184,9 +185,7 @@ async def connect(
                 await http.aclose()
 
 
-async def call(
-    client: Client, name: str, arguments: dict[str, Any], timeout: float
-) -> CallOutcome:
+async def call(client: Client, name: str, arguments: dict[str, Any], timeout: float) -> CallOutcome:
     """One tools/call. Cancelling the caller abandons the request, and the SDK sends
     ``notifications/cancelled`` for it; a timeout is raised as TimeoutError."""
     with anyio.fail_after(timeout):
@@ -217,11 +216,12 @@ def outcome(result: types.CallToolResult) -> CallOutcome:
     if structured and not parts:
         parts.append(json.dumps(result.structured_content, ensure_ascii=False, indent=1))
     elif structured:
-        parts.append("structuredContent: " + json.dumps(result.structured_content, ensure_ascii=False))
+        parts.append(
+            "structuredContent: " + json.dumps(result.structured_content, ensure_ascii=False)
+        )
     return CallOutcome(
         text="\n".join(parts) or "(no content)",
         is_error=bool(result.is_error),
         images=tuple(images),
         structured=structured,
     )
-

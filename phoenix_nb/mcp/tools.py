@@ -29,7 +29,12 @@ class McpTool:
     """One tool of one MCP server, as the model calls it."""
 
     def __init__(
-        self, hub: McpHub, server: Server, name: str, wire_name: str, description: str,
+        self,
+        hub: McpHub,
+        server: Server,
+        name: str,
+        wire_name: str,
+        description: str,
         input_schema: Mapping[str, Any],
     ) -> None:
         self.hub = hub
@@ -41,9 +46,14 @@ class McpTool:
             text = text[:MAX_DESCRIPTION] + " …"
         self.description = f"[MCP server {server.name}] {text}"
         schema = dict(input_schema) if input_schema else {}
-        self.input_schema: Mapping[str, Any] = schema if schema.get("type") == "object" else {
-            "type": "object", "properties": {},
-        }
+        self.input_schema: Mapping[str, Any] = (
+            schema
+            if schema.get("type") == "object"
+            else {
+                "type": "object",
+                "properties": {},
+            }
+        )
         self.writes = server.config.granted
 
     async def run(self, input: Mapping[str, Any], ctx: ToolContext, tool_use_id: str) -> ToolResult:

@@ -23,6 +23,7 @@ import json
 import sys
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from IPython import get_ipython
@@ -102,6 +103,7 @@ async def run_cell(line: str, body: str) -> None:
         known = None if opts.new else (opts.name or session.current)
         if known:  # a long history is read from the store off the event loop
             await session.phoenix.load(known)
+        await _prepare_mcp(session, Path(opts.cwd or session.cwd))
         conv = session.conversation_for(opts)
     except (OptionsError, PhoenixError, ImageError, StoreError) as exc:
         say(str(exc))
@@ -113,6 +115,19 @@ async def run_cell(line: str, body: str) -> None:
         can_answer=front_end_can_answer(shell, session),
     )
     await view.run(lambda: conv.post_message(text, images))
+
+
+async def _prepare_mcp(session: Session, cwd: Path) -> None:
+    """Start the approved MCP servers before the conversation takes its tools; say
+    what is pending approval or failed. Nothing is made when none is configured and
+    the folder has no .mcp.json (the SDK is never imported then)."""
+    from phoenix_nb.mcp.config import PROJECT_FILE
+
+    phoenix = session.phoenix
+    if not phoenix.settings.mcp_servers and not (cwd / PROJECT_FILE).is_file():
+        return
+    for line in await phoenix.mcp.prepare(cwd):
+        say(line)
 
 
 THUMBNAILS = ThumbnailCache()  # made once per stored image: decorate runs on every update

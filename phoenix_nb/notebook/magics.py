@@ -331,6 +331,37 @@ Now = Callable[[Subcommand, Session], None]
 Awaiting = Callable[[Subcommand, Session, Any], Awaitable[None]]
 
 
+async def _mcp(command: Subcommand, session: Session, shell: Any) -> None:
+    """`%phoenix mcp`: list the servers here, or approve / deny / restart one.
+
+    Approving starts nothing by itself; the server starts (in the sandbox) at the
+    next cell, and its tools join the conversations that start after it is ready."""
+    from phoenix_nb.notebook.mcp_lines import server_lines
+
+    hub = session.phoenix.mcp
+    cwd = Path(session.cwd)
+    action, *names = command.extra or ("list",)
+    loop = asyncio.get_running_loop()
+    if action == "list":
+        servers = hub.servers(cwd)
+        for line in server_lines(hub, servers):
+            print(line)
+        return
+    targets = hub.servers(cwd) if command.force else [hub.find(names[0], cwd)]
+    for server in targets:
+        if action == "approve":
+            hub.approve(server)
+            print(f"Approved MCP server {server.name}: {server.config.describe()}")
+        elif action == "deny":
+            await loop.run_in_executor(None, hub.deny, server)
+            print(f"Denied MCP server {server.name}: it does not run.")
+        else:
+            await loop.run_in_executor(None, hub.restart, server)
+            print(f"Restarting MCP server {server.name}.")
+    for line in await hub.prepare(cwd):
+        print(line)
+
+
 @dataclass(frozen=True)
 class Handler:
     """How one subcommand runs. `awaiting` (when given) is what `run_line` awaits on the
@@ -361,6 +392,7 @@ HANDLERS: Mapping[str, Handler] = {
     "cancel": Handler(awaiting=_cancel),
     "revert": Handler(awaiting=_revert),
     "continue": Handler(awaiting=_continue),
+    "mcp": Handler(awaiting=_mcp),
 }
 assert set(HANDLERS) == set(SUBCOMMANDS), "every parsed subcommand has exactly one handler"
 
@@ -467,6 +499,7 @@ def _status(conv: Conversation, session: Session) -> str:
         f"({100 * usage['fraction']:.0f}%)" + ("  — near the limit" if usage["warning"] else ""),
         f"cost          {Spending(conv.spending()).line or 'nothing spent yet'}",
         f"budget        {_budget_line(session, conv.spending())}",
+        *_mcp_status(session),
         _reattach_line(session, conv),
     ]
     if sandbox.available:
@@ -477,6 +510,15 @@ def _status(conv: Conversation, session: Session) -> str:
             f"  {'holds' if g.holds else 'LOST '}  {g.name}: {g.mechanism}" for g in guarantees()
         ]
     return "\n".join(lines)
+
+
+def _mcp_status(session: Session) -> list[str]:
+    """`%phoenix status`'s count of MCP servers by state (none made: no line)."""
+    counts = session.phoenix.mcp_counts()
+    if counts is None:
+        return []
+    said = ", ".join(f"{n} {state}" for state, n in sorted(counts.items())) or "none"
+    return [f"mcp servers   {said}  (`%phoenix mcp` lists them)"]
 
 
 @magics_class

@@ -131,6 +131,9 @@ class Settings:
     max_turn_rounds: int | None = DEFAULT_MAX_TURN_ROUNDS
     max_turn_cost: float | None = None
     max_conversation_cost: float | None = None
+    # MCP servers (README "Tools from MCP servers"): {name: {command, args, env, cwd,
+    # network, write, timeout, memory} | {url, headers}}; checked by phoenix_nb.mcp.
+    mcp_servers: Mapping[str, Any] | None = None
 
     def __post_init__(self) -> None:
         if self.provider not in PROVIDERS:
