@@ -86,7 +86,8 @@ class Server:
     _client: Any = field(default=None, repr=False)
     _stop: asyncio.Event | None = field(default=None, repr=False)
     _task: concurrent.futures.Future[None] | None = field(default=None, repr=False)
-    _done: threading.Event = field(default_factory=threading.Event, repr=False)
+    _done: threading.Event = field(default_factory=threading.Event, repr=False)  # ready or ended
+    _finished: threading.Event = field(default_factory=threading.Event, repr=False)  # ended
     _tail: Any = field(default=None, repr=False)
 
     @property
@@ -238,6 +239,7 @@ class McpHub:
             return False
         server.state, server.why = ServerState.STARTING, ""
         server._done.clear()
+        server._finished.clear()
         server._task = self._submit(self._run(server))
         return True
 
@@ -272,9 +274,17 @@ class McpHub:
             except ImportError as exc:
                 raise McpError(f"{INSTALL_HINT} ({exc})") from exc
             server._tail = tail = sdk.StderrTail()
+            gone = False
+
+            def ended() -> None:
+                nonlocal gone
+                gone = True
+                stop.set()
+
+            stop = server._stop
             if cfg.stdio:
                 process = await self._spawn(server)
-                transport: Any = sdk.launcher_transport(process, tail)
+                transport: Any = sdk.launcher_transport(process, tail, ended)
             else:
                 transport = (cfg.url, cfg.headers)
             ready = anyio.Event()
@@ -309,8 +319,12 @@ class McpHub:
                     server._client, server.tools, server.instructions = client, specs, text
                     server.state = ServerState.READY
                     server._done.set()
-                    await server._stop.wait()
+                    await stop.wait()
+                    if gone:
+                        raise McpError("the server exited")
                     server.state = ServerState.STOPPED
+            if gone:
+                raise McpError("the server exited before it listed its tools")
             if timed_out:
                 raise McpError(f"no answer within {DEFAULT_STARTUP_TIMEOUT:g} s of starting")
         except BaseException as exc:
@@ -322,6 +336,7 @@ class McpHub:
         finally:
             server._client = None
             server._done.set()
+            server._finished.set()
 
     async def _spawn(self, server: Server) -> Any:
         cfg = server.config
@@ -370,8 +385,15 @@ class McpHub:
                 "cancelled (the server's `timeout` setting)"
             ) from exc
         except Exception as exc:
+            # A server that died takes its connection with it: once its task has
+            # noticed, the error names that and the server's last stderr lines.
+            loop = asyncio.get_running_loop()
+            await loop.run_in_executor(None, server._finished.wait, 2.0)
             if server.state != ServerState.READY or server._client is None:
-                raise McpError(f"MCP server {server.name} stopped: {server.why}") from exc
+                raise McpError(
+                    f"MCP server {server.name} stopped during the call "
+                    f"({server.why or 'stopped'}); it starts again at the next use"
+                ) from exc
             raise McpError(f"{server.name}.{tool} failed: {type(exc).__name__}: {exc}") from exc
 
     def close(self) -> None:

@@ -18,7 +18,7 @@ import base64
 import contextlib
 import json
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -85,8 +85,14 @@ async def _write_fd(fd: int, data: bytes) -> None:
 
 
 @contextlib.asynccontextmanager
-async def launcher_transport(process: Process, tail: StderrTail) -> AsyncIterator[Any]:
+async def launcher_transport(
+    process: Process, tail: StderrTail, on_end: Callable[[], None]
+) -> AsyncIterator[Any]:
     """The SDK's transport over a process the launcher started with `serve`.
+
+    ``on_end`` is called when the server's stdout ends (it exited, or was killed
+    by its budget): the SDK only fails the calls in flight, the hub must also
+    know the server is gone so that the next use starts it again.
 
     On exit the server's stdin is closed (the spec's first shutdown step) and its
     whole tree is stopped through the supervisor, shielded from cancellation so
@@ -113,6 +119,7 @@ async def launcher_transport(process: Process, tail: StderrTail) -> AsyncIterato
                         await read_w.send(item)
                     except (anyio.ClosedResourceError, anyio.BrokenResourceError):
                         return
+        on_end()
 
     async def writer() -> None:
         async with write_r:
@@ -212,13 +219,11 @@ def outcome(result: types.CallToolResult) -> CallOutcome:
             parts.append(text if isinstance(text, str) else f"[resource {resource.uri}]")
         elif isinstance(block, types.ResourceLink):
             parts.append(f"[resource link {block.uri}]")
+    # The spec has a server send structuredContent's text form as content too; that
+    # text is what the model reads. Only a result with no other content shows it as JSON.
     structured = result.structured_content is not None
     if structured and not parts:
         parts.append(json.dumps(result.structured_content, ensure_ascii=False, indent=1))
-    elif structured:
-        parts.append(
-            "structuredContent: " + json.dumps(result.structured_content, ensure_ascii=False)
-        )
     return CallOutcome(
         text="\n".join(parts) or "(no content)",
         is_error=bool(result.is_error),
