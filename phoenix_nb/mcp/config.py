@@ -70,6 +70,7 @@ class ServerConfig:
     network: bool = False  # grant: the server keeps the host's network
     write: tuple[str, ...] = ()  # grant: the server may write (see README: runs Unrestricted)
     timeout: float = DEFAULT_TIMEOUT
+    startup_timeout: float = DEFAULT_STARTUP_TIMEOUT  # start to listed tools
     memory: int = DEFAULT_MEMORY
     project_dir: str = ""  # the folder of the .mcp.json it came from
 
@@ -157,6 +158,7 @@ _KNOWN = {
     "network",
     "write",
     "timeout",
+    "startup_timeout",
     "memory",
 }
 
@@ -188,9 +190,11 @@ def _server(name: str, raw: Any, source: Source, project_dir: str = "") -> Serve
     if kind not in (None, "stdio", "http", "streamable-http", "streamable_http"):
         raise McpConfigError(f"{where}: type {kind!r} is not supported (stdio or http)")
     timeout = raw.get("timeout", DEFAULT_TIMEOUT)
+    startup = raw.get("startup_timeout", DEFAULT_STARTUP_TIMEOUT)
     memory = raw.get("memory", DEFAULT_MEMORY)
-    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0:
-        raise McpConfigError(f"{where}: timeout is a positive number of seconds")
+    for key, value in (("timeout", timeout), ("startup_timeout", startup)):
+        if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+            raise McpConfigError(f"{where}: {key} is a positive number of seconds")
     if isinstance(memory, bool) or not isinstance(memory, int) or memory <= 0:
         raise McpConfigError(f"{where}: memory is a positive number of bytes")
     cwd = raw.get("cwd") or ""
@@ -208,6 +212,7 @@ def _server(name: str, raw: Any, source: Source, project_dir: str = "") -> Serve
         network=bool(raw.get("network", False)),
         write=_strings(raw.get("write"), f"{where}: write"),
         timeout=float(timeout),
+        startup_timeout=float(startup),
         memory=int(memory),
         project_dir=project_dir,
     )

@@ -37,7 +37,6 @@ from phoenix_nb.commands import CommandRunner
 from phoenix_nb.errors import PhoenixError
 from phoenix_nb.mcp.approvals import Approvals
 from phoenix_nb.mcp.config import (
-    DEFAULT_STARTUP_TIMEOUT,
     McpConfigError,
     ServerConfig,
     ToolSpec,
@@ -221,15 +220,18 @@ class McpHub:
     def _submit(self, coro: Awaitable[T]) -> concurrent.futures.Future[T]:
         return asyncio.run_coroutine_threadsafe(coro, self._worker())  # type: ignore[arg-type]
 
-    async def prepare(self, cwd: Path, wait: float = DEFAULT_STARTUP_TIMEOUT) -> list[str]:
+    async def prepare(self, cwd: Path) -> list[str]:
         """Start the approved servers of ``cwd`` that are not running; wait (at most
-        ``wait`` s) until each is ready or failed. Returns lines for the user: what is
+        its ``startup_timeout``) until each is ready or failed. Returns lines for the user: what is
         pending approval, what failed and why. Nothing starts for a pending server."""
         servers = self.servers(cwd)
         started = [s for s in servers if s.state == ServerState.STOPPED and self._start(s)]
         if started:
             loop = asyncio.get_running_loop()
-            waits = [loop.run_in_executor(None, s._done.wait, wait) for s in started]
+            waits = [
+                loop.run_in_executor(None, s._done.wait, s.config.startup_timeout + 5)
+                for s in started
+            ]
             await asyncio.gather(*waits)
         said = [f"c.Phoenix.mcp_servers: {self.config_problem}"] if self.config_problem else []
         return [*said, *self.problems, *(line for s in servers for line in _lines(s))]
@@ -292,7 +294,7 @@ class McpHub:
 
                 async def watchdog() -> None:
                     nonlocal timed_out
-                    with anyio.move_on_after(DEFAULT_STARTUP_TIMEOUT):
+                    with anyio.move_on_after(cfg.startup_timeout):
                         await ready.wait()
                         return
                     timed_out = True
@@ -326,7 +328,7 @@ class McpHub:
             if gone:
                 raise McpError("the server exited before it listed its tools")
             if timed_out:
-                raise McpError(f"no answer within {DEFAULT_STARTUP_TIMEOUT:g} s of starting")
+                raise McpError(f"no answer within {cfg.startup_timeout:g} s of starting")
         except BaseException as exc:
             if server.state != ServerState.PENDING:
                 server.state = ServerState.FAILED
@@ -372,7 +374,7 @@ class McpHub:
             self._start(server)
         if server.state == ServerState.STARTING:
             loop = asyncio.get_running_loop()
-            await loop.run_in_executor(None, server._done.wait, DEFAULT_STARTUP_TIMEOUT)
+            await loop.run_in_executor(None, server._done.wait, server.config.startup_timeout)
         client = server._client
         if server.state != ServerState.READY or client is None:
             raise McpError(f"MCP server {server.name} is {server.state.value}: {server.why}")
