@@ -225,7 +225,10 @@ class McpHub:
         its ``startup_timeout``) until each is ready or failed. Returns lines for the user: what is
         pending approval, what failed and why. Nothing starts for a pending server."""
         servers = self.servers(cwd)
-        started = [s for s in servers if s.state == ServerState.STOPPED and self._start(s)]
+        for server in servers:
+            if server.state == ServerState.STOPPED:
+                self._start(server)
+        started = [s for s in servers if s.state == ServerState.STARTING]
         if started:
             loop = asyncio.get_running_loop()
             waits = [
