@@ -27,7 +27,7 @@ import pytest
 
 from phoenix_nb.sandbox import detect_sandbox
 from phoenix_nb.testing import FakeAnthropic, Turn, text, tool_use
-from tests.mcp_servers import server_venv
+from tests.mcp_servers import everything, server_venv
 from tests.notebook.kernel_harness import Kernel, pid_alive
 
 pytestmark = [
@@ -212,6 +212,67 @@ def test_real_servers_and_a_hostile_one_through_a_turn(
         assert "mcp__time__get_current_time" in json.dumps(cell.records())
     finally:
         listener.close()
+
+
+def images_of(block: Mapping[str, Any]) -> list[dict[str, Any]]:
+    content = block["content"]
+    return [b for b in content if b.get("type") == "image"] if isinstance(content, list) else []
+
+
+def test_server_everything_over_stdio_and_streamable_http(
+    kern: Kernel, fake: FakeAnthropic
+) -> None:
+    """Text, structured, image and error results reach the model intact, both transports."""
+    node, index = everything()
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    http = subprocess.Popen(
+        [str(node), str(index), "streamableHttp"],
+        env={**os.environ, "PORT": str(port)},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert http.stderr is not None
+        for line in http.stderr:  # the server says when it listens
+            if "listening" in line:
+                break
+        configure(
+            kern,
+            {
+                "ev": {"command": str(node), "args": [str(index), "stdio"]},
+                "evh": {"url": f"http://127.0.0.1:{port}/mcp"},
+            },
+        )
+        calls = {}
+        for server in ("ev", "evh"):
+            calls[server, "echo"] = tool_use(f"mcp__{server}__echo", {"message": "hi <b>x</b>"})
+            calls[server, "structured"] = tool_use(
+                f"mcp__{server}__get-structured-content", {"location": "New York"}
+            )
+            calls[server, "image"] = tool_use(f"mcp__{server}__get-tiny-image", {})
+            calls[server, "error"] = tool_use(f"mcp__{server}__get-sum", {"a": "not a number"})
+        fake.script(Turn(list(calls.values())), Turn([text("seen")]))
+        cell = kern.run("%%phoenix --new\nUse everything.", timeout=240)
+        assert cell.status == "ok", cell.error()
+        for server in ("ev", "evh"):
+            got = {
+                kind: result_of(fake, calls[server, kind].id)
+                for kind in ("echo", "structured", "image", "error")
+            }
+            assert text_of(got["echo"]) == "Echo: hi <b>x</b>"
+            weather = json.loads(text_of(got["structured"]))
+            assert set(weather) == {"temperature", "conditions", "humidity"}
+            images = images_of(got["image"])
+            assert len(images) == 1 and images[0]["source"]["media_type"] == "image/png"
+            assert got["error"].get("is_error"), got["error"]
+        record = json.dumps(cell.records())
+        assert "mcp__evh__get-tiny-image" in record and "mcp__ev__echo" in record
+    finally:
+        http.kill()
+        http.wait(10)
 
 
 def test_fork_bomb_and_2_gb_fail_and_the_kernel_lives(kern: Kernel, fake: FakeAnthropic) -> None:
