@@ -129,7 +129,7 @@ def processes_with(token: str) -> list[int]:
 
 
 def configure(kern: Kernel, servers: Mapping[str, Any]) -> None:
-    kern.ok(f"%config Phoenix.mcp_servers = {json.dumps(servers)!s}")
+    kern.ok(f"%config Phoenix.mcp_servers = {dict(servers)!r}")
 
 
 def hostile(**more: Any) -> dict[str, Any]:
@@ -291,6 +291,29 @@ def test_fork_bomb_and_2_gb_fail_and_the_kernel_lives(kern: Kernel, fake: FakeAn
     assert pid_alive(kernel_pid) and kern.run("1 + 1", timeout=10).status == "ok"
 
 
+def test_a_network_grant_is_a_write_tool_that_connects_only_in_unrestricted_mode(
+    kern: Kernel, fake: FakeAnthropic
+) -> None:
+    listener = Listener()
+    try:
+        configure(kern, {"net": hostile(network=True)})
+        attempt = tool_use("mcp__net__connect", {"port": listener.port})
+        fake.script(Turn([attempt]), Turn([text("done")]))
+        assert kern.run("%%phoenix --new\nConnect.", timeout=120).status == "ok"
+        refused = result_of(fake, attempt.id)
+        assert refused.get("is_error") and "request_mode_upgrade" in text_of(refused)
+        assert listener.accepted == 0
+        again = tool_use("mcp__net__connect", {"port": listener.port})
+        fake.clear()
+        fake.script(Turn([again]), Turn([text("done")]))
+        cell = kern.run("%%phoenix --new --mode unrestricted\nConnect.", timeout=120)
+        assert cell.status == "ok", cell.error()
+        assert text_of(result_of(fake, again.id)) == "connected"
+        kern.wait_until(lambda: listener.accepted == 1, 10, "the granted connection")
+    finally:
+        listener.close()
+
+
 def test_project_file_runs_nothing_before_approve_and_pins_what_was_approved(
     kern: Kernel, fake: FakeAnthropic
 ) -> None:
@@ -421,3 +444,23 @@ def kernel_setup() -> Callable[[Kernel], None]:
 def _no_servers_after(kern: Kernel) -> Iterator[None]:
     yield
     kern.run("%config Phoenix.mcp_servers = {}", timeout=30)
+
+
+def test_no_server_outlives_its_kernel(
+    fake: FakeAnthropic, tmp_path: Path, kernel_env: Mapping[str, str]
+) -> None:
+    token = f"phoenix-mcp-{uuid.uuid4().hex}"
+    kernel = Kernel(tmp_path, fake.base_url, extra_env=kernel_env)
+    try:
+        kernel.ok("%load_ext phoenix_nb")
+        kernel.ok(
+            "%config Phoenix.mcp_servers = "
+            + repr({"k": {"command": sys.executable, "args": [str(HOSTILE), token]}})
+        )
+        fake.clear()
+        fake.script(Turn([text("hi")]))
+        assert kernel.run("%%phoenix\nHello.", timeout=120).status == "ok"
+        assert processes_with(token), "the server runs while its kernel does"
+    finally:
+        kernel.shutdown()
+    kernel.wait_until(lambda: processes_with(token) == [], 30, "the server to be gone")
