@@ -21,6 +21,7 @@ from phoenix_nb.tools.base import Tool, ToolContext
 __all__ = ["McpTool", "mcp_tools"]
 
 MAX_DESCRIPTION = 2000  # characters of a server's tool description sent to the model
+MAX_INSTRUCTIONS = 2000  # characters of a server's `instructions` (on its first tool)
 MAX_RESULT = 100_000  # characters of one result's text (about 25k tokens)
 _IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
 
@@ -36,6 +37,7 @@ class McpTool:
         wire_name: str,
         description: str,
         input_schema: Mapping[str, Any],
+        instructions: str = "",
     ) -> None:
         self.hub = hub
         self.server = server
@@ -45,6 +47,9 @@ class McpTool:
         if len(text) > MAX_DESCRIPTION:
             text = text[:MAX_DESCRIPTION] + " …"
         self.description = f"[MCP server {server.name}] {text}"
+        if instructions.strip():
+            said = instructions.strip()[:MAX_INSTRUCTIONS]
+            self.description += f"\n\n[Instructions of MCP server {server.name}] {said}"
         schema = dict(input_schema) if input_schema else {}
         self.input_schema: Mapping[str, Any] = (
             schema
@@ -85,7 +90,17 @@ def mcp_tools(hub: McpHub, servers: Sequence[Server]) -> tuple[Tool, ...]:
     specs = [t for s in sorted(servers, key=lambda s: s.name) for t in s.tools]
     by_server = {s.name: s for s in servers}
     names = tool_names(specs)
-    return tuple(
-        McpTool(hub, by_server[spec.server], name, spec.name, spec.description, spec.input_schema)
-        for name, spec in zip(names, specs, strict=True)
-    )
+    out: list[Tool] = []
+    told: set[str] = set()
+    for name, spec in zip(names, specs, strict=True):
+        # A server's instructions ride on its first tool's description: the tool list
+        # is fixed for the conversation, so they are as stable as the system prompt
+        # (and cached with it), without the system prompt depending on servers.
+        server = by_server[spec.server]
+        first = spec.server not in told
+        told.add(spec.server)
+        instructions = server.instructions if first else ""
+        out.append(
+            McpTool(hub, server, name, spec.name, spec.description, spec.input_schema, instructions)
+        )
+    return tuple(out)

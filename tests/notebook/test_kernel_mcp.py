@@ -188,6 +188,8 @@ def test_real_servers_and_a_hostile_one_through_a_turn(
         names = offered(fake)
         for name in ("mcp__time__get_current_time", "mcp__git__git_status", "mcp__h__connect"):
             assert name in names, names
+        descriptions = " ".join(t["description"] for t in fake.requests[0].body["tools"])
+        assert "A server that tries everything." in descriptions  # the server's instructions
         got = {key: result_of(fake, call.id) for key, call in calls.items()}
         now = json.loads(text_of(got["now"]))
         assert now["timezone"] == "Europe/Paris" and not got["now"].get("is_error")
