@@ -424,7 +424,7 @@ class Phoenix:
             return ()
         from phoenix_nb.mcp import mcp_tools
 
-        return mcp_tools(self._mcp, self._mcp.ready_servers())
+        return mcp_tools(self._mcp, self._mcp.ready_servers(), self.settings.mcp_defer_above)
 
     @property
     def store(self) -> Store:

@@ -277,6 +277,48 @@ def test_server_everything_over_stdio_and_streamable_http(
         http.wait(10)
 
 
+def test_a_hundred_tools_are_deferred_and_the_prompt_stays_cached(
+    kern: Kernel, fake: FakeAnthropic
+) -> None:
+    """Over the threshold the first request carries names and first lines, not 100
+    schemas; the model finds a schema with mcp_tool_search and calls with mcp_call; over
+    30 rounds at least 95% of input tokens are read from the (simulated) prompt cache."""
+    many = Path(__file__).parent / "fixtures" / "many_tools_mcp.py"
+    configure(kern, {"many": {"command": sys.executable, "args": [str(many)]}})
+    search = tool_use("mcp_tool_search", {"query": "quantity 57"})
+    calls = [
+        tool_use("mcp_call", {"name": f"mcp__many__measure_{i:03d}", "arguments": {"sample": "s"}})
+        for i in range(28)
+    ]
+    fake.script(Turn([search]), *(Turn([c]) for c in calls), Turn([text("measured")]))
+    cell = kern.run("%%phoenix --new\nMeasure everything.", timeout=300)
+    assert cell.status == "ok", cell.error()
+    first = fake.requests[0].body["tools"]
+    names = [t["name"] for t in first]
+    assert "mcp_call" in names and "mcp_tool_search" in names
+    assert not [n for n in names if n.startswith("mcp__many__")]
+    call_tool = next(t for t in first if t["name"] == "mcp_call")
+    assert "mcp__many__measure_099" in call_tool["description"]
+    mcp_bytes = sum(len(json.dumps(t)) for t in first if t["name"].startswith("mcp"))
+    assert mcp_bytes < 16_000, mcp_bytes  # 100 full schemas would be ~60 KB
+    found = text_of(result_of(fake, search.id))
+    assert found.startswith("mcp__many__measure_057") and '"sample"' in found
+    assert text_of(result_of(fake, calls[5].id)) == "measure_005: s x 1.0"
+    assert len(fake.requests) == 30
+    read = total = 0
+    for index in range(len(fake.requests)):
+        billed = fake.billing(index)
+        assert billed is not None
+        read += billed.cache_read_input_tokens
+        total += (
+            billed.input_tokens
+            + billed.cache_read_input_tokens
+            + billed.cache_creation_input_tokens
+        )
+    print(f"30 rounds with 100 MCP tools: {read / total:.1%} of input tokens read from cache")
+    assert read / total >= 0.95
+
+
 def test_fork_bomb_and_2_gb_fail_and_the_kernel_lives(kern: Kernel, fake: FakeAnthropic) -> None:
     kernel_pid = kern.eval("__import__('os').getpid()")
     configure(kern, {"h": hostile(timeout=60)})
