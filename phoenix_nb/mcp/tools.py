@@ -64,6 +64,8 @@ class McpTool:
                 "properties": {},
             }
         )
+        # A server without grants runs read-only in the sandbox: its calls need no
+        # checkpoint. One with a grant can write (`Tool.writes`).
         self.writes = server.config.granted
 
     async def run(self, input: Mapping[str, Any], ctx: ToolContext, tool_use_id: str) -> ToolResult:
@@ -100,6 +102,7 @@ class McpSearchTool:
     tools that match, for a large tool set whose schemas are not sent up front."""
 
     name = "mcp_tool_search"
+    writes = False
     input_schema: Mapping[str, Any] = {
         "type": "object",
         "properties": {
@@ -151,6 +154,7 @@ class McpCallTool:
 
     def __init__(self, tools: Sequence[McpTool]) -> None:
         self.tools = {t.name: t for t in tools}
+        self.writes = any(t.writes for t in tools)
         listing = "\n".join(
             f"- {t.name}: {_first_line(t.description)}" for t in self.tools.values()
         )

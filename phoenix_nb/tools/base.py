@@ -62,9 +62,17 @@ class ToolContext:
 
 @runtime_checkable
 class Tool(Protocol):
+    """A tool, with its traits declared on it (not in tables elsewhere), so that a new
+    tool, an MCP server's among them, says them itself.
+
+    ``writes``: whether a call can change files; the checkpoint recorder snapshots
+    the working tree around calls that can (and only those).
+    """
+
     name: str
     description: str
     input_schema: Mapping[str, Any]
+    writes: bool
 
     async def run(
         self, input: Mapping[str, Any], ctx: ToolContext, tool_use_id: str
@@ -84,6 +92,7 @@ class SchemaTool(ABC):
     name: str
     description: str
     input_schema: Mapping[str, Any]
+    writes: bool = True  # unless the tool says otherwise: checkpointed (the safe side)
 
     async def run(self, input: Mapping[str, Any], ctx: ToolContext, tool_use_id: str) -> ToolResult:
         problem = validate(input, self.input_schema)

@@ -682,6 +682,8 @@ def _render_terms(stats: list[TermStats]) -> str:
 class KeywordSearchTool(SchemaTool):
     """ripgrep over the repository, per-term breadth control, helper-model ranking."""
 
+    writes = False  # the checkpoint recorder skips it
+
     name = "keyword_search"
     description = KEYWORD_SEARCH_DESCRIPTION
     input_schema: Mapping[str, Any] = {
