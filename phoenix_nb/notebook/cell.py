@@ -18,6 +18,7 @@ outputs by the one final record when the turn ends, so no empty output stays.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import enum
 import json
 import sys
@@ -105,6 +106,7 @@ async def run_cell(line: str, body: str) -> None:
             await session.phoenix.load(known)
         await _prepare_mcp(session, Path(opts.cwd or session.cwd))
         conv = session.conversation_for(opts)
+        await _announce_new_servers(session, conv)
     except (OptionsError, PhoenixError, ImageError, StoreError) as exc:
         say(str(exc))
         return
@@ -128,6 +130,23 @@ async def _prepare_mcp(session: Session, cwd: Path) -> None:
         return
     for line in await phoenix.mcp.prepare(cwd):
         say(line)
+
+
+async def _announce_new_servers(session: Session, conv: Conversation) -> None:
+    """A server that became ready after this conversation started is not in its tool
+    list (which never changes, for the prompt cache): say so once, to the user and to
+    the agent (a system note), with how to get its tools."""
+    servers = session.phoenix.mcp_servers_missing(conv)
+    if not servers:
+        return
+    text = (
+        f"MCP server(s) {', '.join(servers)} became ready after this conversation started; "
+        "their tools are offered from the next conversation (%%phoenix --new) or after "
+        "`%phoenix continue`."
+    )
+    say(text)
+    with contextlib.suppress(PhoenixError):  # not at rest: the user line is enough
+        await conv.annotate(text)
 
 
 THUMBNAILS = ThumbnailCache()  # made once per stored image: decorate runs on every update

@@ -386,6 +386,7 @@ class Phoenix:
         self.sandbox_policy = _sandbox_policy(self.settings, self.store_root)
         self.jobs = BackgroundJobs()  # its conversations' detached commands
         self._mcp: McpHub | None = None  # its MCP servers, made at first use (`mcp`)
+        self._mcp_told: dict[str, set[str]] = {}  # conversation id -> servers announced
         self._providers: dict[str, LlmProvider] = {}
         self._retired: list[LlmProvider] = []  # replaced by `reconfigure`, closed by `aclose`
         self._provider = provider
@@ -412,6 +413,26 @@ class Phoenix:
             if problem:
                 self._mcp.config_problem = problem
         return self._mcp
+
+    def mcp_servers_missing(self, conv: Conversation) -> list[str]:
+        """Ready MCP servers whose tools ``conv`` does not have (it started before they
+        were ready), each named once per conversation: announced, then left alone."""
+        if self._mcp is None:
+            return []
+        from phoenix_nb.mcp import mcp_tools
+
+        have = {tool.name for tool in conv.runtime.tools}
+        call = next((t for t in conv.runtime.tools if t.name == "mcp_call"), None)
+        listed = call.description if call is not None else ""
+        told = self._mcp_told.setdefault(conv.id, set())
+        new = []
+        for server in self._mcp.ready_servers():
+            names = [t.name for t in mcp_tools(self._mcp, [server], len(server.tools))]
+            present = any(n in have or f"- {n}:" in listed for n in names)
+            if names and not present and server.name not in told:
+                new.append(server.name)
+        told.update(new)
+        return sorted(new)
 
     def mcp_counts(self) -> dict[str, int] | None:
         """MCP servers by state; None when no MCP server was ever looked at here."""

@@ -319,6 +319,26 @@ def test_a_hundred_tools_are_deferred_and_the_prompt_stays_cached(
     assert read / total >= 0.95
 
 
+def test_a_server_ready_after_a_conversation_started_is_announced_not_added(
+    kern: Kernel, fake: FakeAnthropic
+) -> None:
+    fake.script(Turn([text("hi")]))
+    assert kern.run("%%phoenix --name early\nHello.", timeout=60).status == "ok"
+    configure(kern, {"late": hostile()})
+    fake.clear()
+    fake.script(Turn([text("hi")]))
+    cell = kern.run("%%phoenix --name early\nAgain.", timeout=120)
+    assert cell.status == "ok", cell.error()
+    assert "late became ready after this conversation started" in cell.text()
+    assert not [n for n in offered(fake) if n.startswith("mcp__late__")]  # the list is fixed
+    sent = json.dumps(fake.requests[0].body["messages"])
+    assert "late became ready after this conversation started" in sent  # the agent is told
+    fake.clear()
+    fake.script(Turn([text("hi")]))
+    again = kern.run("%%phoenix --name early\nOnce more.", timeout=120)
+    assert "became ready" not in again.text()  # said once
+
+
 def test_fork_bomb_and_2_gb_fail_and_the_kernel_lives(kern: Kernel, fake: FakeAnthropic) -> None:
     kernel_pid = kern.eval("__import__('os').getpid()")
     configure(kern, {"h": hostile(timeout=60)})
