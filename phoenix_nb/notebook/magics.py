@@ -352,6 +352,11 @@ async def _mcp(command: Subcommand, session: Session, shell: Any) -> None:
         if action == "approve":
             hub.approve(server)
             print(f"Approved MCP server {server.name}: {server.config.describe()}")
+        elif action == "deny" and server.config.source == "config":
+            print(
+                f"MCP server {server.name} is in your own config: remove it from "
+                "c.Phoenix.mcp_servers to stop using it."
+            )
         elif action == "deny":
             await loop.run_in_executor(None, hub.deny, server)
             print(f"Denied MCP server {server.name}: it does not run.")
