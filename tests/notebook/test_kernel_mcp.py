@@ -447,13 +447,14 @@ def test_a_changed_tool_list_puts_the_server_back_to_pending(
 
 
 def test_hang_exit_and_mute_servers_end_with_an_error(kern: Kernel, fake: FakeAnthropic) -> None:
+    mute_token = f"phoenix-mcp-{uuid.uuid4().hex}"
     configure(
         kern,
         {
             "slow": hostile(timeout=3),
             "mute": {
                 "command": sys.executable,
-                "args": ["-c", "import time; time.sleep(600)"],
+                "args": ["-c", "import time; time.sleep(600)", mute_token],
                 "startup_timeout": 3,
             },
         },
@@ -466,6 +467,7 @@ def test_hang_exit_and_mute_servers_end_with_an_error(kern: Kernel, fake: FakeAn
     cell = kern.run("%%phoenix --new\nCall the slow one.", timeout=120)
     assert cell.status == "ok", cell.error()
     assert "mute failed: no answer within 3 s" in cell.text()
+    kern.wait_until(lambda: processes_with(mute_token) == [], 15, "the mute server killed")
     hung = result_of(fake, hang.id)
     assert hung.get("is_error") and "did not answer within 3 s" in text_of(hung)
     died = result_of(fake, die.id)
