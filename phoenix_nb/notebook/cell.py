@@ -128,8 +128,17 @@ async def _prepare_mcp(session: Session, cwd: Path) -> None:
     phoenix = session.phoenix
     if not phoenix.settings.mcp_servers and not (cwd / PROJECT_FILE).is_file():
         return
-    for line in await phoenix.mcp.prepare(cwd):
+    from IPython.display import display
+
+    from phoenix_nb.mcp import ServerState
+    from phoenix_nb.notebook.mcp_lines import approval_controls
+
+    hub = phoenix.mcp
+    for line in await hub.prepare(cwd):
         say(line)
+    for server in hub.servers(cwd):
+        if server.state == ServerState.PENDING and server.why != "denied":
+            display(approval_controls(hub, server, cwd), raw=True)
 
 
 async def _announce_new_servers(session: Session, conv: Conversation) -> None:

@@ -6,11 +6,14 @@ they are printed as text, never as HTML or Markdown.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import asyncio
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
 
 from phoenix_nb.mcp import McpHub, Server, ServerState
 
-__all__ = ["server_lines"]
+__all__ = ["approval_controls", "server_lines"]
 
 
 def server_lines(hub: McpHub, servers: Sequence[Server]) -> list[str]:
@@ -45,3 +48,53 @@ def server_lines(hub: McpHub, servers: Sequence[Server]) -> list[str]:
             f"    tools    {tools}",
         ]
     return lines
+
+
+def approval_controls(hub: McpHub, server: Server, cwd: Path) -> dict[str, Any]:
+    """Approve / Deny buttons for one pending server, with what it would run.
+
+    The buttons' handlers may run on a subshell thread: they hand the work to the
+    kernel's loop. The hint (for a saved notebook, where no kernel can act) is the
+    `%phoenix mcp` command that does the same.
+    """
+    import ipywidgets as w
+
+    from phoenix_nb.notebook.controls import control_bundle
+
+    loop = asyncio.get_running_loop()
+    cfg = server.config
+    approve = w.Button(description=f"Approve {cfg.name}", button_style="warning")
+    deny = w.Button(description=f"Deny {cfg.name}")
+    status = w.Label(value="")
+    # The server's entry is hostile text: a Label shows it as text, never as HTML.
+    runs = w.Label(value=f"MCP server {cfg.name} would run: {cfg.describe()}")
+    box = w.VBox([runs, w.HBox([approve, deny, status])])
+
+    async def decide(approved: bool) -> None:
+        approve.disabled = deny.disabled = True
+        if approved:
+            hub.approve(server)
+            problems = await hub.prepare(cwd)
+            state = hub.find(cfg.name, cwd).state.value
+            status.value = f"approved; {state}" + (f" ({problems[0]})" if problems else "")
+        else:
+            await loop.run_in_executor(None, hub.deny, server)
+            status.value = "denied: it does not run"
+
+    running: set[asyncio.Task[None]] = set()  # kept until done (the loop holds tasks weakly)
+
+    def start(approved: bool) -> None:
+        task = loop.create_task(decide(approved))
+        running.add(task)
+        task.add_done_callback(running.discard)
+
+    def on(approved: bool) -> Callable[[Any], None]:
+        def clicked(_button: Any) -> None:
+            loop.call_soon_threadsafe(start, approved)
+
+        return clicked
+
+    approve.on_click(on(True))
+    deny.on_click(on(False))
+    hint = f"Approve with `%phoenix mcp approve {cfg.name}`, or `%phoenix mcp deny {cfg.name}`."
+    return control_bundle(box, hint)
