@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from phoenix_nb.mcp import McpHub, Server, ServerState
+from phoenix_nb.sandbox import lost_guarantees
 
 __all__ = ["approval_controls", "server_lines"]
 
@@ -39,6 +40,9 @@ def server_lines(hub: McpHub, servers: Sequence[Server]) -> list[str]:
             sandbox = f"NOT sandboxed here ({hub.sandbox.reason}); read-only is not enforced"
         else:
             sandbox = "Restricted sandbox (read-only, no network, credentials hidden)"
+            lost = lost_guarantees()  # the lesser tier of a host without namespaces
+            if lost:
+                sandbox += "; NOT here: " + "; ".join(lost)
         tools = f"{len(server.tools)} tools" if server.state == ServerState.READY else "-"
         lines += [
             f"{cfg.name}  [{source}]  {state}",

@@ -530,3 +530,18 @@ def test_no_server_outlives_its_kernel(
     finally:
         kernel.shutdown()
     kernel.wait_until(lambda: processes_with(token) == [], 30, "the server to be gone")
+
+
+def test_a_host_without_namespaces_says_what_a_server_loses(
+    fake: FakeAnthropic, tmp_path: Path, kernel_env: Mapping[str, str]
+) -> None:
+    env = {**kernel_env, "PHOENIX_SANDBOX_NAMESPACES": "off"}  # a lesser host's tier
+    kernel = Kernel(tmp_path, fake.base_url, extra_env=env)
+    try:
+        kernel.ok("%load_ext phoenix_nb")
+        kernel.ok("%config Phoenix.mcp_servers = " + repr({"lesser": hostile()}))
+        listed = kernel.run("%phoenix mcp", timeout=60)
+        assert listed.status == "ok", listed.error()
+        assert "NOT here:" in listed.text(), listed.text()
+    finally:
+        kernel.shutdown()
