@@ -212,6 +212,10 @@ def test_real_servers_and_a_hostile_one_through_a_turn(
         assert SSH_KEY not in everything
         # The record shows the calls like any other tool's.
         assert "mcp__time__get_current_time" in json.dumps(cell.records())
+        status = kern.run("%phoenix status", timeout=30).text()
+        assert "mcp servers   3 ready" in status, status
+        listed = kern.run("%phoenix mcp", timeout=30).text()
+        assert "time  [config]  ready" in listed and "2 tools" in listed, listed
     finally:
         listener.close()
 
