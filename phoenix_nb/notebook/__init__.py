@@ -30,6 +30,7 @@ __all__ = [
     "ipython_kernel",
     "magics",
     "options",
+    "panel_comm",
     "render",
     "session",
     "throttle",

@@ -142,6 +142,7 @@ FACES: dict[str, list[str]] = {
         "ipython_kernel",
         "magics",
         "options",
+        "panel_comm",
         "render",
         "session",
         "throttle",
