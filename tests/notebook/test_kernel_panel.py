@@ -1,0 +1,196 @@
+"""The side panel's comm (`phoenix.panel`, notebook/panel_comm.py) in a real kernel, driven as
+labextension/src/panel.ts drives it: open the comm, say hello, send, approve, cancel.
+
+Asserts what the other sides received: the fake Messages API's recorded requests, the file
+the approved tool wrote on disk, and the comm messages the kernel published on IOPub.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from phoenix_nb.testing import FakeAnthropic, Turn, text, tool_use
+from tests.notebook.kernel_harness import MIME, Kernel
+
+pytestmark = pytest.mark.timeout(180)
+TARGET = "phoenix.panel"
+
+
+class PanelClient:
+    """One panel's end of the comm, opened from the client like the labextension does."""
+
+    def __init__(self, k: Kernel) -> None:
+        self.k = k
+        self.opened_at = time.monotonic()
+        msg = k.client.session.msg(
+            "comm_open",
+            {"comm_id": f"panel-{time.monotonic_ns()}", "target_name": TARGET, "data": {}},
+        )
+        self.comm_id = msg["content"]["comm_id"]
+        k.client.shell_channel.send(msg)
+
+    def say(self, **data: Any) -> None:
+        msg = self.k.client.session.msg("comm_msg", {"comm_id": self.comm_id, "data": data})
+        self.k.client.shell_channel.send(msg)
+
+    def received(self) -> list[dict[str, Any]]:
+        return [
+            m["content"]["data"]
+            for _, m in self.k.iopub
+            if m["msg_type"] == "comm_msg" and m["content"]["comm_id"] == self.comm_id
+        ]
+
+    def closed(self) -> bool:
+        return self.comm_id in self.k.closed_comms()
+
+    def records(self) -> list[dict[str, Any]]:
+        return [d for d in self.received() if d.get("type") == "record"]
+
+    def wait(self, what: str, predicate: Any, timeout: float = 60) -> None:
+        self.k.wait_until(lambda: predicate(self), timeout, what)
+
+    def wait_final(self, showing: str, timeout: float = 60) -> dict[str, Any]:
+        def done(p: PanelClient) -> bool:
+            finals = [r for r in p.records() if r["final"]]
+            return bool(finals) and showing in str(finals[-1]["bundle"].get("text/markdown", ""))
+
+        self.wait(f"a final record showing {showing!r}", done, timeout)
+        return [r for r in self.records() if r["final"]][-1]
+
+    def status(self) -> dict[str, Any]:
+        with_status = [d["status"] for d in self.received() if "status" in d]
+        return with_status[-1] if with_status else {}
+
+    def close(self) -> None:
+        msg = self.k.client.session.msg("comm_close", {"comm_id": self.comm_id, "data": {}})
+        self.k.client.shell_channel.send(msg)
+
+
+def _user_texts(fake: FakeAnthropic) -> list[str]:
+    texts = []
+    for request in fake.requests:
+        messages = request.body.get("messages", [])
+        last = messages[-1] if messages else {}
+        content = last.get("content")
+        if last.get("role") == "user":
+            blocks = content if isinstance(content, list) else [{"type": "text", "text": content}]
+            texts += [b.get("text", "") for b in blocks if b.get("type") == "text"]
+    return texts
+
+
+def test_a_kernel_without_phoenix_closes_the_panel_comm(
+    fake: FakeAnthropic, tmp_path: Path
+) -> None:
+    """The labextension's load prompt rests on this: no target, the comm is closed at once."""
+    k = Kernel(tmp_path, fake.base_url)
+    try:
+        k.ok("1 + 1")
+        panel = PanelClient(k)
+        panel.wait("the kernel to close the panel comm", lambda p: p.closed(), 30)
+        assert panel.received() == []
+        k.ok("%load_ext phoenix_nb")
+        again = PanelClient(k)
+        again.wait("a first message", lambda p: bool(p.received()), 60)
+        assert not again.closed()
+        assert again.received()[0] == {"type": "empty", "status": again.status()}
+        assert again.status()["slug"] is None
+    finally:
+        k.shutdown()
+
+
+def test_panel_turn_streams_and_finishes_with_a_shareable_bundle(
+    kern: Kernel, fake: FakeAnthropic
+) -> None:
+    fake.script(Turn([text("Streaming from the panel. " * 40, chunk=12, delay=0.005)]))
+    kern.ok("%phoenix new")
+    panel = PanelClient(kern)
+    panel.wait("the conversation's record", lambda p: bool(p.records()), 60)
+    slug = panel.status()["slug"]
+    assert slug
+    panel.say(type="send", text="hello from the panel")
+    final = panel.wait_final("Streaming from the panel.")
+    assert "hello from the panel" in _user_texts(fake)
+    assert any(d.get("type") == "delta" for d in panel.received()), "text streamed as deltas"
+    bundle = final["bundle"]
+    assert {MIME, "text/html", "text/markdown", "text/plain"} <= set(bundle)
+    assert final["status"]["rest"] and final["status"]["slug"] == slug
+    # Streaming records carry only the record: the fallbacks are for the saved output.
+    assert all(set(r["bundle"]) == {MIME} for r in panel.records() if not r["final"])
+    panel.close()
+
+
+def test_a_phoenix_cell_turn_is_followed_live_in_the_panel(
+    kern: Kernel, fake: FakeAnthropic
+) -> None:
+    fake.script(Turn([text("Answered in the cell. " * 30, chunk=10, delay=0.005)]))
+    kern.ok("%phoenix new")
+    panel = PanelClient(kern)
+    panel.wait("the conversation's record", lambda p: bool(p.records()), 60)
+    before = len(panel.received())
+    cell = kern.ok("%%phoenix\nanswer in the cell", timeout=60)
+    assert "Answered in the cell." in str(cell.last_bundle()[MIME])
+    final = panel.wait_final("Answered in the cell.")
+    during = panel.received()[before:]
+    assert any(d.get("type") == "delta" for d in during), "the panel saw the stream live"
+    assert "answer in the cell" in str(final["bundle"][MIME])
+    panel.close()
+
+
+def test_approve_from_the_panel_finishes_the_turn(kern: Kernel, fake: FakeAnthropic) -> None:
+    target = kern.project / "panel_out.txt"
+    target.write_text("a - b\n")
+    ask = tool_use("request_mode_upgrade", {"reason": "I need to write panel_out.txt"})
+    write = tool_use(
+        "patch",
+        {
+            "path": "panel_out.txt",
+            "patches": [{"operation": "replace", "oldText": "a - b", "newText": "a + b"}],
+        },
+    )
+    fake.script(
+        Turn([text("May I write?"), ask]), Turn([write]), Turn([text("Wrote it for you.")])
+    )
+    kern.ok("%phoenix new")
+    panel = PanelClient(kern)
+    panel.wait("the conversation's record", lambda p: bool(p.records()), 60)
+    panel.say(type="send", text="write the file")
+    panel.wait("the upgrade request", lambda p: p.status().get("paused") is True, 60)
+    assert "panel_out.txt" in panel.status()["reason"]
+    panel.say(type="approve")
+    final = panel.wait_final("Wrote it for you.")
+    assert target.read_text() == "a + b\n"
+    assert final["status"]["mode"] == "unrestricted"
+    panel.close()
+
+
+def test_cancel_from_the_panel_and_busy_is_exclusive(kern: Kernel, fake: FakeAnthropic) -> None:
+    fake.script(Turn([text("A long story. " * 2000, chunk=10, delay=0.02)]))
+    kern.ok("%phoenix new")
+    panel = PanelClient(kern)
+    panel.wait("the conversation's record", lambda p: bool(p.records()), 60)
+    panel.say(type="send", text="tell me a long story")
+    panel.wait(
+        "streamed text",
+        lambda p: any(d.get("type") == "delta" for d in p.received()),
+        60,
+    )
+    # A %%phoenix cell while the panel's turn runs is refused, as a second cell would be.
+    busy = kern.run("%%phoenix\nanother message", timeout=60)
+    assert "busy" in busy.text("stderr").lower(), busy.text()
+    panel.say(type="send", text="and another")
+    panel.wait(
+        "the busy notice",
+        lambda p: any(
+            d.get("type") == "notice" and "busy" in d["text"].lower() for d in p.received()
+        ),
+        30,
+    )
+    panel.say(type="cancel")
+    panel.wait("rest after cancel", lambda p: p.status().get("rest") is True, 60)
+    assert panel.status()["state"] == "idle"
+    assert "and another" not in _user_texts(fake)
+    panel.close()
