@@ -54,7 +54,7 @@ from phoenix_nb.runtime import updates as up
 from phoenix_nb.runtime.conversation import is_paused, is_rest
 from phoenix_nb.runtime.manager import Conversation, PhoenixError
 
-__all__ = ["TARGET", "PanelChannel", "Port", "open_channel", "close_all"]
+__all__ = ["TARGET", "PanelChannel", "Port", "close_all", "open_channel"]
 
 TARGET = "phoenix.panel"
 log = logging.getLogger(__name__)
@@ -255,9 +255,7 @@ class PanelChannel:
 
     def send_record(self, bundle: dict[str, Any], *, final: bool) -> None:
         bundle = {k: v for k, v in bundle.items() if k != "text/plain" or final}
-        self.send(
-            {"type": "record", "bundle": bundle, "final": final, "status": self.status()}
-        )
+        self.send({"type": "record", "bundle": bundle, "final": final, "status": self.status()})
 
     def status(self) -> dict[str, Any]:
         return _status(self.conv, self.reason)
@@ -278,8 +276,15 @@ class PanelChannel:
 
 def _status(conv: Conversation | None, reason: str) -> dict[str, Any]:
     if conv is None:
-        return {"slug": None, "state": "none", "words": "no conversation yet", "mode": "",
-                "rest": True, "paused": False, "reason": ""}
+        return {
+            "slug": None,
+            "state": "none",
+            "words": "no conversation yet",
+            "mode": "",
+            "rest": True,
+            "paused": False,
+            "reason": "",
+        }
     state = conv.state
     paused = is_paused(state)
     return {

@@ -151,9 +151,7 @@ def test_approve_from_the_panel_finishes_the_turn(kern: Kernel, fake: FakeAnthro
             "patches": [{"operation": "replace", "oldText": "a - b", "newText": "a + b"}],
         },
     )
-    fake.script(
-        Turn([text("May I write?"), ask]), Turn([write]), Turn([text("Wrote it for you.")])
-    )
+    fake.script(Turn([text("May I write?"), ask]), Turn([write]), Turn([text("Wrote it for you.")]))
     kern.ok("%phoenix new")
     panel = PanelClient(kern)
     panel.wait("the conversation's record", lambda p: bool(p.records()), 60)
