@@ -78,7 +78,7 @@ def _user_texts(fake: FakeAnthropic) -> list[str]:
         content = last.get("content")
         if last.get("role") == "user":
             blocks = content if isinstance(content, list) else [{"type": "text", "text": content}]
-            texts += [b.get("text", "") for b in blocks if b.get("type") == "text"]
+            texts += [str(b.get("text", "")) for b in blocks if b.get("type") == "text"]
     return texts
 
 
