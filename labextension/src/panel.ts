@@ -496,6 +496,7 @@ export class PhoenixPanel extends Widget {
     if (record === this.drawn) {
       return;
     }
+    const fresh = this.drawn === null; // another notebook, or the first record
     this.drawn = record;
     if (record === null) {
       this.recordHost.replaceChildren();
@@ -504,7 +505,7 @@ export class PhoenixPanel extends Widget {
     const atBottom =
       this.recordHost.scrollHeight - this.recordHost.scrollTop - this.recordHost.clientHeight < 40;
     await renderRecord(this.recordHost, record);
-    if (atBottom) {
+    if (atBottom || fresh) {
       this.recordHost.scrollTop = this.recordHost.scrollHeight; // follow the stream
     }
   }
