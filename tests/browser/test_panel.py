@@ -27,6 +27,7 @@ from playwright.sync_api import Locator, expect
 from phoenix_nb.testing import FakeAnthropic, Turn, text, tool_use
 from tests.browser.lab import LabPage, require_notebook7
 from tests.browser.test_cell_edits import _cell, _run, _sources
+from tests.browser.test_chat import _wait_saved
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(420)]
 
@@ -246,9 +247,7 @@ def test_panel_in_jupyterlab(lab: LabPage, fake_llm: FakeAnthropic) -> None:
         shutil.copy(lab.screenshot(shot), DOCS / shot)
     lab.set_theme(False)
 
-    lab.page.locator(".jp-NotebookPanel:visible .jp-Cell").first.locator(
-        ".jp-InputPrompt"
-    ).click()
+    lab.page.locator(".jp-NotebookPanel:visible .jp-Cell").first.locator(".jp-InputPrompt").click()
     _save(lab, name)
     _check_saved(path)
     lab.reload()
@@ -277,8 +276,14 @@ def test_panel_in_notebook7(lab: LabPage, fake_llm: FakeAnthropic) -> None:
     _flows(lab, fake_llm, panel, path)
     _cell(lab, 0).locator(".jp-InputPrompt").click()
     lab.page.keyboard.press("Control+s")
-    lab.page.wait_for_function(
-        "() => !document.querySelector('.jp-NotebookPanel.jp-mod-dirty, .jp-mod-dirty')",
-        timeout=WAIT_MS,
-    )
+    _wait_saved(path, "I proposed an edit to your cell.")
     _check_saved(path)
+    # Restart the kernel: the panel offers to load phoenix again; a reloaded page's phoenix
+    # cell still shows the whole conversation.
+    lab.menu("Kernel", "Restart Kernel…")
+    lab.page.locator(".jp-Dialog .jp-Dialog-button.jp-mod-accept").click()
+    panel.expect_state("not-loaded")
+    lab.reload()
+    record_cell = lab.page.locator(".jp-NotebookPanel .jp-Cell").last
+    for said in ("Answer from the cell.", "Fixed add().", "I proposed an edit to your cell."):
+        expect(record_cell.locator("[data-phoenix-record]")).to_contain_text(said, timeout=WAIT_MS)
