@@ -196,9 +196,12 @@ class NotebookLink {
       const bundle = obj(d.bundle);
       this.record = obj(bundle[MIME_TYPE]);
       this.live.clear();
-      if (d.final === true || this.status.paused) {
-        this.keepInNotebook(bundle);
+      const keep = this.keepRecord || findRecordCell(this.notebook) >= 0;
+      if (keep && (d.final === true || this.status.paused)) {
+        this.comm?.send({ type: 'bundle' }); // the fallbacks, for the saved output
       }
+    } else if (d.type === 'bundle') {
+      this.keepInNotebook(obj(d.bundle));
     } else if (d.type === 'delta') {
       for (const part of arr(d.parts)) {
         const [index, kind, text] = arr(part);

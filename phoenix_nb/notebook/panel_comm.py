@@ -21,14 +21,16 @@ and streamed text as the deltas themselves, gathered for `min_interval` seconds
 (the display throttle's interval) — the front end appends them to the record it has.
 
 Messages (`data` of comm messages), kernel → front end:
-  {"type": "record", "bundle": {mime: …}, "final": bool, "status": Status}
-      the conversation's record; `final` when it rests (the bundle then carries
-      the html/markdown/plain fallbacks, ready to be a saved output)
+  {"type": "record", "bundle": {mime: record}, "final": bool, "status": Status}
+      the conversation's record; `final` when it rests
+  {"type": "bundle", "bundle": {mime, text/html, text/markdown, text/plain}}
+      the record with its fallbacks, asked for by the panel when it keeps the record
+      in the notebook's phoenix cell (a saved, exported notebook shows it anywhere)
   {"type": "delta", "parts": [[index, "assistant"|"reasoning", text], …]}
   {"type": "notice", "text": str}        a refused action, a task's notice
   {"type": "empty", "status": Status}     no conversation in this notebook yet
 front end → kernel:
-  {"type": "hello"} | {"type": "send", "text": str} | {"type": "approve"} |
+  {"type": "hello"} | {"type": "bundle"} | {"type": "send", "text": str} | {"type": "approve"} |
   {"type": "deny"} | {"type": "cancel"} | {"type": "restrict"} | {"type": "new"}
 Status: {"slug", "state", "words", "mode", "rest", "paused", "reason"}.
 
@@ -129,6 +131,8 @@ class PanelChannel:
         kind = data.get("type")
         if kind == "hello":
             self.sync()
+        elif kind == "bundle":
+            self.send_bundle()
         elif kind == "send" and isinstance(data.get("text"), str):
             text = str(data["text"]).strip()
             if text:
@@ -249,12 +253,20 @@ class PanelChannel:
 
     # -- to the front end -----------------------------------------------------------
     def send_final(self) -> None:
+        """The whole record, without fallbacks: the panel asks for those (`bundle`) only
+        when it keeps the record in the notebook, so a turn the panel merely follows costs
+        no second rendering of the conversation."""
         if self.view is None:
             return
-        self.send_record(render_bundle(self.view.record()), final=is_rest(self.view.conv.state))
+        self.send_record({MIME_TYPE: self.view.record()}, final=is_rest(self.view.conv.state))
+
+    def send_bundle(self) -> None:
+        """The record with its html/markdown/plain fallbacks: the notebook's phoenix cell."""
+        if self.view is not None:
+            self.send({"type": "bundle", "bundle": render_bundle(self.view.record())})
 
     def send_record(self, bundle: dict[str, Any], *, final: bool) -> None:
-        bundle = {k: v for k, v in bundle.items() if k != "text/plain" or final}
+        bundle = {MIME_TYPE: bundle[MIME_TYPE]}  # the view's text/plain status line: unused
         self.send({"type": "record", "bundle": bundle, "final": final, "status": self.status()})
 
     def status(self) -> dict[str, Any]:

@@ -7,6 +7,7 @@ the approved tool wrote on disk, and the comm messages the kernel published on I
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 from typing import Any
@@ -56,7 +57,7 @@ class PanelClient:
     def wait_final(self, showing: str, timeout: float = 60) -> dict[str, Any]:
         def done(p: PanelClient) -> bool:
             finals = [r for r in p.records() if r["final"]]
-            return bool(finals) and showing in str(finals[-1]["bundle"].get("text/markdown", ""))
+            return bool(finals) and showing in json.dumps(finals[-1]["bundle"][MIME])
 
         self.wait(f"a final record showing {showing!r}", done, timeout)
         return [r for r in self.records() if r["final"]][-1]
@@ -115,11 +116,15 @@ def test_panel_turn_streams_and_finishes_with_a_shareable_bundle(
     final = panel.wait_final("Streaming from the panel.")
     assert "hello from the panel" in _user_texts(fake)
     assert any(d.get("type") == "delta" for d in panel.received()), "text streamed as deltas"
-    bundle = final["bundle"]
-    assert {MIME, "text/html", "text/markdown", "text/plain"} <= set(bundle)
     assert final["status"]["rest"] and final["status"]["slug"] == slug
-    # Streaming records carry only the record: the fallbacks are for the saved output.
-    assert all(set(r["bundle"]) == {MIME} for r in panel.records() if not r["final"])
+    # Records carry only the record; the fallbacks come when the panel keeps it in the notebook.
+    assert all(set(r["bundle"]) == {MIME} for r in panel.records())
+    panel.say(type="bundle")
+    panel.wait("the bundle", lambda p: any(d.get("type") == "bundle" for d in p.received()))
+    bundle = [d for d in panel.received() if d.get("type") == "bundle"][-1]["bundle"]
+    assert {MIME, "text/html", "text/markdown", "text/plain"} <= set(bundle)
+    assert "Streaming from the panel." in bundle["text/markdown"]
+    assert "hello from the panel" in bundle["text/html"]
     panel.close()
 
 
