@@ -22,7 +22,7 @@
  */
 
 import { JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
-import { ICommandPalette } from '@jupyterlab/apputils';
+import { ICommandPalette, ToolbarButton } from '@jupyterlab/apputils';
 import type { ICodeCellModel } from '@jupyterlab/cells';
 import { INotebookTracker, NotebookActions, NotebookPanel } from '@jupyterlab/notebook';
 import type { Kernel, KernelMessage } from '@jupyterlab/services';
@@ -536,6 +536,20 @@ export const panelPlugin: JupyterFrontEndPlugin<void> = {
       }
     });
     palette?.addItem({ command: OPEN_PANEL, category: 'phoenix' });
+    // A toolbar icon on every notebook (Notebook 7 has no sidebar tab bar to show one).
+    app.docRegistry.addWidgetExtension('Notebook', {
+      createNew: (notebook: NotebookPanel) => {
+        const open = new ToolbarButton({
+          icon: phoenixIcon,
+          tooltip: 'phoenix: Open panel',
+          label: '',
+          onClick: () => void app.commands.execute(OPEN_PANEL)
+        });
+        open.node.dataset.phoenixOpenPanel = '';
+        notebook.toolbar.insertAfter('cellType', 'phoenixOpenPanel', open);
+        return open;
+      }
+    });
     // In JupyterLab this is the sidebar icon; Notebook 7 keeps its right panel closed.
     app.shell.add(panel, 'right', { rank: 600 });
   }

@@ -271,6 +271,9 @@ def test_panel_in_notebook7(lab: LabPage, fake_llm: FakeAnthropic) -> None:
     path = _write(lab.server.root, name, CELLS)
     lab.open_in_notebook7(name)
     lab.answer_kernel_dialog()
+    # The notebook's toolbar icon opens the panel too (named for assistive technology).
+    icon = lab.page.locator("[data-phoenix-open-panel]")
+    expect(icon.get_by_role("button", name="phoenix: Open panel")).to_be_visible(timeout=WAIT_MS)
     panel = _open_panel(lab)
     _load_from_the_prompt(lab, panel)
     _flows(lab, fake_llm, panel, path)
