@@ -197,3 +197,42 @@ def test_cancel_from_the_panel_and_busy_is_exclusive(kern: Kernel, fake: FakeAnt
     assert panel.status()["state"] == "idle"
     assert "and another" not in _user_texts(fake)
     panel.close()
+
+
+def test_a_panel_turn_is_followed_live_in_the_chat_cell(kern: Kernel, fake: FakeAnthropic) -> None:
+    """Vice versa: the in-cell chat (`%phoenix chat`) shows a turn the panel started, as it
+    streams, in the transcript output the notebook keeps."""
+    fake.script(Turn([text("Sent from the panel. " * 60, chunk=8, delay=0.01)]))
+    kern.ok("%phoenix new")
+    since = time.monotonic()
+    chat = kern.ok("%phoenix chat")
+    transcript_ids = [
+        o["content"]["transient"]["display_id"]
+        for o in chat.outputs
+        if o["msg_type"] == "display_data" and MIME in o["content"]["data"]
+    ]
+    assert len(transcript_ids) == 1
+    shown = transcript_ids[0]
+
+    def transcript() -> list[dict[str, Any]]:
+        return [
+            m["content"]["data"][MIME]
+            for at, m in kern.iopub
+            if at >= since
+            and m["msg_type"] == "update_display_data"
+            and m["content"].get("transient", {}).get("display_id") == shown
+        ]
+
+    panel = PanelClient(kern)
+    panel.wait("the conversation's record", lambda p: bool(p.records()), 60)
+    panel.say(type="send", text="from the panel to the chat")
+    panel.wait_final("Sent from the panel.")
+    kern.wait_until(
+        lambda: any("Sent from the panel." in json.dumps(r) for r in transcript()),
+        30,
+        "the chat's transcript to show the panel's turn",
+    )
+    streaming = [r for r in transcript() if '"streaming": true' in json.dumps(r)]
+    assert streaming, "the chat followed the panel's turn while it streamed"
+    assert "from the panel to the chat" in json.dumps(transcript()[-1])
+    panel.close()
