@@ -236,3 +236,18 @@ def test_a_panel_turn_is_followed_live_in_the_chat_cell(kern: Kernel, fake: Fake
     assert streaming, "the chat followed the panel's turn while it streamed"
     assert "from the panel to the chat" in json.dumps(transcript()[-1])
     panel.close()
+
+
+def test_the_panel_follows_the_notebooks_conversation(kern: Kernel, fake: FakeAnthropic) -> None:
+    """`%phoenix new` / `use` in a cell move the panel to that conversation."""
+    kern.ok("%phoenix new")
+    panel = PanelClient(kern)
+    panel.wait("the conversation's record", lambda p: bool(p.records()), 60)
+    first = panel.status()["slug"]
+    kern.ok("%phoenix new")
+    panel.wait("the new conversation", lambda p: p.status().get("slug") != first, 30)
+    second = panel.status()["slug"]
+    kern.ok(f"%phoenix use {first}")
+    panel.wait("the first conversation again", lambda p: p.status().get("slug") == first, 30)
+    assert second not in (None, first)
+    panel.close()
