@@ -87,11 +87,16 @@ THINKING_NOTICE = "Chat Completions has no extended thinking: this model's reque
 
 
 def _text_of(content: Any) -> str:
+    """The text of a tool result's content: a string, or the strings and text blocks of
+    a list (a plain-string result arrives here as a one-item list, and was once lost,
+    reaching the model as "(no output)")."""
     if isinstance(content, str):
         return content
     parts = []
     for block in content or []:
-        if isinstance(block, Mapping) and block.get("type") == "text":
+        if isinstance(block, str):
+            parts.append(block)
+        elif isinstance(block, Mapping) and block.get("type") == "text":
             parts.append(str(block.get("text") or ""))
     return "\n".join(parts)
 

@@ -190,6 +190,9 @@ def test_a_turn_with_parallel_tool_calls_an_approval_and_a_write(kern: Kernel, w
         answered = [m["tool_call_id"] for m in sent if m["role"] == "tool"]
         calls = [c["id"] for m in sent if m["role"] == "assistant" for c in m.get("tool_calls", [])]
         assert sorted(answered) == sorted(calls) and len(calls) == 2
+        outputs = {m["tool_call_id"]: m["content"] for m in sent if m["role"] == "tool"}
+        said = [outputs[c] for c in calls]
+        assert "first-call" in said[0] and "second-call" in said[1], said
     status = kern.ok(f"%phoenix status turn-{wire.name}").text()
     assert "provider" in status and (wire.config.get("provider", "anthropic") in status)
     loaded = kern.eval(

@@ -362,10 +362,18 @@ def _namespaced_side(chan: socket.socket, restrictions: Restrictions, tmpdir: st
     """Runs in the spare's child: enter the namespaces, make PID 1, leave. Never returns."""
     ns = restrictions.namespaces
     try:
+        if ns.user:
+            # The spare writes this process's id maps from outside, and the /proc
+            # files of a non-dumpable process (the launcher is one) belong to the
+            # host's root: a non-root spare got EACCES there, and the set-up hung.
+            # Dumpable only until the maps are written: this is a fork of the
+            # launcher (nothing secret in it), and nothing runs in it meanwhile.
+            confine.prctl(confine.PR_SET_DUMPABLE, 1)
         confine.unshare((confine.CLONE_NEWUSER if ns.user else 0) | ns.flags)
         chan.send(b"U")
         if chan.recv(16) != b"M":
             os._exit(126)
+        confine.prctl(confine.PR_SET_DUMPABLE, 0)
         confine.make_mounts_private()
         confine.loopback_up()
         init = os.fork()
@@ -631,9 +639,18 @@ def spare(
             if not answer.isdigit():
                 raise OSError(answer[1:].decode() or "namespace set-up failed")
             target = int(answer)
+        except TimeoutError:
+            setup_error = f"the namespace set-up did not finish within {_SETUP_TIMEOUT:g} s"
         except (OSError, ValueError) as exc:
-            setup_error = str(exc)
+            setup_error = f"the namespace set-up failed ({exc or type(exc).__name__})"
         ours.settimeout(None)
+        if setup_error:
+            # The unsharing side may wait for "M", PID 1 for its request: neither can
+            # come now. Killed (and the channel closed, which ends a PID 1 already
+            # forked), so the wait below cannot hang.
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+            ours.close()
         with contextlib.suppress(ChildProcessError):
             os.waitpid(pid, 0)
     else:
