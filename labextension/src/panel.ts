@@ -109,6 +109,8 @@ class NotebookLink {
   record: Loose | null = null;
   live = new Map<number, [string, string]>();
   notice = '';
+  /** The conversations to switch to (`%phoenix list`), newest first. */
+  conversations: Array<{ slug: string; state: string }> = [];
   /** The panel sent a turn: its final record goes to the notebook's phoenix cell. */
   keepRecord = false;
   private comm: Kernel.IComm | null = null;
@@ -210,6 +212,11 @@ class NotebookLink {
           this.live.set(index, [String(kind), (had ? had[1] : '') + text]);
         }
       }
+    } else if (d.type === 'conversations') {
+      this.conversations = arr(d.items)
+        .map(item => obj(item))
+        .filter(item => typeof item.slug === 'string')
+        .map(item => ({ slug: String(item.slug), state: String(item.state ?? '') }));
     } else if (d.type === 'notice' && typeof d.text === 'string') {
       this.notice = d.text;
     } else if (d.type === 'empty') {
@@ -316,6 +323,8 @@ export class PhoenixPanel extends Widget {
   private readonly links = new Map<NotebookPanel, NotebookLink>();
   private link: NotebookLink | null = null;
   private readonly statusLine = el('div', 'jp-PhoenixPanel-status');
+  private readonly picker = el('select', 'jp-PhoenixPanel-picker');
+  private pickerItems = '';
   private readonly prompt = el('div', 'jp-PhoenixPanel-prompt');
   private readonly promptText = el('p', 'jp-PhoenixPanel-promptText');
   private readonly loadButton: HTMLButtonElement;
@@ -345,6 +354,12 @@ export class PhoenixPanel extends Widget {
     // Notebook shortcuts (Enter, Esc, A, B …) must not fire while typing here.
     this.node.dataset.lmSuppressShortcuts = 'true';
 
+    this.picker.setAttribute('aria-label', 'Conversation');
+    this.picker.addEventListener('change', () => {
+      if (this.picker.value) {
+        this.link?.send({ type: 'use', slug: this.picker.value });
+      }
+    });
     this.statusLine.setAttribute('role', 'status');
     this.statusLine.setAttribute('aria-live', 'polite');
     this.loadButton = button('Load phoenix', 'Load phoenix in this kernel (%load_ext phoenix_nb)', () =>
@@ -391,6 +406,7 @@ export class PhoenixPanel extends Widget {
     composer.append(this.input, buttons);
 
     this.node.append(
+      this.picker,
       this.statusLine,
       this.prompt,
       this.recordHost,
@@ -460,6 +476,25 @@ export class PhoenixPanel extends Widget {
     }
   }
 
+  /** The conversation picker: rebuilt only when the list changed, so a choice stays put. */
+  private drawPicker(items: Array<{ slug: string; state: string }>, status: IStatus): void {
+    const key = JSON.stringify([items, status.slug]);
+    this.picker.hidden = items.length === 0;
+    this.picker.disabled = !status.rest;
+    if (key === this.pickerItems) {
+      return;
+    }
+    this.pickerItems = key;
+    const options = items.map(item => {
+      const option = document.createElement('option');
+      option.value = item.slug;
+      option.textContent = `${item.slug} (${item.state.replace(/_/g, ' ')})`;
+      option.selected = item.slug === status.slug;
+      return option;
+    });
+    this.picker.replaceChildren(...options);
+  }
+
   private async draw(): Promise<void> {
     const link = this.link;
     const state: LinkState | 'no-notebook' = link === null ? 'no-notebook' : link.state;
@@ -485,6 +520,7 @@ export class PhoenixPanel extends Widget {
       : status.slug === null
         ? 'No conversation yet: your first message starts one.'
         : [status.slug, status.words, status.mode].filter(s => s).join(' · ');
+    this.drawPicker(ready ? link.conversations : [], status);
     const paused = ready && status.paused;
     this.approval.hidden = !paused;
     this.approvalReason.textContent = status.reason;

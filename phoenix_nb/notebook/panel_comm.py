@@ -28,10 +28,12 @@ Messages (`data` of comm messages), kernel → front end:
       in the notebook's phoenix cell (a saved, exported notebook shows it anywhere)
   {"type": "delta", "parts": [[index, "assistant"|"reasoning", text], …]}
   {"type": "notice", "text": str}        a refused action, a task's notice
+  {"type": "conversations", "items": [{"slug", "state"}, …], "current": slug|None}
   {"type": "empty", "status": Status}     no conversation in this notebook yet
 front end → kernel:
   {"type": "hello"} | {"type": "bundle"} | {"type": "send", "text": str} | {"type": "approve"} |
-  {"type": "deny"} | {"type": "cancel"} | {"type": "restrict"} | {"type": "new"}
+  {"type": "deny"} | {"type": "cancel"} | {"type": "restrict"} | {"type": "new"} |
+  {"type": "use", "slug": str}
 Status: {"slug", "state", "words", "mode", "rest", "paused", "reason"}.
 
 Handlers may run on a subshell thread (JupyterLab sends comm messages over
@@ -139,6 +141,8 @@ class PanelChannel:
                 self._start(lambda conv: conv.post_message(text), create=True)
         elif kind == "new":
             self._start(self._new, create=True)
+        elif kind == "use" and isinstance(data.get("slug"), str):
+            self._use(str(data["slug"]))
         elif isinstance(kind, str) and kind in _ACTIONS:
             self._start(_ACTIONS[kind], create=False)
 
@@ -156,14 +160,26 @@ class PanelChannel:
 
         self.loop.create_task(run())
 
+    def _use(self, slug: str) -> None:
+        """Switch the notebook's conversation (as `%phoenix use`): only to one `list` shows."""
+        if slug not in {str(row["slug"]) for row in self.session.phoenix.list()}:
+            self.send({"type": "notice", "text": f"No conversation named {slug!r}."})
+            return
+        try:
+            self.session.current = self.session.phoenix.get(slug).slug  # the watcher re-attaches
+        except PhoenixError as exc:
+            self.send({"type": "notice", "text": str(exc)})
+
     async def _new(self, _conv: Conversation) -> None:
         conv = self.session.phoenix.create(cwd=self.session.cwd)
         self.session.current = conv.slug  # watch_current re-attaches the panel
 
     # -- following ------------------------------------------------------------------
     def sync(self) -> None:
-        """Attach to the notebook's conversation (if any) and send its whole record."""
+        """Attach to the notebook's conversation (if any) and send its whole record, with
+        the conversations to switch to (`%phoenix list`'s)."""
         slug = self.session.current
+        self.send_conversations(slug)
         if slug is None:
             self.send({"type": "empty", "status": _status(None, "")})
             return
@@ -264,6 +280,11 @@ class PanelChannel:
         """The record with its html/markdown/plain fallbacks: the notebook's phoenix cell."""
         if self.view is not None:
             self.send({"type": "bundle", "bundle": render_bundle(self.view.record())})
+
+    def send_conversations(self, current: str | None) -> None:
+        rows = self.session.phoenix.list()
+        items = [{"slug": str(r["slug"]), "state": str(r["state"])} for r in rows]
+        self.send({"type": "conversations", "items": items, "current": current})
 
     def send_record(self, bundle: dict[str, Any], *, final: bool) -> None:
         bundle = {MIME_TYPE: bundle[MIME_TYPE]}  # the view's text/plain status line: unused

@@ -239,6 +239,8 @@ def test_panel_in_jupyterlab(lab: LabPage, fake_llm: FakeAnthropic) -> None:
     _tab(lab, name).click()
     panel.expect_state("ready")
     expect(panel.record).to_contain_text("I proposed an edit to your cell.", timeout=WAIT_MS)
+    slug = panel.status.inner_text().split(" · ")[0]
+    expect(panel.node.get_by_role("combobox", name="Conversation")).to_have_value(slug)
 
     # Screenshots for the README, light and dark.
     for dark, shot in ((False, "panel-light.png"), (True, "panel-dark.png")):

@@ -95,9 +95,12 @@ def test_a_kernel_without_phoenix_closes_the_panel_comm(
         assert panel.received() == []
         k.ok("%load_ext phoenix_nb")
         again = PanelClient(k)
-        again.wait("a first message", lambda p: bool(p.received()), 60)
+        again.wait("the empty panel", lambda p: len(p.received()) >= 2, 60)
         assert not again.closed()
-        assert again.received()[0] == {"type": "empty", "status": again.status()}
+        assert again.received() == [
+            {"type": "conversations", "items": [], "current": None},
+            {"type": "empty", "status": again.status()},
+        ]
         assert again.status()["slug"] is None
     finally:
         k.shutdown()
@@ -250,4 +253,16 @@ def test_the_panel_follows_the_notebooks_conversation(kern: Kernel, fake: FakeAn
     kern.ok(f"%phoenix use {first}")
     panel.wait("the first conversation again", lambda p: p.status().get("slug") == first, 30)
     assert second not in (None, first)
+    # The panel's own switcher: `%phoenix list`'s conversations, and `use` from the panel.
+    lists = [d for d in panel.received() if d.get("type") == "conversations"]
+    assert lists[-1]["current"] == first
+    assert {first, second} <= {item["slug"] for item in lists[-1]["items"]}
+    panel.say(type="use", slug=second)
+    panel.wait("the switch from the panel", lambda p: p.status().get("slug") == second, 30)
+    assert kern.eval("__import__('phoenix_nb.notebook.session').notebook.session"
+                     ".get_session().current") == second  # fmt: skip
+    panel.say(type="use", slug="no-such-conversation")
+    panel.wait("the refusal", lambda p: any(
+        "no-such-conversation" in d.get("text", "") for d in p.received()
+    ), 30)  # fmt: skip
     panel.close()
