@@ -134,6 +134,22 @@ class NotebookLink {
       }
     });
     attach();
+    // The kernel's channel follows until the comm closes: say so when the page goes.
+    window.addEventListener('beforeunload', () => this.close());
+    notebook.disposed.connect(() => this.close());
+  }
+
+  /** Close the comm (the page unloads, the notebook closes): the kernel stops following. */
+  close(): void {
+    const comm = this.comm;
+    this.comm = null;
+    if (comm !== null && !comm.isDisposed) {
+      try {
+        comm.close();
+      } catch {
+        // the kernel is gone already
+      }
+    }
   }
 
   private attach(kernel: Kernel.IKernelConnection | null): void {
@@ -158,20 +174,18 @@ class NotebookLink {
     }
     const comm = kernel.createComm(PANEL_TARGET);
     this.comm = comm;
-    let heard = false;
     comm.onMsg = (msg: KernelMessage.ICommMsgMsg) => {
-      heard = true;
       if (this.comm === comm) {
         this.receive(msg.content.data);
       }
     };
     comm.onClose = () => {
       if (this.comm === comm) {
+        // Closed at once: no phoenix in this kernel. Closed later (`%unload_ext`, or the
+        // kernel dropped a channel it had too many of): the same, until the kernel next
+        // goes idle, when the panel asks again (never in a loop of its own).
         this.comm = null;
-        this.setState(heard ? 'connecting' : 'not-loaded');
-        if (heard) {
-          this.open(); // the kernel closed a working panel (unload): ask again
-        }
+        this.setState('not-loaded');
       }
     };
     if (this.state !== 'ready') {

@@ -76,9 +76,11 @@ class Port(Protocol):
 
     `send(data)` delivers one JSON message to the front end; it may fail when the
     socket is gone, and the channel then drops the message (the panel re-syncs with
-    `hello`)."""
+    `hello`). `close()` ends the comm from the kernel's side (the panel opens a new one)."""
 
     def send(self, data: dict[str, Any]) -> None: ...
+
+    def close(self) -> None: ...
 
 
 class _PanelView(TurnView):
@@ -332,12 +334,21 @@ def _status(conv: Conversation | None, reason: str) -> dict[str, Any]:
 
 
 _CHANNELS: list[PanelChannel] = []
+# A page that goes away without closing its comm (a crash, a lost network) leaves its
+# channel following and sending: beyond this many, the oldest are closed. Pages close
+# their comms when they unload (panel.ts), so this bounds only what is left behind.
+MAX_CHANNELS = 8
 
 
 def open_channel(comm: Any, session: Session, loop: asyncio.AbstractEventLoop) -> PanelChannel:
     """A panel opened `comm` (the target `extension.load` registered): follow for it."""
     channel = PanelChannel(comm, session, loop)
     _CHANNELS.append(channel)
+    while len(_CHANNELS) > MAX_CHANNELS:
+        oldest = _CHANNELS.pop(0)
+        oldest.close()
+        with contextlib.suppress(Exception):
+            oldest.port.close()
 
     def closed(_close_msg: Any) -> None:
         channel.close()

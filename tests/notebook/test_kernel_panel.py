@@ -266,3 +266,18 @@ def test_the_panel_follows_the_notebooks_conversation(kern: Kernel, fake: FakeAn
         "no-such-conversation" in d.get("text", "") for d in p.received()
     ), 30)  # fmt: skip
     panel.close()
+
+
+def test_channels_left_behind_are_bounded(kern: Kernel, fake: FakeAnthropic) -> None:
+    """A page that vanished without closing its comm leaves a channel following; beyond
+    MAX_CHANNELS (8) the kernel closes the oldest, so they cannot pile up turn after turn."""
+    kern.ok("%phoenix new")
+    panels = []
+    for _ in range(9):
+        panel = PanelClient(kern)
+        panel.wait("the panel's record", lambda p: bool(p.records()), 60)
+        panels.append(panel)
+    panels[0].wait("the oldest channel to be closed", lambda p: p.closed(), 30)
+    assert not any(p.closed() for p in panels[1:])
+    for panel in panels[1:]:
+        panel.close()
