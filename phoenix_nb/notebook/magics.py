@@ -58,6 +58,7 @@ from phoenix_nb.sandbox import describe_hidden
 from phoenix_nb.store import StoreError
 from phoenix_nb.tools.environment import withheld_summary
 
+EXPORT_FOLDER = "phoenix-exports"  # a default export's folder, beside the notebook
 _BACKGROUND: set[asyncio.Task[None]] = set()  # scheduled subcommands, kept until done
 
 
@@ -77,6 +78,7 @@ async def run_line(line: str) -> None:
 async def _dispatch(command: Subcommand, session: Session, shell: Any) -> None:
     handler = HANDLERS[command.name]
     if handler.announce:
+        await session.settle_resumed()  # restrict_on_restart, before the note says the mode
         _announce(session)
     if handler.awaiting is not None:
         await handler.awaiting(command, session, shell)
@@ -238,8 +240,19 @@ async def _history(command: Subcommand, session: Session, shell: Any) -> None:
 def _export_job(
     source: RecordSnapshot | StoredRecord, command: Subcommand, session: Session
 ) -> ExportJob:
-    """A relative path is relative to the kernel's folder."""
-    target = Path(command.output or f"{source.header.slug}.{command.format}").expanduser()
+    """A relative path is relative to the kernel's folder. Without `--output` the file
+    goes to `phoenix-exports/` there, a folder holding a `.gitignore` of `*`: an export
+    is a copy of the record, so it never shows up as an untracked file beside the
+    notebook (git ignores the folder in whatever repository it lands)."""
+    if command.output:
+        target = Path(command.output).expanduser()
+    else:
+        target = Path(EXPORT_FOLDER) / f"{source.header.slug}.{command.format}"
+        folder = Path.cwd() / EXPORT_FOLDER
+        folder.mkdir(exist_ok=True)
+        ignore = folder / ".gitignore"
+        if not ignore.exists():
+            ignore.write_text("# phoenix exports: copies of records, not sources\n*\n")
     if not target.is_absolute():
         target = Path.cwd() / target
     return ExportJob(source, session.config.show_thinking, command.format, str(target))
@@ -278,6 +291,14 @@ async def _answer(command: Subcommand, session: Session, shell: Any) -> None:
             f"({conv.mode.value}, {_state_words(conv)})."
         )
         return
+    waiting = session.phoenix.pending.list(conversation=conv.slug)
+    if conv.slug in session.watching and waiting:
+        # The cell that asked still shows the turn (its view went on detached): answer
+        # the request by id and let the turn go on there, not in this cell.
+        await session.phoenix.pending.answer(waiting[0].id, name)
+        verb = "Approved" if name == "approve" else "Denied"
+        print(f"{verb}: {conv.slug} goes on in the cell that asked.")
+        return
     action = conv.approve if name == "approve" else conv.deny
     view = TurnView(
         conv,
@@ -298,7 +319,11 @@ async def _restrict(command: Subcommand, session: Session, shell: Any) -> None:
 
 async def _cancel(command: Subcommand, session: Session, shell: Any) -> None:
     conv = session.current_conversation()
-    await conv.cancel()
+    waiting = session.phoenix.pending.list(conversation=conv.slug)
+    if waiting and "cancel" in waiting[0].answers:  # its source may do more than stop the turn
+        await session.phoenix.pending.answer(waiting[0].id, "cancel")
+    else:
+        await conv.cancel()
     print(f"Cancelled; {conv.slug} is {_state_words(conv)}.")
 
 
@@ -425,11 +450,20 @@ def new_summary(conv: Conversation) -> str:
 
 
 def _serving(conv: Conversation, session: Session) -> str:
-    """'anthropic at http://… · lacks caching · window: conservative default …'."""
-    s = session.phoenix.settings
-    parts = [s.provider + (f" at {s.base_url}" if s.base_url else "")]
-    lacks = session.phoenix.lacks(conv.model)
+    """'anthropic at http://… · lacks caching · window: conservative default …': the
+    conversation's own server (kept for its life), and the current one if it differs."""
+    phoenix = session.phoenix
+    server = phoenix.server_of(conv.runtime.record)
+    parts = [server.describe()]
+    lacks = phoenix.lacks(conv.model, server)
     parts.append("lacks " + ", ".join(lacks) if lacks else "no feature known missing")
+    current = phoenix.settings.server
+    if server != current:
+        parts.append(
+            f"this conversation stays on its own server; new ones start on "
+            f"{current.describe()} (c.Phoenix.provider / base_url): `%phoenix continue` "
+            "carries it to a new conversation there"
+        )
     info = conv.runtime.context.model_info
     assert info is not None  # filled in from the model's name when the context is made
     source = info.source
@@ -468,6 +502,7 @@ def _status(conv: Conversation, session: Session) -> str:
         f"cost          {Spending(conv.spending()).line or 'nothing spent yet'}",
         f"budget        {_budget_line(session, conv.spending())}",
         _reattach_line(session, conv),
+        *_policy_lines(session),
     ]
     if sandbox.available:
         from phoenix_nb.sandbox import guarantees
@@ -477,6 +512,20 @@ def _status(conv: Conversation, session: Session) -> str:
             f"  {'holds' if g.holds else 'LOST '}  {g.name}: {g.mechanism}" for g in guarantees()
         ]
     return "\n".join(lines)
+
+
+def _policy_lines(session: Session) -> list[str]:
+    """The admin's policy in force and where it came from; the user's spend today at the
+    hub's gateway (asked now: a few ms on a hub, at most a few seconds if it is down)."""
+    policy = session.policy
+    if policy is None:
+        return []
+    first, *rest = policy.summary()
+    lines = [f"policy        {first}", *(f"              {line}" for line in rest)]
+    gateway = session.phoenix.gateway
+    if gateway is not None:
+        lines.append(f"today         {gateway.spend_today()}")
+    return lines
 
 
 @magics_class

@@ -12,7 +12,9 @@ chat`, `%phoenix approve`), taken into a `TurnView` over the whole conversation
 (`first_cycle=0`), as `%phoenix chat`'s transcript does. The actions are the
 conversation's own (`post_message`, `approve`, `deny`, `cancel`, `restrict`), so
 busy is exclusive exactly as it is for cells: a second turn is refused by the core
-and the refusal is shown as the panel's notice.
+and the refusal is shown as the panel's notice. Approve and Deny answer the waiting
+request by its id through the process's `PendingRequests` (runtime/pending.py), as
+`%phoenix approve` and the cell's buttons do.
 
 What is sent is kept to what the front end cannot work out itself, so that a panel
 open beside a streaming turn adds little to the kernel's event loop (bench_panel):
@@ -64,11 +66,10 @@ TARGET = "phoenix.panel"
 log = logging.getLogger(__name__)
 Action = Callable[[Conversation], Awaitable[object]]
 _ACTIONS: dict[str, Action] = {
-    "approve": lambda conv: conv.approve(),
-    "deny": lambda conv: conv.deny(),
     "cancel": lambda conv: conv.cancel(),
     "restrict": lambda conv: conv.restrict(),
 }
+_ANSWERS = ("approve", "deny")  # through the process's pending requests (runtime/pending.py)
 
 
 class Port(Protocol):
@@ -145,6 +146,8 @@ class PanelChannel:
             self._start(self._new, create=True)
         elif kind == "use" and isinstance(data.get("slug"), str):
             self._use(str(data["slug"]))
+        elif kind in _ANSWERS:
+            self._start(lambda conv: self._answer(conv, str(kind)), create=False)
         elif isinstance(kind, str) and kind in _ACTIONS:
             self._start(_ACTIONS[kind], create=False)
 
@@ -161,6 +164,18 @@ class PanelChannel:
                 self.send({"type": "notice", "text": str(exc)})
 
         self.loop.create_task(run())
+
+    async def _answer(self, conv: Conversation, answer: str) -> None:
+        """Approve / Deny the request this conversation waits on, by its id, as `%phoenix
+        approve` and the cell's buttons do: whichever front end answers first wins."""
+        pending = self.session.phoenix.pending
+        waiting = pending.list(conversation=conv.slug)
+        if not waiting:
+            self.send(
+                {"type": "notice", "text": f"Nothing to {answer}: {conv.slug} waits for no answer."}
+            )
+            return
+        await pending.answer(waiting[0].id, answer)
 
     def _use(self, slug: str) -> None:
         """Switch the notebook's conversation (as `%phoenix use`): only to one `list` shows."""

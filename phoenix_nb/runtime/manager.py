@@ -31,6 +31,7 @@ from phoenix_nb.core import events as ev
 from phoenix_nb.core.cycles import RecordHeader
 from phoenix_nb.core.models import ModelInfo, supports
 from phoenix_nb.core.states import (
+    AwaitingModeApproval,
     ContextExhausted,
     ConvContext,
     ConvState,
@@ -64,8 +65,10 @@ from phoenix_nb.runtime.conversation import (
     is_paused,
     is_rest,
 )
+from phoenix_nb.runtime.gateway_link import GatewayLink
+from phoenix_nb.runtime.pending import ModeApprovals, PendingRequests, WaitingApproval
 from phoenix_nb.runtime.ports import LlmProvider
-from phoenix_nb.runtime.settings import DEMO_MODEL, Settings
+from phoenix_nb.runtime.settings import DEMO_MODEL, Server, Settings
 from phoenix_nb.runtime.snapshot import RecordSnapshot, StoredRecord
 from phoenix_nb.runtime.subagents import SubAgentSpawner
 from phoenix_nb.sandbox import SandboxPolicy, detect_sandbox
@@ -118,6 +121,10 @@ class Conversation:
     @property
     def slug(self) -> str:
         return self.runtime.slug
+
+    def audit(self, event: str, **fields: Any) -> None:
+        """Report a decision on this conversation to the hub gateway's audit trail (if any)."""
+        self._phoenix.audit(event, self.slug, **fields)
 
     @property
     def state(self) -> ConvState:
@@ -185,7 +192,8 @@ class Conversation:
 
     def _header(self, child_ids: Sequence[str]) -> RecordHeader:
         runtime = self.runtime
-        return self._phoenix.record_header(runtime.slug, runtime.context, child_ids)
+        server = self._phoenix.server_of(runtime.record)
+        return self._phoenix.record_header(runtime.slug, runtime.context, child_ids, server)
 
     def spending(self) -> dict[str, Any]:
         """The record's `usage` (this turn's and the conversation's spend), kept
@@ -268,10 +276,21 @@ class Conversation:
             raise PhoenixError(str(exc)) from None
 
     async def approve(self) -> None:
+        """Grant the agent's request for write access, unless the admin's policy
+        forbids Unrestricted mode (PolicyRefusal; the request stays to be denied)."""
+        policy = self._phoenix.settings.policy
+        if policy is not None:
+            try:
+                policy.check_mode(Mode.UNRESTRICTED.value)
+            except PhoenixError as exc:
+                self._phoenix.audit("policy_refusal", self.slug, reason=str(exc))
+                raise
         await self._submit(ev.UserApproveUpgrade())
+        self._phoenix.audit("approval", self.slug, mode=Mode.UNRESTRICTED.value)
 
     async def deny(self) -> None:
         await self._submit(ev.UserDenyUpgrade())
+        self._phoenix.audit("denial", self.slug)
 
     async def restrict(self) -> list[str]:
         """Back to Restricted at once, without asking the agent (REQ-BED-016).
@@ -287,6 +306,7 @@ class Conversation:
         jobs = self._phoenix.jobs
         stopped = await jobs.stop_unrestricted(self.id)
         await self._submit(ev.UserRequestDowngrade(stopped_jobs=tuple(stopped)))
+        self._phoenix.audit("mode_change", self.slug, mode=Mode.RESTRICTED.value)
         late = await jobs.stop_unrestricted(self.id)
         if late:
             try:
@@ -300,7 +320,8 @@ class Conversation:
         await self._submit(ev.UserTriggerContinuation())
 
     async def continue_in_new(self, *, slug: str | None = None) -> Conversation:
-        """A new conversation seeded with this one's summary and linked to it (REQ-BED-021).
+        """A new conversation seeded with this one's summary and linked to it (REQ-BED-021),
+        on the server new conversations start on (the summary is asked of this one's).
 
         The summary stays in this conversation's state; the new one's first message
         reads it from there (`seeded_message`), so the link survives restarts.
@@ -310,8 +331,15 @@ class Conversation:
             state = await self.wait()
             if not isinstance(state.phase, ContextExhausted):
                 raise PhoenixError(f"could not summarise {self.slug}: it is {state.name}")
+        # The new conversation starts on the current server; this one's model goes with
+        # it only when that is still this one's server (another server has other names).
+        same = self._phoenix.server_of(self.runtime.record) == self._phoenix.settings.server
         return self._phoenix.create(
-            slug=slug, cwd=self.cwd, model=self.model, mode=None, seed_from=self.id
+            slug=slug,
+            cwd=self.cwd,
+            model=self.model if same else None,
+            mode=None,
+            seed_from=self.id,
         )
 
     def seeded_message(self, text: str) -> str:
@@ -387,7 +415,34 @@ class Phoenix:
         self._runtimes: dict[str, ConversationRuntime] = {}
         self.spawner = SubAgentSpawner(self, self.settings.sub_agents, self.sandbox.available)
         self.worktree = self._checkpoints()
+        self._reports: set[asyncio.Task[bool]] = set()  # audit events on their way
         self.restored = self._restore_all()
+        # Whatever waits for a person, answerable by id from any front end (pending.py).
+        self.pending = PendingRequests([ModeApprovals(self._waiting_approvals)])
+
+    @property
+    def gateway(self) -> GatewayLink | None:
+        """The JupyterHub gateway the admin's policy names, reached with the Hub token."""
+        policy = self.settings.policy
+        if policy is None or policy.gateway_url is None:
+            return None
+        return GatewayLink(policy.gateway_url, self.settings.api_key)
+
+    def audit(self, event: str, conversation: str, **fields: Any) -> None:
+        """Report what the user decided to the gateway's audit trail, in the background
+        (nothing without a gateway; a gateway that does not answer loses the event)."""
+        link = self.gateway
+        if link is None:
+            return
+        report = link.report({"event": event, "conversation": conversation, **fields})
+        try:
+            task = asyncio.get_running_loop().create_task(report)
+        except RuntimeError:
+            report.close()
+            link.report_now({"event": event, "conversation": conversation, **fields})
+            return
+        self._reports.add(task)
+        task.add_done_callback(self._reports.discard)
 
     @property
     def store(self) -> Store:
@@ -396,16 +451,23 @@ class Phoenix:
         return self._store
 
     # -- services ---------------------------------------------------------------------
-    def provider_for(self, model: str) -> LlmProvider:
+    def server_of(self, record: Mapping[str, Any]) -> Server:
+        """The server a stored conversation was started on (the current setting's for
+        one stored before conversations kept theirs)."""
+        return Server.of_record(record, self.settings.server)
+
+    def provider_for(self, model: str, server: Server | None = None) -> LlmProvider:
+        """The provider for `model` on `server` (None: the server new conversations
+        start on); one per server, built on first use."""
         if self._provider is not None:
             return self._provider
-        if model == DEMO_MODEL and not self.settings.base_url:
+        server = server or self.settings.server
+        if model == DEMO_MODEL and not server.base_url:
             return self._demo_provider()
-        s = self.settings
-        key = f"{s.provider} {s.base_url or ''}"
-        if key not in self._providers:
-            self._providers[key] = self._make_provider(s)
-        return self._providers[key]
+        if server.key not in self._providers:
+            s = replace(self.settings, provider=server.provider, base_url=server.base_url)
+            self._providers[server.key] = self._make_provider(s)
+        return self._providers[server.key]
 
     @staticmethod
     def _make_provider(s: Settings) -> LlmProvider:
@@ -436,14 +498,15 @@ class Phoenix:
 
         return LazyProvider(build, name=s.provider)
 
-    def lacks(self, model: str) -> tuple[str, ...]:
-        """The optional features `model` is known to lack where it is served: described
-        so in c.Phoenix.models, refused by its server, or absent from its wire format.
+    def lacks(self, model: str, server: Server | None = None) -> tuple[str, ...]:
+        """The optional features `model` is known to lack where it is served (`server`,
+        None: the current setting's): described so in c.Phoenix.models, refused by its
+        server, or absent from its wire format.
 
         Asks only a provider already built: a record or `%phoenix status` must not load
         an SDK (or fail on a missing extra) just to say this."""
-        s = self.settings
-        built = self._provider or self._providers.get(f"{s.provider} {s.base_url or ''}")
+        s = server or self.settings.server
+        built = self._provider or self._providers.get(s.key)
         built = getattr(built, "built", built)  # a LazyProvider's real one, once made
         lacks = getattr(built, "lacks", None)
         if callable(lacks):
@@ -452,9 +515,15 @@ class Phoenix:
         return ("thinking", *said) if s.provider == "openai" and "thinking" not in said else said
 
     def record_header(
-        self, slug: str, context: ConvContext, child_ids: Sequence[str]
+        self,
+        slug: str,
+        context: ConvContext,
+        child_ids: Sequence[str],
+        server: Server | None = None,
     ) -> RecordHeader:
-        """The facts a conversation's record states that its history does not carry."""
+        """The facts a conversation's record states that its history does not carry;
+        `server` is the conversation's own (None: the current setting's)."""
+        server = server or self.settings.server
         return RecordHeader(
             conversation_id=context.conversation_id,
             slug=slug,
@@ -463,8 +532,8 @@ class Phoenix:
             sandbox_available=self.sandbox.available,
             context_window=context.window,
             sub_agent_usage=self.sub_agent_usage(tuple(child_ids)),
-            provider=self.settings.provider,
-            lacks=self.lacks(context.model),
+            provider=server.provider,
+            lacks=self.lacks(context.model, server),
         )
 
     def sub_agent_usage(self, child_ids: Sequence[str]) -> tuple[tuple[str, Usage], ...]:
@@ -489,7 +558,7 @@ class Phoenix:
         """The model's real limits from the Models API (asked at most once a week per
         store, cached in it); a conversation at rest takes them for its next request."""
         model = runtime.context.model
-        provider = self.provider_for(model)
+        provider = self.provider_for(model, self.server_of(runtime.record))
         source = provider if isinstance(provider, LimitsSource) else None
         info = await self.limits.resolve(model, source)
         if info != runtime.context.model_info and not runtime.state.busy:
@@ -532,15 +601,16 @@ class Phoenix:
             self._providers = keep
         for runtime in self._runtimes.values():
             if not runtime.closed:
-                runtime.reconfigure(self._services(runtime.context.model))
+                model = runtime.context.model
+                runtime.reconfigure(self._services(model, self.server_of(runtime.record)))
 
-    def _services(self, model: str) -> Services:
+    def _services(self, model: str, server: Server) -> Services:
         from phoenix_nb.tools import registry  # the tools load with the first conversation
 
         s = self.settings
         return Services(
             store=self.store,
-            provider=self.provider_for(model),
+            provider=self.provider_for(model, server),
             sandbox=self.sandbox,
             tools_for=lambda is_sub_agent: registry.tools_for(is_sub_agent=is_sub_agent),
             run_tool=registry.run_tool,
@@ -560,8 +630,10 @@ class Phoenix:
                 max_conversation_cost=s.max_conversation_cost,
             ),
             sub_agent_usage=self.sub_agent_usage,
+            live_credentials=self.live_credentials,
             sandbox_policy=self.sandbox_policy,
             jobs=self.jobs,
+            request_headers=s.request_headers,
         )
 
     # -- restore (REQ-BED-007) ------------------------------------------------------------
@@ -601,6 +673,20 @@ class Phoenix:
             log.info("phoenix: restored %d conversation(s) to rest", len(restored))
         return restored
 
+    def _waiting_approvals(self) -> list[WaitingApproval]:
+        """The open user conversations that wait for an upgrade answer (sub-agents ask
+        through their parent, never the user)."""
+        out: list[WaitingApproval] = []
+        for runtime in list(self._runtimes.values()):
+            phase = runtime.state.phase
+            if (
+                not runtime.closed
+                and runtime.on_parent is None
+                and isinstance(phase, AwaitingModeApproval)
+            ):
+                out.append(WaitingApproval(Conversation(self, runtime), phase))
+        return out
+
     # -- finding and creating -------------------------------------------------------------------
     def _runtime_for(
         self,
@@ -618,7 +704,7 @@ class Phoenix:
             ),
             state=from_persisted(record),
             history=history if history is not None else self.store.stored_messages(record["id"]),
-            services=self._services(record["model"]),
+            services=self._services(record["model"], self.server_of(record)),
             on_parent=on_parent,
         )
         self._runtimes[record["id"]] = runtime
@@ -666,7 +752,7 @@ class Phoenix:
             count=count,
             model=context.model,
             state=state,
-            header=self.record_header(slug, context, ()),
+            header=self.record_header(slug, context, (), self.server_of(record)),
         )
 
     def open_child(
@@ -693,6 +779,15 @@ class Phoenix:
         seed_from: str | None = None,
     ) -> Conversation:
         model = model or self.settings.model
+        policy = self.settings.policy
+        if policy is not None:  # `--model`, `--mode` inside the admin's bounds
+            try:
+                policy.check_model(model)
+                if mode is not None:
+                    policy.check_mode(Mode(mode).value)
+            except PhoenixError as exc:
+                self.audit("policy_refusal", slug or "", reason=str(exc))
+                raise
         directory = Path(cwd).expanduser() if cwd is not None else Path.cwd()
         if not directory.is_dir():
             raise PhoenixError(f"Working directory {str(directory)!r} does not exist.")
@@ -706,8 +801,11 @@ class Phoenix:
             cwd=str(directory.resolve()),
             model=model,
             seed_from=seed_from,
+            server=self.settings.server.as_json(),
             **persisted_fields(state),
         )
+        if requested is Mode.UNRESTRICTED:
+            self.audit("mode_change", record["slug"], mode=Mode.UNRESTRICTED.value)
         return Conversation(self, self._runtime_for(record))
 
     def open(
@@ -756,6 +854,19 @@ class Phoenix:
         runtime = self._runtimes.get(conversation_id)
         if runtime is not None and runtime.closed:
             del self._runtimes[conversation_id]
+
+    def live_credentials(self) -> tuple[str, ...]:
+        """What every provider this Phoenix has made holds now (`LlmProvider.
+        live_credentials`), retired ones included: their clients are still in the
+        kernel's memory, so every fork of the kernel scrubs them."""
+        found: list[str] = []
+        given = [self._provider] if self._provider is not None else []
+        for provider in [*given, *self._providers.values(), *self._retired]:
+            try:
+                found += provider.live_credentials()
+            except Exception:  # a provider's bug must not stop the scrub of the others
+                log.exception("phoenix: live_credentials failed for %r", provider)
+        return tuple(dict.fromkeys(found))
 
     async def aclose(self) -> None:
         await self.spawner.close()

@@ -28,6 +28,12 @@ __all__ = ["LauncherHandle", "Process", "launcher", "read_some", "start_process"
 
 _LAUNCHER_SCRIPT = Path(__file__).with_name("child") / "launcher.py"
 _HELLO_TIMEOUT = 30.0
+# Bound on waiting for a supervisor to take a request (its first status line). A
+# spare takes it at once when one is ready; one being prepared bounds its own set-up
+# (the launcher's _SETUP_TIMEOUT) and then answers, if only with a refusal. So this
+# only ends a wait on a launcher that can no longer answer at all: the request is
+# abandoned (its status pipe closed), and a spare that takes it later drops it.
+_START_WAIT = 30.0
 # Bound on waiting for a killed command's report. The supervisor reports only once
 # the whole tree is gone, and dies (closing the pipe: read as killed) if it cannot;
 # this bounds only a supervisor that is itself stuck. Generous, because a saturated
@@ -55,6 +61,7 @@ class Process:
         self.pgid = 0  # the group to kill: the command's bash, or its namespace's PID 1
         self.tmpdir = ""  # a Restricted command's TMPDIR (gone when it ends)
         self._pidfd: int | None = None
+        self._group_pidfd: int | None = None  # pgid's process: the end a lost report waits for
         self.result: ExitReport | None = None
         self._wait_task: asyncio.Future[ExitReport] | None = None
 
@@ -95,6 +102,11 @@ class Process:
         if self.supervisor_pid > 0:
             with contextlib.suppress(OSError):
                 self._pidfd = os.pidfd_open(self.supervisor_pid)
+        if self.pgid > 0:
+            # Opened now, while the supervisor still holds it unreaped (it writes this
+            # line before the command may run): never a stranger that reused the pid.
+            with contextlib.suppress(OSError):
+                self._group_pidfd = os.pidfd_open(self.pgid)
 
     async def wait(self) -> ExitReport:
         """How the command ended (a missing or damaged report reads as killed).
@@ -126,9 +138,32 @@ class Process:
         return self._wait_task
 
     async def _read_report(self) -> ExitReport:
-        report = self.result = ExitReport.parse(await self._read_line())
+        line = await self._read_line()
+        if not line:
+            await self._lost_supervisor()
+        report = self.result = ExitReport.parse(line)
         self._close_status()
         return report
+
+    async def _lost_supervisor(self) -> None:
+        """The status pipe ended without a report: the supervisor was killed (from
+        outside, by the OOM killer). Its namespace's PID 1 dies with it (its parent-death
+        signal), but the namespace's teardown runs on after the pipe has closed, so the
+        pipe's end says nothing about the tree. Kill the group (PID 1, or an Unrestricted
+        command's group) and wait until that process has ended: PID 1 ends only once every
+        process of its namespace is gone. Bounded by _STOP_WAIT."""
+        if self.pgid > 0:
+            with contextlib.suppress(OSError):
+                os.killpg(self.pgid, signal.SIGKILL)
+        if self._group_pidfd is None:
+            return
+        loop = asyncio.get_running_loop()
+        ended: asyncio.Future[None] = loop.create_future()
+        loop.add_reader(self._group_pidfd, _set_ready, ended)
+        try:
+            await asyncio.wait((ended,), timeout=_STOP_WAIT)
+        finally:
+            loop.remove_reader(self._group_pidfd)
 
     def kill(self) -> None:
         """SIGKILL the command's process group now, then have the supervisor sweep.
@@ -157,10 +192,11 @@ class Process:
     def _close_status(self) -> None:
         with contextlib.suppress(OSError):
             os.close(self._status_fd)
-        if self._pidfd is not None:
-            with contextlib.suppress(OSError):
-                os.close(self._pidfd)
-            self._pidfd = None
+        for pidfd in (self._pidfd, self._group_pidfd):
+            if pidfd is not None:
+                with contextlib.suppress(OSError):
+                    os.close(pidfd)
+        self._pidfd = self._group_pidfd = None
 
 
 async def read_some(loop: asyncio.AbstractEventLoop, fd: int, size: int = 65536) -> bytes:
@@ -341,7 +377,17 @@ async def start_process(spec: RunSpec, output_fd: int | None = None) -> Process:
     os.set_blocking(status_r, False)
     proc = Process(out_r, status_r)
     try:
-        await proc.started()
+        try:
+            # asyncio.timeout, not wait_for: 3.11's wait_for can swallow a cancellation
+            # that lands as the wait ends, and a cancelled start must raise (the tree
+            # is stopped below before it does).
+            async with asyncio.timeout(_START_WAIT):
+                await proc.started()
+        except TimeoutError:
+            raise SandboxError(
+                f"no sandbox supervisor took the command within {_START_WAIT:g} s "
+                "(the launcher is stuck or cannot prepare one); it was not run"
+            ) from None
     except asyncio.CancelledError:
         await _stop_interrupted(proc)
         if out_r >= 0:

@@ -51,6 +51,9 @@ class ToolContext:
     env_allow: tuple[str, ...] = ()  # c.Phoenix.env_allow: more variables commands may see
     kernel: KernelPort | None = None  # the Jupyter kernel the conversation lives in (kernel tools)
     kernel_access: bool = True  # c.Phoenix.kernel_access: off keeps the kernel tools declared only
+    # The credentials the providers hold now (LlmProvider.live_credentials): asked before
+    # each fork of the kernel, which scrubs them from its memory.
+    live_credentials: Callable[[], tuple[str, ...]] = lambda: ()
 
 
 @runtime_checkable

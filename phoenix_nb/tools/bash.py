@@ -274,7 +274,9 @@ class BashTool(SchemaTool):
             timed_out=timed_out,
             output_truncated=buffer.omitted > 0,
         )
-        return ToolResult(tool_use_id, "\n".join(lines), is_error=timed_out, display=display)
+        # A set-up step refused the command (it never ran): the tool failed, not the command.
+        failed = timed_out or bool(result.refused)
+        return ToolResult(tool_use_id, "\n".join(lines), is_error=failed, display=display)
 
     def _limit_lines(self, hit: Sequence[str], lim: SandboxLimits) -> list[str]:
         """Say which whole-tree limit the command ran into, and how to change it."""

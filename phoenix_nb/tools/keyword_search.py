@@ -420,7 +420,11 @@ _FEW_NUL_LESS_LINES = 12  # ... and where lines without NUL are more, _MATCHED (
 
 # A file's run of printed lines: a line, then each next line with the same path (a
 # backreference), past any lines without NUL between them (rg's notes, --stats).
-_RUN = re.compile(rb"\n([^\0\n]*+)\0[^\n]*+(?:(?:\n[^\0\n]*+(?=\n))*+\n\1\0[^\n]*+)*+")
+# The groups' repeats are atomic groups, `(?>X*)`, which is what `X*+` means: CPython
+# 3.11.2 (Debian 12's python3, which ordinary users' venvs are made from; 3.11.7 does
+# not) matched the possessive repeats of groups wrongly, ending each run after its
+# first line: keyword_search counted the hits and showed "No hits." (issue 34).
+_RUN = re.compile(rb"\n([^\0\n]*+)\0[^\n]*+(?>(?:(?>(?:\n[^\0\n]*+(?=\n))*)\n\1\0[^\n]*+)*)")
 
 _first, _second = itemgetter(0), itemgetter(1)
 

@@ -104,7 +104,7 @@ cleanup: Any = _load("cleanup")
 
 _SWEEP_WAIT = 0.01  # seconds between kill rounds while killed processes exit
 SPARES = 2  # spare supervisors kept ready per socket
-_SETUP_TIMEOUT = 20.0  # seconds a spare waits for its namespaces to be ready
+_SETUP_TIMEOUT = 10.0  # seconds a spare waits for its namespaces to be ready
 
 
 # ------------------------------------------------------------------ host plan
@@ -296,7 +296,8 @@ def _exec_command(
         else:
             os.dup2(out_fd, 2)
         os.closerange(3, 65536)
-        os.chdir(req["cwd"])
+        if not req.get("restricted"):
+            os.chdir(req["cwd"])
         for name, value in req.get("rlimits", {}).items():
             limit = getattr(resource, name)
             resource.setrlimit(limit, (value, value))
@@ -325,6 +326,10 @@ def _exec_command(
                 else None
             )
             confine.drop_capabilities(restrictions.last_cap, keep)
+            # Only now: an ordinary user's placeholders over hidden folders are its
+            # own (it cannot give them away), and with its namespace's capabilities
+            # it could still have entered one as its working directory.
+            os.chdir(req["cwd"])
             if read_only:
                 plan = restrictions.landlock.without_truncate()
                 confine.apply_landlock(plan, writable, req["devices"], near=[req["cwd"]])
@@ -419,7 +424,8 @@ def _namespace_init(chan: socket.socket, restrictions: Restrictions, tmpdir: str
         if not started:
             os._exit(0)  # no request came (the supervisor went away)
         confine.prctl(confine.PR_SET_PDEATHSIG, signal.SIGKILL)
-        linger = json.loads(started).get("linger", False)
+        told = json.loads(started)
+        linger = told.get("linger", False)
         confine.drop_capabilities(restrictions.last_cap, None)
         exit_code: int | None = None
         exit_signal: int | None = None
@@ -446,6 +452,8 @@ def _namespace_init(chan: socket.socket, restrictions: Restrictions, tmpdir: str
             if st.f_favail < 2:
                 full.append("tmp_inodes")
         report = {"exit": exit_code, "signal": exit_signal, "limits": full}
+        if told.get("refused"):
+            report["refused"] = told["refused"]
         chan.send(json.dumps(report).encode())
         # Exiting now would tear the namespaces down (its mounts, the network)
         # on the CPU the supervisor was just woken on, ahead of its report to the
@@ -480,9 +488,10 @@ def _namespace_command(
             if failed:
                 raise OSError(f"could not hide {failed}")
     except BaseException as exc:
+        why = f"the command's private TMPDIR, /dev/shm or hidden paths could not be mounted ({exc})"
         with contextlib.suppress(OSError):
-            os.write(out_fd, f"phoenix sandbox: cannot start command: {exc}\n".encode())
-            os.write(ctl_w, b'{"linger": false}')
+            os.write(out_fd, f"phoenix sandbox: {why}; it was not run\n".encode())
+            os.write(ctl_w, json.dumps({"linger": False, "refused": why}).encode())
         os._exit(126)
     os.write(ctl_w, json.dumps({"linger": bool(req.get("linger"))}).encode())
     os.close(ctl_w)
@@ -633,6 +642,8 @@ def spare(
             # unsharing process) and "R" (from PID 1, once its command process
             # is forked); anything else is a failure report.
             got: list[bytes] = [ours.recv(256), ours.recv(256)]
+            if b"" in got:
+                raise OSError("its PID 1 ended during the set-up")
             if b"R" not in got:
                 raise OSError(next((m for m in got if m != b"R"), b"E")[1:].decode())
             answer = next(m for m in got if m != b"R")
@@ -640,9 +651,15 @@ def spare(
                 raise OSError(answer[1:].decode() or "namespace set-up failed")
             target = int(answer)
         except TimeoutError:
-            setup_error = f"the namespace set-up did not finish within {_SETUP_TIMEOUT:g} s"
+            setup_error = (
+                f"the command's namespaces were not set up within {_SETUP_TIMEOUT:g} s; "
+                "it was not run"
+            )
         except (OSError, ValueError) as exc:
-            setup_error = f"the namespace set-up failed ({exc or type(exc).__name__})"
+            setup_error = (
+                f"the command's namespaces could not be set up ({exc or type(exc).__name__}); "
+                "it was not run"
+            )
         ours.settimeout(None)
         if setup_error:
             # The unsharing side may wait for "M", PID 1 for its request: neither can
@@ -700,10 +717,16 @@ def spare(
             _set_nice(pid, 0)
     os.close(taken_w)
     sock.close()
-    if restricted and (restrictions is None or setup_error):
+    if not setup_error and _ended(target):
+        # Killed while it waited (an OOM kill, a stray signal): handing it the
+        # request would report the command as killed when it never ran.
+        setup_error = (
+            "the sandbox prepared for the command had ended before it came; it was not run"
+        )
+    if setup_error or (restricted and restrictions is None):
         why = setup_error or "Landlock or seccomp is unavailable"
         os.write(out_fd, f"phoenix sandbox: {why}\n".encode())
-        os.write(status_fd, b'{"pid": 0}\n{"exit": 126, "signal": null, "killed": false}\n')
+        _write_refusal(status_fd, why)
         _discard(target, tmpdir, group)
         os._exit(0)
     if setup is not None and setup.version:
@@ -715,7 +738,7 @@ def spare(
                 # Deny by default: a Restricted command never runs outside its budget.
                 why = f"the command's cgroup budget could not be applied ({exc}); it was not run"
                 os.write(out_fd, f"phoenix sandbox: {why}\n".encode())
-                os.write(status_fd, b'{"pid": 0}\n{"exit": 126, "signal": null, "killed": false}\n')
+                _write_refusal(status_fd, why)
                 _discard(target, tmpdir)
                 for stale in held:
                     stale.remove()
@@ -807,6 +830,20 @@ def _family(pid: int) -> list[int]:
     return found
 
 
+def _write_refusal(status_fd: int, why: str) -> None:
+    """Both status lines for a command the sandbox did not run, and why."""
+    report = {"exit": 126, "signal": None, "killed": False, "refused": why}
+    os.write(status_fd, f'{{"pid": 0}}\n{json.dumps(report)}\n'.encode())
+
+
+def _ended(pid: int) -> bool:
+    """Whether our child `pid` (a prepared command side) has exited; it is not reaped."""
+    try:
+        return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+    except ChildProcessError:
+        return True
+
+
 def _discard(pid: int, tmpdir: str, group: Any = None) -> None:
     """Stop an unused prepared command side and remove its TMPDIR and cgroup."""
     with contextlib.suppress(OSError):
@@ -864,6 +901,7 @@ def supervise(
     code: int | None = None
     sig: int | None = None
     limits: list[str] = []
+    refused = ""  # why the sandbox did not run the command (it never started)
     early = False
     # PID 1's report: it reaped every process of the namespace, so the tree is gone
     # and the caller hears now, not after the namespaces' teardown. The channel also
@@ -874,7 +912,7 @@ def supervise(
     reported = _namespace_report(chan) if ended == "report" else None
     if reported is not None:
         early = True
-        code, sig, more = reported
+        code, sig, more, refused = reported
         limits += more
     else:
         while True:
@@ -896,6 +934,7 @@ def supervise(
             else:
                 code, sig = reported[0], reported[1] or sig
                 limits += reported[2]
+                refused = reported[3]
         elif req.get("linger"):
             while True:
                 try:
@@ -911,6 +950,8 @@ def supervise(
     if tmpdir and not namespaced:
         cleanup.remove_tree(tmpdir)  # the command's files: gone before the caller hears
     report = {"exit": code, "signal": sig, "killed": state["killed"], "limits": limits}
+    if refused:
+        report["refused"] = refused
     os.write(status_fd, (json.dumps(report) + "\n").encode())
     # After the report: nothing of the command is left to wait for.
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
@@ -929,9 +970,12 @@ def supervise(
     os._exit(0)
 
 
-def _namespace_report(chan: socket.socket) -> tuple[int | None, int | None, list[str]] | None:
-    """PID 1's own report: how the command ended and which TMPDIR cap it hit; None
-    when there is none (the channel's end, nothing sent yet)."""
+def _namespace_report(
+    chan: socket.socket,
+) -> tuple[int | None, int | None, list[str], str] | None:
+    """PID 1's own report: how the command ended, which TMPDIR cap it hit and why the
+    command was refused (its set-up failed; "" when it ran); None when there is none
+    (the channel's end, nothing sent yet)."""
     try:
         report = json.loads(chan.recv(65536))
     except (OSError, ValueError):
@@ -939,8 +983,9 @@ def _namespace_report(chan: socket.socket) -> tuple[int | None, int | None, list
     if not isinstance(report, dict):
         return None
     if report.get("error"):
-        return 126, None, []
-    return report.get("exit"), report.get("signal"), list(report.get("limits", []))
+        return 126, None, [], f"the command's PID 1 failed: {report['error']}"
+    refused = str(report.get("refused") or "")
+    return report.get("exit"), report.get("signal"), list(report.get("limits", [])), refused
 
 
 # -------------------------------------------------------------------- launcher
