@@ -81,6 +81,9 @@ def _open_panel(lab: LabPage) -> Panel:
     palette = lab.page.locator(".lm-CommandPalette-input")
     for _attempt in range(6):
         lab.answer_kernel_dialog()
+        # The keyboard to the notebook (command mode), where the palette's shortcut works.
+        lab.page.locator(".jp-NotebookPanel .jp-Cell .jp-InputPrompt").first.click()
+        lab.page.keyboard.press("Escape")
         lab.page.keyboard.press("Control+Shift+C")
         try:
             expect(palette).to_be_visible(timeout=10_000)
@@ -259,6 +262,9 @@ def test_panel_in_jupyterlab(lab: LabPage, fake_llm: FakeAnthropic) -> None:
         lab.screenshot(shot)
     lab.set_theme(False)
 
+    # Only this notebook open, so the reloaded page shows it (not a hidden other tab).
+    _tab(lab, "panel-other.ipynb").locator(".lm-TabBar-tabCloseIcon").click()
+    expect(_tab(lab, "panel-other.ipynb")).to_have_count(0, timeout=WAIT_MS)
     lab.page.locator(".jp-NotebookPanel:visible .jp-Cell").first.locator(".jp-InputPrompt").click()
     _save(lab, name)
     _check_saved(path)
