@@ -356,6 +356,42 @@ Now = Callable[[Subcommand, Session], None]
 Awaiting = Callable[[Subcommand, Session, Any], Awaitable[None]]
 
 
+async def _mcp(command: Subcommand, session: Session, shell: Any) -> None:
+    """`%phoenix mcp`: list the servers here, or approve / deny / restart one.
+
+    Approving starts nothing by itself; the server starts (in the sandbox) at the
+    next cell, and its tools join the conversations that start after it is ready."""
+    from phoenix_nb.notebook.mcp_lines import server_lines
+
+    hub = session.phoenix.mcp
+    cwd = Path(session.cwd)
+    action, *names = command.extra or ("list",)
+    loop = asyncio.get_running_loop()
+    if action == "list":
+        servers = hub.servers(cwd)
+        for line in server_lines(hub, servers):
+            print(line)
+        return
+    targets = hub.servers(cwd) if command.force else [hub.find(names[0], cwd)]
+    for server in targets:
+        if action == "approve":
+            hub.approve(server)
+            print(f"Approved MCP server {server.name}: {server.config.describe()}")
+        elif action == "deny" and server.config.source == "config":
+            print(
+                f"MCP server {server.name} is in your own config: remove it from "
+                "c.Phoenix.mcp_servers to stop using it."
+            )
+        elif action == "deny":
+            await loop.run_in_executor(None, hub.deny, server)
+            print(f"Denied MCP server {server.name}: it does not run.")
+        else:
+            await loop.run_in_executor(None, hub.restart, server)
+            print(f"Restarting MCP server {server.name}.")
+    for line in await hub.prepare(cwd):
+        print(line)
+
+
 @dataclass(frozen=True)
 class Handler:
     """How one subcommand runs. `awaiting` (when given) is what `run_line` awaits on the
@@ -386,6 +422,7 @@ HANDLERS: Mapping[str, Handler] = {
     "cancel": Handler(awaiting=_cancel),
     "revert": Handler(awaiting=_revert),
     "continue": Handler(awaiting=_continue),
+    "mcp": Handler(awaiting=_mcp),
 }
 assert set(HANDLERS) == set(SUBCOMMANDS), "every parsed subcommand has exactly one handler"
 
@@ -501,6 +538,7 @@ def _status(conv: Conversation, session: Session) -> str:
         f"({100 * usage['fraction']:.0f}%)" + ("  — near the limit" if usage["warning"] else ""),
         f"cost          {Spending(conv.spending()).line or 'nothing spent yet'}",
         f"budget        {_budget_line(session, conv.spending())}",
+        *_mcp_status(session),
         _reattach_line(session, conv),
         *_policy_lines(session),
     ]
@@ -526,6 +564,15 @@ def _policy_lines(session: Session) -> list[str]:
     if gateway is not None:
         lines.append(f"today         {gateway.spend_today()}")
     return lines
+
+
+def _mcp_status(session: Session) -> list[str]:
+    """`%phoenix status`'s count of MCP servers by state (none made: no line)."""
+    counts = session.phoenix.mcp_counts()
+    if counts is None:
+        return []
+    said = ", ".join(f"{n} {state}" for state, n in sorted(counts.items())) or "none"
+    return [f"mcp servers   {said}  (`%phoenix mcp` lists them)"]
 
 
 @magics_class

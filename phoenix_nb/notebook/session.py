@@ -57,6 +57,15 @@ class PhoenixConfig(Configurable):
     base_url = Unicode(
         "", help="The provider's base URL (default $ANTHROPIC_BASE_URL for anthropic)."
     ).tag(config=True)
+    mcp_servers = Dict(
+        {},
+        help="MCP servers whose tools the agent may use: {name: {command, args, env, cwd, "
+        "network, write, timeout, memory} | {url, headers}} (README 'Tools from MCP servers').",
+    ).tag(config=True)
+    mcp_defer_above = Int(
+        _DEFAULT.mcp_defer_above,
+        help="Above this many MCP tools, send their names up front and schemas on demand.",
+    ).tag(config=True)
     models = Dict(
         help="Models the registry and the server do not describe: {name: {context_window, "
         "max_output, prices: {input, output, ...}, supports: {thinking, caching, images}}}."

@@ -656,6 +656,8 @@ class ConversationRuntime:
             tool=name,
             tool_use_id=tool_use_id,
             run=run,
+            # the tool's own trait; a tool that does not say (a test's stand-in) can write
+            writes=next((getattr(t, "writes", True) for t in tools if t.name == name), True),
         )
 
     def _checkpoint_if_writes_begin(self, previous: ConvState, event: ev.Event) -> None:

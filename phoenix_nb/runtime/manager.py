@@ -24,7 +24,7 @@ import logging
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from phoenix_nb.checkpoints.recorder import Checkpoints
 from phoenix_nb.core import events as ev
@@ -76,6 +76,10 @@ from phoenix_nb.store import Store, store_problem
 from phoenix_nb.tools.background_jobs import BackgroundJobs
 from phoenix_nb.tools.kernel import outcome_note
 from phoenix_nb.tools.kernel_port import KernelPort
+
+if TYPE_CHECKING:
+    from phoenix_nb.mcp import McpHub
+    from phoenix_nb.tools.base import Tool
 
 __all__ = [
     "Conversation",
@@ -409,6 +413,8 @@ class Phoenix:
         self.sandbox = detect_sandbox()  # the host's, probed once per process
         self.sandbox_policy = _sandbox_policy(self.settings, self.store_root)
         self.jobs = BackgroundJobs()  # its conversations' detached commands
+        self._mcp: McpHub | None = None  # its MCP servers, made at first use (`mcp`)
+        self._mcp_told: dict[str, set[str]] = {}  # conversation id -> servers announced
         self._providers: dict[str, LlmProvider] = {}
         self._retired: list[LlmProvider] = []  # replaced by `reconfigure`, closed by `aclose`
         self._provider = provider
@@ -443,6 +449,58 @@ class Phoenix:
             return
         self._reports.add(task)
         task.add_done_callback(self._reports.discard)
+
+    @property
+    def mcp(self) -> McpHub:
+        """The MCP servers of this Phoenix (phoenix_nb.mcp), made at first use: the
+        package (not the SDK, which only its worker thread imports) loads then."""
+        if self._mcp is None:
+            from phoenix_nb.mcp import Approvals, McpConfigError, McpHub, parse_servers
+
+            problem = ""
+            try:
+                configured = parse_servers(self.settings.mcp_servers)
+            except McpConfigError as exc:
+                configured, problem = (), str(exc)
+            self._mcp = McpHub(
+                Approvals(Path(self.store_root)), self.sandbox, self.sandbox_policy, configured
+            )
+            if problem:
+                self._mcp.config_problem = problem
+        return self._mcp
+
+    def mcp_servers_missing(self, conv: Conversation) -> list[str]:
+        """Ready MCP servers whose tools ``conv`` does not have (it started before they
+        were ready), each named once per conversation: announced, then left alone."""
+        if self._mcp is None:
+            return []
+        from phoenix_nb.mcp import mcp_tools
+
+        have = {tool.name for tool in conv.runtime.tools}
+        call = next((t for t in conv.runtime.tools if t.name == "mcp_call"), None)
+        listed = call.description if call is not None else ""
+        told = self._mcp_told.setdefault(conv.id, set())
+        new = []
+        for server in self._mcp.ready_servers():
+            names = [t.name for t in mcp_tools(self._mcp, [server], len(server.tools))]
+            present = any(n in have or f"- {n}:" in listed for n in names)
+            if names and not present and server.name not in told:
+                new.append(server.name)
+        told.update(new)
+        return sorted(new)
+
+    def mcp_counts(self) -> dict[str, int] | None:
+        """MCP servers by state; None when no MCP server was ever looked at here."""
+        return None if self._mcp is None else self._mcp.counts()
+
+    def mcp_tools(self) -> tuple[Tool, ...]:
+        """The tools of the MCP servers ready now: a conversation takes them at its start
+        and keeps them (REQ-BED-017: the tool list never changes within a conversation)."""
+        if self._mcp is None:
+            return ()
+        from phoenix_nb.mcp import mcp_tools
+
+        return mcp_tools(self._mcp, self._mcp.ready_servers(), self.settings.mcp_defer_above)
 
     @property
     def store(self) -> Store:
@@ -594,6 +652,15 @@ class Phoenix:
         self.sandbox_policy = _sandbox_policy(settings, self.store_root)
         self.spawner.set_limits(settings.sub_agents)
         self.worktree.reconfigure(settings.checkpoints)
+        if self._mcp is not None:
+            from phoenix_nb.mcp import McpConfigError, parse_servers
+
+            try:
+                configured = parse_servers(settings.mcp_servers)
+                self._mcp.config_problem = ""
+            except McpConfigError as exc:
+                configured, self._mcp.config_problem = (), str(exc)
+            self._mcp.reconfigure(configured, self.sandbox_policy)
         client = ("api_key", "provider", "base_url", "stall_timeout", "cache_ttl")
         if any(getattr(old, f) != getattr(settings, f) for f in client):
             keep = {k: p for k, p in self._providers.items() if k == DEMO_MODEL}
@@ -612,7 +679,10 @@ class Phoenix:
             store=self.store,
             provider=self.provider_for(model, server),
             sandbox=self.sandbox,
-            tools_for=lambda is_sub_agent: registry.tools_for(is_sub_agent=is_sub_agent),
+            tools_for=lambda is_sub_agent: (
+                *registry.tools_for(is_sub_agent=is_sub_agent),
+                *self.mcp_tools(),
+            ),
             run_tool=registry.run_tool,
             api_tool_specs=registry.api_tool_specs,
             retry_delay_scale=s.retry_delay_scale,
@@ -870,6 +940,8 @@ class Phoenix:
 
     async def aclose(self) -> None:
         await self.spawner.close()
+        if self._mcp is not None:  # every server's tree is killed by its supervisor
+            await asyncio.get_running_loop().run_in_executor(None, self._mcp.close)
         for runtime in list(self._runtimes.values()):
             await runtime.close()
         for provider in [*self._providers.values(), *self._retired]:

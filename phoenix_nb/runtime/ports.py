@@ -75,6 +75,7 @@ class WorkTreeRecorder(Protocol):
         tool: str,
         tool_use_id: str,
         run: Callable[[], Awaitable[ToolResult]],
+        writes: bool = True,
     ) -> ToolResult: ...
 
 

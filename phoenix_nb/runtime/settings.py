@@ -169,6 +169,11 @@ class Settings:
     # The admin's policy (phoenix_nb.policy), set by `with_policy` only: what the
     # runtime checks when a conversation is created, given a model or approved.
     policy: Policy | None = None
+    # MCP servers (README "Tools from MCP servers"): {name: {command, args, env, cwd,
+    # network, write, timeout, memory} | {url, headers}}; checked by phoenix_nb.mcp.
+    mcp_servers: Mapping[str, Any] | None = None
+    # More MCP tools than this: their names up front, their schemas on demand.
+    mcp_defer_above: int = 30
 
     def __post_init__(self) -> None:
         if self.provider not in PROVIDERS:

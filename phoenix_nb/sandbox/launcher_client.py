@@ -50,11 +50,16 @@ class Process:
     """A command started by the launcher: its output fd and its supervisor.
 
     The caller owns `output_fd` (read end of the combined stdout/stderr pipe);
-    `wait()` returns the exit report; `kill()` stops the whole tree.
+    `wait()` returns the exit report; `kill()` stops the whole tree. A spec with
+    ``stdin`` gives `stdin_fd` (the write end of the command's stdin, non-blocking),
+    one with ``separate_stderr`` gives `stderr_fd` (the read end of its stderr);
+    the caller owns and closes those too.
     """
 
     def __init__(self, output_fd: int, status_fd: int) -> None:
         self.output_fd = output_fd
+        self.stdin_fd = -1
+        self.stderr_fd = -1
         self._status_fd = status_fd
         self._status_buf = b""
         self.supervisor_pid = 0
@@ -312,14 +317,17 @@ class LauncherHandle:
         assert self._hello is not None
         return self._hello
 
-    def start(self, spec: RunSpec, output_w: int) -> tuple[int, int]:
-        """Send one request; returns the status pipe's read end."""
+    def start(self, spec: RunSpec, output_w: int, extra: tuple[int, ...] = ()) -> tuple[int, int]:
+        """Send one request; returns the status pipe's read end.
+
+        ``extra``: the command's stdin read end and/or stderr write end, in that
+        order, as the spec's ``stdin`` and ``separate_stderr`` say."""
         data = json.dumps(spec.to_request()).encode()
         for attempt in range(2):
             sock = self._ensure()[1 if spec.restricted else 0]
             status_r, status_w = os.pipe2(os.O_CLOEXEC)
             try:
-                socket.send_fds(sock, [data], [output_w, status_w])
+                socket.send_fds(sock, [data], [output_w, status_w, *extra])
                 return status_r, attempt
             except OSError:
                 os.close(status_r)
@@ -363,19 +371,39 @@ async def start_process(spec: RunSpec, output_fd: int | None = None) -> Process:
             fcntl.fcntl(out_w, fcntl.F_SETPIPE_SZ, _OUTPUT_PIPE_BYTES)
     else:
         out_r, out_w = -1, output_fd
+    ours: list[int] = []  # our ends of the stdin / stderr pipes, in the Process
+    theirs: list[int] = []  # the command's ends, closed here once sent
+    if spec.stdin:
+        in_r, in_w = os.pipe2(os.O_CLOEXEC)
+        ours.append(in_w)
+        theirs.append(in_r)
+    if spec.separate_stderr:
+        err_r, err_w = os.pipe2(os.O_CLOEXEC)
+        ours.append(err_r)
+        theirs.append(err_w)
     try:
-        status_r, _ = _LAUNCHER.start(spec, out_w)
+        status_r, _ = _LAUNCHER.start(spec, out_w, tuple(theirs))
     except BaseException:
         if out_r >= 0:
             os.close(out_r)
+        for fd in ours:
+            os.close(fd)
         raise
     finally:
         if out_r >= 0:
             os.close(out_w)
+        for fd in theirs:
+            os.close(fd)
     if out_r >= 0:
         os.set_blocking(out_r, False)
     os.set_blocking(status_r, False)
     proc = Process(out_r, status_r)
+    for fd in ours:
+        os.set_blocking(fd, False)
+    if spec.stdin:
+        proc.stdin_fd = ours.pop(0)
+    if spec.separate_stderr:
+        proc.stderr_fd = ours.pop(0)
     try:
         try:
             # asyncio.timeout, not wait_for: 3.11's wait_for can swallow a cancellation
@@ -390,15 +418,21 @@ async def start_process(spec: RunSpec, output_fd: int | None = None) -> Process:
             ) from None
     except asyncio.CancelledError:
         await _stop_interrupted(proc)
-        if out_r >= 0:
-            os.close(out_r)
+        _close_ends(proc)
         raise
     except BaseException:
         proc.abandon()
-        if out_r >= 0:
-            os.close(out_r)
+        _close_ends(proc)
         raise
     return proc
+
+
+def _close_ends(proc: Process) -> None:
+    """Close the caller's ends of a command that did not start."""
+    for fd in (proc.output_fd, proc.stdin_fd, proc.stderr_fd):
+        if fd >= 0:
+            with contextlib.suppress(OSError):
+                os.close(fd)
 
 
 async def _stop_interrupted(proc: Process) -> None:

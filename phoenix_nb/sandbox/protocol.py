@@ -134,6 +134,11 @@ class RunSpec:
     group: str = ""  # the conversation's cgroup budget
     hidden: tuple[str, ...] = ()
     discard_stderr: bool = False  # stderr to /dev/null (output_fd carries stdout only)
+    # A long-lived server speaking on stdin/stdout (MCP): the caller's pipe is its
+    # stdin (else /dev/null), and its stderr has a pipe of its own, so stdout
+    # carries the protocol alone and stderr stays readable for the caller's errors.
+    stdin: bool = False
+    separate_stderr: bool = False
 
     def to_request(self) -> dict[str, Any]:
         rlimits: dict[str, int] = {"RLIMIT_CORE": 0}
@@ -160,5 +165,7 @@ class RunSpec:
             "group": self.group,
             "hidden": list(self.hidden),
             "discard_stderr": self.discard_stderr,
+            "stdin": self.stdin,
+            "separate_stderr": self.separate_stderr,
             "limits": asdict(self.limits),
         }

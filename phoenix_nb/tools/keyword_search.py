@@ -148,16 +148,14 @@ def rg_spec(ctx: ToolContext, root: Path, binary: str) -> sandbox.RunSpec:
     """
     restricted = ctx.mode == Mode.RESTRICTED
     env = command_environment(allow=ctx.env_allow, deny=ctx.secret_patterns).env
-    return sandbox.RunSpec(
-        argv=(binary, "--no-config"),
-        cwd=str(root),
-        env={k: v for k, v in env.items() if not k.startswith("RIPGREP_")},
+    return ctx.commands.spec(
+        (binary, "--no-config"),
+        root,
+        {k: v for k, v in env.items() if not k.startswith("RIPGREP_")},
         restricted=restricted,
-        limits=ctx.sandbox_policy.limits,
         cpu_seconds=RG_CPU_SECONDS,
-        group=sandbox.group_for(ctx.conversation_id or "default"),
-        hidden=tuple(sandbox.hidden_paths(ctx.cwd, ctx.sandbox_policy)) if restricted else (),
         discard_stderr=True,
+        hide_from=ctx.cwd,
     )
 
 
@@ -687,6 +685,8 @@ def _render_terms(stats: list[TermStats]) -> str:
 
 class KeywordSearchTool(SchemaTool):
     """ripgrep over the repository, per-term breadth control, helper-model ranking."""
+
+    writes = False  # the checkpoint recorder skips it
 
     name = "keyword_search"
     description = KEYWORD_SEARCH_DESCRIPTION

@@ -106,6 +106,13 @@ TABLE: dict[str, tuple[Any, Probe, Any]] = {
     ),
     # the turn budget
     "max_turn_rounds": (7, lambda s, c: c.runtime.budget().max_rounds, None),
+    # MCP servers: the hub (made at first use) lists the configured ones, nothing started.
+    "mcp_servers": (
+        {"x": {"command": "/bin/true"}},
+        lambda s, c: [server.name for server in s.phoenix.mcp.servers()],
+        ["x"],
+    ),
+    "mcp_defer_above": (3, lambda s, c: s.phoenix.settings.mcp_defer_above, None),
     "max_turn_cost": (2.5, lambda s, c: c.runtime.budget().max_turn_cost, None),
     "max_conversation_cost": (
         20.0,

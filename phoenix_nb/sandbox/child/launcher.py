@@ -76,7 +76,7 @@ import socket
 import sys
 import tempfile
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
@@ -278,20 +278,28 @@ def _exec_command(
     restrictions: Restrictions | None,
     tmpdir: str | None,
     read_only: bool = False,
+    extra: Sequence[int] = (),
 ) -> None:
     """Runs in the command process: set up, restrict self, exec. Never returns.
 
     stdout (and stderr, unless the request discards it) go to `out_fd`; a failure
     to start is written to stdout, so the caller reads why even when stderr is discarded.
+    ``extra``: the caller's own stdin pipe (``req["stdin"]``) and then its own stderr
+    pipe (``req["separate_stderr"]``), in that order, for a long-lived server that
+    speaks a protocol on stdin/stdout (MCP); otherwise stdin is /dev/null.
     ``read_only``: every mount but the command's own TMPDIR and /dev/shm is
     read-only (``confine.make_read_only``), so truncation is the mounts' to refuse
     and Landlock's walk may stop at the working directory (``without_truncate``).
     """
     try:
-        null = os.open("/dev/null", os.O_RDONLY)
-        os.dup2(null, 0)
+        given = list(extra)
+        stdin_fd = given.pop(0) if req.get("stdin") and given else None
+        stderr_fd = given.pop(0) if req.get("separate_stderr") and given else None
+        os.dup2(stdin_fd if stdin_fd is not None else os.open("/dev/null", os.O_RDONLY), 0)
         os.dup2(out_fd, 1)
-        if req.get("discard_stderr"):
+        if stderr_fd is not None:
+            os.dup2(stderr_fd, 2)
+        elif req.get("discard_stderr"):
             os.dup2(os.open("/dev/null", os.O_WRONLY), 2)
         else:
             os.dup2(out_fd, 2)
@@ -355,12 +363,14 @@ def _plain_command(chan: socket.socket, restrictions: Restrictions | None, tmpdi
     """A pre-forked command process without namespaces: own group, then wait for work."""
     try:
         os.setpgid(0, 0)
-        req, fds = _recv_request(chan, 1)
-        if len(fds) != 1:
+        req, fds = _recv_request(chan, 3)
+        if not fds:
             os._exit(126)
     except BaseException:
         os._exit(126)
-    _exec_command(req, fds[0], restrictions, tmpdir if req.get("restricted") else None)
+    _exec_command(
+        req, fds[0], restrictions, tmpdir if req.get("restricted") else None, extra=fds[1:]
+    )
 
 
 def _namespaced_side(chan: socket.socket, restrictions: Restrictions, tmpdir: str) -> None:
@@ -477,7 +487,7 @@ def _namespace_command(
     placeholders over the hidden paths (still holding the namespace's
     capabilities), tells PID 1 whether this is a background job, and execs.
     """
-    req, fds = _recv_request(chan, 1)
+    req, fds = _recv_request(chan, 3)
     out_fd = fds[0]
     try:
         size, inodes = int(req["tmp_bytes"]), int(req["tmp_inodes"])
@@ -496,7 +506,7 @@ def _namespace_command(
     os.write(ctl_w, json.dumps({"linger": bool(req.get("linger"))}).encode())
     os.close(ctl_w)
     chan.close()
-    _exec_command(req, out_fd, restrictions, tmpdir, read_only)
+    _exec_command(req, out_fd, restrictions, tmpdir, read_only, extra=fds[1:])
 
 
 # ------------------------------------------------------------------ supervisor
@@ -703,7 +713,7 @@ def spare(
         os._exit(0)
     try:
         req = json.loads(data)
-        out_fd, status_fd = fds
+        out_fd, status_fd, *extra = fds
     except (ValueError, TypeError):
         for fd in fds:
             os.close(fd)
@@ -747,7 +757,7 @@ def spare(
         for stale in held:
             if stale is not group:
                 stale.remove()
-    supervise(req, target, ours, out_fd, status_fd, me, namespaced, tmpdir, group)
+    supervise(req, target, ours, out_fd, status_fd, me, namespaced, tmpdir, group, extra)
 
 
 def _bound(
@@ -866,8 +876,11 @@ def supervise(
     namespaced: bool,
     tmpdir: str,
     group: Any,
+    extra: Sequence[int] = (),
 ) -> None:
-    """Runs in the supervisor: start the command, wait, kill what is left, report."""
+    """Runs in the supervisor: start the command, wait, kill what is left, report.
+
+    ``extra``: the caller's stdin/stderr pipes, handed to the command and closed here."""
     state: dict[str, Any] = {"killed": False}
     before = group.counters() if group is not None else None
 
@@ -890,7 +903,10 @@ def supervise(
         pump, command_out = (pipe_r, out_fd), pipe_w
         os.set_blocking(pipe_r, False)
     with contextlib.suppress(OSError):
-        socket.send_fds(chan, [json.dumps(req).encode()], [command_out])
+        socket.send_fds(chan, [json.dumps(req).encode()], [command_out, *extra])
+    for fd in extra:
+        with contextlib.suppress(OSError):
+            os.close(fd)
     if pump is not None:
         os.close(command_out)
     else:
