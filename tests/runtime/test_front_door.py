@@ -159,6 +159,7 @@ FACES: dict[str, list[str]] = {
         "magics",
         "mcp_lines",
         "options",
+        "panel_comm",
         "render",
         "session",
         "throttle",
