@@ -263,7 +263,7 @@ def budget_reached(
             "message (c.Phoenix.max_turn_rounds). Send a message to go on (the count starts "
             "again), or change the limit with `%config Phoenix.max_turn_rounds = <n>`.",
         )
-    price = cost(response.usage, ctx.model)
+    price = cost(response.usage, ctx.model, ctx.tables.prices)
     if price is None:
         return None
     turn_spent = None if budget.turn_spent is None else budget.turn_spent + price
