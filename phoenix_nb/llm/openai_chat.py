@@ -48,6 +48,7 @@ from phoenix_nb.core.models import NO_SPECS, ModelSpec
 from phoenix_nb.core.values import ErrorKind, LlmFailure, TextBlock, ThinkingBlock, Usage
 from phoenix_nb.llm import capabilities
 from phoenix_nb.llm.body import Convert, MessagesBody, encode, join_fields
+from phoenix_nb.llm.credentials import client_credentials
 from phoenix_nb.llm.errors import LlmCallError, retry_after_seconds, status_kind
 from phoenix_nb.llm.provider import LlmRequest, _tool_block
 from phoenix_nb.llm.stream import (
@@ -399,6 +400,10 @@ class OpenAIChatProvider:
         key = "set" if self._secret else "unset"
         return f"OpenAIChatProvider(base_url={self.base_url!r}, api_key={key})"
 
+    def live_credentials(self) -> tuple[str, ...]:
+        """The key and the credential headers the openai client holds now."""
+        return client_credentials(self._client, (self._secret,))
+
     async def aclose(self) -> None:
         await self._client.close()
 
@@ -456,12 +461,17 @@ class OpenAIChatProvider:
         if content is None:
             images = "images" not in self.capabilities.off(request.model)
             messages = to_chat_messages(request.system, request.messages, images=images)
-            return await self._client.chat.completions.create(**{**params, "messages": messages})
+            return await self._client.chat.completions.create(
+                **{**params, "messages": messages}, extra_headers=dict(request.headers) or None
+            )
+        options = self._options
+        if request.headers:  # the request's own (a hub gateway's conversation tag)
+            options = {**options, "headers": dict(request.headers)}
         return await self._client.post(
             "/chat/completions",
             cast_to=ChatCompletion,
             content=content,
-            options=cast(Any, self._options),
+            options=cast(Any, options),
             stream=bool(params.get("stream")),
             stream_cls=openai.AsyncStream[ChatCompletionChunk],
         )

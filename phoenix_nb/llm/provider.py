@@ -64,6 +64,7 @@ from phoenix_nb.core.values import (
 from phoenix_nb.llm import capabilities
 from phoenix_nb.llm.body import MessagesBody
 from phoenix_nb.llm.caching import CachePlanner
+from phoenix_nb.llm.credentials import client_credentials
 from phoenix_nb.llm.errors import LlmCallError, classify
 from phoenix_nb.llm.stream import (
     LlmOutcome,
@@ -97,6 +98,10 @@ class LlmRequest:
     tools: list[dict[str, Any]] = field(default_factory=list)
     max_tokens: int = 4096
     thinking: Mapping[str, Any] | None = None
+    # HTTP headers for this request only: a JupyterHub's phoenix gateway is told the
+    # conversation (x-phoenix-conversation) for its audit line and per-conversation
+    # budget; it strips them before forwarding. Empty for a provider's own API.
+    headers: Mapping[str, str] = field(default_factory=dict)
 
 
 class _Block:
@@ -294,6 +299,12 @@ class AnthropicProvider:
         key = "set" if self._secret else "unset"
         return f"AnthropicProvider({self.name}, base_url={self.base_url!r}, api_key={key})"
 
+    def live_credentials(self) -> tuple[str, ...]:
+        """The key this provider was given and what its SDK client holds now: the API
+        key or auth token, credential headers, Bedrock's resolved AWS credentials,
+        Vertex's google-auth access and refresh tokens (`credentials.client_credentials`)."""
+        return client_credentials(self._sdk_client, (self._secret,))
+
     async def aclose(self) -> None:
         """Release pooled connections (none if no request was made)."""
         if self._sdk_client is not None:
@@ -321,15 +332,20 @@ class AnthropicProvider:
             params = self._cache.apply(params)
         return capabilities.without(params, off, messages=messages)
 
-    async def _create(self, params: dict[str, Any], off: frozenset[str]) -> Any:
-        """Open the response stream for `params` (messages not yet stripped of `off`).
+    async def _create(
+        self, params: dict[str, Any], off: frozenset[str], headers: Mapping[str, str] | None = None
+    ) -> Any:
+        """Open the response stream for `params` (messages not yet stripped of `off`),
+        with the request's own `headers` besides the client's.
 
         The body is built in a worker thread: only new messages are encoded, but
         finding them and joining the rest still visits every message of the history."""
         client = await self._client()
         if not self._encoded:
             params = capabilities.without(params, off)
-            return await client.messages.create(**params, stream=True)
+            return await client.messages.create(
+                **params, stream=True, extra_headers=dict(headers or {}) or None
+            )
         import anthropic
         from anthropic.types import Message, RawMessageStreamEvent
 
@@ -344,6 +360,7 @@ class AnthropicProvider:
             content=content,
             stream=True,
             stream_cls=anthropic.AsyncStream[RawMessageStreamEvent],
+            options={"headers": dict(headers)} if headers else {},
         )
 
     def lacks(self, model: str) -> tuple[str, ...]:
@@ -389,7 +406,7 @@ class AnthropicProvider:
             off = self.capabilities.off(request.model)
             params = self._params(request, off, messages=False)
             try:
-                raw = await self._create(params, off)
+                raw = await self._create(params, off, request.headers)
             except Exception as exc:
                 refused = self._failure(exc, request.model)
                 feature = self._rejected(refused, params, request.model)

@@ -231,6 +231,8 @@ class Store:
     def __init__(self, root: Path | str | None = None) -> None:
         self.root = Path(root).expanduser() if root is not None else default_root()
         with contextlib.suppress(OSError):  # a read-only store is still read
+            if not self.root.exists():  # a new store is its user's alone (a shared host)
+                self.root.mkdir(mode=0o700, parents=True)
             (self.root / "conversations").mkdir(parents=True, exist_ok=True)
         index_path = self.root / "index.jsonl"
         index_missing = not index_path.exists()

@@ -58,6 +58,7 @@ TABLE: dict[str, tuple[Any, Probe, Any]] = {
     ),
     "helper_model": ("claude-helper-2", lambda s, c: c.runtime.services.helper_model, None),
     "wait_for_approval": ("always", lambda s, c: front_end_can_answer(None, s), True),
+    "restrict_on_restart": (False, lambda s, c: s.config.restrict_on_restart, False),
     "retry_delay_scale": (0.25, lambda s, c: c.runtime.services.retry_delay_scale, None),
     "sub_agent_timeout": (12.0, lambda s, c: s.phoenix.spawner.limits.timeout, None),
     "max_parallel_sub_agents": (2, lambda s, c: s.phoenix.spawner.limits.max_parallel, None),
@@ -103,6 +104,13 @@ TABLE: dict[str, tuple[Any, Probe, Any]] = {
     ),
     # the turn budget
     "max_turn_rounds": (7, lambda s, c: c.runtime.budget().max_rounds, None),
+    # MCP servers: the hub (made at first use) lists the configured ones, nothing started.
+    "mcp_servers": (
+        {"x": {"command": "/bin/true"}},
+        lambda s, c: [server.name for server in s.phoenix.mcp.servers()],
+        ["x"],
+    ),
+    "mcp_defer_above": (3, lambda s, c: s.phoenix.settings.mcp_defer_above, None),
     "max_turn_cost": (2.5, lambda s, c: c.runtime.budget().max_turn_cost, None),
     "max_conversation_cost": (
         20.0,
