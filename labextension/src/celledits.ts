@@ -22,13 +22,14 @@
 
 import { JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
 import type { Cell } from '@jupyterlab/cells';
-import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
+import { INotebookTracker, NotebookActions, NotebookPanel } from '@jupyterlab/notebook';
 import type { Kernel, KernelMessage } from '@jupyterlab/services';
 import { PanelLayout, Widget } from '@lumino/widgets';
 // node-diff3 is bundled, not shared (package.json `sharedPackages`), and imported from
 // its ES module build (webpack.config.js): resolved through its `exports` map alone it
 // became an empty module in some builds, and no proposal could be drawn.
 import { diff3Merge, diffComm } from 'node-diff3';
+import { mark, sourceWarning, splitLines } from './record';
 
 export const TARGET = 'phoenix.cell_edits';
 
@@ -68,8 +69,11 @@ function asEdit(value: unknown): ICellEdit | null {
   };
 }
 
+/** A cell's lines as the kernel runs them: split where Python's `str.splitlines` splits
+ * (IPython splits a cell so before running it), so a carriage return or a line separator
+ * starts a new row of the diff instead of hiding inside one. */
 function lines(text: string): string[] {
-  return text === '' ? [] : text.replace(/\n$/, '').split('\n');
+  return splitLines(text);
 }
 
 /** A line diff as `[kind, line]` rows: ' ' kept, '-' removed, '+' added. */
@@ -117,14 +121,27 @@ function diffNode(before: string, after: string, label: string): HTMLElement {
   box.appendChild(el('div', 'jp-PhoenixEdit-diffLabel', label));
   const pre = el('pre', 'jp-PhoenixEdit-diff');
   pre.dataset.phoenixEditDiff = label;
+  const warning = sourceWarning(after);
+  if (warning) {
+    const line = el('div', 'jp-PhoenixEdit-warning', warning);
+    line.dataset.phoenixEditWarning = '';
+    box.appendChild(line);
+  }
   for (const [kind, line] of lineDiff(before, after)) {
     const name = kind === '+' ? 'add' : kind === '-' ? 'del' : 'ctx';
-    const row = el('span', `jp-PhoenixEdit-line jp-PhoenixEdit-${name}`, `${kind} ${line}`);
+    // hiding characters as their codes (record.ts `mark`): the row shows every character
+    const row = el('span', `jp-PhoenixEdit-line jp-PhoenixEdit-${name}`, `${kind} ${mark(line)}`);
     row.dataset.phoenixEditLine = name;
     pre.appendChild(row);
   }
   box.appendChild(pre);
   return box;
+}
+
+/** Whether `node` is drawn (not inside a collapsed section or a hidden cell). */
+function shown(node: HTMLElement): boolean {
+  const check = (node as HTMLElement & { checkVisibility?: () => boolean }).checkVisibility;
+  return check !== undefined ? check.call(node) : node.offsetParent !== null;
 }
 
 /** One proposal drawn on its cell. */
@@ -209,7 +226,7 @@ class EditView extends Widget {
     actions.appendChild(this.button('Accept', 'accept', () => this.accept()));
     actions.appendChild(this.button('Reject', 'reject', () => this.owner.decide(this, 'rejected')));
     const others = this.owner.pendingCount();
-    if (others > 1) {
+    if (others > 1 && this.owner.allShown()) {
       actions.appendChild(
         this.button(`Accept all (${others})`, 'accept-all', () => this.owner.acceptAll())
       );
@@ -412,6 +429,13 @@ class NotebookEdits {
     return this.views.size;
   }
 
+  /** Every pending edit is where the user can see it: none sits on a cell hidden in a
+   * collapsed section (or otherwise not drawn). Only then is "Accept all" offered: it
+   * must never accept a proposal no one was shown. */
+  allShown(): boolean {
+    return [...this.views.values()].every(view => shown(view.cell.node));
+  }
+
   private send(id: string, outcome: Outcome, extra: Record<string, string> = {}): void {
     this.comm?.send({ type: 'outcome', id, outcome, ...extra });
   }
@@ -436,12 +460,24 @@ class NotebookEdits {
       cell_type: 'code',
       source: view.edit.new_source
     });
+    // A cell inserted next to one in a collapsed section would be hidden in it: the
+    // section is opened, so the new code is in sight where it will run.
+    const inserted = this.panel.content.widgets.find(c => c.model.id === made.getId());
+    if (inserted !== undefined) {
+      NotebookActions.expandParent(inserted, this.panel.content);
+      if (inserted.inputHidden) {
+        inserted.inputHidden = false;
+      }
+    }
     this.decide(view, 'accepted', { new_cell_id: made.getId(), source: view.edit.new_source });
   }
 
-  /** Every edit whose cell still reads what the agent read; conflicts stay for review. */
+  /** Every edit whose cell still reads what the agent read and is in sight; conflicts
+   * and edits on hidden cells stay for review. */
   acceptAll(): void {
-    [...this.views.values()].filter(v => !v.conflict).forEach(v => v.accept());
+    [...this.views.values()]
+      .filter(v => !v.conflict && shown(v.cell.node))
+      .forEach(v => v.accept());
   }
 
   rejectAll(): void {

@@ -9,7 +9,7 @@
  */
 
 import { diffLineKind } from './diff';
-import { Loose, num, str } from './record';
+import { Loose, mark, num, sourceWarning, splitLines, str } from './record';
 
 function el(tag: string, className: string, text?: string): HTMLElement {
   const node = document.createElement(tag);
@@ -49,10 +49,22 @@ export function cellEditCall(
     node.appendChild(why);
   }
   const diffText = str(display.cell_diff).replace(/\n$/, '');
-  const source = str(display.new_source) || str(input.new_source) || str(input.source);
+  const raw = [display.new_source, input.new_source, input.source].find(
+    v => typeof v === 'string' && v !== ''
+  );
+  const source = typeof raw === 'string' ? raw : '';
+  const warning = sourceWarning(source);
+  if (warning) {
+    const line = el('div', 'jp-Phoenix-note jp-Phoenix-hiddenChars', warning);
+    line.dataset.phoenixHiddenChars = '';
+    node.appendChild(line);
+  }
   const diff = el('pre', 'jp-Phoenix-pre jp-Phoenix-diff');
   diff.dataset.phoenixCellDiff = cellId;
-  const rows = diffText ? diffText.split('\n') : source.split('\n').map(line => `+${line}`);
+  // the diff's lines were split as Python splits them (tools/cell_edits.py cell_diff)
+  const rows = diffText
+    ? diffText.split('\n')
+    : splitLines(source).map(line => `+${mark(line)}`);
   for (const line of rows) {
     const kind = diffLineKind(line);
     const span = el('span', `jp-Phoenix-diffLine jp-Phoenix-diff-${kind}`, line);

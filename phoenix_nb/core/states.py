@@ -208,7 +208,9 @@ class TurnBudget:
 
     A limit of None is off. A runaway model (one that never stops calling tools) is
     stopped after `max_rounds` responses; a turn or a conversation that has spent its
-    dollars stops after the response that reached the limit.
+    dollars stops after the response that reached the limit. A turn's sub-agents draw
+    from the same rounds and dollars (`runtime.turn_pool`): what they used is in
+    `sub_agent_rounds` and `turn_spent`.
     """
 
     max_rounds: int | None = DEFAULT_MAX_TURN_ROUNDS
@@ -216,6 +218,9 @@ class TurnBudget:
     max_conversation_cost: float | None = None
     turn_spent: float | None = None
     conversation_spent: float | None = None
+    # Model requests this turn's sub-agents have started: they count toward
+    # `max_rounds` with the conversation's own responses (`ConvState.turn_rounds`).
+    sub_agent_rounds: int = 0
 
 
 @dataclass(frozen=True)

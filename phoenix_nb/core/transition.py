@@ -256,28 +256,64 @@ def budget_reached(
     `state.turn_rounds`), if any; rounds first, then the turn's dollars, then the
     conversation's. Dollar limits need a priced model."""
     budget = ctx.budget
-    if budget.max_rounds is not None and state.turn_rounds >= budget.max_rounds:
-        return LimitReached(
-            "max_turn_rounds",
-            f"The turn stopped after {state.turn_rounds} model responses, its limit for one "
-            "message (c.Phoenix.max_turn_rounds). Send a message to go on (the count starts "
-            "again), or change the limit with `%config Phoenix.max_turn_rounds = <n>`.",
-        )
+    reached = _rounds_reached(state, budget)
+    if reached is not None:
+        return reached
     price = cost(response.usage, ctx.model)
     if price is None:
         return None
     turn_spent = None if budget.turn_spent is None else budget.turn_spent + price
-    limit = budget.max_turn_cost
-    if limit is not None and turn_spent is not None and turn_spent >= limit:
-        return LimitReached(
-            "max_turn_cost",
-            f"The turn stopped after spending {format_usd(turn_spent)}, which reaches its "
-            f"limit of {format_usd(limit)} for one message (c.Phoenix.max_turn_cost). Send "
-            "a message to go on, or change the limit with "
-            "`%config Phoenix.max_turn_cost = <dollars>`.",
-        )
+    reached = _dollars_reached(turn_spent, budget)
+    if reached is not None:
+        return reached
     total = None if budget.conversation_spent is None else budget.conversation_spent + price
     return conversation_limit(replace(budget, conversation_spent=total))
+
+
+def _by_sub_agents(budget: TurnBudget) -> str:
+    if not budget.sub_agent_rounds:
+        return ""
+    return (
+        f" ({budget.sub_agent_rounds} of them by its sub-agents, which draw from the same "
+        "budget and were stopped by it)"
+    )
+
+
+def _rounds_reached(state: ConvState, budget: TurnBudget) -> LimitReached | None:
+    rounds = state.turn_rounds + budget.sub_agent_rounds
+    if budget.max_rounds is None or rounds < budget.max_rounds:
+        return None
+    return LimitReached(
+        "max_turn_rounds",
+        f"The turn stopped after {rounds} model responses{_by_sub_agents(budget)}, its "
+        "limit for one message (c.Phoenix.max_turn_rounds). Send a message to go on (the "
+        "count starts again), or change the limit with `%config Phoenix.max_turn_rounds = <n>`.",
+    )
+
+
+def _dollars_reached(turn_spent: float | None, budget: TurnBudget) -> LimitReached | None:
+    limit = budget.max_turn_cost
+    if limit is None or turn_spent is None or turn_spent < limit:
+        return None
+    by = " (its sub-agents' spend included)" if budget.sub_agent_rounds else ""
+    return LimitReached(
+        "max_turn_cost",
+        f"The turn stopped after spending {format_usd(turn_spent)}{by}, which reaches its "
+        f"limit of {format_usd(limit)} for one message (c.Phoenix.max_turn_cost). Send "
+        "a message to go on, or change the limit with "
+        "`%config Phoenix.max_turn_cost = <dollars>`.",
+    )
+
+
+def limit_before_request(state: ConvState, ctx: ConvContext) -> LimitReached | None:
+    """The limit a turn has already reached before its next request: what its
+    sub-agents drew (rounds, dollars) since its own last response was checked."""
+    budget = ctx.budget
+    return (
+        _rounds_reached(state, budget)
+        or _dollars_reached(budget.turn_spent, budget)
+        or conversation_limit(budget)
+    )
 
 
 def _stop_at_limit(
@@ -304,6 +340,10 @@ def _request_llm(state: ConvState, ctx: ConvContext, effects: list[Effect]) -> T
             "without submitting a result."
         )
         return _sub_agent_failed(state, error, ErrorKind.UNKNOWN, effects)
+    if not ctx.is_sub_agent:
+        reached = limit_before_request(state, ctx)
+        if reached is not None:  # its sub-agents used what was left of the turn
+            return _stop_at_limit(state, reached, (), effects)
     return _done(_at(state, LlmRequesting(1)), [*effects, RequestLlm()])
 
 
@@ -510,8 +550,9 @@ def _failure_text(failure: LlmFailure) -> str:
             f"The request failed after {MAX_ATTEMPTS} attempts: {failure.message}. "
             "Send a message to try again."
         )
-    hint = " Check the API key (ANTHROPIC_API_KEY)." if failure.kind is ErrorKind.AUTH else ""
-    return f"The request failed: {failure.message}.{hint} Send a message to try again."
+    # An authentication failure's message names the credentials its provider reads
+    # (ANTHROPIC_API_KEY, OPENAI_API_KEY, AWS's or Google's): no hint is added here.
+    return f"The request failed: {failure.message}. Send a message to try again."
 
 
 def _retry_notice(attempt: int, delay: float, failure: LlmFailure) -> Notify:

@@ -39,6 +39,10 @@ class DemoProvider:
     async def complete_text(self, request: LlmRequest) -> str:
         return await self._client.complete_text(request)
 
+    def live_credentials(self) -> tuple[str, ...]:
+        """The demo's loopback key (not a secret, but held like one)."""
+        return self._client.live_credentials()
+
     async def aclose(self) -> None:
         try:
             await self._client.aclose()

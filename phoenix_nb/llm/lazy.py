@@ -118,6 +118,13 @@ class LazyProvider:
         limits: tuple[int | None, int | None] | None = await ask(model)
         return limits
 
+    def live_credentials(self) -> tuple[str, ...]:
+        """The real provider's live credentials; none before it is built."""
+        if self._built is None:
+            return ()
+        held: tuple[str, ...] = self._built.live_credentials()
+        return held
+
     async def aclose(self) -> None:
         """Release the real provider's connections, if it was built (one being built
         now is released when its build ends)."""

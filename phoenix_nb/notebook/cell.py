@@ -24,12 +24,14 @@ outputs by the one final record when the turn ends, so no empty output stays.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import enum
 import json
 import sys
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from IPython import get_ipython
@@ -117,7 +119,9 @@ async def run_cell(line: str, body: str) -> None:
         known = None if opts.new else (opts.name or session.current)
         if known:  # a long history is read from the store off the event loop
             await session.phoenix.load(known)
+        await _prepare_mcp(session, Path(opts.cwd or session.cwd))
         conv = session.conversation_for(opts)
+        await _announce_new_servers(session, conv)
     except (OptionsError, PhoenixError, ImageError, StoreError) as exc:
         say(str(exc))
         return
@@ -128,6 +132,45 @@ async def run_cell(line: str, body: str) -> None:
         can_answer=front_end_can_answer(shell, session),
     )
     await view.run(lambda: conv.post_message(text, images))
+
+
+async def _prepare_mcp(session: Session, cwd: Path) -> None:
+    """Start the approved MCP servers before the conversation takes its tools; say
+    what is pending approval or failed. Nothing is made when none is configured and
+    the folder has no .mcp.json (the SDK is never imported then)."""
+    from phoenix_nb.mcp.config import PROJECT_FILE
+
+    phoenix = session.phoenix
+    if not phoenix.settings.mcp_servers and not (cwd / PROJECT_FILE).is_file():
+        return
+    from IPython.display import display
+
+    from phoenix_nb.mcp import ServerState
+    from phoenix_nb.notebook.mcp_lines import approval_controls
+
+    hub = phoenix.mcp
+    for line in await hub.prepare(cwd):
+        say(line)
+    for server in hub.servers(cwd):
+        if server.state == ServerState.PENDING and server.why != "denied":
+            display(approval_controls(hub, server, cwd), raw=True)
+
+
+async def _announce_new_servers(session: Session, conv: Conversation) -> None:
+    """A server that became ready after this conversation started is not in its tool
+    list (which never changes, for the prompt cache): say so once, to the user and to
+    the agent (a system note), with how to get its tools."""
+    servers = session.phoenix.mcp_servers_missing(conv)
+    if not servers:
+        return
+    text = (
+        f"MCP server(s) {', '.join(servers)} became ready after this conversation started; "
+        "their tools are offered from the next conversation (%%phoenix --new) or after "
+        "`%phoenix continue`."
+    )
+    say(text)
+    with contextlib.suppress(PhoenixError):  # not at rest: the user line is enough
+        await conv.annotate(text)
 
 
 THUMBNAILS = ThumbnailCache()  # made once per stored image: decorate runs on every update

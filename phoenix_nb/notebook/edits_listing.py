@@ -3,11 +3,14 @@
 For where no front end can apply them (nbconvert, papermill, VS Code without
 the extension, a notebook opened later): each edit with the cell it names, the
 explanation, the diff against the cell as the kernel last saw it, and the full
-new source to copy by hand. Plain text only; nothing is written anywhere.
+new source to copy by hand. Plain text only; nothing is written anywhere. Lines are
+split as Python splits them and hiding characters shown as `<U+…>` (`core.marks`),
+with one warning line when the new source holds any: what is listed is what runs.
 """
 
 from __future__ import annotations
 
+from phoenix_nb.core.marks import mark, marked_lines, source_warning
 from phoenix_nb.tools.cell_edits import EditPosition, cell_diff
 from phoenix_nb.tools.kernel_port import KernelPort
 
@@ -27,10 +30,14 @@ def pending_edits_text(kernel: KernelPort | None) -> str:
     ]
     for edit in pending:
         lines += ["", f"{edit.id} — {edit.where()}"]
-        lines += [f"  {line}" for line in edit.explanation.strip().splitlines()]
+        lines += [f"  {line}" for line in marked_lines(edit.explanation.strip())]
+        warning = source_warning(edit.new_source)
+        if warning:
+            lines += [f"  {warning}"]
         if edit.position is EditPosition.REPLACE:
             lines += ["  Diff against the cell:"]
-            lines += [f"    {line}" for line in cell_diff(edit.base, edit.new_source).splitlines()]
+            diff = cell_diff(edit.base, edit.new_source)
+            lines += [f"    {mark(line)}" for line in diff.split("\n") if line]
         lines += ["  New source:"]
-        lines += [f"    {line}" for line in edit.new_source.splitlines()] or ["    (empty)"]
+        lines += [f"    {line}" for line in marked_lines(edit.new_source)] or ["    (empty)"]
     return "\n".join(lines)

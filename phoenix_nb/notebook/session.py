@@ -24,6 +24,7 @@ from phoenix_nb.errors import PhoenixError
 from phoenix_nb.notebook.binding import NotebookBindings, notebook_key
 from phoenix_nb.notebook.ipython_kernel import IPythonKernel
 from phoenix_nb.notebook.options import CellOptions
+from phoenix_nb.policy import Policy, PolicyRefusal, load_policy
 from phoenix_nb.runtime.settings import DEMO_MODEL, Settings, default_model
 from phoenix_nb.sandbox import DEFAULT_DENY_READ
 
@@ -55,6 +56,15 @@ class PhoenixConfig(Configurable):
     ).tag(config=True)
     base_url = Unicode(
         "", help="The provider's base URL (default $ANTHROPIC_BASE_URL for anthropic)."
+    ).tag(config=True)
+    mcp_servers = Dict(
+        {},
+        help="MCP servers whose tools the agent may use: {name: {command, args, env, cwd, "
+        "network, write, timeout, memory} | {url, headers}} (README 'Tools from MCP servers').",
+    ).tag(config=True)
+    mcp_defer_above = Int(
+        _DEFAULT.mcp_defer_above,
+        help="Above this many MCP tools, send their names up front and schemas on demand.",
     ).tag(config=True)
     models = Dict(
         help="Models the registry and the server do not describe: {name: {context_window, "
@@ -183,9 +193,15 @@ class Session:
     """The kernel-wide state of phoenix_nb."""
 
     def __init__(
-        self, config: PhoenixConfig, *, cwd: Path | None = None, kernel: IPythonKernel | None = None
+        self,
+        config: PhoenixConfig,
+        *,
+        cwd: Path | None = None,
+        kernel: IPythonKernel | None = None,
+        policy: Policy | None = None,
     ) -> None:
         self.config = config
+        self.policy = policy  # the admin's, read once when the extension loaded
         self.kernel = kernel  # the kernel tools' port onto this kernel (None outside IPython)
         self.cwd = cwd or Path.cwd()
         self._phoenix: Phoenix | None = None
@@ -290,9 +306,11 @@ class Session:
         return f"{head}, {mode.capitalize()}"
 
     def settings(self) -> Settings:
-        """The settings `c.Phoenix.*` says now (Settings.from_config: the one place)."""
+        """The settings `c.Phoenix.*` says now (Settings.from_config: the one place),
+        inside the admin's policy (PolicyRefusal names the bound a setting passes)."""
         c = self.config
-        return Settings.from_config({n: getattr(c, n) for n in c.trait_names(config=True)})
+        settings = Settings.from_config({n: getattr(c, n) for n in c.trait_names(config=True)})
+        return settings.with_policy(self.policy)
 
     @property
     def phoenix(self) -> Phoenix:
@@ -314,7 +332,12 @@ class Session:
         phoenix = self._phoenix
         if phoenix is None:
             return  # not built yet: the first use reads the config as it is then
-        settings = self.settings()
+        try:
+            settings = self.settings()
+        except PolicyRefusal:
+            # the change is refused, not kept: the session goes on with what it had
+            self.config.set_trait(change["name"], change["old"])
+            raise
         if settings.store_root() != Path(phoenix.store_root):
             self._phoenix = None
             self._current = self._looked_up = self.resumed = None
@@ -401,9 +424,10 @@ def get_session(shell: Any = None) -> Session:
     """The kernel's session, configured from the shell's traitlets config."""
     global _session
     if _session is None:
+        policy = load_policy()  # once: the spawner's environment names it
         config = PhoenixConfig(config=getattr(shell, "config", None))
         kernel = IPythonKernel(shell) if getattr(shell, "user_ns", None) is not None else None
-        _session = Session(config, kernel=kernel)
+        _session = Session(config, kernel=kernel, policy=policy)
     return _session
 
 

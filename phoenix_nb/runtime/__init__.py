@@ -15,6 +15,7 @@ from any front end; `settings` is the one Settings, each default written once.
 `snapshot` is a conversation's whole record to be built off the kernel's loop,
 `child_spend` what its finished sub-agents spent; `long_lived` keeps what lives as
 long as the kernel (a history read from the store) out of full garbage collections.
+`gateway_link` reports the user's decisions to a JupyterHub's phoenix gateway.
 
 Its face is its modules, listed below and pinned by
 tests/runtime/test_front_door.py.
@@ -25,6 +26,7 @@ __all__ = [
     "claim",
     "conversation",
     "executors",
+    "gateway_link",
     "lease",
     "long_lived",
     "manager",

@@ -60,6 +60,7 @@ from phoenix_nb.runtime.executors import LlmExecutor, RetryTimers, ToolExecutor,
 from phoenix_nb.runtime.lease import lease_for
 from phoenix_nb.runtime.ports import LlmProvider, SubAgents, ToolRunner, WorkTreeRecorder
 from phoenix_nb.runtime.prompts import system_prompt
+from phoenix_nb.runtime.turn_pool import PoolGate, TurnPool
 from phoenix_nb.sandbox import SandboxInfo, SandboxPolicy
 from phoenix_nb.store import Store, StoreError
 from phoenix_nb.tools.background_jobs import BackgroundJobs
@@ -73,6 +74,9 @@ _CHECKPOINTS: set[asyncio.Task[None]] = set()  # checkpoint tasks started by the
 WARM_AFTER = 200
 
 # Events only a user sends; the kernel sending one must hold the conversation's lease.
+# Events after which the core may decide to ask the model again: the turn budget
+# (sub-agents' rounds and spend included) is brought up to date before each.
+BUDGET_EVENTS = (ev.UserMessage, ev.LlmResponse, ev.SubAgentResult, ev.ToolComplete)
 USER_EVENTS = (
     ev.UserMessage,
     ev.UserCancel,
@@ -121,8 +125,13 @@ class Services:
     # finished sub-agents' responses by their conversation ids (the manager reads them).
     budget: TurnBudget = field(default_factory=TurnBudget)
     sub_agent_usage: Callable[[Sequence[str]], tuple[tuple[str, Usage], ...]] = lambda ids: ()
+    # What the Phoenix's providers hold now (keys, tokens their SDKs made): forks scrub it.
+    live_credentials: Callable[[], tuple[str, ...]] = lambda: ()
     sandbox_policy: SandboxPolicy = field(default_factory=SandboxPolicy)  # the Phoenix's
     jobs: BackgroundJobs = field(default_factory=BackgroundJobs)  # the Phoenix's
+    # Headers every model request of a conversation carries, given its slug: on a
+    # JupyterHub, the gateway's conversation tag (Settings.request_headers).
+    request_headers: Callable[[str], Mapping[str, str]] = lambda slug: {}
 
 
 class ConversationRuntime:
@@ -164,6 +173,9 @@ class ConversationRuntime:
         self._update_settled()
         self._saving = False  # a step's saves are being made durable (`_step`)
         self.closed = False
+        # The turn's sub-agent budget (`turn_pool`): a conversation's for its current
+        # turn, made at its first spawn; a sub-agent's is its parent turn's.
+        self.turn_pool: TurnPool | None = None
 
     # ---- identity -------------------------------------------------------------
     @property
@@ -215,7 +227,37 @@ class ConversationRuntime:
         projection = self.projection()
         spent = projection.spent(self.services.sub_agent_usage(projection.child_ids))
         turn, total = spent if spent is not None else (None, None)
-        return replace(self.services.budget, turn_spent=turn, conversation_spent=total)
+        pool, rounds = self.turn_pool, 0
+        if pool is not None:  # children still running or not yet in the record
+            rounds = pool.rounds
+            extra = pool.spent_outside(projection.child_ids)
+            turn = None if turn is None else turn + extra
+            total = None if total is None else total + extra
+        return replace(
+            self.services.budget,
+            turn_spent=turn,
+            conversation_spent=total,
+            sub_agent_rounds=rounds,
+        )
+
+    def pool_for_spawn(self) -> TurnPool:
+        """This turn's sub-agent pool (made at its first spawn), told what the turn has
+        spent so far (`TurnPool.at_spawn`)."""
+        budget = self.budget()
+        if self.turn_pool is None:
+            self.turn_pool = TurnPool(
+                model=self.context.model,
+                max_rounds=budget.max_rounds,
+                max_cost=budget.max_turn_cost,
+                parent_rounds=lambda: self.state.turn_rounds,
+            )
+        self.turn_pool.at_spawn(budget.turn_spent)
+        return self.turn_pool
+
+    def join_pool(self, pool: TurnPool | None) -> None:
+        """A sub-agent: every request it makes is reserved from its parent turn's pool."""
+        self.turn_pool = pool
+        self._llm.gate = PoolGate(pool, self.id) if pool is not None else None
 
     async def warm(self) -> None:
         """Build the history's caches in a worker thread when they lag far behind (a
@@ -316,12 +358,14 @@ class ConversationRuntime:
                 return Rejection(str(exc))
             if refused is not None:
                 return refused
-        if isinstance(event, ev.UserMessage | ev.LlmResponse) and not self.context.is_sub_agent:
+        if isinstance(event, BUDGET_EVENTS) and not self.context.is_sub_agent:
             self.context = replace(self.context, budget=self.budget())
         outcome = transition(self.state, self.context, event)
         if isinstance(outcome, Rejection):
             self._release_if_rest()
             return outcome
+        if isinstance(event, ev.UserMessage) and not self.context.is_sub_agent:
+            self.turn_pool = None  # a new turn: its sub-agents draw from a new pool
         previous = self.state
         state = outcome.state
         effects = list(outcome.effects)
@@ -556,6 +600,7 @@ class ConversationRuntime:
             tools=[] if continuation is not None else self.services.api_tool_specs(self.tools),
             max_tokens=info.max_output if info is not None else 4096,
             thinking=self.services.thinking if continuation is None else None,
+            headers=self.services.request_headers(self.slug),
         )
 
     def reconfigure(self, services: Services) -> None:
@@ -578,6 +623,7 @@ class ConversationRuntime:
             env_allow=self.services.env_allow,
             kernel=self.services.kernel,
             kernel_access=self.services.kernel_access(),
+            live_credentials=self.services.live_credentials,
             **kwargs,
         )
 
@@ -610,6 +656,8 @@ class ConversationRuntime:
             tool=name,
             tool_use_id=tool_use_id,
             run=run,
+            # the tool's own trait; a tool that does not say (a test's stand-in) can write
+            writes=next((getattr(t, "writes", True) for t in tools if t.name == name), True),
         )
 
     def _checkpoint_if_writes_begin(self, previous: ConvState, event: ev.Event) -> None:

@@ -18,7 +18,7 @@ from collections.abc import Callable, Coroutine, Sequence
 from typing import Any
 
 from phoenix_nb.core import events as ev
-from phoenix_nb.core.values import TextBlock, ToolUseBlock
+from phoenix_nb.core.values import ErrorKind, LlmFailure, TextBlock, ToolUseBlock
 from phoenix_nb.llm.provider import LlmRequest
 from phoenix_nb.llm.stream import (
     LlmOutcome,
@@ -32,6 +32,7 @@ from phoenix_nb.llm.stream import (
 )
 from phoenix_nb.runtime import updates as up
 from phoenix_nb.runtime.ports import EventSink, LlmProvider, ToolRunner
+from phoenix_nb.runtime.turn_pool import PoolGate
 from phoenix_nb.tools.base import Tool, ToolContext
 
 
@@ -72,6 +73,9 @@ class LlmExecutor:
         self.post = post
         self.work = work
         self.task: asyncio.Task[None] | None = None
+        # A sub-agent's: each request is reserved from its parent turn's budget first
+        # (`turn_pool`), its response's price counted before the reservation ends.
+        self.gate: PoolGate | None = None
 
     def start(
         self,
@@ -99,6 +103,27 @@ class LlmExecutor:
         continuation: bool,
         prepare: Callable[[LlmRequest], LlmRequest] | None = None,
     ) -> None:
+        gate = self.gate
+        if gate is not None and not continuation:
+            refused = await gate.enter()
+            if refused is not None:  # the turn's budget is spent: nothing is sent
+                self.post(ev.LlmError(LlmFailure(ErrorKind.UNKNOWN, refused, False), attempt))
+                return
+            try:
+                await self._send(request, attempt, continuation, prepare, gate)
+            finally:
+                gate.leave()
+            return
+        await self._send(request, attempt, continuation, prepare, None)
+
+    async def _send(
+        self,
+        request: LlmRequest,
+        attempt: int,
+        continuation: bool,
+        prepare: Callable[[LlmRequest], LlmRequest] | None,
+        gate: PoolGate | None,
+    ) -> None:
         if prepare is not None:
             request = await asyncio.to_thread(prepare, request)
         publish = self.hub.publish
@@ -117,6 +142,8 @@ class LlmExecutor:
             elif type(item) is ServerToolInputDelta:
                 publish(up.ServerTool(item.index, item.partial_json))
             elif isinstance(item, LlmOutcome):
+                if gate is not None and item.response is not None:
+                    gate.spend(item.response.usage)
                 self.post(outcome_event(item, attempt, continuation))
             elif type(item) is ProviderNotice:  # a feature the server rejected, now off
                 publish(up.NoticeText(item.text))

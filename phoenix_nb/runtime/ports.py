@@ -13,7 +13,7 @@ Completions) and `phoenix_nb.demo.DemoProvider` (LLM requests; built by
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from typing import Any, Literal, Protocol
 
 from phoenix_nb.core.effects import SpawnSubAgents
@@ -22,6 +22,7 @@ from phoenix_nb.core.states import ConvContext
 from phoenix_nb.core.values import Mode, ToolResult
 from phoenix_nb.llm.provider import LlmRequest
 from phoenix_nb.llm.stream import StreamUpdate
+from phoenix_nb.runtime.turn_pool import TurnPool
 from phoenix_nb.tools.base import Tool, ToolContext
 
 
@@ -40,6 +41,15 @@ class LlmProvider(Protocol):
 
     async def aclose(self) -> None:
         """Release connections (and, for the demo, its server)."""
+        ...
+
+    def live_credentials(self) -> tuple[str, ...]:
+        """Every credential this provider holds now, as the values a fork of the kernel
+        must scrub: keys and tokens it was given, and what its SDK made or resolved
+        since (an OAuth access token, its refresh token, cloud credentials read from a
+        file or a cache, credential headers). Reads memory only: never refreshes, never
+        asks a server, never imports an SDK; empty before a client exists. A new
+        provider must say how its live credentials are found (REQ: README "Secrets")."""
         ...
 
 
@@ -65,6 +75,7 @@ class WorkTreeRecorder(Protocol):
         tool: str,
         tool_use_id: str,
         run: Callable[[], Awaitable[ToolResult]],
+        writes: bool = True,
     ) -> ToolResult: ...
 
 
@@ -98,9 +109,18 @@ class Parent(Protocol):
     def context(self) -> ConvContext: ...
 
     @property
+    def record(self) -> Mapping[str, Any]:
+        """The parent's stored conversation: a child starts on its parent's `server`."""
+        ...
+
+    @property
     def closed(self) -> bool: ...
 
     def post(self, event: Event, *, urgent: bool = False) -> object: ...
+
+    def pool_for_spawn(self) -> TurnPool:
+        """The parent turn's budget its sub-agents draw every request from."""
+        ...
 
 
 class SubAgents(Protocol):

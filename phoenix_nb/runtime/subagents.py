@@ -32,6 +32,7 @@ from phoenix_nb.errors import Rejected
 from phoenix_nb.runtime.conversation import ConversationRuntime, is_rest
 from phoenix_nb.runtime.ports import Parent
 from phoenix_nb.runtime.settings import SubAgentLimits
+from phoenix_nb.runtime.turn_pool import TurnPool
 from phoenix_nb.store import Store, StoreError
 
 log = logging.getLogger(__name__)
@@ -65,6 +66,7 @@ class _Child:
     outcome: SubAgentOutcome | None = None  # what the child itself said (NotifyParent)
     reported: bool = False
     told: asyncio.Event = field(default_factory=asyncio.Event)  # set with `outcome`
+    pool: TurnPool | None = None  # the parent turn's budget, shared by its sub-agents
 
 
 @dataclass
@@ -92,8 +94,9 @@ class SubAgentSpawner:
     # -- effects ------------------------------------------------------------------------
     def spawn(self, parent: Parent, effect: SpawnSubAgents) -> None:
         timeout = self.timeout_for(effect.timeout)
+        pool = parent.pool_for_spawn()  # every child's request is drawn from the parent turn's
         for task in effect.tasks:
-            child = _Child(task.agent_id, parent)
+            child = _Child(task.agent_id, parent, pool=pool)
             self._children[task.agent_id] = child
             child.task = asyncio.get_running_loop().create_task(
                 self._run(child, task, timeout), name=f"phoenix-subagent-{task.agent_id}"
@@ -154,6 +157,7 @@ class SubAgentSpawner:
             model=parent.context.model,
             parent_id=parent.id,
             user_initiated=False,
+            server=parent.record.get("server"),  # a sub-agent asks its parent's server
             **persisted_fields(state),
         )
 
@@ -164,7 +168,9 @@ class SubAgentSpawner:
                 child.outcome = _with_id(outcome, record["id"])
                 child.told.set()
 
-        return self.host.open_child(record, keep)
+        runtime = self.host.open_child(record, keep)
+        runtime.join_pool(child.pool)
+        return runtime
 
     async def _run(self, child: _Child, task: SubAgentTask, timeout: float) -> None:
         outcome: SubAgentOutcome

@@ -158,7 +158,7 @@ def child_policy(
     )
 
 
-def confine_forked_child(policy: ChildPolicy) -> None:
+def confine_forked_child(policy: ChildPolicy) -> int:
     """Confine a freshly forked, single-threaded child of the kernel, as Restricted bash is.
 
     Call it in the child right after ``os.fork()`` (after closing inherited
@@ -178,7 +178,13 @@ def confine_forked_child(policy: ChildPolicy) -> None:
     unavailable it confines the calling process itself without forking.
     Raises OSError if any step fails: the caller must then ``_exit`` without
     running the job.
+
+    Returns an open ``/proc/self/pagemap`` of the confined process, for
+    ``scrub_secrets(pagemap=...)``, which closes it before the job runs. It is
+    opened before the process makes itself non-dumpable, the only moment a
+    non-root process may (after it, its /proc files belong to the host's root):
+    no window in which the process is dumpable is opened for it.
     """
     pieces = _child_pieces()
     compiled = pieces[2] if pieces is not None else None
-    confine.confine_current_child(policy, compiled)
+    return confine.confine_current_child(policy, compiled)

@@ -580,16 +580,23 @@ def _merged(ranges: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
 
 
 def scrub_secrets(
-    forms: Sequence[tuple[bytes, bytes]], skip: Sequence[tuple[int, int]] = ()
+    forms: Sequence[tuple[bytes, bytes]],
+    skip: Sequence[tuple[int, int]] = (),
+    pagemap: int | None = None,
 ) -> ScrubReport:
     """Overwrite every occurrence of each needle in this process's private writable memory.
 
     `forms`: (needle, filler of the same length) pairs, longest first
     (`SecretValues.memory_forms`). `skip`: address ranges left unsearched
-    (`numeric_buffers`). Runs in the fork only: it writes to its own memory.
+    (`numeric_buffers`). `pagemap`: this process's ``/proc/self/pagemap``,
+    already open (``confine_forked_child`` returns it: a confined, non-dumpable
+    process of an ordinary user may not open it any more); closed here in
+    every case. None: opened here. Runs in the fork only: it writes to its own memory.
     """
     started, cpu_started = time.perf_counter(), time.process_time()
     if not forms:
+        if pagemap is not None:
+            os.close(pagemap)
         return ScrubReport(0, 0, 0, 0, 0.0)
     # Memory that was mapped when the ranges were taken must stay mapped while they
     # are read: no heap trimming (free() would otherwise give the top of the heap
@@ -606,7 +613,8 @@ def scrub_secrets(
     # (read and write added), closed again after it.
     reopened: list[tuple[int, int, int]] = []  # (start, end, protection to restore)
     swap = _swap_on()
-    pagemap = os.open("/proc/self/pagemap", os.O_RDONLY | os.O_CLOEXEC)
+    if pagemap is None:
+        pagemap = os.open("/proc/self/pagemap", os.O_RDONLY | os.O_CLOEXEC)
     try:
         for m in _mappings():
             if m.perms[3] != "p" or m.path in _SPECIAL:

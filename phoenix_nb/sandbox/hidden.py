@@ -105,7 +105,9 @@ def hidden_paths(cwd: str | os.PathLike[str], pol: SandboxPolicy) -> list[str]:
         out.extend(glob.glob(expanded, include_hidden=True))
     # Jupyter's secrets and the stores (the policy's), this kernel's connection file.
     conn = _connection_file()
-    private = (*pol.private, *pol.extra_hidden, *((os.path.abspath(conn),) if conn else ()))
+    for pattern in pol.private:
+        out.extend(glob.glob(pattern, include_hidden=True))
+    private = (*pol.extra_hidden, *((os.path.abspath(conn),) if conn else ()))
     out.extend(p for p in private if os.path.lexists(p))
     out.extend(credential_files())  # GOOGLE_APPLICATION_CREDENTIALS and the like
     seen: set[str] = set()
@@ -120,4 +122,7 @@ def hidden_paths(cwd: str | os.PathLike[str], pol: SandboxPolicy) -> list[str]:
 
 def describe_hidden(pol: SandboxPolicy) -> str:
     """The deny list as the model and the user read it (tool description, status)."""
-    return ", ".join(pol.deny_read) + ", the Jupyter runtime dir, the phoenix store"
+    return (
+        ", ".join(pol.deny_read) + ", the Jupyter runtime dir, the phoenix store, "
+        "IPython's history database wherever it is"
+    )

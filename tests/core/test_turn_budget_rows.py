@@ -120,3 +120,54 @@ def test_sub_agents_keep_their_own_limit_only() -> None:
     state = ok(transition(ConvState(), sub, UserMessage("task"))).state
     out = ok(transition(state, sub, LlmResponse((call(1),), "tool_use")))
     assert any(isinstance(e, ExecuteTool) for e in out.effects)
+
+
+# --- sub-agents draw from the same budget; nothing within a turn resets its count ----
+
+
+def test_sub_agent_rounds_count_toward_the_turn_and_stop_its_next_request() -> None:
+    """After the sub-agents used what was left, the parent's tool round ends with the
+    limit's note (naming the sub-agents), not with another request."""
+    context = ctx(max_rounds=4)
+    out = ok(transition(ConvState(), context, UserMessage("go")))
+    out = ok(transition(out.state, context, LlmResponse((call(0),), "tool_use")))
+    spent = replace(context, budget=replace(context.budget, sub_agent_rounds=3))
+    done = ok(transition(out.state, spent, ToolComplete(ToolResult("t0", "ok"))))
+    assert isinstance(done.state.phase, Idle)
+    assert not any(isinstance(e, RequestLlm) for e in done.effects)
+    [note] = [e for e in done.effects if isinstance(e, PersistMessage) and e.kind == "system"]
+    assert note.content["limit"] == "max_turn_rounds"
+    assert "4 model responses (3 of them by its sub-agents" in note.content["text"]
+    # with rounds left, the same step asks the model again
+    left = replace(context, budget=replace(context.budget, sub_agent_rounds=2))
+    again = ok(transition(out.state, left, ToolComplete(ToolResult("t0", "ok"))))
+    assert any(isinstance(e, RequestLlm) for e in again.effects)
+
+
+def test_sub_agent_spend_stops_the_parents_next_request() -> None:
+    context = ctx(max_turn_cost=1.0, turn_spent=0.0, conversation_spent=0.0)
+    out = ok(transition(ConvState(), context, UserMessage("go")))
+    out = ok(transition(out.state, context, LlmResponse((call(0),), "tool_use")))
+    spent = replace(context, budget=replace(context.budget, turn_spent=1.2, sub_agent_rounds=5))
+    done = ok(transition(out.state, spent, ToolComplete(ToolResult("t0", "ok"))))
+    assert isinstance(done.state.phase, Idle)
+    [note] = [e for e in done.effects if isinstance(e, PersistMessage) and e.kind == "system"]
+    assert note.content["limit"] == "max_turn_cost"
+    assert "sub-agents' spend included" in note.content["text"]
+
+
+def test_a_mode_approval_cycle_keeps_the_turns_round_count() -> None:
+    from phoenix_nb.core.events import UserApproveUpgrade, UserDenyUpgrade
+    from phoenix_nb.core.states import AwaitingModeApproval
+
+    context = ctx(max_rounds=3)
+    state = ok(transition(ConvState(), context, UserMessage("go"))).state
+    for i in range(2):
+        ask = call(i, "request_mode_upgrade", reason="write")
+        state = ok(transition(state, context, LlmResponse((ask,), "tool_use"))).state
+        assert isinstance(state.phase, AwaitingModeApproval)
+        decide = UserDenyUpgrade() if i == 0 else UserApproveUpgrade()
+        state = ok(transition(state, context, decide)).state
+        assert state.turn_rounds == i + 1
+    out = ok(transition(state, context, LlmResponse((call(9),), "tool_use")))
+    assert isinstance(out.state.phase, Idle), "the third response is the turn's last"

@@ -110,6 +110,7 @@ async def test_a_whole_tool_round_goes_back_valid(fake: FakeOpenAI) -> None:
     assert [m["role"] for m in sent] == ["system", "user", "assistant", "tool", "tool", "user"]
     assert sent[1]["content"][1]["image_url"]["url"].startswith("data:image/png;base64,")
     assert "secret" not in json.dumps(sent)
+    assert sent[3] == {"role": "tool", "tool_call_id": "call_2", "content": "uid=0"}
     assert sent[4]["content"].startswith("Error: a b")
     assert any(p.get("type") == "image_url" for p in sent[5]["content"])
     await p.aclose()

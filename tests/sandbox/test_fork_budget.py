@@ -15,6 +15,7 @@ import pytest
 
 from phoenix_nb import sandbox
 from phoenix_nb.sandbox import SandboxError, SandboxLimits
+from tests.tiers import needs_cgroup
 
 HOLDER = (
     "import sys\n"
@@ -29,6 +30,7 @@ def _v1_memory() -> bool:
     return ":memory:/" in Path("/proc/self/cgroup").read_text()
 
 
+@needs_cgroup
 @pytest.mark.skipif(not _v1_memory(), reason="only cgroup v1 refuses a lower memory limit")
 def test_a_budget_the_kernel_will_not_take_refuses_the_fork() -> None:
     """A member holds 200 MiB: cgroup v1 will not lower the group to 64 MiB (EBUSY)."""

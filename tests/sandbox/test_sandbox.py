@@ -22,6 +22,7 @@ from phoenix_nb.core.values import Mode
 from phoenix_nb.sandbox import KERNEL_REQUIREMENT, MIN_ABI, detect_sandbox, launcher
 from phoenix_nb.tools.base import ToolContext
 from phoenix_nb.tools.bash import BashTool
+from tests.tiers import cgroups_expected
 
 needs_landlock = pytest.mark.skipif(not detect_sandbox().available, reason="needs Landlock")
 
@@ -228,7 +229,9 @@ def test_without_namespaces_what_holds_is_kept_and_what_is_lost_is_named(tmp_pat
         "credential files unreadable",
         "TMPDIR size and inode caps",
         "no capability outside the sandbox",
-    }, out["guarantees"]
+    } | (set() if cgroups_expected() else {"whole-tree memory and process limits"}), out[
+        "guarantees"
+    ]
     assert "LOST here" in str(out["reason"])
     assert not (tmp_path / "f.txt").exists()
 
@@ -342,7 +345,15 @@ def test_status_and_load_ext_say_which_guarantees_hold_and_which_are_lost(
                 assert "Restricted mode is partial" not in status, "said once"
                 assert "LOST   credential files unreadable" in status, status
                 assert "holds  no network: seccomp denies every inet socket" in status
-            else:
+            elif cgroups_expected():
                 assert "partial" not in first, first
                 assert "holds  no network: private network namespace" in status, status
+                assert "holds  whole-tree memory and process limits: cgroup v" in status
                 assert "LOST" not in status, status
+            else:  # an ordinary user without a cgroup of its own: that, and only that
+                assert "Restricted mode is partial" in first, first
+                assert "whole-tree memory and process limits: LOST" in first, first
+                assert "holds  no network: private network namespace" in status, status
+                lost = [line for line in status.splitlines() if "LOST" in line]
+                assert len(lost) == 1, status
+                assert "LOST   whole-tree memory and process limits" in lost[0], status

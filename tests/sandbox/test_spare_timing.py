@@ -23,6 +23,7 @@ from phoenix_nb.sandbox import SandboxLimits, detect_sandbox
 from phoenix_nb.sandbox.child.launcher import SPARES
 from phoenix_nb.tools.base import ToolContext
 from phoenix_nb.tools.bash import BashTool
+from tests.tiers import needs_cgroup
 
 SANDBOX = detect_sandbox()
 pytestmark = pytest.mark.skipif(not SANDBOX.available, reason="needs Landlock")
@@ -94,6 +95,7 @@ async def test_a_spare_is_replaced_only_after_the_command_that_took_it(tmp_path:
     await _until(lambda: not _running(marker), "the command to be gone")
 
 
+@needs_cgroup
 async def test_a_spare_prepared_after_a_command_keeps_the_next_ones_budget(
     tmp_path: Path,
 ) -> None:

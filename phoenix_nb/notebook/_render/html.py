@@ -436,6 +436,9 @@ class _Html:
             if status:
                 self.w(f'<span class="phx-status phx-muted">{_e(status)}</span>')
             code, explanation = v.kernel_code(call)
+            warning = v.code_warning(call)
+            if warning:
+                self.block(warning, "phx-warning")
             if code:
                 self.block(code, "phx-cmd", "pre")
             if explanation:

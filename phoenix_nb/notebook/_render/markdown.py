@@ -344,6 +344,9 @@ class _Md:
                 self.w(f" — {plain(status)}")
             self.w("\n")
             code, explanation = v.kernel_code(call)
+            warning = v.code_warning(call)
+            if warning:
+                self.w(f"{ind}{self.text_block(warning)}\n\n")
             if code:
                 self.fenced_cut(code, "python", ind)
             if explanation:

@@ -185,6 +185,9 @@ class _Plain:
             state = "  [running]" if result is None else (f"  [{status}]" if status else "")
             self.line(f"  {name} {summary}{state}".rstrip())
             code, explanation = v.kernel_code(call)
+            warning = v.code_warning(call)
+            if warning:
+                self.line(f"    {warning}")
             if code:
                 shown, omitted = v.clip_lines(code.rstrip("\n"), MAX_OUTPUT_LINES, MAX_OUTPUT_CHARS)
                 first, *rest = shown.split("\n")

@@ -26,6 +26,7 @@ from phoenix_nb.core.displays import (
     ProposalDisplay,
     RunPythonDisplay,
 )
+from phoenix_nb.core.marks import mark, marked_lines, source_warning
 from phoenix_nb.core.states import CONTINUATION_THRESHOLD, WARNING_THRESHOLD
 from phoenix_nb.core.tool_fields import THINK_THOUGHTS
 from phoenix_nb.core.transition import CANCELLED_RESULT, SKIPPED_RESULT
@@ -34,14 +35,10 @@ RECORD_FORMAT = "phoenix.conversation/1"
 
 _EMPTY: Mapping[str, Any] = {}
 
-# Characters that change how *other* text looks rather than showing themselves: terminal
-# escapes (a text/plain viewer such as JupyterLab's colours ANSI sequences), the other C0
-# and C1 controls, and the bidirectional overrides and isolates (which can reverse the
-# words phoenix writes after them on the same line). Tab, newline and carriage return
-# stay: they are how output is laid out.
-_CONTROLS = re.compile(
-    "[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]"
-)
+# Characters that change how *other* text looks rather than showing themselves, or are
+# drawn as nothing (`core.marks.HIDING`: controls, bidirectional overrides and isolates,
+# zero-width characters): shown as their codes. Tab, newline and carriage return stay:
+# they are how output is laid out (code is split into lines first: `shown_code`).
 
 
 # Terminal control sequences (colours, cursor moves) are common in tool output and say
@@ -54,7 +51,14 @@ def inert(s: str) -> str:
     shown as its code (`<U+001B>`) instead of obeyed."""
     if "\x1b" in s:
         s = _CSI.sub("", s)
-    return _CONTROLS.sub(lambda m: f"<U+{ord(m.group(0)):04X}>", s)
+    return mark(s)
+
+
+def shown_code(code: str) -> str:
+    """Code as a reader must see it: split where Python splits it (a carriage return or a
+    line separator is a new line, not an invisible one) and every hiding character shown
+    as its code; terminal sequences are shown, not dropped (`core.marks`)."""
+    return "\n".join(marked_lines(code))
 
 
 def text(m: Any, key: str, default: str = "") -> str:
@@ -235,7 +239,7 @@ ERROR_LABELS = {
 
 # What the reader can do about each error kind (REQ-BED-006: actionable messages).
 ERROR_ADVICE = {
-    "auth": "Check the API key (ANTHROPIC_API_KEY) and run the cell again.",
+    "auth": "Set the credentials the message names, then run the cell again.",
     "rate_limit": "Wait a minute, then send another message to continue.",
     "network": "Check the network connection, then send another message to continue.",
     "server_error": "The API failed on its side; send another message to try again.",
@@ -732,21 +736,39 @@ def with_call_status(group: Mapping[str, Any]) -> list[Any]:
     return out
 
 
+def code_warning(call: Mapping[str, Any]) -> str:
+    """The one line above a call's code when it holds characters a reader would not see
+    (`core.marks.source_warning`), or ""."""
+    return source_warning(_raw_code(call)[0])
+
+
 def kernel_code(call: Mapping[str, Any]) -> tuple[str, str]:
-    """(code, explanation) of a run_python or propose_cell call, ('', '') for others: a
-    proposal as its display recorded it (`ProposalDisplay`), else from the input."""
+    """(code, explanation) of a run_python, propose_cell, edit_cell or insert_cell call,
+    ('', '') for others, the code as a reader must see it (`shown_code`)."""
+    code, explanation = _raw_code(call)
+    return shown_code(code), explanation
+
+
+def _raw_code(call: Mapping[str, Any]) -> tuple[str, str]:
+    """(code, explanation) as recorded: a proposal as its display has it
+    (`ProposalDisplay`, `CellEditDisplay`), else from the input; the code unmarked."""
     name, inp = text(call, "name"), mapping(call, "input")
     if name == "propose_cell":
         proposal = ProposalDisplay.read(mapping(maybe_mapping(call, "result"), "display"))
-        code = proposal.proposed_cell or text(inp, "code")
+        code = proposal.proposed_cell or _raw(inp, "code")
         return code, proposal.explanation or text(inp, "explanation")
     if name in ("edit_cell", "insert_cell"):
         edit = CellEditDisplay.read(mapping(maybe_mapping(call, "result"), "display"))
-        code = edit.new_source or text(inp, "new_source") or text(inp, "source")
+        code = edit.new_source or _raw(inp, "new_source") or _raw(inp, "source")
         return code, edit.explanation or text(inp, "explanation")
     if name == "run_python":
-        return text(inp, "code"), ""
+        return _raw(inp, "code"), ""
     return "", ""
+
+
+def _raw(m: Mapping[str, Any], key: str) -> str:
+    value = m.get(key)
+    return value if isinstance(value, str) else ""
 
 
 CANCELLED_WORDS = "cancelled"

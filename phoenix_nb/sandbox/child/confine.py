@@ -751,8 +751,14 @@ class ChildPolicy:
     rlimits: dict[str, int] = field(default_factory=dict)
 
 
-def confine_current_child(policy: ChildPolicy, compiled: CompiledFilter | None = None) -> None:
-    """See ``sandbox.confine_forked_child`` (the documented entry point)."""
+def confine_current_child(policy: ChildPolicy, compiled: CompiledFilter | None = None) -> int:
+    """See ``sandbox.confine_forked_child`` (the documented entry point).
+
+    Returns ``/proc/self/pagemap`` opened (close-on-exec) just before this process
+    makes itself non-dumpable: afterwards its /proc files belong to the host's root,
+    and a non-root process may not open its own pagemap (EACCES), which the secret
+    scrub reads. An open pagemap keeps working: the kernel checks access at open.
+    """
     import resource
     import signal
 
@@ -801,8 +807,14 @@ def confine_current_child(policy: ChildPolicy, compiled: CompiledFilter | None =
         resource.setrlimit(getattr(resource, name), (value, value))
     os.environ.clear()
     os.environ.update(policy.env)
-    prctl(PR_SET_DUMPABLE, 0)
-    drop_capabilities(last_cap(), None)  # self-mapped: the kernel's own uid, nothing more
-    writable = [policy.tmpdir] + (["/dev/shm"] if ns.flags else [])
-    apply_landlock(policy.landlock, writable, policy.devices)
-    (compiled or compile_seccomp_filter(policy.seccomp_profile)).load()
+    pagemap = os.open("/proc/self/pagemap", os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        prctl(PR_SET_DUMPABLE, 0)
+        drop_capabilities(last_cap(), None)  # self-mapped: the kernel's own uid, nothing more
+        writable = [policy.tmpdir] + (["/dev/shm"] if ns.flags else [])
+        apply_landlock(policy.landlock, writable, policy.devices)
+        (compiled or compile_seccomp_filter(policy.seccomp_profile)).load()
+    except BaseException:
+        os.close(pagemap)
+        raise
+    return pagemap

@@ -22,6 +22,7 @@ names (`redact`). What these tools read goes to the model provider (README).
 from __future__ import annotations
 
 import ast
+import configparser
 import contextlib
 import json
 import os
@@ -161,26 +162,104 @@ def _history_literals(port: KernelPort) -> list[str]:
     return found
 
 
-def _credential_file_values() -> list[str]:
-    """The secret fields of a service-account JSON named by GOOGLE_APPLICATION_CREDENTIALS.
+# Where the SDKs a provider drives (botocore, google-auth, gcloud) read credentials
+# when no variable names a file: each is read as JSON or INI, whichever it is.
+_DEFAULT_CREDENTIAL_FILES = (
+    "~/.aws/credentials",
+    "~/.aws/config",
+    "~/.config/gcloud/application_default_credentials.json",
+)
+_CREDENTIAL_CACHE_DIRS = (  # SSO tokens, assumed-role and SSO credentials (JSON)
+    "~/.aws/sso/cache",
+    "~/.aws/cli/cache",
+    "~/.aws/boto/cache",
+)
+_MAX_CREDENTIAL_FILE = 64 << 10  # a credential file is a few KB
+_MAX_CACHE_FILES = 64
 
-    Read only when small (a key file is a few KB); a PEM key is taken line by
-    line, so it is found in memory whether it was stored with real newlines
-    or JSON's escaped ones.
+
+def _credential_paths() -> list[str]:
+    """The credential files to read: those the environment names (a directory such
+    as ``CLOUDSDK_CONFIG``: its ADC file), the SDKs' default files and the newest
+    files of their caches."""
+    paths: list[str] = []
+    for path in credential_files():
+        if os.path.isdir(path):
+            paths.append(os.path.join(path, "application_default_credentials.json"))
+        else:
+            paths.append(path)
+    paths += [os.path.expanduser(p) for p in _DEFAULT_CREDENTIAL_FILES]
+    for folder in _CREDENTIAL_CACHE_DIRS:
+        with contextlib.suppress(OSError):
+            entries = sorted(
+                os.scandir(os.path.expanduser(folder)),
+                key=lambda e: e.stat().st_mtime,
+                reverse=True,
+            )
+            paths += [e.path for e in entries[:_MAX_CACHE_FILES] if e.name.endswith(".json")]
+    return list(dict.fromkeys(paths))
+
+
+def _secret_fields(data: Any, found: list[str], depth: int = 0) -> None:
+    """Values under secret-looking keys of parsed JSON, at any depth (an SSO cache
+    nests them under ``Credentials``)."""
+    if depth > 6:
+        return
+    if isinstance(data, dict):
+        for key, value in data.items():
+            if isinstance(value, str) and isinstance(key, str) and looks_secret(key):
+                found.append(value)
+            elif isinstance(value, dict | list):
+                _secret_fields(value, found, depth + 1)
+    elif isinstance(data, list):
+        for item in data:
+            _secret_fields(item, found, depth + 1)
+
+
+def _file_values(text: str) -> list[str]:
+    """The secret values of one credential file: JSON (service-account and authorized-
+    user keys, SSO and CLI caches), INI (``~/.aws/credentials`` and ``config``: every
+    profile's), or a bare token (a web-identity token file)."""
+    found: list[str] = []
+    try:
+        _secret_fields(json.loads(text), found)
+    except ValueError:
+        parser = configparser.RawConfigParser(strict=False, interpolation=None)
+        try:
+            parser.read_string(text)
+        except configparser.Error:
+            parser = configparser.RawConfigParser()
+        for section in parser.sections():
+            for key, value in parser.items(section):
+                if value and looks_secret(key):
+                    found.append(value.strip().strip("\"'"))
+        if not parser.sections() and text.strip() and "\n" not in text.strip():
+            found.append(text.strip())
+    out: list[str] = []
+    for value in found:
+        out.append(value)
+        # a PEM key line by line: found in memory with real or JSON-escaped newlines
+        if "\n" in value:
+            out += [line for line in value.splitlines() if "-----" not in line and line]
+    return out
+
+
+def _credential_file_values() -> list[str]:
+    """The secret fields of every credential file the provider SDKs read: the files
+    the environment names (``GOOGLE_APPLICATION_CREDENTIALS``, ``AWS_SHARED_
+    CREDENTIALS_FILE`` …), ``~/.aws/credentials`` and ``config`` (INI, every
+    profile), the AWS SSO and CLI caches and gcloud's application-default file (JSON).
+
+    The kernel's SDKs hold what they parsed from these files (botocore keeps the
+    whole parsed INI, every profile's secret), so a fork scrubs all of them, not
+    only the profile in use. Read only when small.
     """
     found: list[str] = []
-    for path in credential_files():
+    for path in _credential_paths():
         with contextlib.suppress(OSError, ValueError):
-            if os.path.getsize(path) > 64 << 10 or not os.path.isfile(path):
+            if not os.path.isfile(path) or os.path.getsize(path) > _MAX_CREDENTIAL_FILE:
                 continue
-            data = json.loads(Path(path).read_text(encoding="utf-8"))
-            if not isinstance(data, dict):
-                continue
-            for key in ("private_key", "private_key_id", "client_secret", "refresh_token"):
-                value = data.get(key)
-                if isinstance(value, str):
-                    found.append(value)
-                    found += [line for line in value.splitlines() if "-----" not in line]
+            found += _file_values(Path(path).read_text(encoding="utf-8", errors="replace"))
     return found
 
 
@@ -188,15 +267,18 @@ def fork_secrets(ctx: ToolContext, port: KernelPort) -> SecretValues:
     """Everything a fork of the kernel must not show, as of now (built in the kernel).
 
     The provider credentials and every withheld environment value that is or
-    may be a credential (`environment.fork_secrets`), the fields of a Google
-    service-account key file, the values of secret-named variables, the
-    literals the input history assigned to secret-named variables, and the
+    may be a credential (`environment.fork_secrets`), what the providers hold now
+    (`ToolContext.live_credentials`: tokens their SDKs minted, credentials botocore
+    resolved), the secret fields of every credential file the SDKs read, the
+    values of secret-named variables, the literals the input history assigned
+    to secret-named variables, and the
     kernel's session key and connection info. Reads only exact str/bytes
     values and the history's text: no user code runs in the kernel.
     """
     withheld = command_environment(allow=ctx.env_allow, deny=ctx.secret_patterns).withheld
     values = env_fork_secrets(withheld)
     values += _credential_file_values()
+    values += ctx.live_credentials()
     values += secret_values(port, {})
     values += _history_literals(port)
     return SecretValues.of(values) | port.connection_secrets()

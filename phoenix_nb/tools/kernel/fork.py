@@ -364,9 +364,12 @@ def _child(
         gc.freeze()  # leave the kernel's objects untouched: no collection walks them
         privatize_shared_mappings()  # before confinement: files are still all reachable
         tempfile.tempdir = tmpdir
+        pagemap: int | None = None  # the confined process's own, opened while it may
         if confined is not None:
             code = _EXIT_CONFINE_FAILED
-            sandbox.confine_forked_child(confined.policy)  # forks: PID 1 of the new namespaces
+            pagemap = sandbox.confine_forked_child(
+                confined.policy
+            )  # forks: PID 1 of the new namespaces
             code = _EXIT_JOB_FAILED
         else:
             os.environ.clear()
@@ -376,10 +379,12 @@ def _child(
         _wipe_initial_environment()
         if memory_forms:
             namespace = port.user_namespace() if port is not None else {}
-            report = scrub_secrets(memory_forms, numeric_buffers(namespace))
+            report = scrub_secrets(memory_forms, numeric_buffers(namespace), pagemap)
             del namespace
             if report_scrub:
                 _write_all(result_w, _scrub_line(report))
+        elif pagemap is not None:
+            os.close(pagemap)
 
         def emit(record: Mapping[str, Any]) -> None:
             line = json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n"
