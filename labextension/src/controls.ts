@@ -9,10 +9,13 @@
  * kernel, a reloaded page whose kernel is gone: "model not found", a closed widget).
  *
  * Outputs whose metadata carries `phoenix.detached` (the chat's transcript, a
- * control's hint) are updated by the kernel after their cell ended. JupyterLab
- * routes `update_display_data` only to cells still running, so once a control is
- * on the page this module listens to the notebook's kernel messages and applies such
- * updates to the output holding that id — the notebook model, which is what is saved.
+ * control's hint, a `%%phoenix` cell's record and controls while its turn waits for
+ * an answer) are updated by the kernel after their cell ended. JupyterLab routes
+ * `update_display_data` only to cells still running, so once a control is on the page
+ * this module listens to the notebook's kernel messages and applies such updates to
+ * the output holding that id — the notebook model, which is what is saved. An update
+ * marked `live` comes from a cell still running (JupyterLab applies it); one marked
+ * `gone` removes its outputs (a turn's controls once the turn rests).
  */
 
 import { MimeModel } from '@jupyterlab/rendermime';
@@ -22,6 +25,9 @@ import { Panel, Widget } from '@lumino/widgets';
 
 export const CONTROLS_MIME = 'application/vnd.phoenix.controls+json';
 const WIDGET_VIEW = 'application/vnd.jupyter.widget-view+json';
+const WIDGET_RETRY_MS = 250;
+const WIDGET_RETRIES = 240; // a minute: a busy machine may take that long to load ipywidgets
+const WIDGET_RENEWALS = 12; // ~1.5 minutes of fresh renderers before the hint is final
 
 /* The few JupyterLab objects this module reaches by walking up from the output; typed
  * by what is used, so the extension needs no notebook package. */
@@ -29,13 +35,21 @@ interface Registry {
   mimeTypes: readonly string[];
   createRenderer(mimeType: string): IRenderMime.IRenderer;
 }
+interface PhoenixMetadata {
+  detached?: unknown;
+  live?: unknown;
+  gone?: unknown;
+}
 interface OutputItem {
-  metadata?: { phoenix?: { detached?: unknown } };
+  metadata?: { phoenix?: PhoenixMetadata };
 }
 interface Outputs {
   length: number;
   get(index: number): OutputItem;
   set(index: number, value: unknown): void;
+  add(value: unknown): number;
+  clear(wait?: boolean): void;
+  toJSON(): unknown[];
 }
 interface CellModel {
   type: string;
@@ -48,7 +62,7 @@ interface Message {
   header: { msg_type: string };
   content: {
     data?: unknown;
-    metadata?: { phoenix?: { detached?: unknown } };
+    metadata?: { phoenix?: PhoenixMetadata };
   };
 }
 interface Signal<T> {
@@ -65,14 +79,19 @@ export function applyDetached(model: NotebookModel, msg: Message): number {
   if (msg.header.msg_type !== 'update_display_data') {
     return 0;
   }
-  const id = msg.content.metadata?.phoenix?.detached;
-  if (typeof id !== 'string') {
-    return 0;
+  const phoenix = msg.content.metadata?.phoenix;
+  const id = phoenix?.detached;
+  if (typeof id !== 'string' || phoenix?.live === true) {
+    return 0; // a cell still running: JupyterLab routes its updates itself
   }
   let applied = 0;
   for (const cell of model.cells) {
     const outputs = cell.type === 'code' ? cell.outputs : undefined;
     if (!outputs) {
+      continue;
+    }
+    if (phoenix?.gone === true) {
+      applied += removeOutputs(outputs, id);
       continue;
     }
     for (let i = 0; i < outputs.length; i++) {
@@ -87,6 +106,18 @@ export function applyDetached(model: NotebookModel, msg: Message): number {
     }
   }
   return applied;
+}
+
+/** Remove the outputs holding `id` (a turn's controls once it rests after its cell ended). */
+function removeOutputs(outputs: Outputs, id: string): number {
+  const all = outputs.toJSON() as OutputItem[];
+  const kept = all.filter(o => o.metadata?.phoenix?.detached !== id);
+  if (kept.length === all.length) {
+    return 0;
+  }
+  outputs.clear();
+  kept.forEach(o => outputs.add(o));
+  return all.length - kept.length;
 }
 
 /** The first ancestor (lumino parents) with a property `name`, e.g. the notebook panel. */
@@ -145,6 +176,8 @@ export class RenderedControls extends Panel implements IRenderMime.IRenderer {
   private observer: MutationObserver | null = null;
   private view: Record<string, unknown> | null = null;
   private trusted = false;
+  private retries = 0;
+  private renewals = 0;
 
   constructor() {
     super();
@@ -182,7 +215,18 @@ export class RenderedControls extends Panel implements IRenderMime.IRenderer {
     }
     const registry = ancestorWith(this, 'rendermime') as Registry | undefined;
     if (!registry || !registry.mimeTypes.includes(WIDGET_VIEW)) {
-      return; // not attached yet, or no widget manager here: the hint stays
+      // Not attached yet, or the widget manager not added yet: in a reloaded page or a
+      // second tab the saved outputs are drawn before ipywidgets registers its renderer
+      // on the notebook, so look again for a while; meanwhile (and without ipywidgets)
+      // the hint says what to run.
+      if (registry && this.retries < WIDGET_RETRIES && !this.isDisposed) {
+        this.retries++;
+        window.setTimeout(() => {
+          this.attachWidget();
+          this.sync();
+        }, WIDGET_RETRY_MS);
+      }
+      return;
     }
     const renderer = registry.createRenderer(WIDGET_VIEW);
     this.widgetRenderer = renderer;
@@ -194,6 +238,34 @@ export class RenderedControls extends Panel implements IRenderMime.IRenderer {
       .renderModel(new MimeModel({ data, trusted: true }))
       .then(() => this.sync())
       .catch(() => this.sync());
+    this.checkLater();
+  }
+
+  /**
+   * A renderer made while the page loads may never draw: ipywidgets first registers a
+   * placeholder renderer and later gives its manager only to the renderers it finds as
+   * direct children of output areas, which this nested one is not (it stayed "Loading
+   * widget..." after every reload). So a renderer that has drawn nothing after a while
+   * is replaced by a fresh one from the registry, which by then carries the manager.
+   */
+  private checkLater(): void {
+    const delay = Math.min(WIDGET_RETRY_MS * 4 * 2 ** this.renewals, 8000);
+    window.setTimeout(() => {
+      const renderer = this.widgetRenderer as (Widget & { widgets?: readonly Widget[] }) | null;
+      if (this.isDisposed || renderer === null || (renderer.widgets?.length ?? 0) > 0) {
+        return;
+      }
+      if (this.renewals >= WIDGET_RENEWALS) {
+        return; // the hint stays: the kernel cannot act (restarted, gone)
+      }
+      this.renewals++;
+      this.observer?.disconnect();
+      this.observer = null;
+      renderer.dispose();
+      this.widgetRenderer = null;
+      this.attachWidget();
+      this.sync();
+    }, delay);
   }
 
   /** Hint or widget: the widget counts only once it has drawn a view that is not hidden. */

@@ -53,20 +53,6 @@ from phoenix_nb.errors import PhoenixError
 
 log = logging.getLogger(__name__)
 
-# Tools that cannot write to the working tree: no checkpoint around them.
-READ_ONLY_TOOLS = frozenset(
-    {
-        "think",
-        "keyword_search",
-        "inspect_variables",
-        "kernel_history",
-        "run_python",
-        "propose_cell",
-        "request_mode_upgrade",
-        "spawn_agents",
-        "submit_result",
-    }
-)
 STARTS = ("approval", "turn")
 
 
@@ -454,9 +440,13 @@ class Checkpoints:
         tool: str,
         tool_use_id: str,
         run: Callable[[], Awaitable[ToolResult]],
+        writes: bool = True,
     ) -> ToolResult:
-        """Run one tool call between two checkpoints; its result carries what it changed."""
-        if not self.config.enabled or mode != Mode.UNRESTRICTED or tool in READ_ONLY_TOOLS:
+        """Run one tool call between two checkpoints; its result carries what it changed.
+
+        ``writes``: the tool's own trait (`Tool.writes`); a call that cannot write runs
+        without checkpoints."""
+        if not self.config.enabled or mode != Mode.UNRESTRICTED or not writes:
             return await run()
         history = self.history(conversation_id, cwd)
         before: Snapshot | None = None
@@ -492,6 +482,9 @@ class Checkpoints:
                 tool=name,
                 tool_use_id=tool_use_id,
                 run=lambda: inner(tools, name, input, ctx, tool_use_id),
+                writes=bool(
+                    getattr(next((t for t in tools if t.name == name), None), "writes", True)
+                ),
             )
 
         return run

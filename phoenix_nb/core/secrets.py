@@ -59,6 +59,10 @@ PROVIDER_CREDENTIALS: tuple[str, ...] = (
     "GOOGLE_API_KEY",
     "GEMINI_API_KEY",
     "OPENROUTER_API_KEY",
+    # On a JupyterHub the user's Hub token is the kernel's credential for the
+    # phoenix gateway (phoenix_nb.policy): it identifies the user to the Hub.
+    "JUPYTERHUB_API_TOKEN",
+    "JPY_API_TOKEN",
 )
 # Environment variables naming a file whose *contents* are a credential; the
 # file is hidden from Restricted work like ~/.aws.

@@ -550,8 +550,9 @@ def _failure_text(failure: LlmFailure) -> str:
             f"The request failed after {MAX_ATTEMPTS} attempts: {failure.message}. "
             "Send a message to try again."
         )
-    hint = " Check the API key (ANTHROPIC_API_KEY)." if failure.kind is ErrorKind.AUTH else ""
-    return f"The request failed: {failure.message}.{hint} Send a message to try again."
+    # An authentication failure's message names the credentials its provider reads
+    # (ANTHROPIC_API_KEY, OPENAI_API_KEY, AWS's or Google's): no hint is added here.
+    return f"The request failed: {failure.message}. Send a message to try again."
 
 
 def _retry_notice(attempt: int, delay: float, failure: LlmFailure) -> Notify:

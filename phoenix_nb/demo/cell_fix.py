@@ -68,6 +68,12 @@ def proposal_from_history(history: str) -> dict[str, str] | None:
     return None
 
 
+def _prompt_of(history: str) -> str:
+    """The failing cell as its prompt reads, `In [9]`."""
+    last = _LAST.search(history)
+    return f"`In [{last.group(1)}]`" if last is not None else "Your last cell"
+
+
 Say = Callable[[str], Any]
 Call = Callable[[str, str, Mapping[str, Any]], Any]
 
@@ -85,7 +91,8 @@ def after_history(history: str, is_error: bool, say: Say, call: Call) -> list[An
     if proposal is None:
         return [say("I found no failing cell in this kernel's history: nothing to fix.")]
     return [
-        say(f"`{proposal['cell_id']}` is the cell that failed. I'll propose a change to it:"),
+        # Named as the notebook shows it (its In [n] prompt), never by its raw cell id.
+        say(f"{_prompt_of(history)} is the cell that failed. I'll propose a change to it:"),
         call("celledit", "edit_cell", proposal),
     ]
 

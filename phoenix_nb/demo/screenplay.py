@@ -283,7 +283,11 @@ class DemoScript:
                 "(You cancelled my last step before it finished; I start again from your message.)"
             )
         lead = sep.join(p for p in parts if p)
-        return lead + sep if lead else ""
+        if not lead:
+            return ""
+        # The disclaimer is its own paragraph: run into the answer it read as part of it
+        # (the first reply of a continued conversation).
+        return lead + ("\n\n" if parts[0] else sep)
 
     # -- a new user message -----------------------------------------------------------
     def _answer_user(self, view: RequestView) -> Turn:
@@ -533,8 +537,9 @@ class DemoScript:
     def _after_spawn(self, view: RequestView, outcome: ToolOutcome) -> Turn:
         return self._turn(
             self._say(
-                "Both sub-agents reported back (they worked read-only, in the sandbox):\n\n"
-                + _sub_agent_reports(outcome.content)
+                "Both sub-agents reported back (they worked read-only, in the sandbox); "
+                "their reports are in the spawn_agents result above, so I list only what "
+                "each did:\n\n" + _sub_agent_tasks(outcome.content)
             )
         )
 
@@ -702,20 +707,15 @@ def _describe_patch(path: str, old: str, new: str) -> str:
     return f"In `{path}` I changed {what}" + (f": {change}" if change else "")
 
 
-def _sub_agent_reports(content: str) -> str:
-    """spawn_agents' result as Markdown that reads as written: each task a bold line and
-    its report a code block, so headings in it stay text and `__init__.py` stays itself."""
+def _sub_agent_tasks(content: str) -> str:
+    """One line per task of spawn_agents' result: its number, status and task, without
+    the report the record already shows in the tool's result."""
     found = list(_SUB_TASK.finditer(content))
     if not found:
-        return _quote(content, 1500)
-    parts = []
-    for match, following in zip(found, [*found[1:], None], strict=True):
-        end = following.start() if following is not None else len(content)
-        report = content[match.end() : end].strip("\n")
-        report = report.removeprefix(LABEL).strip("\n")  # the sub-agent's own disclaimer
-        number, task, status = match.groups()
-        parts.append(f"**Task {number}** ({status}): {task}\n\n{_quote(report, 700)}")
-    return "\n\n".join(parts)
+        return "(no task lines in the result)"
+    return "\n".join(
+        f"- **Task {n}** ({status}): {task}" for n, task, status in (m.groups() for m in found)
+    )
 
 
 def _quote(value: str, limit: int = 800) -> str:
@@ -736,8 +736,12 @@ def _cell_source(report: str, cell: str | None) -> str | None:
     """The source of cell `In [cell]` from a kernel_history report."""
     if cell is None:
         return None
+    # A header is `In [9]:` under nbclient and `In [9] (cell <id>…):` wherever the front
+    # end sends cell ids (JupyterLab, Notebook 7): kernel_history's `cell_marks`.
+    head = r"In \[{}\](?: \(cell [^\n]*\))?:\n"
+    this, any_cell = head.format(re.escape(cell)), head.format(r"\d+")
     match = re.search(
-        rf"^In \[{cell}\]:\n(.*?)(?=^In \[\d+\]:|^  \[\w+\]|\Z)", report, re.MULTILINE | re.DOTALL
+        rf"^{this}(.*?)(?=^{any_cell}|^  \[\w+\]|\Z)", report, re.MULTILINE | re.DOTALL
     )
     if match is None:
         return None

@@ -43,6 +43,19 @@ NOTICE = {
     "image from now on (the model cannot see them).",
 }
 
+# A server other than Anthropic's that takes `cache_control` and never reports a cache
+# write or read (a LiteLLM proxy in front of vLLM, some gateways) ignores it. Judged on
+# prompts of at least IGNORED_MIN_INPUT tokens (the largest minimum cacheable prompt of
+# Anthropic's models, so a Claude model behind a gateway is never misjudged), after
+# IGNORED_AFTER such responses in a row.
+IGNORED_MIN_INPUT = 4096
+IGNORED_AFTER = 2
+IGNORED_NOTICE = (
+    "This server ignores prompt caching (cache_control is accepted, no cache write or "
+    "read is ever reported): phoenix stops sending it to this model, and each request "
+    "pays for its whole prompt."
+)
+
 # Words with which servers say they do not take a field or feature (lower case).
 _REFUSALS = (
     "not permitted",

@@ -126,12 +126,28 @@ def retry_after_seconds(headers: httpx2.Headers | None) -> float | None:
     return None
 
 
-def _status_message(status: int, api_message: str, model: str) -> str:
+# What to set when a server refuses the credentials, per provider (`classify`'s
+# `provider`): each message names the credentials that provider reads, and no other.
+CREDENTIALS = {
+    "anthropic": "ANTHROPIC_API_KEY",
+    "bedrock": "the AWS credentials (a profile, `aws sso login`, AWS_ACCESS_KEY_ID / "
+    "AWS_SECRET_ACCESS_KEY, or AWS_BEARER_TOKEN_BEDROCK)",
+    "vertex": "the Google credentials (`gcloud auth application-default login` or "
+    "GOOGLE_APPLICATION_CREDENTIALS)",
+}
+
+
+def _status_message(status: int, api_message: str, model: str, provider: str) -> str:
     detail = f" The API said: {api_message}" if api_message else ""
+    what = CREDENTIALS.get(provider, CREDENTIALS["anthropic"])
     if status == 401:
-        return "Authentication failed (401): check ANTHROPIC_API_KEY."
+        return (
+            f"Authentication failed (401): check {what}.{detail if provider != 'anthropic' else ''}"
+        )
     if status == 402:
         return f"Billing problem (402): check the account's plan and credit.{detail}"
+    if status == 403 and provider != "anthropic":
+        return f"Permission denied (403): check {what} and the model's access.{detail}"
     if status == 403:
         return f"Permission denied (403): this API key may not use this model or feature.{detail}"
     if status == 404:
@@ -156,14 +172,19 @@ def _status_message(status: int, api_message: str, model: str) -> str:
 
 
 def classify(
-    exc: BaseException, *, model: str = "", stall_timeout: float | None = None
+    exc: BaseException,
+    *,
+    model: str = "",
+    stall_timeout: float | None = None,
+    provider: str = "anthropic",
 ) -> LlmFailure:
-    """Turn any exception from a request into one `LlmFailure` the user can act on."""
+    """Turn any exception from a request into one `LlmFailure` the user can act on;
+    `provider` (anthropic, bedrock, vertex) decides which credentials a refusal names."""
     import anthropic
     import httpx2
 
     if isinstance(exc, anthropic.APIStatusError):
-        return _classify_status(exc, model)
+        return _classify_status(exc, model, provider)
     if isinstance(exc, anthropic.APITimeoutError):
         return LlmFailure(
             K.NETWORK,
@@ -246,7 +267,7 @@ def _body_message(body: object) -> str:
     return str(body["message"]) if isinstance(body.get("message"), str) else ""
 
 
-def _classify_status(exc: anthropic.APIStatusError, model: str) -> LlmFailure:
+def _classify_status(exc: anthropic.APIStatusError, model: str, provider: str) -> LlmFailure:
     api_message = getattr(exc, "api_message", "") or _body_message(exc.body)
     status = exc.status_code
     error_type = exc.type if isinstance(exc.type, str) else None
@@ -266,7 +287,7 @@ def _classify_status(exc: anthropic.APIStatusError, model: str) -> LlmFailure:
         )
     return LlmFailure(
         kind,
-        _status_message(shown, api_message, model),
+        _status_message(shown, api_message, model, provider),
         retryable,
         retry_after=retry_after_seconds(exc.response.headers),
         status=status,

@@ -13,7 +13,9 @@ translates both ways and nothing else does:
   answered exactly once in what is sent (a missing answer is filled, a stray
   one dropped), so the history is valid for this API whatever the journal holds.
   Thinking and blocks only Anthropic's API understands are left out.
-* in: text deltas, tool calls streamed as `tool_calls[i]` fragments (parallel
+* in: text deltas, reasoning (`reasoning_content` / `reasoning` deltas, from vLLM,
+  DeepSeek, Ollama, OpenRouter) as unsigned thinking that is shown and never sent
+  back, tool calls streamed as `tool_calls[i]` fragments (parallel
   calls interleave by their `index`), the finish reason and usage (with cached
   prompt tokens where the server reports them) become the same `StreamUpdate`s
   and `ModelResponse` the Messages API provider yields.
@@ -42,7 +44,7 @@ from typing import Any, cast
 
 import openai
 
-from phoenix_nb.core.values import ErrorKind, LlmFailure, TextBlock, Usage
+from phoenix_nb.core.values import ErrorKind, LlmFailure, TextBlock, ThinkingBlock, Usage
 from phoenix_nb.llm import capabilities
 from phoenix_nb.llm.body import Convert, MessagesBody, encode, join_fields
 from phoenix_nb.llm.credentials import client_credentials
@@ -54,6 +56,7 @@ from phoenix_nb.llm.stream import (
     ProviderNotice,
     StreamUpdate,
     TextDelta,
+    ThinkingDelta,
     ToolInputDelta,
     ToolUseStart,
     final_response,
@@ -315,6 +318,29 @@ def classify_openai(exc: BaseException, *, stall_timeout: float | None = None) -
     )
 
 
+def _reasoning_of(delta: Any) -> str:
+    """The reasoning text of a chunk's delta: `reasoning_content` (vLLM, DeepSeek,
+    llama.cpp) or `reasoning` (OpenRouter, Ollama); the SDK keeps such fields it does
+    not declare as extra attributes."""
+    for name in ("reasoning_content", "reasoning"):
+        value = getattr(delta, name, None)
+        if isinstance(value, str) and value:
+            return value
+    return ""
+
+
+class _Thinking:
+    """Reasoning text being assembled. It becomes an unsigned ThinkingBlock: shown as
+    thinking, and never sent back (the history leaves unsigned thinking out, and this
+    module's conversion all thinking; DeepSeek answers 400 to `reasoning_content` in a
+    request)."""
+
+    __slots__ = ("parts",)
+
+    def __init__(self, parts: list[str]) -> None:
+        self.parts = parts
+
+
 class _Call:
     """A tool call being assembled from `tool_calls[i]` fragments."""
 
@@ -433,12 +459,17 @@ class OpenAIChatProvider:
         if content is None:
             images = "images" not in self.capabilities.off(request.model)
             messages = to_chat_messages(request.system, request.messages, images=images)
-            return await self._client.chat.completions.create(**{**params, "messages": messages})
+            return await self._client.chat.completions.create(
+                **{**params, "messages": messages}, extra_headers=dict(request.headers) or None
+            )
+        options = self._options
+        if request.headers:  # the request's own (a hub gateway's conversation tag)
+            options = {**options, "headers": dict(request.headers)}
         return await self._client.post(
             "/chat/completions",
             cast_to=ChatCompletion,
             content=content,
-            options=cast(Any, self._options),
+            options=cast(Any, options),
             stream=bool(params.get("stream")),
             stream_cls=openai.AsyncStream[ChatCompletionChunk],
         )
@@ -507,6 +538,8 @@ class OpenAIChatProvider:
             break
         text_parts: list[str] = []
         text_index = -1
+        think_parts: list[str] = []
+        think_index = -1
         blocks = 0
         calls: dict[int, _Call] = {}
         order: list[tuple[int, Any]] = []  # (block index, list of text parts | _Call)
@@ -523,12 +556,22 @@ class OpenAIChatProvider:
                 choice = choices[0]
                 delta = choice.delta
                 if delta is not None:
+                    reasoning = _reasoning_of(delta)
+                    if reasoning:
+                        if think_index < 0:
+                            think_index, blocks = blocks, blocks + 1
+                            think_parts = []
+                            order.append((think_index, _Thinking(think_parts)))
+                            text_index = -1  # text after reasoning is a new block
+                        think_parts.append(reasoning)
+                        yield ThinkingDelta(think_index, reasoning)
                     content = delta.content
                     if content:
                         if text_index < 0:
                             text_index, blocks = blocks, blocks + 1
                             text_parts = []
                             order.append((text_index, text_parts))
+                            think_index = -1  # reasoning after text is a new block
                         text_parts.append(content)
                         yield TextDelta(text_index, content)
                     tool_calls = delta.tool_calls
@@ -542,7 +585,7 @@ class OpenAIChatProvider:
                                 call = calls[fragment.index] = _Call(blocks, call_id, name)
                                 order.append((blocks, call))
                                 blocks += 1
-                                text_index = -1  # text after a call is a new block
+                                text_index = think_index = -1  # after a call: new blocks
                                 yield ToolUseStart(call.block, call.id, call.name)
                             if function is not None and function.arguments:
                                 call.parts.append(function.arguments)
@@ -571,6 +614,8 @@ class OpenAIChatProvider:
                 content_blocks.append(
                     _tool_block(item.id, item.name, "".join(item.parts), {}, stop)
                 )
+            elif isinstance(item, _Thinking):
+                content_blocks.append(ThinkingBlock("".join(item.parts), ""))
             else:
                 content_blocks.append(TextBlock("".join(item)))
         yield LlmOutcome(response=ModelResponse(tuple(content_blocks), stop, usage))

@@ -97,6 +97,10 @@ class LlmRequest:
     tools: list[dict[str, Any]] = field(default_factory=list)
     max_tokens: int = 4096
     thinking: Mapping[str, Any] | None = None
+    # HTTP headers for this request only: a JupyterHub's phoenix gateway is told the
+    # conversation (x-phoenix-conversation) for its audit line and per-conversation
+    # budget; it strips them before forwarding. Empty for a provider's own API.
+    headers: Mapping[str, str] = field(default_factory=dict)
 
 
 class _Block:
@@ -255,6 +259,9 @@ class AnthropicProvider:
         self._stall_timeout = stall_timeout
         self.capabilities = capabilities.Capabilities()
         self._notified: set[tuple[str, str]] = set()
+        # Per model: responses in a row that carried cache_control and reported no cache
+        # activity (see capabilities.IGNORED_AFTER); Anthropic's own API is never judged.
+        self._uncached: dict[str, int] = {}
         self._sdk_client: Any = client
         self.body = MessagesBody()
         # Our own client takes the body as encoded bytes; one built elsewhere rewrites it.
@@ -323,15 +330,20 @@ class AnthropicProvider:
             params = self._cache.apply(params)
         return capabilities.without(params, off, messages=messages)
 
-    async def _create(self, params: dict[str, Any], off: frozenset[str]) -> Any:
-        """Open the response stream for `params` (messages not yet stripped of `off`).
+    async def _create(
+        self, params: dict[str, Any], off: frozenset[str], headers: Mapping[str, str] | None = None
+    ) -> Any:
+        """Open the response stream for `params` (messages not yet stripped of `off`),
+        with the request's own `headers` besides the client's.
 
         The body is built in a worker thread: only new messages are encoded, but
         finding them and joining the rest still visits every message of the history."""
         client = await self._client()
         if not self._encoded:
             params = capabilities.without(params, off)
-            return await client.messages.create(**params, stream=True)
+            return await client.messages.create(
+                **params, stream=True, extra_headers=dict(headers or {}) or None
+            )
         import anthropic
         from anthropic.types import Message, RawMessageStreamEvent
 
@@ -346,6 +358,7 @@ class AnthropicProvider:
             content=content,
             stream=True,
             stream_cls=anthropic.AsyncStream[RawMessageStreamEvent],
+            options={"headers": dict(headers)} if headers else {},
         )
 
     def lacks(self, model: str) -> tuple[str, ...]:
@@ -368,7 +381,7 @@ class AnthropicProvider:
         return self._cache.ttl
 
     def _failure(self, exc: BaseException, model: str) -> LlmFailure:
-        failure = classify(exc, model=model, stall_timeout=self._stall_timeout)
+        failure = classify(exc, model=model, stall_timeout=self._stall_timeout, provider=self.name)
         if self._secret and self._secret in failure.message:
             # A proxy or server may echo the key back; it must not reach the notebook.
             failure = LlmFailure(
@@ -391,7 +404,7 @@ class AnthropicProvider:
             off = self.capabilities.off(request.model)
             params = self._params(request, off, messages=False)
             try:
-                raw = await self._create(params, off)
+                raw = await self._create(params, off, request.headers)
             except Exception as exc:
                 refused = self._failure(exc, request.model)
                 feature = self._rejected(refused, params, request.model)
@@ -483,7 +496,21 @@ class AnthropicProvider:
         content = tuple(
             b for b in (blocks[i].finish(stop_reason) for i in sorted(blocks)) if b is not None
         )
+        if "caching" not in off and self._local and self._caching_ignored(request.model, usage):
+            self.capabilities.turn_off(request.model, "caching")
+            yield ProviderNotice(capabilities.IGNORED_NOTICE)
         yield LlmOutcome(response=ModelResponse(content, stop_reason, usage))
+
+    def _caching_ignored(self, model: str, usage: Usage) -> bool:
+        """Whether this response makes it IGNORED_AFTER in a row, for `model`, that
+        carried cache_control on a large prompt and report no cache write or read."""
+        if usage.cache_creation_input_tokens or usage.cache_read_input_tokens:
+            self._uncached[model] = -1  # the server caches: never judged again
+            return False
+        if self._uncached.get(model, 0) < 0 or usage.input_tokens < capabilities.IGNORED_MIN_INPUT:
+            return False
+        self._uncached[model] = self._uncached.get(model, 0) + 1
+        return self._uncached[model] >= capabilities.IGNORED_AFTER
 
     @property
     def has_key(self) -> bool:

@@ -90,6 +90,11 @@ def make_provider(
             client = AsyncAnthropicBedrock(base_url=base_url, max_retries=0, timeout=limits)
         except Exception as exc:  # no region, conflicting credentials: the SDK says which
             raise ProviderUnavailable(f"Bedrock: {exc}") from None
+        if not client.api_key:
+            # An empty AWS_BEARER_TOKEN_BEDROCK is no key: the SDK would send "Bearer "
+            # (an illegal header, seen as a network fault and retried) instead of
+            # signing with the AWS credential chain, which then says what is missing.
+            client.api_key = None
         return AnthropicProvider(
             client=client, name="bedrock", stall_timeout=stall_timeout, cache_ttl=cache_ttl
         )

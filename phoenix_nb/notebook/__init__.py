@@ -29,6 +29,7 @@ __all__ = [
     "interrupt",
     "ipython_kernel",
     "magics",
+    "mcp_lines",
     "options",
     "render",
     "session",

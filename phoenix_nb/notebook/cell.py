@@ -3,9 +3,15 @@
 The cell's output is one display (updated in place by display id) whose bundle
 is the conversation record plus self-contained fallbacks (`render.py`), and,
 while the turn runs, a box of live controls. The cell ends when the
-conversation rests. At an upgrade request it keeps waiting for the human when
-the front end can answer (JupyterLab, Notebook); in a headless run (nbclient,
-nbconvert, nbval) it ends with the conversation paused and says how to answer.
+conversation rests or waits for a person. At an upgrade request in a front end
+that can answer (JupyterLab, Notebook) the cell ends — the kernel is idle, so a
+reloaded page restores the buttons, a second tab sees them and `%phoenix approve`
+from another cell runs at once — and the view goes on *detached*: a task that keeps
+updating the same outputs, by display id and `metadata.phoenix.detached` (which the
+labextension applies after the cell ended, `controls.py`), until the turn rests.
+The request itself is answered through `Phoenix.pending` by whoever answers it. In a
+headless run (nbclient, nbconvert, nbval) the cell ends with the conversation paused
+and says how to answer.
 Kernel interrupt cancels the turn (REQ-BED-005) and raises `TurnInterrupted`, a
 KeyboardInterrupt whose traceback is one line (IPython shows an exception's
 `_render_traceback_`), so "Run All" stops without a trace through phoenix's code.
@@ -18,11 +24,14 @@ outputs by the one final record when the turn ends, so no empty output stays.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import enum
 import json
 import sys
 import time
+import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from IPython import get_ipython
@@ -33,7 +42,7 @@ from phoenix_nb.core.stored import MessageKind, MessageLike
 from phoenix_nb.core.values import ImageData
 from phoenix_nb.llm.images import ImageError, prepare_image
 from phoenix_nb.notebook._render.view import state_words
-from phoenix_nb.notebook.controls import Controls
+from phoenix_nb.notebook.controls import CONTROLS_MIME, Controls, control_bundle
 from phoenix_nb.notebook.decorate import decorate_record
 from phoenix_nb.notebook.interrupt import wake_loop_on_signals
 from phoenix_nb.notebook.options import HELP_TEXT, OptionsError, parse_cell_options
@@ -48,6 +57,13 @@ from phoenix_nb.runtime.manager import Conversation, PhoenixError
 from phoenix_nb.store import StoreError
 
 CANCEL_GRACE = 5.0  # seconds a cancelled turn may take to settle after an interrupt
+# Views that outlived their cell (waiting for an answer), kept until their turn rests.
+_DETACHED: set[asyncio.Task[None]] = set()
+CONTROLS_HINT = "`%phoenix cancel` stops this turn."
+WAITING_HINT = (
+    "Waiting for your answer: `%phoenix approve` or `%phoenix deny` (in any cell), "
+    "or `%phoenix cancel`."
+)
 
 
 class TurnInterrupted(KeyboardInterrupt):
@@ -99,10 +115,13 @@ async def run_cell(line: str, body: str) -> None:
             raise OptionsError("the cell is empty: write your message below the %%phoenix line")
         namespace = shell.user_ns if shell is not None else {}
         images = [resolve_image(spec, namespace) for spec in opts.images]
+        await session.settle_resumed()  # restrict_on_restart, before any turn runs
         known = None if opts.new else (opts.name or session.current)
         if known:  # a long history is read from the store off the event loop
             await session.phoenix.load(known)
+        await _prepare_mcp(session, Path(opts.cwd or session.cwd))
         conv = session.conversation_for(opts)
+        await _announce_new_servers(session, conv)
     except (OptionsError, PhoenixError, ImageError, StoreError) as exc:
         say(str(exc))
         return
@@ -113,6 +132,45 @@ async def run_cell(line: str, body: str) -> None:
         can_answer=front_end_can_answer(shell, session),
     )
     await view.run(lambda: conv.post_message(text, images))
+
+
+async def _prepare_mcp(session: Session, cwd: Path) -> None:
+    """Start the approved MCP servers before the conversation takes its tools; say
+    what is pending approval or failed. Nothing is made when none is configured and
+    the folder has no .mcp.json (the SDK is never imported then)."""
+    from phoenix_nb.mcp.config import PROJECT_FILE
+
+    phoenix = session.phoenix
+    if not phoenix.settings.mcp_servers and not (cwd / PROJECT_FILE).is_file():
+        return
+    from IPython.display import display
+
+    from phoenix_nb.mcp import ServerState
+    from phoenix_nb.notebook.mcp_lines import approval_controls
+
+    hub = phoenix.mcp
+    for line in await hub.prepare(cwd):
+        say(line)
+    for server in hub.servers(cwd):
+        if server.state == ServerState.PENDING and server.why != "denied":
+            display(approval_controls(hub, server, cwd), raw=True)
+
+
+async def _announce_new_servers(session: Session, conv: Conversation) -> None:
+    """A server that became ready after this conversation started is not in its tool
+    list (which never changes, for the prompt cache): say so once, to the user and to
+    the agent (a system note), with how to get its tools."""
+    servers = session.phoenix.mcp_servers_missing(conv)
+    if not servers:
+        return
+    text = (
+        f"MCP server(s) {', '.join(servers)} became ready after this conversation started; "
+        "their tools are offered from the next conversation (%%phoenix --new) or after "
+        "`%phoenix continue`."
+    )
+    say(text)
+    with contextlib.suppress(PhoenixError):  # not at rest: the user line is enough
+        await conv.annotate(text)
 
 
 THUMBNAILS = ThumbnailCache()  # made once per stored image: decorate runs on every update
@@ -142,6 +200,7 @@ class Applied(enum.Enum):
     DELTA = enum.auto()  # streamed text grew: a throttled display update
     STRUCTURAL = enum.auto()  # a message, tool or state changed: the record is re-sent
     END = enum.auto()  # the cell ends now (a headless run paused at an approval)
+    DETACH = enum.auto()  # the cell ends now; the view goes on without it (a person answers)
 
 
 class TurnView:
@@ -184,9 +243,10 @@ class TurnView:
         resumed = session.take_resumed_note()
         self.notes: list[str] = [resumed] if resumed else []
         self.throttle = GrowthThrottle(min_interval=session.config.display_min_interval)
-        self.handle: Any = None
+        self.display_id: str | None = None  # the record's output, once shown
         self.controls: Controls | None = None
-        self.controls_handle: Any = None
+        self.controls_id: str | None = None  # the controls' output, once shown
+        self.detached = False  # the cell ended; this view updates its outputs from a task
 
     # -- the record -------------------------------------------------------------------
     def record(self) -> dict[str, Any]:
@@ -215,11 +275,43 @@ class TurnView:
             payload["notes"] = list(self.notes)
         return payload
 
+    def _metadata(self, display_id: str) -> dict[str, Any]:
+        """Every output of a view names its display id, so the labextension can update it
+        after the cell ended; `live` marks updates JupyterLab still routes by itself."""
+        return {"phoenix": {"detached": display_id, "live": not self.detached}}
+
     def _send(self, bundle: dict[str, Any]) -> None:
-        if self.handle is None:
-            self.handle = display(bundle, raw=True, display_id=True)
+        if self.display_id is None:
+            self.display_id = f"phoenix-{uuid.uuid4().hex}"
+            update = False
         else:
-            self.handle.update(bundle, raw=True)
+            update = True
+        display(
+            bundle,
+            raw=True,
+            display_id=self.display_id,
+            metadata=self._metadata(self.display_id),
+            update=update,
+        )
+
+    def _controls_bundle(self) -> dict[str, Any]:
+        assert self.controls is not None
+        waiting = self.controls.approval_box.layout.display != "none"
+        return control_bundle(self.controls.widget, WAITING_HINT if waiting else CONTROLS_HINT)
+
+    def _show_controls(self, *, update: bool) -> None:
+        """The controls' output: the widget, and the commands where it cannot act."""
+        if self.controls is None or (update and self.controls_id is None):
+            return
+        if self.controls_id is None:
+            self.controls_id = f"phoenix-{uuid.uuid4().hex}"
+        display(
+            self._controls_bundle(),
+            raw=True,
+            display_id=self.controls_id,
+            metadata=self._metadata(self.controls_id),
+            update=update,
+        )
 
     def show_streaming(self, *, structural: bool) -> None:
         if structural and is_rest(self.conv.state):
@@ -244,12 +336,32 @@ class TurnView:
         self.live_parts.clear()
         record = self.record()
         bundle = render_bundle(record)
-        if self.controls_handle is not None and self.handle is not None:
+        if self.detached:
+            # No cell to clear: the record is updated in place and the controls' output
+            # asks to be removed (`gone`, applied by the labextension).
+            self._send(bundle)
+            if self.controls_id is not None:
+                metadata = self._metadata(self.controls_id)
+                metadata["phoenix"]["gone"] = True
+                display(
+                    {CONTROLS_MIME: {"hint": ""}, "text/plain": ""},
+                    raw=True,
+                    display_id=self.controls_id,
+                    metadata=metadata,
+                    update=True,
+                )
+                self.controls_id = None
+        elif self.controls_id is not None and self.display_id is not None:
             # The controls' output would stay behind as an empty one: replace both by
             # the final record, under the same display id.
             clear_output()
-            self.controls_handle = None
-            display(bundle, raw=True, display_id=self.handle.display_id)
+            self.controls_id = None
+            display(
+                bundle,
+                raw=True,
+                display_id=self.display_id,
+                metadata=self._metadata(self.display_id),
+            )
         else:
             self._send(bundle)
         shown = self.conv.payload(since_cycle=self.first_cycle or 0)
@@ -286,9 +398,13 @@ class TurnView:
                 say(str(exc))
                 return
             self.show_streaming(structural=True)
-            if self.controls is not None:
-                self.controls_handle = display(self.controls.widget, display_id=True)
+            self._show_controls(update=False)
             await self._pump(sub)
+            if self.detached:
+                task = loop.create_task(self._go_on_detached(sub, loop))
+                _DETACHED.add(task)
+                task.add_done_callback(_DETACHED.discard)
+                return
         except asyncio.CancelledError:
             await self._cancel_after_interrupt()
             raise TurnInterrupted(
@@ -296,11 +412,24 @@ class TurnView:
                 f"{state_words(self.conv.state.name)}; send another message to go on."
             ) from None
         finally:
-            sub.close()
-            if self.handle is not None:
-                self.show_final()
-            self._close_controls()
-            self._offer_revert(loop)
+            if not self.detached:
+                self._end(sub, loop)
+
+    def _end(self, sub: up.Subscription, loop: asyncio.AbstractEventLoop) -> None:
+        sub.close()
+        if self.display_id is not None:
+            self.show_final()
+        self._close_controls()
+        self._offer_revert(loop)
+
+    async def _go_on_detached(self, sub: up.Subscription, loop: asyncio.AbstractEventLoop) -> None:
+        """The rest of a turn whose cell ended at an approval: same outputs, until rest."""
+        self.session.watching.add(self.conv.slug)
+        try:
+            await self._pump(sub)
+        finally:
+            self.session.watching.discard(self.conv.slug)
+            self._end(sub, loop)
 
     async def _pump(self, sub: up.Subscription) -> None:
         """Apply updates in batches: whatever queued while the loop was busy is applied at
@@ -315,6 +444,9 @@ class TurnView:
             for update in batch:
                 applied = await self._apply(update)
                 if applied is Applied.END:
+                    return
+                if applied is Applied.DETACH:
+                    self.detached = True
                     return
                 structural = structural or applied is Applied.STRUCTURAL
                 streamed = streamed or applied is Applied.DELTA
@@ -351,7 +483,10 @@ class TurnView:
                 controls.refresh_mode()
                 if isinstance(data, up.StateChanged):
                     controls.clear_retry()
+                    waiting = controls.approval_box.layout.display != "none"
                     controls.show_approval(None)
+                    if waiting and self.detached:  # the hint says what can be run now
+                        self._show_controls(update=True)
             return Applied.STRUCTURAL
         if isinstance(data, up.ContextUsage) and controls is not None:
             controls.show_usage(data.warning)
@@ -361,12 +496,12 @@ class TurnView:
             if controls is not None:
                 controls.show_notice(data.text)
             say(data.text)  # kept in the cell's output: a failed save never passes in silence
-        elif isinstance(data, up.ApprovalNeeded) and await self._on_approval(data.reason):
-            return Applied.END
+        elif isinstance(data, up.ApprovalNeeded):
+            return await self._on_approval(data.reason)
         return Applied.NOTHING
 
-    async def _on_approval(self, reason: str) -> bool:
-        """Answer or surface an upgrade request; True when the cell should end now."""
+    async def _on_approval(self, reason: str) -> Applied:
+        """Answer or surface an upgrade request, and say whether the cell ends now."""
         if self.on_upgrade in ("approve", "deny"):
             answer = "approved" if self.on_upgrade == "approve" else "denied"
             await self.conv.annotate(
@@ -374,14 +509,22 @@ class TurnView:
                 f"(%%phoenix --on-upgrade {self.on_upgrade})."
             )
             await (self.conv.approve() if self.on_upgrade == "approve" else self.conv.deny())
-            return False
+            return Applied.NOTHING
         if self.can_answer:
             if self.controls is not None:
                 self.controls.show_approval(reason)
+            if self.detached:  # a second request in a turn already detached
+                self._show_controls(update=True)
+                self.show_streaming(structural=True)
+                return Applied.NOTHING
+            # The cell ends, so nothing it started blocks the shell while a person
+            # decides; the view goes on detached (module docstring).
+            self.detached = True
+            self._show_controls(update=True)
             self.show_streaming(structural=True)
-            return False
+            return Applied.DETACH
         self.paused_headless = True  # the record says "paused — run `%phoenix approve` …"
-        return True
+        return Applied.END
 
     async def _cancel_after_interrupt(self) -> None:
         try:
@@ -401,8 +544,8 @@ class TurnView:
 
     def _offer_revert(self, loop: asyncio.AbstractEventLoop) -> None:
         """A Revert button after a turn whose tool calls changed files (`undo.py`)."""
-        if not self.can_answer or self.handle is None:
-            return
+        if not self.can_answer or self.display_id is None or self.detached:
+            return  # a detached view has no cell to show a button in: `%phoenix revert`
         cycles = self.conv.payload(since_cycle=self.first_cycle or 0).get("cycles", [])
         found = turn_first_write(cycles)
         if found is not None:

@@ -33,7 +33,6 @@ import ipywidgets as w
 from IPython.display import display
 
 from phoenix_nb.core.notices import RetryScheduled
-from phoenix_nb.notebook._render.view import APPROVE_MEANS
 from phoenix_nb.runtime.manager import Conversation, PhoenixError
 
 Action = Callable[[], Awaitable[object]]
@@ -111,9 +110,9 @@ class Controls:
         self.loop = loop
         self.errors: list[str] = []
         self.cancel_button = w.Button(description="Cancel", button_style="warning", icon="stop")
-        # What approving does is phoenix's own fixed sentence, next to the buttons; the
-        # agent's reason (model-authored) is never put into the prompt: it is quoted, as
-        # the agent's words, in the record above. A Label shows text, never HTML.
+        # What approving does is phoenix's own fixed sentence, said once, in the record's
+        # approval block right above (a Label beside the buttons said it twice and was
+        # clipped at the cell's edge); the agent's reason is quoted there too.
         self.approve_button = w.Button(
             description="Approve",
             button_style="success",
@@ -122,13 +121,12 @@ class Controls:
         self.deny_button = w.Button(
             description="Deny", button_style="danger", tooltip="Keep the agent read-only"
         )
-        self.approve_means = w.Label(value=APPROVE_MEANS, layout=w.Layout(width="auto"))
         self.restrict_button = w.Button(description="Restrict", tooltip="Back to read-only now")
         self.continue_button = w.Button(
             description="Continue in a new conversation", layout=w.Layout(width="auto")
         )
         self.notice = w.HTML()
-        self.approval_box = w.HBox([self.approve_button, self.deny_button, self.approve_means])
+        self.approval_box = w.HBox([self.approve_button, self.deny_button])
         self.approval_box.layout.display = "none"
         self.continue_button.layout.display = "none"
         self.sandbox_available = sandbox_available
@@ -199,7 +197,6 @@ class Controls:
             self.cancel_button,
             self.approve_button,
             self.deny_button,
-            self.approve_means,
             self.restrict_button,
             self.continue_button,
             self.notice,

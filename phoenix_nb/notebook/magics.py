@@ -58,6 +58,7 @@ from phoenix_nb.sandbox import describe_hidden
 from phoenix_nb.store import StoreError
 from phoenix_nb.tools.environment import withheld_summary
 
+EXPORT_FOLDER = "phoenix-exports"  # a default export's folder, beside the notebook
 _BACKGROUND: set[asyncio.Task[None]] = set()  # scheduled subcommands, kept until done
 
 
@@ -77,6 +78,7 @@ async def run_line(line: str) -> None:
 async def _dispatch(command: Subcommand, session: Session, shell: Any) -> None:
     handler = HANDLERS[command.name]
     if handler.announce:
+        await session.settle_resumed()  # restrict_on_restart, before the note says the mode
         _announce(session)
     if handler.awaiting is not None:
         await handler.awaiting(command, session, shell)
@@ -238,8 +240,19 @@ async def _history(command: Subcommand, session: Session, shell: Any) -> None:
 def _export_job(
     source: RecordSnapshot | StoredRecord, command: Subcommand, session: Session
 ) -> ExportJob:
-    """A relative path is relative to the kernel's folder."""
-    target = Path(command.output or f"{source.header.slug}.{command.format}").expanduser()
+    """A relative path is relative to the kernel's folder. Without `--output` the file
+    goes to `phoenix-exports/` there, a folder holding a `.gitignore` of `*`: an export
+    is a copy of the record, so it never shows up as an untracked file beside the
+    notebook (git ignores the folder in whatever repository it lands)."""
+    if command.output:
+        target = Path(command.output).expanduser()
+    else:
+        target = Path(EXPORT_FOLDER) / f"{source.header.slug}.{command.format}"
+        folder = Path.cwd() / EXPORT_FOLDER
+        folder.mkdir(exist_ok=True)
+        ignore = folder / ".gitignore"
+        if not ignore.exists():
+            ignore.write_text("# phoenix exports: copies of records, not sources\n*\n")
     if not target.is_absolute():
         target = Path.cwd() / target
     return ExportJob(source, session.config.show_thinking, command.format, str(target))
@@ -278,6 +291,14 @@ async def _answer(command: Subcommand, session: Session, shell: Any) -> None:
             f"({conv.mode.value}, {_state_words(conv)})."
         )
         return
+    waiting = session.phoenix.pending.list(conversation=conv.slug)
+    if conv.slug in session.watching and waiting:
+        # The cell that asked still shows the turn (its view went on detached): answer
+        # the request by id and let the turn go on there, not in this cell.
+        await session.phoenix.pending.answer(waiting[0].id, name)
+        verb = "Approved" if name == "approve" else "Denied"
+        print(f"{verb}: {conv.slug} goes on in the cell that asked.")
+        return
     action = conv.approve if name == "approve" else conv.deny
     view = TurnView(
         conv,
@@ -298,7 +319,11 @@ async def _restrict(command: Subcommand, session: Session, shell: Any) -> None:
 
 async def _cancel(command: Subcommand, session: Session, shell: Any) -> None:
     conv = session.current_conversation()
-    await conv.cancel()
+    waiting = session.phoenix.pending.list(conversation=conv.slug)
+    if waiting and "cancel" in waiting[0].answers:  # its source may do more than stop the turn
+        await session.phoenix.pending.answer(waiting[0].id, "cancel")
+    else:
+        await conv.cancel()
     print(f"Cancelled; {conv.slug} is {_state_words(conv)}.")
 
 
@@ -331,6 +356,42 @@ Now = Callable[[Subcommand, Session], None]
 Awaiting = Callable[[Subcommand, Session, Any], Awaitable[None]]
 
 
+async def _mcp(command: Subcommand, session: Session, shell: Any) -> None:
+    """`%phoenix mcp`: list the servers here, or approve / deny / restart one.
+
+    Approving starts nothing by itself; the server starts (in the sandbox) at the
+    next cell, and its tools join the conversations that start after it is ready."""
+    from phoenix_nb.notebook.mcp_lines import server_lines
+
+    hub = session.phoenix.mcp
+    cwd = Path(session.cwd)
+    action, *names = command.extra or ("list",)
+    loop = asyncio.get_running_loop()
+    if action == "list":
+        servers = hub.servers(cwd)
+        for line in server_lines(hub, servers):
+            print(line)
+        return
+    targets = hub.servers(cwd) if command.force else [hub.find(names[0], cwd)]
+    for server in targets:
+        if action == "approve":
+            hub.approve(server)
+            print(f"Approved MCP server {server.name}: {server.config.describe()}")
+        elif action == "deny" and server.config.source == "config":
+            print(
+                f"MCP server {server.name} is in your own config: remove it from "
+                "c.Phoenix.mcp_servers to stop using it."
+            )
+        elif action == "deny":
+            await loop.run_in_executor(None, hub.deny, server)
+            print(f"Denied MCP server {server.name}: it does not run.")
+        else:
+            await loop.run_in_executor(None, hub.restart, server)
+            print(f"Restarting MCP server {server.name}.")
+    for line in await hub.prepare(cwd):
+        print(line)
+
+
 @dataclass(frozen=True)
 class Handler:
     """How one subcommand runs. `awaiting` (when given) is what `run_line` awaits on the
@@ -361,6 +422,7 @@ HANDLERS: Mapping[str, Handler] = {
     "cancel": Handler(awaiting=_cancel),
     "revert": Handler(awaiting=_revert),
     "continue": Handler(awaiting=_continue),
+    "mcp": Handler(awaiting=_mcp),
 }
 assert set(HANDLERS) == set(SUBCOMMANDS), "every parsed subcommand has exactly one handler"
 
@@ -425,11 +487,20 @@ def new_summary(conv: Conversation) -> str:
 
 
 def _serving(conv: Conversation, session: Session) -> str:
-    """'anthropic at http://… · lacks caching · window: conservative default …'."""
-    s = session.phoenix.settings
-    parts = [s.provider + (f" at {s.base_url}" if s.base_url else "")]
-    lacks = session.phoenix.lacks(conv.model)
+    """'anthropic at http://… · lacks caching · window: conservative default …': the
+    conversation's own server (kept for its life), and the current one if it differs."""
+    phoenix = session.phoenix
+    server = phoenix.server_of(conv.runtime.record)
+    parts = [server.describe()]
+    lacks = phoenix.lacks(conv.model, server)
     parts.append("lacks " + ", ".join(lacks) if lacks else "no feature known missing")
+    current = phoenix.settings.server
+    if server != current:
+        parts.append(
+            f"this conversation stays on its own server; new ones start on "
+            f"{current.describe()} (c.Phoenix.provider / base_url): `%phoenix continue` "
+            "carries it to a new conversation there"
+        )
     info = conv.runtime.context.model_info
     assert info is not None  # filled in from the model's name when the context is made
     source = info.source
@@ -467,7 +538,9 @@ def _status(conv: Conversation, session: Session) -> str:
         f"({100 * usage['fraction']:.0f}%)" + ("  — near the limit" if usage["warning"] else ""),
         f"cost          {Spending(conv.spending()).line or 'nothing spent yet'}",
         f"budget        {_budget_line(session, conv.spending())}",
+        *_mcp_status(session),
         _reattach_line(session, conv),
+        *_policy_lines(session),
     ]
     if sandbox.available:
         from phoenix_nb.sandbox import guarantees
@@ -477,6 +550,29 @@ def _status(conv: Conversation, session: Session) -> str:
             f"  {'holds' if g.holds else 'LOST '}  {g.name}: {g.mechanism}" for g in guarantees()
         ]
     return "\n".join(lines)
+
+
+def _policy_lines(session: Session) -> list[str]:
+    """The admin's policy in force and where it came from; the user's spend today at the
+    hub's gateway (asked now: a few ms on a hub, at most a few seconds if it is down)."""
+    policy = session.policy
+    if policy is None:
+        return []
+    first, *rest = policy.summary()
+    lines = [f"policy        {first}", *(f"              {line}" for line in rest)]
+    gateway = session.phoenix.gateway
+    if gateway is not None:
+        lines.append(f"today         {gateway.spend_today()}")
+    return lines
+
+
+def _mcp_status(session: Session) -> list[str]:
+    """`%phoenix status`'s count of MCP servers by state (none made: no line)."""
+    counts = session.phoenix.mcp_counts()
+    if counts is None:
+        return []
+    said = ", ".join(f"{n} {state}" for state, n in sorted(counts.items())) or "none"
+    return [f"mcp servers   {said}  (`%phoenix mcp` lists them)"]
 
 
 @magics_class

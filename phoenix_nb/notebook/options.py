@@ -80,6 +80,11 @@ SUBCOMMAND_HELP = (
     ),
     HelpLine("edits", "the agent's cell edits still waiting for you", "%phoenix edits"),
     HelpLine(
+        "mcp [list | approve NAME|--all | deny NAME | restart NAME]",
+        "MCP servers: state, grants, tools; approve a project .mcp.json server",
+        "%phoenix mcp approve time",
+    ),
+    HelpLine(
         "revert [N | --to-approval] [--force]",
         "put the folder back as it was (default: before the last turn that changed it)",
         "%phoenix revert --to-approval",
@@ -264,11 +269,24 @@ def parse_subcommand(line: str) -> Subcommand:
         parser.add_argument("slug", nargs="?")
         parser.add_argument("--format", choices=EXPORT_FORMATS, default=None)
         parser.add_argument("--output", "-o", default=None)
+    elif name == "mcp":
+        parser.add_argument("action", nargs="?", default="list")
+        parser.add_argument("server", nargs="?")
+        parser.add_argument("--all", action="store_true")
     elif name == "revert":
         parser.add_argument("target", nargs="?", type=int)
         parser.add_argument("--to-approval", action="store_true")
         parser.add_argument("--force", action="store_true")
     ns = _parse(parser, rest)
+    if name == "mcp":
+        if ns.action not in ("list", "approve", "deny", "restart"):
+            raise OptionsError(
+                "%phoenix mcp takes list, approve NAME|--all, deny NAME, restart NAME"
+            )
+        if ns.action != "list" and not ns.server and not (ns.all and ns.action == "approve"):
+            raise OptionsError(f"%phoenix mcp {ns.action}: name the server")
+        extra = (ns.action, *((ns.server,) if ns.server else ()))
+        return Subcommand(name, extra=extra, force=ns.all)
     if name == "revert":
         if ns.target is not None and ns.to_approval:
             raise OptionsError(

@@ -24,6 +24,7 @@ from phoenix_nb.errors import PhoenixError
 from phoenix_nb.notebook.binding import NotebookBindings, notebook_key
 from phoenix_nb.notebook.ipython_kernel import IPythonKernel
 from phoenix_nb.notebook.options import CellOptions
+from phoenix_nb.policy import Policy, PolicyRefusal, load_policy
 from phoenix_nb.runtime.settings import DEMO_MODEL, Settings, default_model
 from phoenix_nb.sandbox import DEFAULT_DENY_READ
 
@@ -56,6 +57,15 @@ class PhoenixConfig(Configurable):
     base_url = Unicode(
         "", help="The provider's base URL (default $ANTHROPIC_BASE_URL for anthropic)."
     ).tag(config=True)
+    mcp_servers = Dict(
+        {},
+        help="MCP servers whose tools the agent may use: {name: {command, args, env, cwd, "
+        "network, write, timeout, memory} | {url, headers}} (README 'Tools from MCP servers').",
+    ).tag(config=True)
+    mcp_defer_above = Int(
+        _DEFAULT.mcp_defer_above,
+        help="Above this many MCP tools, send their names up front and schemas on demand.",
+    ).tag(config=True)
     models = Dict(
         help="Models the registry and the server do not describe: {name: {context_window, "
         "max_output, prices: {input, output, ...}, supports: {thinking, caching, images}}}."
@@ -66,7 +76,16 @@ class PhoenixConfig(Configurable):
     wait_for_approval = CaselessStrEnum(
         ("auto", "always", "never"),
         "auto",
-        help="Keep a cell waiting for Approve/Deny: auto = when the front end can answer.",
+        help="Show Approve/Deny and keep the turn waiting for them: auto = when the front "
+        "end can answer (the cell ends meanwhile; its record keeps updating).",
+    ).tag(config=True)
+    # Write access is a grant to one session with the person who gave it: a restart (a
+    # crash, a kernel someone else restarted, a notebook reopened days later) should not
+    # silently carry it on, so the default takes it back and the agent asks again.
+    restrict_on_restart = Bool(
+        True,
+        help="After a kernel restart, continue the notebook's conversation Restricted "
+        "(False: it keeps the mode it had, e.g. Unrestricted).",
     ).tag(config=True)
     retry_delay_scale = Float(
         _DEFAULT.retry_delay_scale, help="Multiply retry backoff delays (tests)."
@@ -174,9 +193,15 @@ class Session:
     """The kernel-wide state of phoenix_nb."""
 
     def __init__(
-        self, config: PhoenixConfig, *, cwd: Path | None = None, kernel: IPythonKernel | None = None
+        self,
+        config: PhoenixConfig,
+        *,
+        cwd: Path | None = None,
+        kernel: IPythonKernel | None = None,
+        policy: Policy | None = None,
     ) -> None:
         self.config = config
+        self.policy = policy  # the admin's, read once when the extension loaded
         self.kernel = kernel  # the kernel tools' port onto this kernel (None outside IPython)
         self.cwd = cwd or Path.cwd()
         self._phoenix: Phoenix | None = None
@@ -185,6 +210,11 @@ class Session:
         self.resumed: str | None = None  # picked up from the store, not yet announced
         self._shown: dict[str, tuple[int, int]] = {}
         self._observing = False  # the config observer is added once, with the first Phoenix
+        # Conversations whose waiting turn a detached cell view still shows (cell.py): an
+        # answer from elsewhere goes on there rather than in the answering cell.
+        self.watching: set[str] = set()
+        self._settled: set[str] = set()  # resumed conversations restrict_on_restart saw
+        self._restricted_on_restart: set[str] = set()
 
     @property
     def notebook(self) -> str | None:
@@ -240,18 +270,47 @@ class Session:
         if key is not None:
             self._bindings().set_shown(key, slug, mark)
 
+    async def settle_resumed(self) -> None:
+        """After a restart, before the first command or turn: a conversation picked up
+        Unrestricted becomes Restricted when `restrict_on_restart` says so (and the host
+        can sandbox), so write access never outlives its kernel unannounced."""
+        _ = self.current  # reads the notebook's stored conversation, if any
+        slug = self.resumed
+        if slug is None or slug in self._settled or not self.config.restrict_on_restart:
+            return
+        self._settled.add(slug)
+        await self.phoenix.load(slug)
+        conv = self.current_conversation(slug)
+        if conv.mode.value == "unrestricted" and self.phoenix.sandbox.available:
+            await conv.restrict()
+            self._restricted_on_restart.add(slug)
+
     def take_resumed_note(self) -> str | None:
         """'continuing SLUG …' once, for the first output after the conversation was
-        picked up from the store."""
+        picked up from the store: with its mode, and how to leave Unrestricted."""
         slug, self.resumed = self.resumed, None
         if slug is None:
             return None
-        return f"continuing {slug}, this notebook's conversation (picked up after a restart)"
+        head = f"continuing {slug}, this notebook's conversation (picked up after a restart)"
+        mode = self.current_conversation(slug).mode.value
+        if slug in self._restricted_on_restart:
+            return (
+                f"{head}, now Restricted: write access ended with the old kernel "
+                "(c.Phoenix.restrict_on_restart); the agent asks again if it needs it"
+            )
+        if mode == "unrestricted":
+            return (
+                f"{head}, still Unrestricted: the agent can write files; "
+                "`%phoenix restrict` makes it read-only"
+            )
+        return f"{head}, {mode.capitalize()}"
 
     def settings(self) -> Settings:
-        """The settings `c.Phoenix.*` says now (Settings.from_config: the one place)."""
+        """The settings `c.Phoenix.*` says now (Settings.from_config: the one place),
+        inside the admin's policy (PolicyRefusal names the bound a setting passes)."""
         c = self.config
-        return Settings.from_config({n: getattr(c, n) for n in c.trait_names(config=True)})
+        settings = Settings.from_config({n: getattr(c, n) for n in c.trait_names(config=True)})
+        return settings.with_policy(self.policy)
 
     @property
     def phoenix(self) -> Phoenix:
@@ -273,7 +332,12 @@ class Session:
         phoenix = self._phoenix
         if phoenix is None:
             return  # not built yet: the first use reads the config as it is then
-        settings = self.settings()
+        try:
+            settings = self.settings()
+        except PolicyRefusal:
+            # the change is refused, not kept: the session goes on with what it had
+            self.config.set_trait(change["name"], change["old"])
+            raise
         if settings.store_root() != Path(phoenix.store_root):
             self._phoenix = None
             self._current = self._looked_up = self.resumed = None
@@ -360,9 +424,10 @@ def get_session(shell: Any = None) -> Session:
     """The kernel's session, configured from the shell's traitlets config."""
     global _session
     if _session is None:
+        policy = load_policy()  # once: the spawner's environment names it
         config = PhoenixConfig(config=getattr(shell, "config", None))
         kernel = IPythonKernel(shell) if getattr(shell, "user_ns", None) is not None else None
-        _session = Session(config, kernel=kernel)
+        _session = Session(config, kernel=kernel, policy=policy)
     return _session
 
 

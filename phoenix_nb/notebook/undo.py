@@ -49,6 +49,7 @@ async def revert(
     checkpoint = await asyncio.to_thread(history.resolve_target, target, to_approval=to_approval)
     report = await history.arevert(checkpoint.number, force=force)
     await conv.annotate(report.agent_message())
+    conv.audit("revert", checkpoint=report.target)
     return report
 
 

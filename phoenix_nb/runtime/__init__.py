@@ -11,10 +11,12 @@ a turn's sub-agents share; the executors are
 reached through the typing.Protocol ports in `ports`, whose docstrings are
 the contract. `claim` takes a conversation (lease, work marker, fresh read)
 and restores one left mid-work; `updates` is what watchers receive;
-`settings` is the one Settings, each default written once.
+`pending` lists what waits for a person (an upgrade request, …) and answers it by id
+from any front end; `settings` is the one Settings, each default written once.
 `snapshot` is a conversation's whole record to be built off the kernel's loop,
 `child_spend` what its finished sub-agents spent; `long_lived` keeps what lives as
 long as the kernel (a history read from the store) out of full garbage collections.
+`gateway_link` reports the user's decisions to a JupyterHub's phoenix gateway.
 
 Its face is its modules, listed below and pinned by
 tests/runtime/test_front_door.py.
@@ -25,9 +27,11 @@ __all__ = [
     "claim",
     "conversation",
     "executors",
+    "gateway_link",
     "lease",
     "long_lived",
     "manager",
+    "pending",
     "ports",
     "prompts",
     "settings",

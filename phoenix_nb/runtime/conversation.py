@@ -129,6 +129,9 @@ class Services:
     live_credentials: Callable[[], tuple[str, ...]] = lambda: ()
     sandbox_policy: SandboxPolicy = field(default_factory=SandboxPolicy)  # the Phoenix's
     jobs: BackgroundJobs = field(default_factory=BackgroundJobs)  # the Phoenix's
+    # Headers every model request of a conversation carries, given its slug: on a
+    # JupyterHub, the gateway's conversation tag (Settings.request_headers).
+    request_headers: Callable[[str], Mapping[str, str]] = lambda slug: {}
 
 
 class ConversationRuntime:
@@ -597,6 +600,7 @@ class ConversationRuntime:
             tools=[] if continuation is not None else self.services.api_tool_specs(self.tools),
             max_tokens=info.max_output if info is not None else 4096,
             thinking=self.services.thinking if continuation is None else None,
+            headers=self.services.request_headers(self.slug),
         )
 
     def reconfigure(self, services: Services) -> None:
@@ -652,6 +656,8 @@ class ConversationRuntime:
             tool=name,
             tool_use_id=tool_use_id,
             run=run,
+            # the tool's own trait; a tool that does not say (a test's stand-in) can write
+            writes=next((getattr(t, "writes", True) for t in tools if t.name == name), True),
         )
 
     def _checkpoint_if_writes_begin(self, previous: ConvState, event: ev.Event) -> None:

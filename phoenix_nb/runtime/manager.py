@@ -24,13 +24,14 @@ import logging
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from phoenix_nb.checkpoints.recorder import Checkpoints
 from phoenix_nb.core import events as ev
 from phoenix_nb.core.cycles import RecordHeader
 from phoenix_nb.core.models import ModelInfo, supports
 from phoenix_nb.core.states import (
+    AwaitingModeApproval,
     ContextExhausted,
     ConvContext,
     ConvState,
@@ -64,8 +65,10 @@ from phoenix_nb.runtime.conversation import (
     is_paused,
     is_rest,
 )
+from phoenix_nb.runtime.gateway_link import GatewayLink
+from phoenix_nb.runtime.pending import ModeApprovals, PendingRequests, WaitingApproval
 from phoenix_nb.runtime.ports import LlmProvider
-from phoenix_nb.runtime.settings import DEMO_MODEL, Settings
+from phoenix_nb.runtime.settings import DEMO_MODEL, Server, Settings
 from phoenix_nb.runtime.snapshot import RecordSnapshot, StoredRecord
 from phoenix_nb.runtime.subagents import SubAgentSpawner
 from phoenix_nb.sandbox import SandboxPolicy, detect_sandbox
@@ -73,6 +76,10 @@ from phoenix_nb.store import Store, store_problem
 from phoenix_nb.tools.background_jobs import BackgroundJobs
 from phoenix_nb.tools.kernel import outcome_note
 from phoenix_nb.tools.kernel_port import KernelPort
+
+if TYPE_CHECKING:
+    from phoenix_nb.mcp import McpHub
+    from phoenix_nb.tools.base import Tool
 
 __all__ = [
     "Conversation",
@@ -118,6 +125,10 @@ class Conversation:
     @property
     def slug(self) -> str:
         return self.runtime.slug
+
+    def audit(self, event: str, **fields: Any) -> None:
+        """Report a decision on this conversation to the hub gateway's audit trail (if any)."""
+        self._phoenix.audit(event, self.slug, **fields)
 
     @property
     def state(self) -> ConvState:
@@ -185,7 +196,8 @@ class Conversation:
 
     def _header(self, child_ids: Sequence[str]) -> RecordHeader:
         runtime = self.runtime
-        return self._phoenix.record_header(runtime.slug, runtime.context, child_ids)
+        server = self._phoenix.server_of(runtime.record)
+        return self._phoenix.record_header(runtime.slug, runtime.context, child_ids, server)
 
     def spending(self) -> dict[str, Any]:
         """The record's `usage` (this turn's and the conversation's spend), kept
@@ -268,10 +280,21 @@ class Conversation:
             raise PhoenixError(str(exc)) from None
 
     async def approve(self) -> None:
+        """Grant the agent's request for write access, unless the admin's policy
+        forbids Unrestricted mode (PolicyRefusal; the request stays to be denied)."""
+        policy = self._phoenix.settings.policy
+        if policy is not None:
+            try:
+                policy.check_mode(Mode.UNRESTRICTED.value)
+            except PhoenixError as exc:
+                self._phoenix.audit("policy_refusal", self.slug, reason=str(exc))
+                raise
         await self._submit(ev.UserApproveUpgrade())
+        self._phoenix.audit("approval", self.slug, mode=Mode.UNRESTRICTED.value)
 
     async def deny(self) -> None:
         await self._submit(ev.UserDenyUpgrade())
+        self._phoenix.audit("denial", self.slug)
 
     async def restrict(self) -> list[str]:
         """Back to Restricted at once, without asking the agent (REQ-BED-016).
@@ -287,6 +310,7 @@ class Conversation:
         jobs = self._phoenix.jobs
         stopped = await jobs.stop_unrestricted(self.id)
         await self._submit(ev.UserRequestDowngrade(stopped_jobs=tuple(stopped)))
+        self._phoenix.audit("mode_change", self.slug, mode=Mode.RESTRICTED.value)
         late = await jobs.stop_unrestricted(self.id)
         if late:
             try:
@@ -300,7 +324,8 @@ class Conversation:
         await self._submit(ev.UserTriggerContinuation())
 
     async def continue_in_new(self, *, slug: str | None = None) -> Conversation:
-        """A new conversation seeded with this one's summary and linked to it (REQ-BED-021).
+        """A new conversation seeded with this one's summary and linked to it (REQ-BED-021),
+        on the server new conversations start on (the summary is asked of this one's).
 
         The summary stays in this conversation's state; the new one's first message
         reads it from there (`seeded_message`), so the link survives restarts.
@@ -310,8 +335,15 @@ class Conversation:
             state = await self.wait()
             if not isinstance(state.phase, ContextExhausted):
                 raise PhoenixError(f"could not summarise {self.slug}: it is {state.name}")
+        # The new conversation starts on the current server; this one's model goes with
+        # it only when that is still this one's server (another server has other names).
+        same = self._phoenix.server_of(self.runtime.record) == self._phoenix.settings.server
         return self._phoenix.create(
-            slug=slug, cwd=self.cwd, model=self.model, mode=None, seed_from=self.id
+            slug=slug,
+            cwd=self.cwd,
+            model=self.model if same else None,
+            mode=None,
+            seed_from=self.id,
         )
 
     def seeded_message(self, text: str) -> str:
@@ -381,13 +413,94 @@ class Phoenix:
         self.sandbox = detect_sandbox()  # the host's, probed once per process
         self.sandbox_policy = _sandbox_policy(self.settings, self.store_root)
         self.jobs = BackgroundJobs()  # its conversations' detached commands
+        self._mcp: McpHub | None = None  # its MCP servers, made at first use (`mcp`)
+        self._mcp_told: dict[str, set[str]] = {}  # conversation id -> servers announced
         self._providers: dict[str, LlmProvider] = {}
         self._retired: list[LlmProvider] = []  # replaced by `reconfigure`, closed by `aclose`
         self._provider = provider
         self._runtimes: dict[str, ConversationRuntime] = {}
         self.spawner = SubAgentSpawner(self, self.settings.sub_agents, self.sandbox.available)
         self.worktree = self._checkpoints()
+        self._reports: set[asyncio.Task[bool]] = set()  # audit events on their way
         self.restored = self._restore_all()
+        # Whatever waits for a person, answerable by id from any front end (pending.py).
+        self.pending = PendingRequests([ModeApprovals(self._waiting_approvals)])
+
+    @property
+    def gateway(self) -> GatewayLink | None:
+        """The JupyterHub gateway the admin's policy names, reached with the Hub token."""
+        policy = self.settings.policy
+        if policy is None or policy.gateway_url is None:
+            return None
+        return GatewayLink(policy.gateway_url, self.settings.api_key)
+
+    def audit(self, event: str, conversation: str, **fields: Any) -> None:
+        """Report what the user decided to the gateway's audit trail, in the background
+        (nothing without a gateway; a gateway that does not answer loses the event)."""
+        link = self.gateway
+        if link is None:
+            return
+        report = link.report({"event": event, "conversation": conversation, **fields})
+        try:
+            task = asyncio.get_running_loop().create_task(report)
+        except RuntimeError:
+            report.close()
+            link.report_now({"event": event, "conversation": conversation, **fields})
+            return
+        self._reports.add(task)
+        task.add_done_callback(self._reports.discard)
+
+    @property
+    def mcp(self) -> McpHub:
+        """The MCP servers of this Phoenix (phoenix_nb.mcp), made at first use: the
+        package (not the SDK, which only its worker thread imports) loads then."""
+        if self._mcp is None:
+            from phoenix_nb.mcp import Approvals, McpConfigError, McpHub, parse_servers
+
+            problem = ""
+            try:
+                configured = parse_servers(self.settings.mcp_servers)
+            except McpConfigError as exc:
+                configured, problem = (), str(exc)
+            self._mcp = McpHub(
+                Approvals(Path(self.store_root)), self.sandbox, self.sandbox_policy, configured
+            )
+            if problem:
+                self._mcp.config_problem = problem
+        return self._mcp
+
+    def mcp_servers_missing(self, conv: Conversation) -> list[str]:
+        """Ready MCP servers whose tools ``conv`` does not have (it started before they
+        were ready), each named once per conversation: announced, then left alone."""
+        if self._mcp is None:
+            return []
+        from phoenix_nb.mcp import mcp_tools
+
+        have = {tool.name for tool in conv.runtime.tools}
+        call = next((t for t in conv.runtime.tools if t.name == "mcp_call"), None)
+        listed = call.description if call is not None else ""
+        told = self._mcp_told.setdefault(conv.id, set())
+        new = []
+        for server in self._mcp.ready_servers():
+            names = [t.name for t in mcp_tools(self._mcp, [server], len(server.tools))]
+            present = any(n in have or f"- {n}:" in listed for n in names)
+            if names and not present and server.name not in told:
+                new.append(server.name)
+        told.update(new)
+        return sorted(new)
+
+    def mcp_counts(self) -> dict[str, int] | None:
+        """MCP servers by state; None when no MCP server was ever looked at here."""
+        return None if self._mcp is None else self._mcp.counts()
+
+    def mcp_tools(self) -> tuple[Tool, ...]:
+        """The tools of the MCP servers ready now: a conversation takes them at its start
+        and keeps them (REQ-BED-017: the tool list never changes within a conversation)."""
+        if self._mcp is None:
+            return ()
+        from phoenix_nb.mcp import mcp_tools
+
+        return mcp_tools(self._mcp, self._mcp.ready_servers(), self.settings.mcp_defer_above)
 
     @property
     def store(self) -> Store:
@@ -396,16 +509,23 @@ class Phoenix:
         return self._store
 
     # -- services ---------------------------------------------------------------------
-    def provider_for(self, model: str) -> LlmProvider:
+    def server_of(self, record: Mapping[str, Any]) -> Server:
+        """The server a stored conversation was started on (the current setting's for
+        one stored before conversations kept theirs)."""
+        return Server.of_record(record, self.settings.server)
+
+    def provider_for(self, model: str, server: Server | None = None) -> LlmProvider:
+        """The provider for `model` on `server` (None: the server new conversations
+        start on); one per server, built on first use."""
         if self._provider is not None:
             return self._provider
-        if model == DEMO_MODEL and not self.settings.base_url:
+        server = server or self.settings.server
+        if model == DEMO_MODEL and not server.base_url:
             return self._demo_provider()
-        s = self.settings
-        key = f"{s.provider} {s.base_url or ''}"
-        if key not in self._providers:
-            self._providers[key] = self._make_provider(s)
-        return self._providers[key]
+        if server.key not in self._providers:
+            s = replace(self.settings, provider=server.provider, base_url=server.base_url)
+            self._providers[server.key] = self._make_provider(s)
+        return self._providers[server.key]
 
     @staticmethod
     def _make_provider(s: Settings) -> LlmProvider:
@@ -436,14 +556,15 @@ class Phoenix:
 
         return LazyProvider(build, name=s.provider)
 
-    def lacks(self, model: str) -> tuple[str, ...]:
-        """The optional features `model` is known to lack where it is served: described
-        so in c.Phoenix.models, refused by its server, or absent from its wire format.
+    def lacks(self, model: str, server: Server | None = None) -> tuple[str, ...]:
+        """The optional features `model` is known to lack where it is served (`server`,
+        None: the current setting's): described so in c.Phoenix.models, refused by its
+        server, or absent from its wire format.
 
         Asks only a provider already built: a record or `%phoenix status` must not load
         an SDK (or fail on a missing extra) just to say this."""
-        s = self.settings
-        built = self._provider or self._providers.get(f"{s.provider} {s.base_url or ''}")
+        s = server or self.settings.server
+        built = self._provider or self._providers.get(s.key)
         built = getattr(built, "built", built)  # a LazyProvider's real one, once made
         lacks = getattr(built, "lacks", None)
         if callable(lacks):
@@ -452,9 +573,15 @@ class Phoenix:
         return ("thinking", *said) if s.provider == "openai" and "thinking" not in said else said
 
     def record_header(
-        self, slug: str, context: ConvContext, child_ids: Sequence[str]
+        self,
+        slug: str,
+        context: ConvContext,
+        child_ids: Sequence[str],
+        server: Server | None = None,
     ) -> RecordHeader:
-        """The facts a conversation's record states that its history does not carry."""
+        """The facts a conversation's record states that its history does not carry;
+        `server` is the conversation's own (None: the current setting's)."""
+        server = server or self.settings.server
         return RecordHeader(
             conversation_id=context.conversation_id,
             slug=slug,
@@ -463,8 +590,8 @@ class Phoenix:
             sandbox_available=self.sandbox.available,
             context_window=context.window,
             sub_agent_usage=self.sub_agent_usage(tuple(child_ids)),
-            provider=self.settings.provider,
-            lacks=self.lacks(context.model),
+            provider=server.provider,
+            lacks=self.lacks(context.model, server),
         )
 
     def sub_agent_usage(self, child_ids: Sequence[str]) -> tuple[tuple[str, Usage], ...]:
@@ -489,7 +616,7 @@ class Phoenix:
         """The model's real limits from the Models API (asked at most once a week per
         store, cached in it); a conversation at rest takes them for its next request."""
         model = runtime.context.model
-        provider = self.provider_for(model)
+        provider = self.provider_for(model, self.server_of(runtime.record))
         source = provider if isinstance(provider, LimitsSource) else None
         info = await self.limits.resolve(model, source)
         if info != runtime.context.model_info and not runtime.state.busy:
@@ -525,6 +652,15 @@ class Phoenix:
         self.sandbox_policy = _sandbox_policy(settings, self.store_root)
         self.spawner.set_limits(settings.sub_agents)
         self.worktree.reconfigure(settings.checkpoints)
+        if self._mcp is not None:
+            from phoenix_nb.mcp import McpConfigError, parse_servers
+
+            try:
+                configured = parse_servers(settings.mcp_servers)
+                self._mcp.config_problem = ""
+            except McpConfigError as exc:
+                configured, self._mcp.config_problem = (), str(exc)
+            self._mcp.reconfigure(configured, self.sandbox_policy)
         client = ("api_key", "provider", "base_url", "stall_timeout", "cache_ttl")
         if any(getattr(old, f) != getattr(settings, f) for f in client):
             keep = {k: p for k, p in self._providers.items() if k == DEMO_MODEL}
@@ -532,17 +668,21 @@ class Phoenix:
             self._providers = keep
         for runtime in self._runtimes.values():
             if not runtime.closed:
-                runtime.reconfigure(self._services(runtime.context.model))
+                model = runtime.context.model
+                runtime.reconfigure(self._services(model, self.server_of(runtime.record)))
 
-    def _services(self, model: str) -> Services:
+    def _services(self, model: str, server: Server) -> Services:
         from phoenix_nb.tools import registry  # the tools load with the first conversation
 
         s = self.settings
         return Services(
             store=self.store,
-            provider=self.provider_for(model),
+            provider=self.provider_for(model, server),
             sandbox=self.sandbox,
-            tools_for=lambda is_sub_agent: registry.tools_for(is_sub_agent=is_sub_agent),
+            tools_for=lambda is_sub_agent: (
+                *registry.tools_for(is_sub_agent=is_sub_agent),
+                *self.mcp_tools(),
+            ),
             run_tool=registry.run_tool,
             api_tool_specs=registry.api_tool_specs,
             retry_delay_scale=s.retry_delay_scale,
@@ -563,6 +703,7 @@ class Phoenix:
             live_credentials=self.live_credentials,
             sandbox_policy=self.sandbox_policy,
             jobs=self.jobs,
+            request_headers=s.request_headers,
         )
 
     # -- restore (REQ-BED-007) ------------------------------------------------------------
@@ -602,6 +743,20 @@ class Phoenix:
             log.info("phoenix: restored %d conversation(s) to rest", len(restored))
         return restored
 
+    def _waiting_approvals(self) -> list[WaitingApproval]:
+        """The open user conversations that wait for an upgrade answer (sub-agents ask
+        through their parent, never the user)."""
+        out: list[WaitingApproval] = []
+        for runtime in list(self._runtimes.values()):
+            phase = runtime.state.phase
+            if (
+                not runtime.closed
+                and runtime.on_parent is None
+                and isinstance(phase, AwaitingModeApproval)
+            ):
+                out.append(WaitingApproval(Conversation(self, runtime), phase))
+        return out
+
     # -- finding and creating -------------------------------------------------------------------
     def _runtime_for(
         self,
@@ -619,7 +774,7 @@ class Phoenix:
             ),
             state=from_persisted(record),
             history=history if history is not None else self.store.stored_messages(record["id"]),
-            services=self._services(record["model"]),
+            services=self._services(record["model"], self.server_of(record)),
             on_parent=on_parent,
         )
         self._runtimes[record["id"]] = runtime
@@ -667,7 +822,7 @@ class Phoenix:
             count=count,
             model=context.model,
             state=state,
-            header=self.record_header(slug, context, ()),
+            header=self.record_header(slug, context, (), self.server_of(record)),
         )
 
     def open_child(
@@ -694,6 +849,15 @@ class Phoenix:
         seed_from: str | None = None,
     ) -> Conversation:
         model = model or self.settings.model
+        policy = self.settings.policy
+        if policy is not None:  # `--model`, `--mode` inside the admin's bounds
+            try:
+                policy.check_model(model)
+                if mode is not None:
+                    policy.check_mode(Mode(mode).value)
+            except PhoenixError as exc:
+                self.audit("policy_refusal", slug or "", reason=str(exc))
+                raise
         directory = Path(cwd).expanduser() if cwd is not None else Path.cwd()
         if not directory.is_dir():
             raise PhoenixError(f"Working directory {str(directory)!r} does not exist.")
@@ -707,8 +871,11 @@ class Phoenix:
             cwd=str(directory.resolve()),
             model=model,
             seed_from=seed_from,
+            server=self.settings.server.as_json(),
             **persisted_fields(state),
         )
+        if requested is Mode.UNRESTRICTED:
+            self.audit("mode_change", record["slug"], mode=Mode.UNRESTRICTED.value)
         return Conversation(self, self._runtime_for(record))
 
     def open(
@@ -773,6 +940,8 @@ class Phoenix:
 
     async def aclose(self) -> None:
         await self.spawner.close()
+        if self._mcp is not None:  # every server's tree is killed by its supervisor
+            await asyncio.get_running_loop().run_in_executor(None, self._mcp.close)
         for runtime in list(self._runtimes.values()):
             await runtime.close()
         for provider in [*self._providers.values(), *self._retired]:

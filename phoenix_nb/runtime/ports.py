@@ -13,7 +13,7 @@ Completions) and `phoenix_nb.demo.DemoProvider` (LLM requests; built by
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from typing import Any, Literal, Protocol
 
 from phoenix_nb.core.effects import SpawnSubAgents
@@ -75,6 +75,7 @@ class WorkTreeRecorder(Protocol):
         tool: str,
         tool_use_id: str,
         run: Callable[[], Awaitable[ToolResult]],
+        writes: bool = True,
     ) -> ToolResult: ...
 
 
@@ -106,6 +107,11 @@ class Parent(Protocol):
 
     @property
     def context(self) -> ConvContext: ...
+
+    @property
+    def record(self) -> Mapping[str, Any]:
+        """The parent's stored conversation: a child starts on its parent's `server`."""
+        ...
 
     @property
     def closed(self) -> bool: ...

@@ -22,7 +22,8 @@ from phoenix_nb.core.models import ModelSpec, Supports, configure_models
 from phoenix_nb.core.prices import ModelPrice, configure_prices, rates_from
 from phoenix_nb.core.states import DEFAULT_MAX_TURN_ROUNDS
 from phoenix_nb.errors import PhoenixError
-from phoenix_nb.sandbox import SandboxLimits
+from phoenix_nb.policy import HUB_TOKEN_VARIABLES, Policy
+from phoenix_nb.sandbox import DEFAULT_DENY_READ, SandboxLimits
 
 DEMO_MODEL = "demo"
 # Wire formats phoenix speaks (llm.providers.make_provider builds each).
@@ -58,6 +59,40 @@ def _model_entry(raw: Any) -> tuple[ModelSpec, ModelPrice | None]:
         raise TypeError("prices is a dict of USD per million tokens (input, output, …)")
     price = rates_from(prices) if prices else None
     return ModelSpec(limits["context_window"], limits["max_output"], supports), price
+
+
+@dataclass(frozen=True)
+class Server:
+    """Who serves a conversation's model: the wire format (one of PROVIDERS) and the
+    base URL (None: the provider's own default). Stored with a conversation when it
+    starts and used for its whole life (a history belongs with the server that has
+    seen it; the seeds fix the model for life, REQ-BED-022, and the server goes with
+    it): `c.Phoenix.provider` and `base_url` choose for new conversations. Never holds
+    a key: the base URL is the server's identity."""
+
+    provider: str = "anthropic"
+    base_url: str | None = None
+
+    def as_json(self) -> dict[str, Any]:
+        return {"provider": self.provider, "base_url": self.base_url}
+
+    @classmethod
+    def of_record(cls, record: Mapping[str, Any], default: Server) -> Server:
+        """A stored conversation's server; `default` for one stored before servers were
+        (or with a provider this version does not speak)."""
+        raw = record.get("server")
+        if not isinstance(raw, Mapping) or raw.get("provider") not in PROVIDERS:
+            return default
+        url = raw.get("base_url")
+        return cls(str(raw["provider"]), str(url) if url else None)
+
+    def describe(self) -> str:
+        return self.provider + (f" at {self.base_url}" if self.base_url else "")
+
+    @property
+    def key(self) -> str:
+        """The providers' cache key: one provider object per server."""
+        return f"{self.provider} {self.base_url or ''}"
 
 
 DEFAULT_MODEL = "claude-sonnet-5-5"
@@ -131,6 +166,14 @@ class Settings:
     max_turn_rounds: int | None = DEFAULT_MAX_TURN_ROUNDS
     max_turn_cost: float | None = None
     max_conversation_cost: float | None = None
+    # The admin's policy (phoenix_nb.policy), set by `with_policy` only: what the
+    # runtime checks when a conversation is created, given a model or approved.
+    policy: Policy | None = None
+    # MCP servers (README "Tools from MCP servers"): {name: {command, args, env, cwd,
+    # network, write, timeout, memory} | {url, headers}}; checked by phoenix_nb.mcp.
+    mcp_servers: Mapping[str, Any] | None = None
+    # More MCP tools than this: their names up front, their schemas on demand.
+    mcp_defer_above: int = 30
 
     def __post_init__(self) -> None:
         if self.provider not in PROVIDERS:
@@ -154,6 +197,11 @@ class Settings:
                 prices[str(name)] = price
         configure_models(specs)
         configure_prices(prices)
+
+    @property
+    def server(self) -> Server:
+        """The server new conversations start on."""
+        return Server(self.provider, self.base_url)
 
     @property
     def off_anthropic(self) -> bool:
@@ -218,6 +266,63 @@ class Settings:
         flat = {f.name for f in fields(cls)} - _GROUPS
         return (flat | set(NESTED_CONFIG)) - set(NOT_FROM_CONFIG)
 
+    def with_policy(
+        self, policy: Policy | None, environ: Mapping[str, str] | None = None
+    ) -> Settings:
+        """These settings inside the policy's bounds, or PolicyRefusal naming the bound.
+
+        With a gateway, every request goes to it with the user's Hub token as the
+        credential (the token is a secret like a provider key: core.secrets lists
+        it). A model the policy does not allow is refused, unless it is only the
+        default (`default_model()`: the demo where no key is set), which becomes the
+        policy's `[models] default`. Budgets become the tighter of the user's and the
+        policy's; the policy's `deny_read` paths are hidden besides the user's."""
+        if policy is None:
+            return self
+        environ = os.environ if environ is None else environ
+        changes: dict[str, Any] = {"policy": policy}
+        provider = self.provider
+        if policy.gateway_url is not None and provider == "anthropic":
+            provider = policy.gateway_provider  # the default follows the gateway's wire format
+        policy.check_provider(provider, self.base_url)
+        if policy.gateway_url is not None:
+            changes["provider"] = provider
+            changes["base_url"] = policy.gateway_url
+            token = next((environ[n] for n in HUB_TOKEN_VARIABLES if environ.get(n)), None)
+            changes["api_key"] = token
+        model = self.model
+        if not policy.model_allowed(model) and model == default_model():
+            if policy.default_model is None:
+                raise policy.refuse(
+                    "models.allowed",
+                    f"the default model {model!r} is not allowed and the policy names no "
+                    "[models] default: choose one with `%config Phoenix.model = '…'`.",
+                )
+            model = policy.default_model
+        policy.check_model(model)
+        changes["model"] = model
+        b = policy.budgets
+        changes["max_turn_cost"] = _tighter(self.max_turn_cost, b.turn)
+        changes["max_conversation_cost"] = _tighter(self.max_conversation_cost, b.conversation)
+        if policy.deny_read:
+            changes["deny_read"] = (
+                *(DEFAULT_DENY_READ if self.deny_read is None else self.deny_read),
+                *policy.deny_read,
+            )
+        return replace(self, **changes)
+
+    def request_headers(self, slug: str) -> Mapping[str, str]:
+        """Headers each model request of conversation `slug` carries: the gateway's
+        conversation tag (and the user's named server, if any) where a policy names a
+        gateway, none otherwise."""
+        if self.policy is None or self.policy.gateway_url is None:
+            return {}
+        headers = {"x-phoenix-conversation": slug}
+        server = os.environ.get("JUPYTERHUB_SERVER_NAME")  # a named server's; "" the default
+        if server:
+            headers["x-phoenix-server"] = server
+        return headers
+
     def store_root(self) -> Path:
         """The store's folder: `home`, else $PHOENIX_HOME, else Jupyter's data dir."""
         if self.home is not None:
@@ -231,6 +336,17 @@ class Settings:
 NOT_FROM_CONFIG = {
     "api_key": "read from ANTHROPIC_API_KEY only: a key in a config file or a notebook "
     "would travel with it",
+    "policy": "the admin's policy file ($PHOENIX_POLICY), read once at load: a notebook "
+    "cannot set it",
 }
+
+
+def _tighter(mine: float | None, bound: float | None) -> float | None:
+    """The smaller of two dollar bounds, None being no bound."""
+    if bound is None:
+        return mine
+    return bound if mine is None else min(mine, bound)
+
+
 # Tuple settings whose empty value in config means "the default", not "nothing".
 _EMPTY_IS_DEFAULT = frozenset({"secret_patterns"})

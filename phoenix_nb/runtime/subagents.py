@@ -157,6 +157,7 @@ class SubAgentSpawner:
             model=parent.context.model,
             parent_id=parent.id,
             user_initiated=False,
+            server=parent.record.get("server"),  # a sub-agent asks its parent's server
             **persisted_fields(state),
         )
 

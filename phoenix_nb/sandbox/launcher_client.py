@@ -28,6 +28,12 @@ __all__ = ["LauncherHandle", "Process", "launcher", "read_some", "start_process"
 
 _LAUNCHER_SCRIPT = Path(__file__).with_name("child") / "launcher.py"
 _HELLO_TIMEOUT = 30.0
+# Bound on waiting for a supervisor to take a request (its first status line). A
+# spare takes it at once when one is ready; one being prepared bounds its own set-up
+# (the launcher's _SETUP_TIMEOUT) and then answers, if only with a refusal. So this
+# only ends a wait on a launcher that can no longer answer at all: the request is
+# abandoned (its status pipe closed), and a spare that takes it later drops it.
+_START_WAIT = 30.0
 # Bound on waiting for a killed command's report. The supervisor reports only once
 # the whole tree is gone, and dies (closing the pipe: read as killed) if it cannot;
 # this bounds only a supervisor that is itself stuck. Generous, because a saturated
@@ -44,17 +50,23 @@ class Process:
     """A command started by the launcher: its output fd and its supervisor.
 
     The caller owns `output_fd` (read end of the combined stdout/stderr pipe);
-    `wait()` returns the exit report; `kill()` stops the whole tree.
+    `wait()` returns the exit report; `kill()` stops the whole tree. A spec with
+    ``stdin`` gives `stdin_fd` (the write end of the command's stdin, non-blocking),
+    one with ``separate_stderr`` gives `stderr_fd` (the read end of its stderr);
+    the caller owns and closes those too.
     """
 
     def __init__(self, output_fd: int, status_fd: int) -> None:
         self.output_fd = output_fd
+        self.stdin_fd = -1
+        self.stderr_fd = -1
         self._status_fd = status_fd
         self._status_buf = b""
         self.supervisor_pid = 0
         self.pgid = 0  # the group to kill: the command's bash, or its namespace's PID 1
         self.tmpdir = ""  # a Restricted command's TMPDIR (gone when it ends)
         self._pidfd: int | None = None
+        self._group_pidfd: int | None = None  # pgid's process: the end a lost report waits for
         self.result: ExitReport | None = None
         self._wait_task: asyncio.Future[ExitReport] | None = None
 
@@ -95,6 +107,11 @@ class Process:
         if self.supervisor_pid > 0:
             with contextlib.suppress(OSError):
                 self._pidfd = os.pidfd_open(self.supervisor_pid)
+        if self.pgid > 0:
+            # Opened now, while the supervisor still holds it unreaped (it writes this
+            # line before the command may run): never a stranger that reused the pid.
+            with contextlib.suppress(OSError):
+                self._group_pidfd = os.pidfd_open(self.pgid)
 
     async def wait(self) -> ExitReport:
         """How the command ended (a missing or damaged report reads as killed).
@@ -126,9 +143,32 @@ class Process:
         return self._wait_task
 
     async def _read_report(self) -> ExitReport:
-        report = self.result = ExitReport.parse(await self._read_line())
+        line = await self._read_line()
+        if not line:
+            await self._lost_supervisor()
+        report = self.result = ExitReport.parse(line)
         self._close_status()
         return report
+
+    async def _lost_supervisor(self) -> None:
+        """The status pipe ended without a report: the supervisor was killed (from
+        outside, by the OOM killer). Its namespace's PID 1 dies with it (its parent-death
+        signal), but the namespace's teardown runs on after the pipe has closed, so the
+        pipe's end says nothing about the tree. Kill the group (PID 1, or an Unrestricted
+        command's group) and wait until that process has ended: PID 1 ends only once every
+        process of its namespace is gone. Bounded by _STOP_WAIT."""
+        if self.pgid > 0:
+            with contextlib.suppress(OSError):
+                os.killpg(self.pgid, signal.SIGKILL)
+        if self._group_pidfd is None:
+            return
+        loop = asyncio.get_running_loop()
+        ended: asyncio.Future[None] = loop.create_future()
+        loop.add_reader(self._group_pidfd, _set_ready, ended)
+        try:
+            await asyncio.wait((ended,), timeout=_STOP_WAIT)
+        finally:
+            loop.remove_reader(self._group_pidfd)
 
     def kill(self) -> None:
         """SIGKILL the command's process group now, then have the supervisor sweep.
@@ -157,10 +197,11 @@ class Process:
     def _close_status(self) -> None:
         with contextlib.suppress(OSError):
             os.close(self._status_fd)
-        if self._pidfd is not None:
-            with contextlib.suppress(OSError):
-                os.close(self._pidfd)
-            self._pidfd = None
+        for pidfd in (self._pidfd, self._group_pidfd):
+            if pidfd is not None:
+                with contextlib.suppress(OSError):
+                    os.close(pidfd)
+        self._pidfd = self._group_pidfd = None
 
 
 async def read_some(loop: asyncio.AbstractEventLoop, fd: int, size: int = 65536) -> bytes:
@@ -276,14 +317,17 @@ class LauncherHandle:
         assert self._hello is not None
         return self._hello
 
-    def start(self, spec: RunSpec, output_w: int) -> tuple[int, int]:
-        """Send one request; returns the status pipe's read end."""
+    def start(self, spec: RunSpec, output_w: int, extra: tuple[int, ...] = ()) -> tuple[int, int]:
+        """Send one request; returns the status pipe's read end.
+
+        ``extra``: the command's stdin read end and/or stderr write end, in that
+        order, as the spec's ``stdin`` and ``separate_stderr`` say."""
         data = json.dumps(spec.to_request()).encode()
         for attempt in range(2):
             sock = self._ensure()[1 if spec.restricted else 0]
             status_r, status_w = os.pipe2(os.O_CLOEXEC)
             try:
-                socket.send_fds(sock, [data], [output_w, status_w])
+                socket.send_fds(sock, [data], [output_w, status_w, *extra])
                 return status_r, attempt
             except OSError:
                 os.close(status_r)
@@ -327,32 +371,68 @@ async def start_process(spec: RunSpec, output_fd: int | None = None) -> Process:
             fcntl.fcntl(out_w, fcntl.F_SETPIPE_SZ, _OUTPUT_PIPE_BYTES)
     else:
         out_r, out_w = -1, output_fd
+    ours: list[int] = []  # our ends of the stdin / stderr pipes, in the Process
+    theirs: list[int] = []  # the command's ends, closed here once sent
+    if spec.stdin:
+        in_r, in_w = os.pipe2(os.O_CLOEXEC)
+        ours.append(in_w)
+        theirs.append(in_r)
+    if spec.separate_stderr:
+        err_r, err_w = os.pipe2(os.O_CLOEXEC)
+        ours.append(err_r)
+        theirs.append(err_w)
     try:
-        status_r, _ = _LAUNCHER.start(spec, out_w)
+        status_r, _ = _LAUNCHER.start(spec, out_w, tuple(theirs))
     except BaseException:
         if out_r >= 0:
             os.close(out_r)
+        for fd in ours:
+            os.close(fd)
         raise
     finally:
         if out_r >= 0:
             os.close(out_w)
+        for fd in theirs:
+            os.close(fd)
     if out_r >= 0:
         os.set_blocking(out_r, False)
     os.set_blocking(status_r, False)
     proc = Process(out_r, status_r)
+    for fd in ours:
+        os.set_blocking(fd, False)
+    if spec.stdin:
+        proc.stdin_fd = ours.pop(0)
+    if spec.separate_stderr:
+        proc.stderr_fd = ours.pop(0)
     try:
-        await proc.started()
+        try:
+            # asyncio.timeout, not wait_for: 3.11's wait_for can swallow a cancellation
+            # that lands as the wait ends, and a cancelled start must raise (the tree
+            # is stopped below before it does).
+            async with asyncio.timeout(_START_WAIT):
+                await proc.started()
+        except TimeoutError:
+            raise SandboxError(
+                f"no sandbox supervisor took the command within {_START_WAIT:g} s "
+                "(the launcher is stuck or cannot prepare one); it was not run"
+            ) from None
     except asyncio.CancelledError:
         await _stop_interrupted(proc)
-        if out_r >= 0:
-            os.close(out_r)
+        _close_ends(proc)
         raise
     except BaseException:
         proc.abandon()
-        if out_r >= 0:
-            os.close(out_r)
+        _close_ends(proc)
         raise
     return proc
+
+
+def _close_ends(proc: Process) -> None:
+    """Close the caller's ends of a command that did not start."""
+    for fd in (proc.output_fd, proc.stdin_fd, proc.stderr_fd):
+        if fd >= 0:
+            with contextlib.suppress(OSError):
+                os.close(fd)
 
 
 async def _stop_interrupted(proc: Process) -> None:

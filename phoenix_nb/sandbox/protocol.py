@@ -83,6 +83,9 @@ class Started:
             first = _object(line, "start line")
             return cls(int(first["pid"]), int(first.get("pgid", 0)), str(first.get("tmpdir", "")))
         except (SandboxError, KeyError, TypeError, ValueError) as exc:
+            if not line:
+                why = "the sandbox's supervisor ended before it started the command"
+                raise SandboxError(why) from exc
             raise SandboxError(f"launcher gave no supervisor pid: {line!r}") from exc
 
 
@@ -94,6 +97,9 @@ class ExitReport:
     signal: int | None
     killed: bool = False  # the supervisor killed what was left (cancel, timeout, limit)
     limits: tuple[str, ...] = ()  # "memory", "pids", "tmp_bytes", "tmp_inodes"
+    # Why the sandbox did not run the command (a set-up step failed: namespaces, a
+    # mount, its cgroup); "" when the command ran, whatever its exit code.
+    refused: str = ""
 
     @classmethod
     def parse(cls, line: bytes) -> ExitReport:
@@ -106,6 +112,7 @@ class ExitReport:
                 int(sig) if sig is not None else None,
                 bool(report.get("killed")),
                 tuple(str(name) for name in report.get("limits") or ()),
+                str(report.get("refused") or ""),
             )
         except (SandboxError, TypeError, ValueError):
             return cls(None, None, killed=True)
@@ -127,6 +134,11 @@ class RunSpec:
     group: str = ""  # the conversation's cgroup budget
     hidden: tuple[str, ...] = ()
     discard_stderr: bool = False  # stderr to /dev/null (output_fd carries stdout only)
+    # A long-lived server speaking on stdin/stdout (MCP): the caller's pipe is its
+    # stdin (else /dev/null), and its stderr has a pipe of its own, so stdout
+    # carries the protocol alone and stderr stays readable for the caller's errors.
+    stdin: bool = False
+    separate_stderr: bool = False
 
     def to_request(self) -> dict[str, Any]:
         rlimits: dict[str, int] = {"RLIMIT_CORE": 0}
@@ -153,5 +165,7 @@ class RunSpec:
             "group": self.group,
             "hidden": list(self.hidden),
             "discard_stderr": self.discard_stderr,
+            "stdin": self.stdin,
+            "separate_stderr": self.separate_stderr,
             "limits": asdict(self.limits),
         }

@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
+import stat
 import tempfile
 from pathlib import Path
 
@@ -35,9 +36,22 @@ def run_dir() -> Path:
     """
     base = Path(tempfile.gettempdir()) / f"phoenix-{os.getuid()}"
     base.mkdir(mode=0o700, exist_ok=True)
+    _check_private(base)
     path = base / owner()
     path.mkdir(mode=0o711, exist_ok=True)
     return path
+
+
+def _check_private(folder: Path) -> None:
+    """Refuse a run folder another uid made or can enter: on a shared host (a
+    JupyterHub) anyone may create ``/tmp/phoenix-<your uid>`` first, as a symlink or
+    a folder they can read, and would then see (or plant) this kernel's files."""
+    st = os.lstat(folder)
+    if st.st_uid != os.getuid() or not stat.S_ISDIR(st.st_mode) or st.st_mode & 0o077:
+        raise PermissionError(
+            f"{folder} is not this user's private folder (owner uid {st.st_uid}, mode "
+            f"{stat.S_IMODE(st.st_mode):o}): remove it; phoenix makes its own, mode 700"
+        )
 
 
 def group_for(conversation_id: str) -> str:

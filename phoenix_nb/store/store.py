@@ -231,6 +231,8 @@ class Store:
     def __init__(self, root: Path | str | None = None) -> None:
         self.root = Path(root).expanduser() if root is not None else default_root()
         with contextlib.suppress(OSError):  # a read-only store is still read
+            if not self.root.exists():  # a new store is its user's alone (a shared host)
+                self.root.mkdir(mode=0o700, parents=True)
             (self.root / "conversations").mkdir(parents=True, exist_ok=True)
         index_path = self.root / "index.jsonl"
         index_missing = not index_path.exists()
@@ -333,8 +335,10 @@ class Store:
         state: Any = None,
         state_data: Any = None,
         seed_from: str | None = None,
+        server: Mapping[str, Any] | None = None,
     ) -> dict[str, Any]:
-        """Create and persist a conversation; `slug=None` picks a free readable one."""
+        """Create and persist a conversation; `slug=None` picks a free readable one.
+        `server` ({provider, base_url}, never a key) is who serves it for life."""
         self._check_open()
         conv_id = id or f"c-{uuid.uuid4().hex[:16]}"
         if not _ID_RE.match(conv_id):
@@ -366,6 +370,7 @@ class Store:
                 "state_data": state_data_json,
                 "mode": str(mode),
                 "model": str(model),
+                "server": _jsonable(dict(server), "server") if server is not None else None,
                 "archived": False,
                 "seeded_from": seed_from,
                 "created_at": now,

@@ -13,7 +13,9 @@ turn's Usage has cache reads), then `data: [DONE]`.
 It validates requests as the API would where a translation bug would show: every
 assistant `tool_calls` entry answered by exactly one `tool` message before the
 next assistant or user message, no `tool` message answering nothing, content
-parts of known types, `image_url` parts as data: URLs. Faults: `status` (an
+parts of known types, `image_url` parts as data: URLs, no `reasoning_content` in an
+assistant message (DeepSeek refuses it). A turn's thinking streams as
+`reasoning_content` deltas, as vLLM and DeepSeek send reasoning. Faults: `status` (an
 OpenAI error body), `drop` (connection cut mid-stream), `stall`,
 `in_stream_error` (a `data: {"error": …}` line) and `eof_without_stop`.
 """
@@ -28,7 +30,15 @@ from typing import Any
 from aiohttp import web
 
 from phoenix_nb.demo.server import FakeAnthropic, _estimate_usage
-from phoenix_nb.demo.turns import Fault, TextSpec, ToolUseSpec, Turn, _next_id, text
+from phoenix_nb.demo.turns import (
+    Fault,
+    TextSpec,
+    ThinkingSpec,
+    ToolUseSpec,
+    Turn,
+    _next_id,
+    text,
+)
 
 __all__ = ["FakeOpenAI", "validate_chat_request"]
 
@@ -70,6 +80,11 @@ def validate_chat_request(body: Any) -> None:
                 f"tool messages responding to each 'tool_call_id'. Missing: {pending}"
             )
         if role == "assistant":
+            if "reasoning_content" in message:  # DeepSeek's answer to reasoning sent back
+                raise ChatRequestInvalid(
+                    f"messages[{i}]: The reasoning_content is an intermediate result for "
+                    "display purposes only; please remove it from your API request"
+                )
             for call in message.get("tool_calls") or []:
                 json.loads(call["function"]["arguments"])  # must be a JSON string
                 pending.append(call["id"])
@@ -116,6 +131,9 @@ def chat_chunks(turn: Turn, body: Mapping[str, Any]) -> list[tuple[bytes, float]
         if isinstance(block, TextSpec):
             for piece in _pieces(block.text, block.chunk):
                 out.append((_chunk(model, cid, {"content": piece}), block.delay))
+        elif isinstance(block, ThinkingSpec):  # as vLLM and DeepSeek stream reasoning
+            for piece in _pieces(block.thinking, block.chunk):
+                out.append((_chunk(model, cid, {"reasoning_content": piece}), block.delay))
         elif isinstance(block, ToolUseSpec):
             call_id = block.id or _next_id("call")
             first = {

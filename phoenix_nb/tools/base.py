@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
+from phoenix_nb.commands import CommandRunner
 from phoenix_nb.core.secrets import DEFAULT_SECRET_PATTERNS as SECRET_NAME_PATTERNS
 from phoenix_nb.core.values import Mode, ToolResult
 from phoenix_nb.sandbox import SandboxInfo, SandboxPolicy
@@ -55,12 +56,26 @@ class ToolContext:
     # each fork of the kernel, which scrubs them from its memory.
     live_credentials: Callable[[], tuple[str, ...]] = lambda: ()
 
+    @property
+    def commands(self) -> CommandRunner:
+        """How this conversation's processes start (`phoenix_nb.commands`): its policy
+        and its cgroup budget, in one recipe for every tool."""
+        return CommandRunner(self.sandbox_policy, self.conversation_id or "default")
+
 
 @runtime_checkable
 class Tool(Protocol):
+    """A tool, with its traits declared on it (not in tables elsewhere), so that a new
+    tool, an MCP server's among them, says them itself.
+
+    ``writes``: whether a call can change files; the checkpoint recorder snapshots
+    the working tree around calls that can (and only those).
+    """
+
     name: str
     description: str
     input_schema: Mapping[str, Any]
+    writes: bool
 
     async def run(
         self, input: Mapping[str, Any], ctx: ToolContext, tool_use_id: str
@@ -80,6 +95,7 @@ class SchemaTool(ABC):
     name: str
     description: str
     input_schema: Mapping[str, Any]
+    writes: bool = True  # unless the tool says otherwise: checkpointed (the safe side)
 
     async def run(self, input: Mapping[str, Any], ctx: ToolContext, tool_use_id: str) -> ToolResult:
         problem = validate(input, self.input_schema)

@@ -36,12 +36,9 @@ from phoenix_nb.sandbox import (
     RunSpec,
     SandboxError,
     SandboxLimits,
-    group_for,
-    hidden_paths,
     read_some,
     remove_tree,
     run_dir,
-    start_process,
 )
 from phoenix_nb.tools import bash_guard
 from phoenix_nb.tools.background_jobs import BackgroundJob
@@ -193,16 +190,14 @@ class BashTool(SchemaTool):
         # its supervisor; Unrestricted commands keep the user's.
         private: dict[str, str] = {}
         env = command_environment(allow=ctx.env_allow, deny=ctx.secret_patterns, extra=private).env
-        return RunSpec(
-            argv=(BASH, "-c", command),
-            cwd=str(ctx.cwd),
-            env=env,
+        return ctx.commands.spec(
+            (BASH, "-c", command),
+            ctx.cwd,
+            env,
             restricted=restricted,
             limits=self.limits(ctx),
             cpu_seconds=int(cpu) + 5,
             linger=linger,
-            group=group_for(ctx.conversation_id or "default"),
-            hidden=tuple(hidden_paths(ctx.cwd, ctx.sandbox_policy)) if restricted else (),
         )
 
     async def _foreground(
@@ -213,7 +208,7 @@ class BashTool(SchemaTool):
         timed_out = False
         try:
             try:
-                proc = await start_process(self._spec(command, ctx, restricted, timeout))
+                proc = await ctx.commands.start(self._spec(command, ctx, restricted, timeout))
             except (SandboxError, OSError) as exc:
                 return _error(tool_use_id, command, f"Could not start the command: {exc}")
             loop = asyncio.get_running_loop()
@@ -274,7 +269,9 @@ class BashTool(SchemaTool):
             timed_out=timed_out,
             output_truncated=buffer.omitted > 0,
         )
-        return ToolResult(tool_use_id, "\n".join(lines), is_error=timed_out, display=display)
+        # A set-up step refused the command (it never ran): the tool failed, not the command.
+        failed = timed_out or bool(result.refused)
+        return ToolResult(tool_use_id, "\n".join(lines), is_error=failed, display=display)
 
     def _limit_lines(self, hit: Sequence[str], lim: SandboxLimits) -> list[str]:
         """Say which whole-tree limit the command ran into, and how to change it."""
@@ -301,7 +298,7 @@ class BashTool(SchemaTool):
         log_path = directory / "output.log"
         log_fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o644)
         try:
-            proc = await start_process(
+            proc = await ctx.commands.start(
                 self._spec(command, ctx, restricted, MAX_TIMEOUT, linger=True),
                 output_fd=log_fd,
             )

@@ -53,6 +53,8 @@ HANDLED_BY_CONVERSATION = (
 class DeclaredTool:
     """A tool declaration whose call the state machine intercepts."""
 
+    writes = False
+
     def __init__(self, name: str, description: str, input_schema: Mapping[str, Any]) -> None:
         self.name = name
         self.description = description

@@ -148,16 +148,14 @@ def rg_spec(ctx: ToolContext, root: Path, binary: str) -> sandbox.RunSpec:
     """
     restricted = ctx.mode == Mode.RESTRICTED
     env = command_environment(allow=ctx.env_allow, deny=ctx.secret_patterns).env
-    return sandbox.RunSpec(
-        argv=(binary, "--no-config"),
-        cwd=str(root),
-        env={k: v for k, v in env.items() if not k.startswith("RIPGREP_")},
+    return ctx.commands.spec(
+        (binary, "--no-config"),
+        root,
+        {k: v for k, v in env.items() if not k.startswith("RIPGREP_")},
         restricted=restricted,
-        limits=ctx.sandbox_policy.limits,
         cpu_seconds=RG_CPU_SECONDS,
-        group=sandbox.group_for(ctx.conversation_id or "default"),
-        hidden=tuple(sandbox.hidden_paths(ctx.cwd, ctx.sandbox_policy)) if restricted else (),
         discard_stderr=True,
+        hide_from=ctx.cwd,
     )
 
 
@@ -420,7 +418,11 @@ _FEW_NUL_LESS_LINES = 12  # ... and where lines without NUL are more, _MATCHED (
 
 # A file's run of printed lines: a line, then each next line with the same path (a
 # backreference), past any lines without NUL between them (rg's notes, --stats).
-_RUN = re.compile(rb"\n([^\0\n]*+)\0[^\n]*+(?:(?:\n[^\0\n]*+(?=\n))*+\n\1\0[^\n]*+)*+")
+# The groups' repeats are atomic groups, `(?>X*)`, which is what `X*+` means: CPython
+# 3.11.2 (Debian 12's python3, which ordinary users' venvs are made from; 3.11.7 does
+# not) matched the possessive repeats of groups wrongly, ending each run after its
+# first line: keyword_search counted the hits and showed "No hits." (issue 34).
+_RUN = re.compile(rb"\n([^\0\n]*+)\0[^\n]*+(?>(?:(?>(?:\n[^\0\n]*+(?=\n))*)\n\1\0[^\n]*+)*)")
 
 _first, _second = itemgetter(0), itemgetter(1)
 
@@ -683,6 +685,8 @@ def _render_terms(stats: list[TermStats]) -> str:
 
 class KeywordSearchTool(SchemaTool):
     """ripgrep over the repository, per-term breadth control, helper-model ranking."""
+
+    writes = False  # the checkpoint recorder skips it
 
     name = "keyword_search"
     description = KEYWORD_SEARCH_DESCRIPTION

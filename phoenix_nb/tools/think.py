@@ -27,6 +27,8 @@ THINK_DESCRIPTION = (
 class ThinkTool(SchemaTool):
     """Records the model's thoughts; returns "recorded"."""
 
+    writes = False  # the checkpoint recorder skips it
+
     name = "think"
     description = THINK_DESCRIPTION
     input_schema: Mapping[str, Any] = {

@@ -36,6 +36,7 @@ from phoenix_nb.sandbox.child import confine
 from phoenix_nb.tools.base import ToolContext
 from phoenix_nb.tools.bash import BashTool
 from tests.benchmarks.bench_cancel import cancel_busy_tree, p99
+from tests.benchmarks.tiers import run_in_both_tiers
 
 ROUNDS = 60
 CANCEL_RUNS = 30
@@ -139,5 +140,5 @@ async def main() -> None:
     )
 
 
-if __name__ == "__main__":
+if __name__ == "__main__" and not run_in_both_tiers(__file__):
     asyncio.run(main())

@@ -5,7 +5,9 @@ as fast as it can. We time iterating the SDK's raw event stream and iterating
 the provider's updates (which also accumulates the final response), best of
 several alternating rounds, and print the ratio. Target: provider <= 1.3x raw.
 The same for Chat Completions: the openai adapter (`llm/openai_chat.py`) against
-iterating the `openai` SDK's chunks, on the fake Chat Completions server.
+iterating the `openai` SDK's chunks, on the fake Chat Completions server; and for
+Bedrock and Vertex, the adapter against iterating the same SDK client's events. (A
+compatible server at a base URL is the first case's adapter.) All in one run.
 
 Run: /work/venv/bin/python tests/benchmarks/bench_stream.py [tokens] [rounds]
 """
@@ -87,6 +89,87 @@ async def openai_adapter(base_url: str, req: LlmRequest) -> float:
     return elapsed
 
 
+async def raw_cloud(client: object, req: LlmRequest) -> float:
+    """Iterating a cloud client's (Bedrock, Vertex) raw event stream."""
+    start = time.perf_counter()
+    stream = await client.messages.create(  # type: ignore[attr-defined]
+        model=req.model, max_tokens=req.max_tokens, messages=req.messages, stream=True
+    )
+    async for _event in stream:
+        pass
+    elapsed = time.perf_counter() - start
+    await client.close()  # type: ignore[attr-defined]
+    return elapsed
+
+
+async def cloud_adapter(kind: str, base_url: str, req: LlmRequest) -> float:
+    from phoenix_nb.llm.providers import make_provider
+
+    provider = make_provider(kind, base_url=base_url)
+    start = time.perf_counter()
+    outcome = None
+    async for update in provider.stream(req):
+        if isinstance(update, LlmOutcome):
+            outcome = update
+    elapsed = time.perf_counter() - start
+    await provider.aclose()
+    assert outcome is not None and outcome.response is not None, outcome
+    return elapsed
+
+
+async def clouds(answer: str, rounds: int) -> None:
+    """Bedrock (AWS event stream, SigV4) and Vertex (google-auth token) through their
+    anthropic SDK clients: the adapter against iterating the same client's events."""
+    import os
+    import tempfile
+    from pathlib import Path
+
+    from anthropic import AsyncAnthropicBedrock, AsyncAnthropicVertex
+
+    from phoenix_nb.testing.fake_bedrock import FakeBedrock
+    from phoenix_nb.testing.fake_vertex import FakeVertex
+
+    folder = Path(tempfile.mkdtemp(prefix="bench-stream-"))
+    os.environ.update(
+        AWS_ACCESS_KEY_ID="AKIDFAKEFAKEFAKE",
+        AWS_SECRET_ACCESS_KEY="fake-secret-access-key",
+        AWS_REGION="us-west-2",
+        AWS_CONFIG_FILE=str(folder / "none"),
+        AWS_SHARED_CREDENTIALS_FILE=str(folder / "none"),
+        CLOUD_ML_REGION="us-east5",
+        ANTHROPIC_VERTEX_PROJECT_ID="fake-project",
+        CLOUDSDK_CONFIG=str(folder / "gcloud"),
+        NO_GCE_CHECK="True",
+    )
+    cases = [
+        ("bedrock", FakeBedrock(), "us.anthropic.claude-sonnet-4-5-20250929-v1:0"),
+        ("vertex", FakeVertex(), "claude-sonnet-4-5@20250929"),
+    ]
+    for kind, fake, model in cases:
+        go = [{"role": "user", "content": "go"}]
+        req = LlmRequest(model=model, system="", messages=go, max_tokens=200_000)
+        with fake:
+            fake.add_rule(lambda r: True, Turn([text(answer, chunk=4)]))
+            if isinstance(fake, FakeVertex):
+                os.environ["GOOGLE_APPLICATION_CREDENTIALS"] = str(fake.credentials_file(folder))
+                url = fake.vertex_url
+            else:
+                url = fake.base_url
+            raw_times, adapter_times = [], []
+            for _ in range(rounds):
+                client = (
+                    AsyncAnthropicVertex(base_url=url, max_retries=0)
+                    if kind == "vertex"
+                    else AsyncAnthropicBedrock(base_url=url, max_retries=0)
+                )
+                raw_times.append(await raw_cloud(client, req))
+                adapter_times.append(await cloud_adapter(kind, url, req))
+        raw, adapter = min(raw_times), min(adapter_times)
+        print(f"raw {kind} iteration:{' ' * (10 - len(kind))}{raw:.3f} s (best of {rounds})")
+        print(f"{kind} adapter:{' ' * (16 - len(kind))}{adapter:.3f} s (best of {rounds})")
+        print(f"ratio adapter/raw:      {adapter / raw:.3f}  (target <= 1.3)")
+
+
 async def main(tokens: int, rounds: int) -> None:
     answer = "tok " * tokens
     req = LlmRequest(
@@ -117,6 +200,7 @@ async def main(tokens: int, rounds: int) -> None:
     print(f"raw openai iteration:   {raw:.3f} s (best of {rounds})")
     print(f"Chat Completions adapter: {adapter:.3f} s (best of {rounds})")
     print(f"ratio adapter/raw:      {adapter / raw:.3f}  (target <= 1.3)")
+    await clouds(answer, rounds)
 
 
 if __name__ == "__main__":

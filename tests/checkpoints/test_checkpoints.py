@@ -43,7 +43,12 @@ class Agent:
         asyncio.run(self.cp.writes_possible(self.cid, str(self.cwd), "approval"))
 
     def call(
-        self, tool: str, action: Callable[[], None], *, mode: Mode = Mode.UNRESTRICTED
+        self,
+        tool: str,
+        action: Callable[[], None],
+        *,
+        mode: Mode = Mode.UNRESTRICTED,
+        writes: bool = True,
     ) -> ToolChanges | None:
         self.n += 1
         call_id = f"toolu_{self.n:03d}"
@@ -60,6 +65,7 @@ class Agent:
                 tool=tool,
                 tool_use_id=call_id,
                 run=run,
+                writes=writes,
             )
         )
         assert isinstance(result.display, BashDisplay) and result.display.command == "x"
@@ -184,7 +190,9 @@ def test_restricted_calls_and_read_only_tools_take_no_checkpoint(
 ) -> None:
     agent = Agent(checkpoints, project)
     assert agent.call("bash", lambda: None, mode=Mode.RESTRICTED) is None
-    assert agent.call("think", lambda: None) is None
+    from phoenix_nb.tools.think import ThinkTool
+
+    assert agent.call("think", lambda: None, writes=ThinkTool.writes) is None  # its own trait
     assert not checkpoints.exists(agent.cid)
 
 

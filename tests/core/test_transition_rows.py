@@ -127,4 +127,7 @@ def test_req_bed_006_non_retryable_is_immediate() -> None:
     state = ok(transition(ConvState(), CTX, UserMessage("a"))).state
     out = ok(transition(state, CTX, LlmError(fatal(), 1)))
     assert out.state.phase == Error(out.state.phase.message, ErrorKind.AUTH)  # type: ignore[union-attr]
-    assert "API key" in out.state.phase.message  # type: ignore[union-attr]
+    # The provider's message names its own credentials; the core adds no other provider's.
+    assert out.state.phase.message == (  # type: ignore[union-attr]
+        "The request failed: invalid x-api-key. Send a message to try again."
+    )

@@ -163,3 +163,24 @@ def test_a_missing_extra_names_what_to_install(
     with pytest.raises(ProviderUnavailable) as caught:
         make_provider(kind, base_url="http://127.0.0.1:9")
     assert f"pip install 'phoenix_nb[{kind}]'" in str(caught.value)
+
+
+@pytest.mark.parametrize("status", [401, 403])
+async def test_refused_cloud_credentials_name_the_cloud_s_own_settings(
+    bedrock: FakeBedrock, vertex: FakeVertex, status: int
+) -> None:
+    """Expired or wrong AWS / Google credentials: the message names what that provider
+    reads, never ANTHROPIC_API_KEY, and is not retried."""
+    said = "The security token included in the request is expired"
+    for fake, kind, model, url, names in (
+        (bedrock, "bedrock", BEDROCK_MODEL, bedrock.base_url, "AWS_ACCESS_KEY_ID"),
+        (vertex, "vertex", VERTEX_MODEL, vertex.vertex_url, "GOOGLE_APPLICATION_CREDENTIALS"),
+    ):
+        fake.script(Fault.status(status, message=said))
+        provider = make_provider(kind, base_url=url)
+        _, outcome = await collect(provider, request(model=model))
+        failure = outcome.failure
+        assert failure is not None and failure.kind is ErrorKind.AUTH and not failure.retryable
+        assert names in failure.message and said in failure.message, failure.message
+        assert "ANTHROPIC_API_KEY" not in failure.message and "API key" not in failure.message
+        await provider.aclose()

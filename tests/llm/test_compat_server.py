@@ -17,7 +17,7 @@ from phoenix_nb.core import models as core_models
 from phoenix_nb.core import prices as core_prices
 from phoenix_nb.core.cycles import spending
 from phoenix_nb.core.models import CONSERVATIVE, SMALLEST_KNOWN, model_info
-from phoenix_nb.core.values import TextBlock, ToolUseBlock
+from phoenix_nb.core.values import TextBlock, ToolUseBlock, Usage
 from phoenix_nb.llm import capabilities
 from phoenix_nb.llm.model_limits import ModelLimits
 from phoenix_nb.llm.provider import AnthropicProvider
@@ -66,6 +66,38 @@ async def test_refused_caching_is_dropped_once_with_one_line(compat: CompatServe
     assert all("cache_control" not in str(r.body) for r in compat.requests)
     assert provider.lacks(LOCAL) == ("caching",)
     await provider.aclose()
+
+
+async def test_caching_taken_but_never_reported_is_judged_ignored_once() -> None:
+    """A server that accepts cache_control and never reports a cache write or read (a
+    LiteLLM proxy in front of vLLM): after two large prompts, one line, then no more
+    cache_control, and `lacks` says so. Small prompts and a caching server are never
+    judged."""
+    big, small = Usage(input_tokens=9_000), Usage(input_tokens=900)
+    with CompatServer(caching=True) as quiet:
+        quiet.script(
+            *(Turn([text(f"r{i}")], usage=u) for i, u in enumerate([small, big, big, big]))
+        )
+        provider = AnthropicProvider(api_key="", base_url=quiet.base_url)
+        lines = []
+        for _ in range(4):
+            updates, outcome = await collect(provider, request(model=LOCAL))
+            assert outcome.response is not None, outcome.failure
+            lines.append([u.text for u in updates if isinstance(u, ProviderNotice)])
+        assert lines == [[], [], [capabilities.IGNORED_NOTICE], []]
+        sent = ["cache_control" in str(r.body) for r in quiet.requests]
+        assert sent == [True, True, True, False]
+        assert provider.lacks(LOCAL) == ("caching",)
+        await provider.aclose()
+    cached = Usage(input_tokens=9_000, cache_read_input_tokens=20_000)
+    with CompatServer(caching=True) as caching:
+        caching.script(*(Turn([text("ok")], usage=u) for u in [cached, big, big, big]))
+        provider = AnthropicProvider(api_key="", base_url=caching.base_url)
+        for _ in range(4):
+            updates, _ = await collect(provider, request(model=LOCAL))
+            assert not [u for u in updates if isinstance(u, ProviderNotice)]
+        assert provider.lacks(LOCAL) == ()
+        await provider.aclose()
 
 
 async def test_refused_thinking_and_images_are_dropped(compat: CompatServer) -> None:

@@ -181,7 +181,7 @@ async def test_cancel_mid_stream_closes_the_connection(fake_anthropic, provider)
             first_delta.set()
 
     task = asyncio.create_task(consume())
-    await asyncio.wait_for(first_delta.wait(), 5)
+    await asyncio.wait_for(first_delta.wait(), 30)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task

@@ -15,8 +15,9 @@ root. Run as root, this:
    user (the directory, ``cgroup.procs`` and, on v2, ``cgroup.subtree_control`` and
    ``cgroup.threads``), and starts the user's pytest inside it; removed afterwards;
 4. runs ``python -m pytest -p no:cacheprovider <args>`` as the user (``runuser``)
-   from this checkout, with ``PHOENIX_TEST_TIER`` = ``user`` or ``user-cgroup``
-   telling the tests what this tier must show.
+   from this checkout (which the user must be able to read), in a temporary folder
+   of its own, with ``PHOENIX_TEST_TIER`` = ``user`` or ``user-cgroup`` telling the
+   tests what this tier must show.
 
 Usage: ``python -m tests.nonroot.tier [--cgroup] [--user NAME] -- <pytest args>``.
 Exits with pytest's status.
@@ -67,8 +68,26 @@ def user_venv(path: Path) -> Path:
         shutil.rmtree(path, ignore_errors=True)
         subprocess.run([SYSTEM_PYTHON, "-m", "venv", "--without-pip", str(path)], check=True)
         pth.write_text(line)
+        _copy_scripts(Path(sysconfig.get_paths()["scripts"]), python)
     os.chmod(path, 0o755)
     return python
+
+
+def _copy_scripts(scripts: Path, python: Path) -> None:
+    """The caller's console scripts (``jupyter-nbconvert``…), run by the user's python,
+    and its binaries (ripgrep's ``rg``), which tools look up beside the interpreter."""
+    for script in scripts.iterdir():
+        target = python.parent / script.name
+        skip = script.name.startswith(("python", "activate", "pip", "Activate"))
+        if skip or not script.is_file() or target.exists():
+            continue
+        head = script.read_bytes()[:256]
+        if head.startswith(b"\x7fELF"):
+            target.symlink_to(script)
+        elif head.startswith(b"#!") and b"python" in head.split(b"\n", 1)[0]:
+            body = script.read_text().split("\n", 1)[1]
+            target.write_text(f"#!{python}\n{body}")
+            target.chmod(0o755)
 
 
 def _own_cgroups() -> dict[str, str]:
@@ -150,7 +169,7 @@ def main(argv: list[str] | None = None) -> int:
     if os.geteuid() != 0:
         raise SystemExit("tier: run as root (it makes the user and delegates its cgroup)")
     user = ensure_user(args.user)
-    python = user_venv(Path(args.venv))
+    python = user_venv(Path(args.venv).resolve())
     tier = "user-cgroup" if args.cgroup else "user"
     env = {
         "HOME": user.pw_dir,
@@ -181,13 +200,19 @@ def main(argv: list[str] | None = None) -> int:
         "-m",
         "pytest",
     ]
-    command += ["-p", "no:cacheprovider", *args.pytest_args]
+    # Its own temporary folder: two tiers may run side by side as the same user, and
+    # pytest prunes the numbered folders of /tmp/pytest-of-<user> it finds.
+    # Not named after the tier: PHOENIX_TEST_TIER's value is an environment value
+    # commands do not get, so run_python's fork stars it wherever it occurs, paths too.
+    basetemp = Path(f"/tmp/phoenix-tier-{os.getpid()}")
+    command += ["-p", "no:cacheprovider", f"--basetemp={basetemp}", *args.pytest_args]
     started = time.monotonic()
     print(f"tier {tier}: {' '.join(command)}", flush=True)
     try:
         code = subprocess.call(command, cwd=REPO, env=env, preexec_fn=enter if procs else None)
     finally:
         remove_cgroup(groups)
+        shutil.rmtree(basetemp, ignore_errors=True)
     print(f"tier {tier}: exit {code} in {time.monotonic() - started:.0f} s", flush=True)
     return code
 

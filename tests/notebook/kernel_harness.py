@@ -209,6 +209,24 @@ class Kernel:
         )
         return execution
 
+    def finish_turn(self, execution: Execution, timeout: float = 30.0) -> Execution:
+        """The cell finished and so did its turn: a cell whose turn waited for an answer
+        ends at once and its record goes on updating (a detached view, notebook/cell.py)
+        until the final record, the one with its fallbacks, arrives."""
+        self.finish(execution, timeout)
+
+        def final() -> bool:
+            bundles = [
+                o["content"]["data"]
+                for o in execution.outputs
+                if o["msg_type"] in ("display_data", "update_display_data")
+                and MIME in o["content"].get("data", {})
+            ]
+            return not bundles or "text/html" in bundles[-1]
+
+        self.wait_until(final, timeout, f"the turn of cell {execution.msg_id} to rest")
+        return execution
+
     def run(self, code: str, *, allow_stdin: bool = True, timeout: float = 30.0) -> Execution:
         execution = self.finish(self.submit(code, allow_stdin=allow_stdin), timeout)
         return execution

@@ -60,6 +60,7 @@ TABLE: dict[str, tuple[Any, Probe, Any]] = {
     ),
     "helper_model": ("claude-helper-2", lambda s, c: c.runtime.services.helper_model, None),
     "wait_for_approval": ("always", lambda s, c: front_end_can_answer(None, s), True),
+    "restrict_on_restart": (False, lambda s, c: s.config.restrict_on_restart, False),
     "retry_delay_scale": (0.25, lambda s, c: c.runtime.services.retry_delay_scale, None),
     "sub_agent_timeout": (12.0, lambda s, c: s.phoenix.spawner.limits.timeout, None),
     "max_parallel_sub_agents": (2, lambda s, c: s.phoenix.spawner.limits.max_parallel, None),
@@ -105,6 +106,13 @@ TABLE: dict[str, tuple[Any, Probe, Any]] = {
     ),
     # the turn budget
     "max_turn_rounds": (7, lambda s, c: c.runtime.budget().max_rounds, None),
+    # MCP servers: the hub (made at first use) lists the configured ones, nothing started.
+    "mcp_servers": (
+        {"x": {"command": "/bin/true"}},
+        lambda s, c: [server.name for server in s.phoenix.mcp.servers()],
+        ["x"],
+    ),
+    "mcp_defer_above": (3, lambda s, c: s.phoenix.settings.mcp_defer_above, None),
     "max_turn_cost": (2.5, lambda s, c: c.runtime.budget().max_turn_cost, None),
     "max_conversation_cost": (
         20.0,
@@ -156,6 +164,11 @@ def test_config_after_load_reaches_the_next_turn(
     setattr(session.config, trait, value)  # what `%config Phoenix.<trait> = value` does
     if trait == "home":
         # another store: the old conversation is not in it, a new one is
+        conv = session.phoenix.create(cwd=tmp_path)
+    elif trait in ("provider", "base_url"):
+        # a conversation keeps its server for life: the old one's is unchanged, a new
+        # conversation starts on the new one (tests/notebook/test_kernel_server.py)
+        assert probe(session, session.phoenix.get(conv.slug)) == before
         conv = session.phoenix.create(cwd=tmp_path)
     else:
         conv = session.phoenix.get(conv.slug)  # the same runtime, reconfigured

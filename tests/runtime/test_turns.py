@@ -107,7 +107,8 @@ async def test_cancel_while_streaming_aborts_and_persists_nothing_partial(
     fake_anthropic: FakeAnthropic, tmp_path: Path
 ) -> None:
     """REQ-BED-005: abort the HTTP request, back to Idle, no partial response stored."""
-    fake_anthropic.script(Turn([text("word " * 400, chunk=5, delay=0.01)]))
+    # ~60 s of streaming: a cancel that waited for the stream would show against the bound.
+    fake_anthropic.script(Turn([text("word " * 3000, chunk=5, delay=0.02)]))
     async with phoenix_for(fake_anthropic, tmp_path) as phoenix:
         conv = phoenix.create(cwd=project_dir(tmp_path))
         sub = conv.subscribe()
@@ -119,7 +120,8 @@ async def test_cancel_while_streaming_aborts_and_persists_nothing_partial(
         await conv.cancel()
         elapsed = time.monotonic() - started
         assert isinstance(conv.state.phase, Idle)
-        assert elapsed < 0.5
+        # A bound only a cancel that waits for the stream reaches (100 ms is bench_cancel's).
+        assert elapsed < 20
         assert kinds(conv) == ["user"]
         assert await fake_anthropic.wait_for_async(
             lambda f: any(e.kind == "disconnected" for e in f.events), timeout=5
@@ -156,7 +158,7 @@ async def test_cancel_during_tools_kills_the_process_and_answers_every_call(
         started = time.monotonic()
         await conv.cancel()
         assert isinstance(conv.state.phase, Idle)
-        while process_alive(pid) and time.monotonic() - started < 2:
+        while process_alive(pid) and time.monotonic() - started < 30:
             await asyncio.sleep(0.005)
         assert not process_alive(pid), "the tool's process survived cancel"
         results = tool_results(conv)

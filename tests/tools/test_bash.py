@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ctypes
 import os
 import signal
 import time
@@ -303,30 +304,122 @@ def _resident(pids: list[int]) -> int:
     return 0
 
 
+_PTRACE_SEIZE = 0x4206
+
+
+class _Held:
+    """A process whose end this test holds: traced by the test (PTRACE_SEIZE, which
+    does not stop it), a killed tracee stays a zombie until its tracer has waited for
+    it, and its namespace's PID 1 stays in its teardown until then (the kernel's
+    zap_pid_ns_processes waits for traced children to be detached). So a namespace's
+    teardown lasts exactly as long as the test wants, at any load: a tool that returns
+    before its namespace is empty is seen to, every time."""
+
+    def __init__(self, pid: int) -> None:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.ptrace.argtypes = [ctypes.c_long, ctypes.c_long, ctypes.c_void_p, ctypes.c_void_p]
+        if libc.ptrace(_PTRACE_SEIZE, pid, None, None) != 0:
+            raise OSError(ctypes.get_errno(), f"cannot trace {pid}")
+        self.pid = pid
+        self.start = _identities([pid])[pid]
+
+    def exited(self) -> bool:
+        """The held process has ended (a zombie kept for this tracer)."""
+        return os.waitid(os.P_PID, self.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+
+    def release(self) -> None:
+        """Let the kernel finish the process's end (and its namespace's teardown)."""
+        with contextlib.suppress(ChildProcessError):
+            os.kill(self.pid, signal.SIGKILL)
+            os.waitpid(self.pid, 0)
+
+    def gone(self) -> bool:
+        return not _still_there({self.pid: self.start})
+
+
+def _namespace_init(pid: int) -> int:
+    """The host pid of the PID 1 of `pid`'s pid namespace (walking up the parents:
+    bash execs a lone command, so the command's parent may be PID 1 itself)."""
+    while True:
+        status = Path(f"/proc/{pid}/status").read_text()
+        nspid = next(line for line in status.splitlines() if line.startswith("NSpid:"))
+        if nspid.split()[-1] == "1":
+            return pid
+        pid = _parent(pid)
+
+
+def _waits_for_a_child(pid: int) -> bool:
+    """`pid` sleeps in wait4/waitid (the supervisor's wait for its namespace's PID 1)."""
+    with contextlib.suppress(OSError):
+        return Path(f"/proc/{pid}/wchan").read_text() == "do_wait"
+    return False
+
+
 @pytest.mark.skipif(not SANDBOX.available, reason="needs the Restricted sandbox")
-async def test_a_killed_namespace_is_empty_before_the_tool_returns(
+async def test_a_killed_pid_1s_namespace_is_empty_before_the_tool_returns(
     tmp_path: Path, mark: str
 ) -> None:
     """The namespace's PID 1 killed from outside (the kernel's OOM killer, a cancel's
     SIGKILL before its SIGTERM reached the supervisor): its files, the channel to the
     supervisor among them, close before the kernel has killed the rest of its namespace,
-    so the channel's end is no report that the tree is gone. A process holding a
-    gigabyte makes that teardown long enough to show if the supervisor took the end for
-    one (a SIGSTOPped rg outlived a cancelled keyword_search that way, under load)."""
-    command = (
-        f'python3 -c \'import sys, time; held = b"x" * (1 << 30); print("held", flush=True);'
-        f" time.sleep(100)' {mark}"
-    )
+    so the channel's end is no report that the tree is gone. The namespace's other
+    process is held in its end by this test (see _Held) until the tool has returned or
+    its supervisor waits for PID 1; a supervisor that took the channel's end for a
+    report returns while the process is still there (fails on the launcher before
+    e1310f7)."""
+    command = f"python3 -c 'import time; print(\"up\", flush=True); time.sleep(100)' {mark}"
     ctx = ctx_for(tmp_path, Mode.RESTRICTED)
     task = asyncio.ensure_future(BashTool().run({"command": command, "timeout": 120}, ctx, "t"))
-    assert await wait_until(lambda: _resident(marked_pids(mark)) >= 1 << 30, timeout=60)
-    [holder] = marked_pids(mark)
-    init = _parent(_parent(holder))  # python -> bash -> the namespace's PID 1
-    os.kill(init, signal.SIGKILL)
+    assert await wait_until(lambda: bool(marked_pids(mark)), timeout=60)
+    [command_pid] = marked_pids(mark)
+    init = _namespace_init(command_pid)
+    supervisor = _parent(init)
+    held = _Held(command_pid)
+    try:
+        os.kill(init, signal.SIGKILL)
+        assert await wait_until(
+            lambda: held.exited() and (task.done() or _waits_for_a_child(supervisor)), timeout=60
+        )
+        assert not task.done(), f"returned with its command still in the namespace: {task}"
+    finally:
+        held.release()
     result = await asyncio.wait_for(task, 60)
-    # Not its command line: that reads empty as soon as an exiting process has let go
-    # of its memory, long before it is gone.
-    assert not Path(f"/proc/{holder}").exists(), result.content
+    assert held.gone(), result.content
+    assert "SIGKILL" in result.content
+
+
+@pytest.mark.skipif(not SANDBOX.available, reason="needs the Restricted sandbox")
+async def test_a_killed_supervisors_namespace_is_empty_before_the_tool_returns(
+    tmp_path: Path, mark: str
+) -> None:
+    """The command's supervisor killed from outside: its namespace's PID 1 dies with it
+    (PR_SET_PDEATHSIG), but the namespace's teardown runs on after the supervisor's
+    status pipe has closed. The tool must not take the pipe's end for "all gone": it
+    returns once PID 1, whose end waits for its whole namespace, is gone (the old
+    tool returned at the pipe's end: what the CI saw under load, where the test meant
+    to kill PID 1 killed the supervisor). The namespace's process is held in its end
+    (see _Held); once the supervisor and the command's output are gone, the old tool
+    needs only this event loop to return, so a few dozen loop turns show it."""
+    command = f"python3 -c 'import time; print(\"up\", flush=True); time.sleep(100)' {mark}"
+    ctx = ctx_for(tmp_path, Mode.RESTRICTED)
+    task = asyncio.ensure_future(BashTool().run({"command": command, "timeout": 120}, ctx, "t"))
+    assert await wait_until(lambda: bool(marked_pids(mark)), timeout=60)
+    [command_pid] = marked_pids(mark)
+    supervisor = _parent(_namespace_init(command_pid))
+    supervisor_start = _identities([supervisor])
+    held = _Held(command_pid)
+    try:
+        os.kill(supervisor, signal.SIGKILL)
+        assert await wait_until(
+            lambda: held.exited() and not _still_there(supervisor_start), timeout=60
+        )
+        for _ in range(100):
+            await asyncio.sleep(0)
+        assert not task.done(), f"returned with its command still in the namespace: {task}"
+    finally:
+        held.release()
+    result = await asyncio.wait_for(task, 60)
+    assert held.gone(), result.content
 
 
 # ------------------------------------------------------------------- input

@@ -26,6 +26,7 @@ from phoenix_nb.sandbox.rundir import group_for
 from phoenix_nb.tools.base import ToolContext
 from phoenix_nb.tools.bash import BashTool
 from tests.seeds import phoenix_seed
+from tests.tiers import needs_cgroup
 
 _WAIT = 120.0  # generous: the machine may be saturated
 
@@ -134,6 +135,7 @@ def _needs_cgroups() -> None:
         pytest.skip("this host gives no cgroup")
 
 
+@needs_cgroup
 async def test_many_commands_of_two_conversations_each_run_in_their_own_budget(
     tmp_path: Path, busy: None, marks: str
 ) -> None:
@@ -191,6 +193,7 @@ async def test_many_commands_of_two_conversations_each_run_in_their_own_budget(
         assert seen == repr(want), (seed, conversation, seen, want)
 
 
+@needs_cgroup
 async def test_a_budget_that_cannot_be_applied_refuses_the_command(
     tmp_path: Path, marks: str
 ) -> None:

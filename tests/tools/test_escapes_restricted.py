@@ -29,6 +29,7 @@ from phoenix_nb.core.values import Mode
 from phoenix_nb.sandbox import SandboxLimits, detect_sandbox
 from phoenix_nb.tools.base import ToolContext
 from phoenix_nb.tools.bash import BashTool
+from tests.tiers import needs_cgroup
 
 pytestmark = pytest.mark.skipif(not detect_sandbox().available, reason="needs Landlock")
 
@@ -485,6 +486,7 @@ async def test_item6_unix_datagrams_cannot_reach_a_host_socket(
         server.close()
 
 
+@needs_cgroup
 async def test_item7_memory_is_bounded_for_the_whole_tree(user_dir: Path) -> None:
     """Three processes and a memfd together cannot hold more than the budget."""
     tool = BashTool(SandboxLimits(memory=256 << 20, address_space=8 << 30))
@@ -518,6 +520,7 @@ def _conversation_processes(word: str) -> int:
     return count
 
 
+@needs_cgroup
 async def test_item7_background_jobs_share_one_process_budget(user_dir: Path, mark: str) -> None:
     """Three background jobs each trying for 100 processes stay within 40 together."""
     tool = BashTool(SandboxLimits(max_procs=40))

@@ -143,7 +143,7 @@ async def test_a_raising_tool_becomes_an_error_result(tmp_path: Path) -> None:
 async def test_cancellation_propagates(tmp_path: Path) -> None:
     tool = Sleeping()
     task = asyncio.create_task(run_tool([tool], "sleep", {}, ctx_for(tmp_path), "tu"))
-    await asyncio.wait_for(tool.started.wait(), 5)
+    await asyncio.wait_for(tool.started.wait(), 30)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task

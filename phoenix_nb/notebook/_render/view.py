@@ -239,7 +239,7 @@ ERROR_LABELS = {
 
 # What the reader can do about each error kind (REQ-BED-006: actionable messages).
 ERROR_ADVICE = {
-    "auth": "Check the API key (ANTHROPIC_API_KEY) and run the cell again.",
+    "auth": "Set the credentials the message names, then run the cell again.",
     "rate_limit": "Wait a minute, then send another message to continue.",
     "network": "Check the network connection, then send another message to continue.",
     "server_error": "The API failed on its side; send another message to try again.",

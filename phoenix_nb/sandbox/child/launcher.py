@@ -76,7 +76,7 @@ import socket
 import sys
 import tempfile
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
@@ -104,7 +104,7 @@ cleanup: Any = _load("cleanup")
 
 _SWEEP_WAIT = 0.01  # seconds between kill rounds while killed processes exit
 SPARES = 2  # spare supervisors kept ready per socket
-_SETUP_TIMEOUT = 20.0  # seconds a spare waits for its namespaces to be ready
+_SETUP_TIMEOUT = 10.0  # seconds a spare waits for its namespaces to be ready
 
 
 # ------------------------------------------------------------------ host plan
@@ -278,25 +278,34 @@ def _exec_command(
     restrictions: Restrictions | None,
     tmpdir: str | None,
     read_only: bool = False,
+    extra: Sequence[int] = (),
 ) -> None:
     """Runs in the command process: set up, restrict self, exec. Never returns.
 
     stdout (and stderr, unless the request discards it) go to `out_fd`; a failure
     to start is written to stdout, so the caller reads why even when stderr is discarded.
+    ``extra``: the caller's own stdin pipe (``req["stdin"]``) and then its own stderr
+    pipe (``req["separate_stderr"]``), in that order, for a long-lived server that
+    speaks a protocol on stdin/stdout (MCP); otherwise stdin is /dev/null.
     ``read_only``: every mount but the command's own TMPDIR and /dev/shm is
     read-only (``confine.make_read_only``), so truncation is the mounts' to refuse
     and Landlock's walk may stop at the working directory (``without_truncate``).
     """
     try:
-        null = os.open("/dev/null", os.O_RDONLY)
-        os.dup2(null, 0)
+        given = list(extra)
+        stdin_fd = given.pop(0) if req.get("stdin") and given else None
+        stderr_fd = given.pop(0) if req.get("separate_stderr") and given else None
+        os.dup2(stdin_fd if stdin_fd is not None else os.open("/dev/null", os.O_RDONLY), 0)
         os.dup2(out_fd, 1)
-        if req.get("discard_stderr"):
+        if stderr_fd is not None:
+            os.dup2(stderr_fd, 2)
+        elif req.get("discard_stderr"):
             os.dup2(os.open("/dev/null", os.O_WRONLY), 2)
         else:
             os.dup2(out_fd, 2)
         os.closerange(3, 65536)
-        os.chdir(req["cwd"])
+        if not req.get("restricted"):
+            os.chdir(req["cwd"])
         for name, value in req.get("rlimits", {}).items():
             limit = getattr(resource, name)
             resource.setrlimit(limit, (value, value))
@@ -325,6 +334,10 @@ def _exec_command(
                 else None
             )
             confine.drop_capabilities(restrictions.last_cap, keep)
+            # Only now: an ordinary user's placeholders over hidden folders are its
+            # own (it cannot give them away), and with its namespace's capabilities
+            # it could still have entered one as its working directory.
+            os.chdir(req["cwd"])
             if read_only:
                 plan = restrictions.landlock.without_truncate()
                 confine.apply_landlock(plan, writable, req["devices"], near=[req["cwd"]])
@@ -350,12 +363,14 @@ def _plain_command(chan: socket.socket, restrictions: Restrictions | None, tmpdi
     """A pre-forked command process without namespaces: own group, then wait for work."""
     try:
         os.setpgid(0, 0)
-        req, fds = _recv_request(chan, 1)
-        if len(fds) != 1:
+        req, fds = _recv_request(chan, 3)
+        if not fds:
             os._exit(126)
     except BaseException:
         os._exit(126)
-    _exec_command(req, fds[0], restrictions, tmpdir if req.get("restricted") else None)
+    _exec_command(
+        req, fds[0], restrictions, tmpdir if req.get("restricted") else None, extra=fds[1:]
+    )
 
 
 def _namespaced_side(chan: socket.socket, restrictions: Restrictions, tmpdir: str) -> None:
@@ -419,7 +434,8 @@ def _namespace_init(chan: socket.socket, restrictions: Restrictions, tmpdir: str
         if not started:
             os._exit(0)  # no request came (the supervisor went away)
         confine.prctl(confine.PR_SET_PDEATHSIG, signal.SIGKILL)
-        linger = json.loads(started).get("linger", False)
+        told = json.loads(started)
+        linger = told.get("linger", False)
         confine.drop_capabilities(restrictions.last_cap, None)
         exit_code: int | None = None
         exit_signal: int | None = None
@@ -446,6 +462,8 @@ def _namespace_init(chan: socket.socket, restrictions: Restrictions, tmpdir: str
             if st.f_favail < 2:
                 full.append("tmp_inodes")
         report = {"exit": exit_code, "signal": exit_signal, "limits": full}
+        if told.get("refused"):
+            report["refused"] = told["refused"]
         chan.send(json.dumps(report).encode())
         # Exiting now would tear the namespaces down (its mounts, the network)
         # on the CPU the supervisor was just woken on, ahead of its report to the
@@ -469,7 +487,7 @@ def _namespace_command(
     placeholders over the hidden paths (still holding the namespace's
     capabilities), tells PID 1 whether this is a background job, and execs.
     """
-    req, fds = _recv_request(chan, 1)
+    req, fds = _recv_request(chan, 3)
     out_fd = fds[0]
     try:
         size, inodes = int(req["tmp_bytes"]), int(req["tmp_inodes"])
@@ -480,14 +498,15 @@ def _namespace_command(
             if failed:
                 raise OSError(f"could not hide {failed}")
     except BaseException as exc:
+        why = f"the command's private TMPDIR, /dev/shm or hidden paths could not be mounted ({exc})"
         with contextlib.suppress(OSError):
-            os.write(out_fd, f"phoenix sandbox: cannot start command: {exc}\n".encode())
-            os.write(ctl_w, b'{"linger": false}')
+            os.write(out_fd, f"phoenix sandbox: {why}; it was not run\n".encode())
+            os.write(ctl_w, json.dumps({"linger": False, "refused": why}).encode())
         os._exit(126)
     os.write(ctl_w, json.dumps({"linger": bool(req.get("linger"))}).encode())
     os.close(ctl_w)
     chan.close()
-    _exec_command(req, out_fd, restrictions, tmpdir, read_only)
+    _exec_command(req, out_fd, restrictions, tmpdir, read_only, extra=fds[1:])
 
 
 # ------------------------------------------------------------------ supervisor
@@ -633,6 +652,8 @@ def spare(
             # unsharing process) and "R" (from PID 1, once its command process
             # is forked); anything else is a failure report.
             got: list[bytes] = [ours.recv(256), ours.recv(256)]
+            if b"" in got:
+                raise OSError("its PID 1 ended during the set-up")
             if b"R" not in got:
                 raise OSError(next((m for m in got if m != b"R"), b"E")[1:].decode())
             answer = next(m for m in got if m != b"R")
@@ -640,9 +661,15 @@ def spare(
                 raise OSError(answer[1:].decode() or "namespace set-up failed")
             target = int(answer)
         except TimeoutError:
-            setup_error = f"the namespace set-up did not finish within {_SETUP_TIMEOUT:g} s"
+            setup_error = (
+                f"the command's namespaces were not set up within {_SETUP_TIMEOUT:g} s; "
+                "it was not run"
+            )
         except (OSError, ValueError) as exc:
-            setup_error = f"the namespace set-up failed ({exc or type(exc).__name__})"
+            setup_error = (
+                f"the command's namespaces could not be set up ({exc or type(exc).__name__}); "
+                "it was not run"
+            )
         ours.settimeout(None)
         if setup_error:
             # The unsharing side may wait for "M", PID 1 for its request: neither can
@@ -686,7 +713,7 @@ def spare(
         os._exit(0)
     try:
         req = json.loads(data)
-        out_fd, status_fd = fds
+        out_fd, status_fd, *extra = fds
     except (ValueError, TypeError):
         for fd in fds:
             os.close(fd)
@@ -700,10 +727,16 @@ def spare(
             _set_nice(pid, 0)
     os.close(taken_w)
     sock.close()
-    if restricted and (restrictions is None or setup_error):
+    if not setup_error and _ended(target):
+        # Killed while it waited (an OOM kill, a stray signal): handing it the
+        # request would report the command as killed when it never ran.
+        setup_error = (
+            "the sandbox prepared for the command had ended before it came; it was not run"
+        )
+    if setup_error or (restricted and restrictions is None):
         why = setup_error or "Landlock or seccomp is unavailable"
         os.write(out_fd, f"phoenix sandbox: {why}\n".encode())
-        os.write(status_fd, b'{"pid": 0}\n{"exit": 126, "signal": null, "killed": false}\n')
+        _write_refusal(status_fd, why)
         _discard(target, tmpdir, group)
         os._exit(0)
     if setup is not None and setup.version:
@@ -715,7 +748,7 @@ def spare(
                 # Deny by default: a Restricted command never runs outside its budget.
                 why = f"the command's cgroup budget could not be applied ({exc}); it was not run"
                 os.write(out_fd, f"phoenix sandbox: {why}\n".encode())
-                os.write(status_fd, b'{"pid": 0}\n{"exit": 126, "signal": null, "killed": false}\n')
+                _write_refusal(status_fd, why)
                 _discard(target, tmpdir)
                 for stale in held:
                     stale.remove()
@@ -724,7 +757,7 @@ def spare(
         for stale in held:
             if stale is not group:
                 stale.remove()
-    supervise(req, target, ours, out_fd, status_fd, me, namespaced, tmpdir, group)
+    supervise(req, target, ours, out_fd, status_fd, me, namespaced, tmpdir, group, extra)
 
 
 def _bound(
@@ -807,6 +840,20 @@ def _family(pid: int) -> list[int]:
     return found
 
 
+def _write_refusal(status_fd: int, why: str) -> None:
+    """Both status lines for a command the sandbox did not run, and why."""
+    report = {"exit": 126, "signal": None, "killed": False, "refused": why}
+    os.write(status_fd, f'{{"pid": 0}}\n{json.dumps(report)}\n'.encode())
+
+
+def _ended(pid: int) -> bool:
+    """Whether our child `pid` (a prepared command side) has exited; it is not reaped."""
+    try:
+        return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+    except ChildProcessError:
+        return True
+
+
 def _discard(pid: int, tmpdir: str, group: Any = None) -> None:
     """Stop an unused prepared command side and remove its TMPDIR and cgroup."""
     with contextlib.suppress(OSError):
@@ -829,8 +876,11 @@ def supervise(
     namespaced: bool,
     tmpdir: str,
     group: Any,
+    extra: Sequence[int] = (),
 ) -> None:
-    """Runs in the supervisor: start the command, wait, kill what is left, report."""
+    """Runs in the supervisor: start the command, wait, kill what is left, report.
+
+    ``extra``: the caller's stdin/stderr pipes, handed to the command and closed here."""
     state: dict[str, Any] = {"killed": False}
     before = group.counters() if group is not None else None
 
@@ -853,7 +903,10 @@ def supervise(
         pump, command_out = (pipe_r, out_fd), pipe_w
         os.set_blocking(pipe_r, False)
     with contextlib.suppress(OSError):
-        socket.send_fds(chan, [json.dumps(req).encode()], [command_out])
+        socket.send_fds(chan, [json.dumps(req).encode()], [command_out, *extra])
+    for fd in extra:
+        with contextlib.suppress(OSError):
+            os.close(fd)
     if pump is not None:
         os.close(command_out)
     else:
@@ -864,6 +917,7 @@ def supervise(
     code: int | None = None
     sig: int | None = None
     limits: list[str] = []
+    refused = ""  # why the sandbox did not run the command (it never started)
     early = False
     # PID 1's report: it reaped every process of the namespace, so the tree is gone
     # and the caller hears now, not after the namespaces' teardown. The channel also
@@ -874,7 +928,7 @@ def supervise(
     reported = _namespace_report(chan) if ended == "report" else None
     if reported is not None:
         early = True
-        code, sig, more = reported
+        code, sig, more, refused = reported
         limits += more
     else:
         while True:
@@ -896,6 +950,7 @@ def supervise(
             else:
                 code, sig = reported[0], reported[1] or sig
                 limits += reported[2]
+                refused = reported[3]
         elif req.get("linger"):
             while True:
                 try:
@@ -911,6 +966,8 @@ def supervise(
     if tmpdir and not namespaced:
         cleanup.remove_tree(tmpdir)  # the command's files: gone before the caller hears
     report = {"exit": code, "signal": sig, "killed": state["killed"], "limits": limits}
+    if refused:
+        report["refused"] = refused
     os.write(status_fd, (json.dumps(report) + "\n").encode())
     # After the report: nothing of the command is left to wait for.
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
@@ -929,9 +986,12 @@ def supervise(
     os._exit(0)
 
 
-def _namespace_report(chan: socket.socket) -> tuple[int | None, int | None, list[str]] | None:
-    """PID 1's own report: how the command ended and which TMPDIR cap it hit; None
-    when there is none (the channel's end, nothing sent yet)."""
+def _namespace_report(
+    chan: socket.socket,
+) -> tuple[int | None, int | None, list[str], str] | None:
+    """PID 1's own report: how the command ended, which TMPDIR cap it hit and why the
+    command was refused (its set-up failed; "" when it ran); None when there is none
+    (the channel's end, nothing sent yet)."""
     try:
         report = json.loads(chan.recv(65536))
     except (OSError, ValueError):
@@ -939,8 +999,9 @@ def _namespace_report(chan: socket.socket) -> tuple[int | None, int | None, list
     if not isinstance(report, dict):
         return None
     if report.get("error"):
-        return 126, None, []
-    return report.get("exit"), report.get("signal"), list(report.get("limits", []))
+        return 126, None, [], f"the command's PID 1 failed: {report['error']}"
+    refused = str(report.get("refused") or "")
+    return report.get("exit"), report.get("signal"), list(report.get("limits", [])), refused
 
 
 # -------------------------------------------------------------------- launcher

@@ -249,6 +249,7 @@ PROPOSE_DESCRIPTION = (
 
 
 class ProposeCellTool(KernelTool):
+    writes = False  # the checkpoint recorder skips it
     name = "propose_cell"
     description = PROPOSE_DESCRIPTION
     input_schema: Mapping[str, Any] = {

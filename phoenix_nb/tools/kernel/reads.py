@@ -76,6 +76,7 @@ def _lookup(namespace: Mapping[str, Any], path: str) -> Any:
 
 
 class InspectVariablesTool(KernelTool):
+    writes = False  # the checkpoint recorder skips it
     name = "inspect_variables"
     description = INSPECT_DESCRIPTION
     input_schema: Mapping[str, Any] = {
@@ -170,6 +171,7 @@ HISTORY_DESCRIPTION = (
 
 
 class KernelHistoryTool(KernelTool):
+    writes = False  # the checkpoint recorder skips it
     name = "kernel_history"
     description = HISTORY_DESCRIPTION
     input_schema: Mapping[str, Any] = {

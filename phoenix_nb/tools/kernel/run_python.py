@@ -77,6 +77,7 @@ RUN_PYTHON_DESCRIPTION = (
 
 
 class RunPythonTool(KernelTool):
+    writes = False  # the checkpoint recorder skips it
     name = "run_python"
     description = RUN_PYTHON_DESCRIPTION
     input_schema: Mapping[str, Any] = {

@@ -207,7 +207,9 @@ async def test_a_sleeping_repr_costs_its_budget_and_blocks_nothing(kernel: DictK
     assert "sleepy: not summarised" in result.content
     assert "4 rows × 2 columns" in result.content
     assert took < 10
-    assert ticks > took * 20  # the event loop kept running the whole time
+    # The event loop kept running while the repr slept: a loop blocked until the tool
+    # returned would tick at most once (how often it ticks is the scheduler's, not asserted).
+    assert ticks >= 5, (ticks, took)
 
 
 async def test_a_figure_comes_back_as_an_image(kernel: DictKernel) -> None:
@@ -300,7 +302,7 @@ async def test_run_python_errors_and_limits(kernel: DictKernel, tmp_path: Path) 
     start = time.monotonic()
     result = await RunPythonTool().run({"code": "while True: pass", "timeout": 0.5}, ctx, "t")
     assert result.is_error and "Timed out after 0.5 s" in result.content
-    assert time.monotonic() - start < 2
+    assert time.monotonic() - start < 30  # the loop never ends: only a missed timeout reaches this
 
 
 async def test_run_python_refuses_without_the_sandbox(kernel: DictKernel) -> None:
@@ -402,7 +404,7 @@ def test_listing_bounds_the_time_a_hanging_len_can_take() -> None:
     namespace = {f"slow{i}": SlowLen() for i in range(10)}
     start = time.monotonic()
     rows, total = list_variables(namespace, set(), budget=0.05, total_budget=0.2)
-    assert time.monotonic() - start < 1.0
+    assert time.monotonic() - start < 5.0  # unbounded: 10 s
     assert total == 10
     notes = [row.get("note", "") for row in rows]
     assert any("size unknown (OutOfTime)" in n for n in notes)

@@ -1,0 +1,107 @@
+"""`CommandRunner`: the one recipe from a policy and a mode to a confined process."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from phoenix_nb.sandbox import (
+    Process,
+    RunSpec,
+    SandboxLimits,
+    SandboxPolicy,
+    group_for,
+    hidden_paths,
+    start_process,
+)
+
+__all__ = ["CommandRunner"]
+
+# RLIMIT_CPU of a long-lived server: it idles between calls, so its CPU time is
+# small; the bound only catches one that spins for a day.
+SERVE_CPU_SECONDS = 24 * 3600
+
+
+@dataclass(frozen=True)
+class CommandRunner:
+    """How one conversation's processes start.
+
+    ``policy``: the Phoenix's `SandboxPolicy` (limits, deny list), a value passed
+    down, never read from module state. ``group``: the cgroup budget's name key
+    (the conversation id; an MCP server has its own, so a server cannot eat the
+    conversation's memory nor the other way round).
+    """
+
+    policy: SandboxPolicy = field(default_factory=SandboxPolicy)
+    group: str = "default"
+
+    def spec(
+        self,
+        argv: tuple[str, ...],
+        cwd: Path,
+        env: Mapping[str, str],
+        *,
+        restricted: bool,
+        cpu_seconds: int,
+        limits: SandboxLimits | None = None,
+        linger: bool = False,
+        discard_stderr: bool = False,
+        stdin: bool = False,
+        separate_stderr: bool = False,
+        hide_from: Path | None = None,
+    ) -> RunSpec:
+        """The `RunSpec` of a process of this conversation.
+
+        Restricted: the launcher's sandbox, with the credential paths of the
+        conversation's policy hidden (expanded now for ``hide_from``, default
+        ``cwd``: the paths may appear after the policy was made). Both modes:
+        the conversation's cgroup budget and ``limits`` (default: the policy's).
+        """
+        return RunSpec(
+            argv=argv,
+            cwd=str(cwd),
+            env=dict(env),
+            restricted=restricted,
+            limits=limits or self.policy.limits,
+            cpu_seconds=cpu_seconds,
+            linger=linger,
+            group=group_for(self.group or "default"),
+            hidden=tuple(hidden_paths(hide_from or cwd, self.policy)) if restricted else (),
+            discard_stderr=discard_stderr,
+            stdin=stdin,
+            separate_stderr=separate_stderr,
+        )
+
+    async def start(self, spec: RunSpec, output_fd: int | None = None) -> Process:
+        """Run ``spec`` through this kernel's launcher (`sandbox.start_process`)."""
+        return await start_process(spec, output_fd=output_fd)
+
+    async def serve(
+        self,
+        argv: tuple[str, ...],
+        cwd: Path,
+        env: Mapping[str, str],
+        *,
+        restricted: bool = True,
+        limits: SandboxLimits | None = None,
+    ) -> Process:
+        """Start a long-lived server speaking on its stdin and stdout.
+
+        The `Process` has ``stdin_fd`` (write), ``output_fd`` (its stdout only)
+        and ``stderr_fd`` (read), all non-blocking and the caller's to close.
+        Its supervisor kills the whole tree when `Process.kill`/`stop` is called,
+        and also when this kernel exits (the status pipe's end), so no server
+        outlives its kernel.
+        """
+        spec = self.spec(
+            argv,
+            cwd,
+            env,
+            restricted=restricted,
+            cpu_seconds=SERVE_CPU_SECONDS,
+            limits=limits,
+            stdin=True,
+            separate_stderr=True,
+        )
+        return await self.start(spec)

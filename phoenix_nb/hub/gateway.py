@@ -1,0 +1,468 @@
+"""The phoenix gateway: a JupyterHub service that holds the provider key.
+
+Kernels send their model requests here with the user's own Hub token as the
+credential (`x-api-key`, or `Authorization: Bearer` from an OpenAI client).
+For each request the gateway
+
+1. asks the Hub whose token it is (`TokenAuth`; `HubTokenAuth` is JupyterHub's
+   `HubAuth`, and the token must grant access to this service);
+2. refuses a model outside the policy's `[models] allowed`, and a user or
+   conversation whose budget is spent (`Ledger`), with a 403 whose message
+   names the policy's line: the kernel shows it as the turn's error;
+3. forwards the request to the admin's upstream with the admin's key in place
+   of the user's token, and streams the answer back unchanged, chunk by chunk
+   as it arrives, reading the usage on the way (`UsageMeter`);
+4. writes one audit line (`AuditSink`) and adds the spend to the user's day.
+
+Kernels also POST the events the user decides on (approvals, denials, mode
+changes, MCP approvals, reverts) to `/audit`; `/spend` (JSON) and `/` (a page)
+show the caller's spend today. The user is always the token's, never a field
+of the body.
+
+Run by the Hub as a managed service (`python -m phoenix_nb.hub.gateway`, see
+docs/jupyterhub.md); `serve` is the same on a given port, for tests and benches.
+The budget check happens before a request is forwarded and the spend is added
+after it: requests already in flight when a budget runs out finish (a user can
+overshoot by the requests they run at once).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import html
+import json
+import os
+import re
+import sys
+import urllib.parse
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
+from functools import partial
+from typing import Any, Protocol
+
+from aiohttp import ClientSession, ClientTimeout, web
+
+from phoenix_nb.errors import PhoenixError
+from phoenix_nb.hub.audit import AuditLog, AuditSink, Ledger
+from phoenix_nb.hub.usage import Metered, UsageMeter
+from phoenix_nb.policy import POLICY_VARIABLE, Policy, PolicyError, load_policy
+
+__all__ = ["Gateway", "HubTokenAuth", "TokenAuth", "main", "make_app"]
+
+# Headers that describe one hop, never forwarded (RFC 9110 7.6.1), and the
+# caller's credentials, replaced by the admin's.
+_HOP = frozenset(
+    {
+        "connection",
+        "keep-alive",
+        "proxy-authenticate",
+        "proxy-authorization",
+        "te",
+        "trailer",
+        "transfer-encoding",
+        "upgrade",
+        "host",
+        "content-length",
+        "accept-encoding",
+        "content-encoding",
+    }
+)
+_CREDENTIALS = frozenset({"x-api-key", "authorization", "cookie"})
+CONVERSATION_HEADER = "x-phoenix-conversation"
+SERVER_HEADER = "x-phoenix-server"  # the user's named server, where it has one
+_EVENTS = frozenset(
+    {"approval", "denial", "mode_change", "mcp_approval", "revert", "policy_refusal"}
+)
+_MAX_EVENT = 16 * 1024
+# What a kernel sends, per upstream wire format: model requests and model lookups.
+_FORWARDED = {
+    "anthropic": re.compile(r"POST /v1/messages(/count_tokens)?|GET /v1/models(/[^/]+)?"),
+    "openai": re.compile(r"POST (/v1)?/chat/completions|GET (/v1)?/models(/[^/]+)?"),
+}
+_PARSE_ON_LOOP = 256 * 1024  # bytes of a request body parsed on the event loop (~1 ms)
+
+
+class HubUnreachable(PhoenixError):
+    """The Hub could not say whose a token is (down, or answering with an error)."""
+
+
+class TokenAuth(Protocol):
+    """Who a token belongs to.
+
+    `user_for` returns the Hub user's name for a token the Hub accepts for this
+    service, and None for any other (unknown, expired, revoked, or without
+    access to the service); HubUnreachable when the Hub cannot tell now. It may
+    cache answers for a short while (minutes).
+    """
+
+    async def user_for(self, token: str) -> str | None: ...
+
+
+class HubTokenAuth:
+    """JupyterHub's `HubAuth`: the Hub's REST API says whose token it is.
+
+    The gateway's own credentials (JUPYTERHUB_API_TOKEN, JUPYTERHUB_API_URL) come
+    from the Hub, which starts it as a service; a user's token must carry
+    `access:services!service=<this service>` (docs/jupyterhub.md: the Hub's
+    `c.Spawner.server_token_scopes`)."""
+
+    def __init__(self) -> None:
+        from jupyterhub.services.auth import HubAuth  # the `phoenix_nb[hub]` extra
+
+        self._auth = HubAuth(cache_max_age=60)
+
+    async def user_for(self, token: str) -> str | None:
+        try:
+            model = await self._auth.user_for_token(token, sync=False)
+        except Exception as exc:  # tornado's HTTPError (a 5xx), or the Hub not listening
+            raise HubUnreachable(f"phoenix gateway: the Hub did not answer ({exc}).") from exc
+        if not model or model.get("kind", "user") != "user":
+            return None
+        required = self._auth.access_scopes
+        if required and not self._auth.check_scopes(required, model):
+            return None
+        name = model.get("name")
+        return name if isinstance(name, str) else None
+
+
+def _token(request: web.Request) -> str | None:
+    key = request.headers.get("x-api-key")
+    if key:
+        return key
+    auth = request.headers.get("authorization", "")
+    scheme, _, value = auth.partition(" ")
+    if scheme.lower() in ("bearer", "token") and value.strip():
+        return value.strip()
+    return None
+
+
+def _error(status: int, kind: str, message: str) -> web.Response:
+    """An error in the Messages API's shape, which both SDKs show with its message."""
+    body = {"type": "error", "error": {"type": kind, "message": message}}
+    return web.json_response(body, status=status)
+
+
+class Gateway:
+    """One gateway: the upstream, its key, the policy, who's who, and the audit trail."""
+
+    def __init__(
+        self,
+        *,
+        upstream: str,
+        upstream_key: str,
+        policy: Policy | None,
+        auth: TokenAuth,
+        audit: AuditSink,
+        prefix: str = "/",
+        now: Callable[[], datetime] = lambda: datetime.now(UTC),
+    ) -> None:
+        self.upstream = upstream.rstrip("/")
+        self._key = upstream_key
+        self.policy = policy
+        self.kind = policy.upstream if policy is not None else "anthropic"
+        self.auth = auth
+        self.audit = audit
+        self.prefix = "/" + prefix.strip("/") + "/" if prefix.strip("/") else "/"
+        self.now = now
+        self.ledger = Ledger.for_policy(policy)
+        self.ledger.replay(audit.lines())
+        self._client: ClientSession | None = None
+
+    def _path(self, request: web.Request) -> str:
+        path = request.path
+        if self.prefix != "/" and path.startswith(self.prefix):
+            path = "/" + path[len(self.prefix) :]
+        return path
+
+    async def _user(self, request: web.Request) -> str | None:
+        token = _token(request)
+        return await self.auth.user_for(token) if token else None
+
+    def _line(self, user: str, request: web.Request, **fields: Any) -> dict[str, Any]:
+        return {
+            "time": self.now().isoformat(timespec="milliseconds"),
+            "user": user,
+            "server": request.headers.get(SERVER_HEADER, ""),
+            "conversation": request.headers.get(CONVERSATION_HEADER, ""),
+            **fields,
+        }
+
+    def _record(self, line: Mapping[str, Any]) -> None:
+        """One audit line, written inline (one small O_APPEND write): the line exists
+        by the time the answer has ended, and a crash loses at most the request in flight."""
+        self.audit.write(line)
+
+    async def handle(self, request: web.Request) -> web.StreamResponse:
+        try:
+            return await self._handle(request)
+        except HubUnreachable as exc:
+            return _error(503, "api_error", str(exc))
+
+    async def _handle(self, request: web.Request) -> web.StreamResponse:
+        path = self._path(request)
+        if path == "/audit" and request.method == "POST":
+            return await self._event(request)
+        if path in ("/spend", "/") and request.method == "GET":
+            return await self._spend(request, page=path == "/")
+        return await self._forward(request, path)
+
+    async def _forward(self, request: web.Request, path: str) -> web.StreamResponse:
+        user = await self._user(request)
+        if user is None:
+            return _error(401, "authentication_error", "phoenix gateway: not a valid Hub token.")
+        if not _FORWARDED[self.kind].fullmatch(f"{request.method} {path}"):
+            # the admin's key opens more than model requests (batches, files …): those
+            # would spend unmetered, so only what a kernel sends is forwarded
+            return _error(
+                404,
+                "not_found_error",
+                f"phoenix gateway: {request.method} {path} is not forwarded.",
+            )
+        body = await request.read()
+        model, streamed = "", False
+        if body and request.content_type == "application/json":
+            # parsed whole (a regex could be fooled by a "model" inside the messages);
+            # a long history's body is parsed off the loop, so other users' streams flow
+            parse = partial(_json_or_none, body)
+            big = len(body) > _PARSE_ON_LOOP
+            parsed = await asyncio.to_thread(parse) if big else parse()
+            if isinstance(parsed, dict):
+                model = str(parsed.get("model") or "")
+                streamed = bool(parsed.get("stream"))
+        day = self.now().date().isoformat()
+        conversation = request.headers.get(CONVERSATION_HEADER, "")
+        refusal = None
+        if model and self.policy is not None and not self.policy.model_allowed(model):
+            refusal = (
+                f"phoenix gateway: model {model!r} is not allowed by "
+                f"{self.policy.where('models.allowed')}."
+            )
+        refusal = refusal or self.ledger.refusal(user, day, conversation)
+        if refusal is not None:
+            self._record(
+                self._line(
+                    user,
+                    request,
+                    event="request",
+                    path=path,
+                    model=model,
+                    status="refused",
+                    reason=refusal,
+                    **_zero(),
+                )
+            )
+            return _error(403, "permission_error", refusal)
+        meter = UsageMeter(model, streamed=streamed)
+        recorded = False
+
+        def account(status: str) -> None:
+            """The spend and the audit line, once: before the answer's end is sent, so
+            both exist by the time the client has the whole answer."""
+            nonlocal recorded
+            if recorded:
+                return
+            recorded = True
+            used = meter.result() if model else Metered(model)
+            self.ledger.add(user, day, conversation, used.dollars, used.tokens)
+            fields = _counts(used)
+            self._record(
+                self._line(
+                    user, request, event="request", path=path, model=model, status=status, **fields
+                )
+            )
+
+        response: web.StreamResponse | None = None
+        try:
+            async with self._session().request(
+                request.method,
+                self.upstream + path + (f"?{request.query_string}" if request.query_string else ""),
+                data=body if body else None,
+                headers=self._headers(request),
+            ) as upstream:
+                response = web.StreamResponse(status=upstream.status)
+                for name, value in upstream.headers.items():
+                    if name.lower() not in _HOP:
+                        response.headers.add(name, value)
+                await response.prepare(request)
+                async for chunk in upstream.content.iter_any():
+                    meter.feed(chunk)
+                    await response.write(chunk)
+                account("ok" if upstream.status < 400 else f"upstream {upstream.status}")
+                await response.write_eof()
+            return response
+        except (ConnectionResetError, asyncio.CancelledError):
+            account("client closed")
+            raise
+        except OSError as exc:
+            account(f"upstream unreachable: {type(exc).__name__}")
+            if response is None:
+                return _error(502, "api_error", "phoenix gateway: the upstream did not answer.")
+            raise
+        finally:
+            account("error")
+
+    def _headers(self, request: web.Request) -> dict[str, str]:
+        headers = {
+            k: v
+            for k, v in request.headers.items()
+            if k.lower() not in _HOP
+            and k.lower() not in _CREDENTIALS
+            and not k.lower().startswith("x-phoenix-")
+        }
+        if self.kind == "openai":
+            headers["Authorization"] = f"Bearer {self._key}"
+        else:
+            headers["x-api-key"] = self._key
+        headers["Accept-Encoding"] = "identity"  # the usage is read as it passes
+        return headers
+
+    def _session(self) -> ClientSession:
+        if self._client is None:
+            # no total timeout: a long answer streams for minutes; the kernel's own
+            # stall timeout bounds the gaps between chunks
+            self._client = ClientSession(
+                timeout=ClientTimeout(total=None, sock_connect=10), auto_decompress=False
+            )
+        return self._client
+
+    async def _event(self, request: web.Request) -> web.Response:
+        user = await self._user(request)
+        if user is None:
+            return _error(401, "authentication_error", "phoenix gateway: not a valid Hub token.")
+        raw = await request.content.read(_MAX_EVENT + 1)
+        try:
+            event = json.loads(raw) if len(raw) <= _MAX_EVENT else None
+        except ValueError:
+            event = None
+        if not isinstance(event, dict) or event.get("event") not in _EVENTS:
+            return _error(
+                400,
+                "invalid_request_error",
+                f"phoenix gateway: an event is a JSON object whose event is one of "
+                f"{', '.join(sorted(_EVENTS))}.",
+            )
+        fields = {k: v for k, v in event.items() if k not in ("user", "time", "server")}
+        line = self._line(user, request, **fields)
+        if isinstance(event.get("conversation"), str):
+            line["conversation"] = event["conversation"]
+        self._record(line)
+        return web.json_response({"recorded": True})
+
+    async def _spend(self, request: web.Request, *, page: bool) -> web.Response:
+        token = _token(request) or request.query.get("token")
+        user = await self.auth.user_for(token) if token else None
+        if user is None:
+            return _error(401, "authentication_error", "phoenix gateway: not a valid Hub token.")
+        spent = self.ledger.today(user, self.now().date().isoformat())
+        budget = self.policy.budgets.user_daily if self.policy is not None else None
+        report = {
+            "user": user,
+            "dollars": round(spent.dollars, 6),
+            "tokens": spent.tokens,
+            "daily_budget": budget,
+        }
+        if not page:
+            return web.json_response(report)
+        bound = f" of ${budget:g}" if budget is not None else ""
+        text = (
+            "<!doctype html><title>phoenix gateway</title>"
+            f"<h1>{html.escape(user)}: today</h1>"
+            f"<p>${spent.dollars:.2f}{bound} spent, {spent.tokens:,} tokens (UTC day).</p>"
+        )
+        return web.Response(text=text, content_type="text/html")
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            await self._client.close()
+            self._client = None
+
+
+def _json_or_none(body: bytes) -> Any:
+    try:
+        return json.loads(body)
+    except ValueError:
+        return None
+
+
+def _zero() -> dict[str, Any]:
+    return {"input_tokens": 0, "output_tokens": 0, "cached_tokens": 0, "dollars": 0.0}
+
+
+def _counts(used: Metered) -> dict[str, Any]:
+    return {
+        "input_tokens": used.input_tokens,
+        "output_tokens": used.output_tokens,
+        "cached_tokens": used.cached_tokens,
+        "cache_write_tokens": used.cache_write_tokens,
+        "dollars": used.dollars,
+    }
+
+
+def make_app(gateway: Gateway) -> web.Application:
+    app = web.Application(client_max_size=64 * 1024 * 1024)  # requests carry images
+    app.router.add_route("*", "/{tail:.*}", gateway.handle)
+
+    async def close(_app: web.Application) -> None:
+        await gateway.aclose()
+
+    app.on_cleanup.append(close)
+    return app
+
+
+def _from_environment(environ: Mapping[str, str]) -> tuple[Gateway, str, int]:
+    """The gateway the Hub's service environment describes, and where it listens."""
+    policy = load_policy(environ)
+    kind = policy.upstream if policy is not None else "anthropic"
+    if kind == "openai":
+        upstream = environ.get("PHOENIX_UPSTREAM_URL") or environ.get("OPENAI_BASE_URL") or ""
+        key = environ.get("OPENAI_API_KEY", "")
+    else:
+        upstream = (
+            environ.get("PHOENIX_UPSTREAM_URL")
+            or environ.get("ANTHROPIC_BASE_URL")
+            or "https://api.anthropic.com"
+        )
+        key = environ.get("ANTHROPIC_API_KEY", "")
+    if not upstream or not key:
+        raise PolicyError(
+            "phoenix gateway: set the upstream's key (ANTHROPIC_API_KEY or OPENAI_API_KEY) "
+            "and, for OpenAI-compatible upstreams, PHOENIX_UPSTREAM_URL."
+        )
+    url = urllib.parse.urlsplit(
+        environ.get("JUPYTERHUB_SERVICE_URL")
+        or environ.get("PHOENIX_GATEWAY_URL")
+        or (policy.gateway_url if policy is not None and policy.gateway_url else "")
+        or "http://127.0.0.1:8765"
+    )
+    audit_path = (policy.audit_path if policy is not None else None) or environ.get(
+        "PHOENIX_AUDIT", "phoenix-audit.jsonl"
+    )
+    gateway = Gateway(
+        upstream=upstream,
+        upstream_key=key,
+        policy=policy,
+        auth=HubTokenAuth(),
+        audit=AuditLog(audit_path),
+        prefix=environ.get("JUPYTERHUB_SERVICE_PREFIX", "/"),
+    )
+    return gateway, url.hostname or "127.0.0.1", url.port or 8765
+
+
+def main() -> None:
+    """`python -m phoenix_nb.hub.gateway`: run as the Hub's managed service."""
+    try:
+        gateway, host, port = _from_environment(os.environ)
+    except PolicyError as exc:
+        print(exc, file=sys.stderr)
+        raise SystemExit(2) from None
+    print(
+        f"phoenix gateway on http://{host}:{port}{gateway.prefix} -> {gateway.upstream} "
+        f"(policy: {os.environ.get(POLICY_VARIABLE) or 'default path'})",
+        file=sys.stderr,
+        flush=True,
+    )
+    web.run_app(make_app(gateway), host=host, port=port, print=None)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,117 @@
+"""Token usage read from the bytes the gateway forwards, as they pass.
+
+The gateway streams the upstream's answer back unchanged; it reads the usage
+the answer carries on the way (no second request, no buffering of the stream):
+the Messages API's `message_start` / `message_delta` events (the latter's
+counts are cumulative), a Chat Completions stream's final `usage` chunk, or the
+`usage` of a whole JSON answer. The dollars come from the same price table the
+kernel uses (`core.prices`), so the gateway's and the kernel's spend agree.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from phoenix_nb.core.prices import cost
+from phoenix_nb.core.values import Usage
+
+__all__ = ["Metered", "UsageMeter"]
+
+
+@dataclass(frozen=True)
+class Metered:
+    """What one forwarded answer used: tokens, and dollars where the model has a price."""
+
+    model: str
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cached_tokens: int = 0  # read from the prompt cache
+    cache_write_tokens: int = 0
+    dollars: float | None = None
+
+    @property
+    def tokens(self) -> int:
+        return self.input_tokens + self.output_tokens + self.cached_tokens + self.cache_write_tokens
+
+
+class UsageMeter:
+    """Fed the answer's bytes in the order they pass; `result()` is the usage seen."""
+
+    def __init__(self, model: str, *, streamed: bool) -> None:
+        self.model = model
+        self.streamed = streamed
+        self._pending = b""
+        self._whole = bytearray()
+        self._usage: dict[str, int] = {}
+        self._one_hour = 0
+
+    def feed(self, chunk: bytes) -> None:
+        if not self.streamed:
+            self._whole += chunk
+            return
+        self._pending += chunk
+        *lines, self._pending = self._pending.split(b"\n")
+        for line in lines:
+            if line.startswith(b"data:"):
+                self._event(line[5:].strip())
+
+    def _event(self, data: bytes) -> None:
+        if not data or data == b"[DONE]" or b"usage" not in data:
+            return  # most events carry text; only usage-bearing ones are parsed
+        try:
+            event = json.loads(data)
+        except ValueError:
+            return
+        if not isinstance(event, dict):
+            return
+        message = event.get("message")
+        usage = message.get("usage") if isinstance(message, dict) else event.get("usage")
+        if isinstance(usage, dict):
+            self._take(usage)
+
+    def _take(self, usage: dict[str, Any]) -> None:
+        """Counts seen later replace earlier ones (message_delta's are cumulative)."""
+        for key, value in usage.items():
+            if isinstance(value, int) and not isinstance(value, bool):
+                self._usage[key] = value
+        details = usage.get("prompt_tokens_details")
+        if isinstance(details, dict) and isinstance(details.get("cached_tokens"), int):
+            self._usage["cached_tokens"] = details["cached_tokens"]
+        split = usage.get("cache_creation")
+        if isinstance(split, dict) and isinstance(split.get("ephemeral_1h_input_tokens"), int):
+            self._one_hour = split["ephemeral_1h_input_tokens"]
+
+    def result(self) -> Metered:
+        if not self.streamed and self._whole:
+            try:
+                answer = json.loads(bytes(self._whole))
+            except ValueError:
+                answer = None
+            if isinstance(answer, dict) and isinstance(answer.get("usage"), dict):
+                self._take(answer["usage"])
+        u = self._usage
+        if "prompt_tokens" in u:  # Chat Completions: prompt_tokens include the cached ones
+            cached = u.get("cached_tokens", 0)
+            usage = Usage(
+                input_tokens=max(0, u["prompt_tokens"] - cached),
+                output_tokens=u.get("completion_tokens", 0),
+                cache_read_input_tokens=cached,
+            )
+        else:
+            usage = Usage(
+                input_tokens=u.get("input_tokens", 0),
+                output_tokens=u.get("output_tokens", 0),
+                cache_creation_input_tokens=u.get("cache_creation_input_tokens", 0),
+                cache_read_input_tokens=u.get("cache_read_input_tokens", 0),
+                cache_creation_1h_input_tokens=self._one_hour,
+            )
+        return Metered(
+            model=self.model,
+            input_tokens=usage.input_tokens,
+            output_tokens=usage.output_tokens,
+            cached_tokens=usage.cache_read_input_tokens,
+            cache_write_tokens=usage.cache_creation_input_tokens,
+            dollars=cost(usage, self.model) if u else None,
+        )

@@ -1,0 +1,174 @@
+"""Requests that wait for a person, answerable from anywhere in the kernel.
+
+A turn that waits for the user (a mode upgrade today; a proposed cell edit or an
+MCP approval may join) must be answerable whatever happened to the cell that asked:
+the page was reloaded, a second tab is open, the websocket dropped. So the answer
+does not go through the asking cell's widgets only: `PendingRequests` lists every
+waiting request of this process with a stable id and answers one by id. `%phoenix
+approve / deny / cancel`, a kernel comm (a side panel) and the cell's own buttons all
+call it, so they cannot disagree about what is pending.
+
+The kinds are an open set: each kind is a `PendingSource` (a small port), and a new
+kind registers its source with `PendingRequests.add_source` without touching the
+others. A request's `kind` is a plain string for the same reason.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Protocol
+
+from phoenix_nb.core.states import AwaitingModeApproval
+from phoenix_nb.errors import PhoenixError
+
+__all__ = [
+    "MODE_APPROVAL",
+    "ModeApprovals",
+    "PendingRequest",
+    "PendingRequests",
+    "PendingSource",
+    "UnknownRequest",
+    "WaitingApproval",
+]
+
+MODE_APPROVAL = "mode_approval"
+
+
+@dataclass(frozen=True)
+class PendingRequest:
+    """One request waiting for a person.
+
+    `id` is stable while the request waits and unique in the process (a mode
+    approval's is its tool call's id), so two front ends answering it cannot answer
+    two different things. `reason` is the agent's words: quote it, never render it.
+    `answers` are the words `answer` accepts for this request.
+    """
+
+    id: str
+    kind: str
+    conversation: str
+    reason: str
+    answers: tuple[str, ...]
+
+    def as_json(self) -> dict[str, object]:
+        """The request as a comm or a record carries it."""
+        return {
+            "id": self.id,
+            "kind": self.kind,
+            "conversation": self.conversation,
+            "reason": self.reason,
+            "answers": list(self.answers),
+        }
+
+
+class UnknownRequest(PhoenixError):
+    """No request with that id waits (already answered, or never asked)."""
+
+
+class PendingSource(Protocol):
+    """One kind of pending request.
+
+    `pending()` lists what waits now (cheap: called on every listing); `answer`
+    acts on one of them with one of its `answers` and returns once the answer is
+    taken (the turn goes on by itself). It raises PhoenixError for an answer it
+    cannot take.
+    """
+
+    def pending(self) -> list[PendingRequest]: ...
+
+    async def answer(self, request: PendingRequest, answer: str) -> None: ...
+
+
+class _Answerable(Protocol):
+    """What `ModeApprovals` needs of a conversation (runtime.manager.Conversation)."""
+
+    @property
+    def slug(self) -> str: ...
+
+    async def approve(self) -> None: ...
+
+    async def deny(self) -> None: ...
+
+    async def cancel(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class WaitingApproval:
+    """A conversation whose state waits for an upgrade answer."""
+
+    conversation: _Answerable
+    phase: AwaitingModeApproval
+
+
+class ModeApprovals:
+    """Upgrade requests (`request_mode_upgrade`) of the conversations this process has open."""
+
+    def __init__(self, waiting: Callable[[], Iterable[WaitingApproval]]) -> None:
+        self._waiting = waiting
+        self._by_id: dict[str, _Answerable] = {}
+
+    def pending(self) -> list[PendingRequest]:
+        found: list[PendingRequest] = []
+        by_id: dict[str, _Answerable] = {}
+        for item in self._waiting():
+            request = PendingRequest(
+                id=item.phase.tool_use_id,
+                kind=MODE_APPROVAL,
+                conversation=item.conversation.slug,
+                reason=item.phase.reason,
+                answers=("approve", "deny", "cancel"),
+            )
+            found.append(request)
+            by_id[request.id] = item.conversation
+        self._by_id = by_id
+        return found
+
+    async def answer(self, request: PendingRequest, answer: str) -> None:
+        conv = self._by_id.get(request.id)
+        if conv is None:
+            raise UnknownRequest(f"No request {request.id!r} waits.")
+        if answer == "approve":
+            await conv.approve()
+        elif answer == "deny":
+            await conv.deny()
+        elif answer == "cancel":
+            await conv.cancel()
+        else:
+            raise PhoenixError(f"A mode approval takes approve, deny or cancel, not {answer!r}.")
+
+
+class PendingRequests:
+    """Every request of this process that waits for a person, from all its sources."""
+
+    def __init__(self, sources: Iterable[PendingSource] = ()) -> None:
+        self._sources: list[PendingSource] = list(sources)
+
+    def add_source(self, source: PendingSource) -> None:
+        """A new kind of request (e.g. MCP approvals) joins the listing."""
+        self._sources.append(source)
+
+    def list(self, conversation: str | None = None) -> list[PendingRequest]:
+        """What waits now, oldest source first; only `conversation`'s when given."""
+        out: list[PendingRequest] = []
+        for source in self._sources:
+            out.extend(
+                r
+                for r in source.pending()
+                if conversation is None or r.conversation == conversation
+            )
+        return out
+
+    async def answer(self, request_id: str, answer: str) -> PendingRequest:
+        """Answer the request `request_id`; returns it. UnknownRequest if none waits."""
+        for source in self._sources:
+            for request in source.pending():
+                if request.id == request_id:
+                    if answer not in request.answers:
+                        raise PhoenixError(
+                            f"{request.kind} {request_id!r} takes "
+                            f"{', '.join(request.answers)}, not {answer!r}."
+                        )
+                    await source.answer(request, answer)
+                    return request
+        raise UnknownRequest(f"No request {request_id!r} waits (already answered?).")

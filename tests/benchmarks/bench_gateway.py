@@ -1,0 +1,160 @@
+"""The phoenix gateway's cost: a streamed turn through it against the same turn direct.
+
+The gateway runs as its own process (as the Hub runs it), with a table of 20 users'
+tokens in place of the Hub (the Hub's token check is cached by HubAuth, so a turn
+pays it once a minute); the fake upstream runs in this process and checks the
+admin's key. Measured in the same run, alternating, best and median of several
+rounds: time to first text and total time of one streamed turn (through the real
+provider, `AnthropicProvider`), then 20 users' turns at once through one gateway
+process against the same 20 direct. Target: through <= 1.2x direct.
+
+Run: .venv/bin/python tests/benchmarks/bench_gateway.py [tokens] [rounds]
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+from phoenix_nb.core.values import Usage
+from phoenix_nb.llm.provider import AnthropicProvider, LlmRequest
+from phoenix_nb.llm.stream import LlmOutcome, TextDelta
+from phoenix_nb.testing import FakeAnthropic, Turn, text
+
+ADMIN_KEY = "sk-ant-bench-admin-0123456789"
+USERS = {f"tok-{i:02d}-0123456789": f"user-{i:02d}" for i in range(20)}
+SERVE = """
+import sys, json
+from aiohttp import web
+from phoenix_nb.hub import AuditLog, Gateway, make_app
+from phoenix_nb.testing.hub import TokenTable
+upstream, port, audit, users, key = sys.argv[1:6]
+gateway = Gateway(upstream=upstream, upstream_key=key, policy=None,
+                  auth=TokenTable(json.loads(users)), audit=AuditLog(audit))
+web.run_app(make_app(gateway), host="127.0.0.1", port=int(port), print=None)
+"""
+
+
+def _port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _request(tokens: int) -> LlmRequest:
+    return LlmRequest(
+        model="claude-sonnet-4-5",
+        system="bench",
+        messages=[{"role": "user", "content": f"write {tokens} tokens"}],
+        max_tokens=tokens * 2,
+    )
+
+
+async def one_turn(url: str, key: str, tokens: int) -> tuple[float, float]:
+    """(time to first text, total) of one streamed turn."""
+    provider = AnthropicProvider(api_key=key, base_url=url, stall_timeout=60)
+    await provider._client()  # the SDK's client is built before the clock starts
+    start = time.perf_counter()
+    first = None
+    outcome = None
+    async for update in provider.stream(_request(tokens)):
+        if first is None and isinstance(update, TextDelta):
+            first = time.perf_counter() - start
+        if isinstance(update, LlmOutcome):
+            outcome = update
+    total = time.perf_counter() - start
+    await provider.aclose()
+    assert outcome is not None and outcome.response is not None, outcome
+    assert first is not None
+    return first, total
+
+
+async def many(url: str, keys: list[str], tokens: int) -> float:
+    start = time.perf_counter()
+    await asyncio.gather(*(one_turn(url, key, tokens) for key in keys))
+    return time.perf_counter() - start
+
+
+def main() -> None:
+    tokens = int(sys.argv[1]) if len(sys.argv) > 1 else 2000
+    rounds = int(sys.argv[2]) if len(sys.argv) > 2 else 7
+    answer = "word " * tokens  # ~1 token a word, in chunks of 20 characters
+    folder = Path(tempfile.mkdtemp(prefix="bench-gateway-"))
+    with FakeAnthropic(
+        api_key=ADMIN_KEY,
+        default=Turn([text(answer, chunk=20)], usage=Usage(input_tokens=50, output_tokens=tokens)),
+    ) as fake:
+        port = _port()
+        gateway = subprocess.Popen(
+            [
+                sys.executable,
+                "-c",
+                SERVE,
+                fake.base_url,
+                str(port),
+                str(folder / "audit.jsonl"),
+                json.dumps(USERS),
+                ADMIN_KEY,
+            ],
+            env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
+        )
+        url = f"http://127.0.0.1:{port}"
+        try:
+            for _ in range(300):
+                try:
+                    urllib.request.urlopen(url + "/spend", timeout=1)
+                except urllib.error.HTTPError:
+                    break
+                except OSError:
+                    time.sleep(0.1)
+            key = next(iter(USERS))
+            direct: list[tuple[float, float]] = []
+            through: list[tuple[float, float]] = []
+            asyncio.run(one_turn(fake.base_url, ADMIN_KEY, tokens))  # warm both paths
+            asyncio.run(one_turn(url, key, tokens))
+            for _ in range(rounds):
+                direct.append(asyncio.run(one_turn(fake.base_url, ADMIN_KEY, tokens)))
+                through.append(asyncio.run(one_turn(url, key, tokens)))
+            keys = list(USERS)
+            crowd_direct, crowd_through = [], []
+            for _ in range(max(3, rounds // 2)):
+                crowd_direct.append(asyncio.run(many(fake.base_url, [ADMIN_KEY] * 20, tokens)))
+                crowd_through.append(asyncio.run(many(url, keys, tokens)))
+        finally:
+            gateway.terminate()
+            gateway.wait(30)
+        lines = [json.loads(x) for x in (folder / "audit.jsonl").read_text().splitlines()]
+    crowd_users = {x["user"] for x in lines[-20:]}
+    assert len(crowd_users) == 20, crowd_users
+    load = os.getloadavg()[0]
+    print(f"one streamed turn of ~{tokens} tokens, {rounds} alternating rounds; load {load:.2f}")
+    for name, index in (("time to first text", 0), ("total", 1)):
+        d = [x[index] for x in direct]
+        t = [x[index] for x in through]
+        md, mt = statistics.median(d), statistics.median(t)
+        print(
+            f"  {name:20s} direct best {min(d) * 1000:7.1f} ms  median {md * 1000:7.1f} ms"
+            f" | gateway best {min(t) * 1000:7.1f} ms  median {mt * 1000:7.1f} ms"
+            f" | ratio best {min(t) / min(d):.2f}x  median {mt / md:.2f}x"
+        )
+    best = min(crowd_through) / min(crowd_direct)
+    median = statistics.median(crowd_through) / statistics.median(crowd_direct)
+    print(
+        f"20 users' turns at once through one gateway: direct best {min(crowd_direct):.2f} s,"
+        f" gateway best {min(crowd_through):.2f} s, ratio {best:.2f}x (median {median:.2f}x);"
+        f" {len(lines)} audit lines, 20 distinct users in the last 20"
+    )
+    print("target: <= 1.2x")
+
+
+if __name__ == "__main__":
+    main()

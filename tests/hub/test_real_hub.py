@@ -1,0 +1,365 @@
+"""A team's phoenix on a real JupyterHub (issue 40): three Unix users, LocalProcessSpawner,
+the Hub's proxy, and the phoenix gateway as a managed service in front of a fake
+upstream that checks the admin's key. Each user's server is driven through the Hub's
+REST API and a kernel websocket, with `%%phoenix` turns.
+
+Needs root (it makes the users and the Hub spawns as them): skipped with that reason
+elsewhere, never under CI. The venv the users run is made once (/var/tmp, ~2 min),
+and phoenix_nb is copied into it fresh each run (tests/hub/real_hub.py).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import shutil
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aiohttp import ClientSession, ClientTimeout
+
+from phoenix_nb.core.values import Usage
+from phoenix_nb.testing import FakeAnthropic, Turn, text, tool_use
+
+from .real_hub import (
+    USERS,
+    Hub,
+    UserKernel,
+    environ_of,
+    is_root,
+    make_users,
+    processes_of,
+    shared_venv,
+    start_hub,
+)
+
+if not is_root():
+    if os.environ.get("PHOENIX_TEST_TIER", "").startswith("user"):
+        # the ordinary-user tiers (tests/nonroot/tier.py) run beside the root tier, which runs this
+        pytest.skip(
+            "the real-hub tier makes Unix users: the root tier runs it", allow_module_level=True
+        )
+    if os.environ.get("CI"):
+        raise RuntimeError("the real-hub tier runs as root under CI (it makes Unix users)")
+    pytest.skip("the real-hub tier needs root: it makes three Unix users", allow_module_level=True)
+
+ADMIN_KEY = "sk-ant-admin-hubtier-" + "7f3a9c1e5b2d4f6a8c0e"
+# A user's ordinary request costs $0.0045; B's "spend-big" ones $1.05 (Sonnet 4.5).
+SMALL = Usage(input_tokens=1000, output_tokens=100)
+BIG = Usage(input_tokens=10_000, output_tokens=68_000)
+POLICY = """\
+[gateway]
+url = "{gateway}"
+
+[models]
+allowed = ["claude-sonnet-4-5*"]
+default = "claude-sonnet-4-5"
+
+[budgets]
+user_daily = 1.5
+
+[modes]
+allow_unrestricted = {unrestricted}
+
+[audit]
+path = "{audit}"
+"""
+
+
+class Team:
+    """The Hub, its users' kernels, the upstream, on one event loop for the module."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.runner = asyncio.Runner()
+        self.upstream = FakeAnthropic(
+            api_key=ADMIN_KEY, default=Turn([text("hello from upstream")], usage=SMALL)
+        )
+        self.upstream.reply_to("spend-big", Turn([text("a big answer")], usage=BIG))
+        self.hub: Hub | None = None
+        self.http: ClientSession | None = None
+        self.kernels: dict[str, UserKernel] = {}
+        self.users = make_users()
+        self.audit = folder / "audit.jsonl"
+
+    def run(self, coro: Any) -> Any:
+        return self.runner.run(coro)
+
+    async def start(self) -> None:
+        from .real_hub import free_port
+
+        venv = await asyncio.to_thread(shared_venv)
+        gateway_port = free_port()
+        gateway = f"http://127.0.0.1:{gateway_port}"
+        policies = {}
+        for user in USERS:
+            path = self.folder / f"policy-{user}.toml"
+            path.write_text(
+                POLICY.format(
+                    gateway=gateway,
+                    audit=self.audit,
+                    unrestricted="false" if user == "phx-b" else "true",
+                )
+            )
+            path.chmod(0o644)  # readable, never writable, by the users
+            policies[user] = str(path)
+        self.policies = policies
+        self.hub = await start_hub(
+            venv,
+            self.folder,
+            policies=policies,
+            gateway_port=gateway_port,
+            gateway_env={
+                "PHOENIX_POLICY": policies["phx-a"],
+                "ANTHROPIC_API_KEY": ADMIN_KEY,
+                "ANTHROPIC_BASE_URL": self.upstream.base_url,
+            },
+            # issue 34 landed: Restricted commands work as an ordinary user; no override
+            user_env={},
+        )
+        self.http = ClientSession(timeout=ClientTimeout(total=300))
+        for user in USERS:
+            kernel = UserKernel(self.hub, user, self.http)
+            await kernel.start_server()
+            await kernel.open_notebook(f"{user}.ipynb")
+            await kernel.ok("%load_ext phoenix_nb")
+            self.kernels[user] = kernel
+
+    async def stop(self) -> None:
+        for kernel in self.kernels.values():
+            if kernel.ws is not None:
+                await kernel.ws.close()
+        if self.http is not None:
+            await self.http.close()
+
+    def audit_lines(self) -> list[dict[str, Any]]:
+        if not self.audit.exists():
+            return []
+        return [json.loads(line) for line in self.audit.read_text().splitlines() if line.strip()]
+
+    def messages_lines(self, count: int = 0) -> list[dict[str, Any]]:
+        """The lines of model requests, once there are `count` (a line is written when the
+        upstream's answer ends, which a kernel may see a moment before the gateway)."""
+        deadline = time.monotonic() + 30
+        while True:
+            lines = [x for x in self.audit_lines() if x.get("path") == "/v1/messages"]
+            if len(lines) >= count or time.monotonic() > deadline:
+                return lines
+            time.sleep(0.01)
+
+
+@pytest.fixture(scope="module")
+def team() -> Iterator[Team]:
+    folder = Path(tempfile.mkdtemp(prefix="phoenix-hub-tier-", dir="/var/tmp"))
+    folder.chmod(0o755)
+    team = Team(folder)
+    team.upstream.start()
+    try:
+        team.run(team.start())
+        yield team
+    finally:
+        try:
+            team.run(team.stop())
+        finally:
+            if team.hub is not None:
+                team.hub.stop()
+            team.runner.close()
+            team.upstream.stop()
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def turn(team: Team, user: str, words: str, options: str = "") -> str:
+    execution = team.run(team.kernels[user].run(f"%%phoenix {options}\n{words}", timeout=180))
+    return execution.said
+
+
+def test_turns_work_for_all_three_and_each_request_is_one_audit_line(team: Team) -> None:
+    for user in USERS:
+        said = turn(team, user, f"hello, this is {user}")
+        assert "hello from upstream" in said, (user, said[-2000:])
+    lines = team.messages_lines(3)
+    asked = [r for r in team.upstream.requests if r.path == "/v1/messages"]
+    assert len(lines) == len(asked) == 3
+    for line, request in zip(lines, asked, strict=True):
+        assert line["status"] == "ok"
+        assert f"this is {line['user']}" in request.last_user_text, "the line names who asked"
+        assert line["conversation"] and line["model"] == "claude-sonnet-4-5"
+        assert line["dollars"] == pytest.approx(0.0045)
+
+
+def test_no_provider_key_in_any_process_store_or_notebook_of_the_users(team: Team) -> None:
+    key = ADMIN_KEY.encode()
+    scanned = 0
+    for user, entry in team.users.items():
+        pids = processes_of(entry.pw_uid)
+        assert pids, f"{user} has processes (the server, the kernel)"
+        for pid in pids:
+            assert key not in environ_of(pid), f"{user}'s pid {pid} has the key in its environment"
+            scanned += _scan_memory(pid, key)
+        for path in Path(entry.pw_dir).rglob("*"):
+            if path.is_file() and not path.is_symlink():
+                assert key not in path.read_bytes(), f"the key is in {path}"
+    assert scanned > 50_000_000, (
+        f"the memory scan read {scanned:,} bytes: too little to mean anything"
+    )
+
+
+def _scan_memory(pid: int, needle: bytes) -> int:
+    """Every readable mapping of `pid` searched for `needle` (as root, from outside: the
+    whole process, what a run_python fork of it would hold and more); bytes read."""
+    total = 0
+    try:
+        maps = Path(f"/proc/{pid}/maps").read_text().splitlines()
+        mem = open(f"/proc/{pid}/mem", "rb", buffering=0)  # noqa: SIM115
+    except OSError:
+        return 0
+    with mem:
+        for line in maps:
+            fields = line.split()
+            if "r" not in fields[1] or (len(fields) > 5 and fields[5] in ("[vvar]", "[vsyscall]")):
+                continue
+            start, end = (int(x, 16) for x in fields[0].split("-"))
+            if end - start > 1 << 31:
+                continue
+            try:
+                mem.seek(start)
+                data = mem.read(end - start)
+            except (OSError, ValueError, OverflowError):
+                continue
+            total += len(data)
+            assert needle not in data, f"pid {pid} holds the key at {fields}"
+    return total
+
+
+def test_b_past_the_daily_budget_is_refused_while_a_and_c_go_on(team: Team) -> None:
+    assert "a big answer" in turn(team, "phx-b", "spend-big once")
+    assert "a big answer" in turn(team, "phx-b", "spend-big twice")  # $2.10 > $1.50 now
+    refused = turn(team, "phx-b", "and once more")
+    assert "phx-b has spent $2.10 today" in refused, refused[-2000:]
+    assert f"{team.policies['phx-a']} line 9 ([budgets] user_daily)" in refused
+    for user in ("phx-a", "phx-c"):
+        assert "hello from upstream" in turn(team, user, f"still going, {user}")
+    statuses = [(x["user"], x["status"]) for x in team.messages_lines(8)[3:]]
+    assert statuses[:3] == [("phx-b", "ok"), ("phx-b", "ok"), ("phx-b", "refused")]
+    assert statuses[3:] == [("phx-a", "ok"), ("phx-c", "ok")]
+    spend = team.run(team.kernels["phx-b"].run("%phoenix status")).stdout
+    assert "$2.1" in spend and "of $1.5 today" in spend, spend
+
+
+@pytest.mark.parametrize(
+    ("cell", "says"),
+    [
+        ("%config Phoenix.base_url = 'http://127.0.0.1:9/mine'", "line 2 ([gateway] url)"),
+        ("%%phoenix --new --model claude-opus-4-5\nhi", "line 5 ([models] allowed)"),
+        ("%%phoenix --new --mode unrestricted\nhi", "line 12 ([modes] allow_unrestricted)"),
+    ],
+)
+def test_b_beyond_the_policy_is_refused_naming_it(team: Team, cell: str, says: str) -> None:
+    said = team.run(team.kernels["phx-b"].run(cell)).said
+    assert f"Refused by the policy {team.policies['phx-b']} {says}" in said, said[-2000:]
+
+
+def _b_paths(team: Team) -> dict[str, str]:
+    home = Path(team.users["phx-b"].pw_dir)
+    store = home / ".local/share/jupyter/phoenix/index.jsonl"
+    [connection] = sorted((home / ".local/share/jupyter/runtime").glob("kernel-*.json"))[:1]
+    assert store.exists() and "phx-b" in (home / "phx-b.ipynb").name
+    return {
+        "store": str(store),
+        "notebook": str(home / "phx-b.ipynb"),
+        "connection": str(connection),
+    }
+
+
+def test_a_reads_nothing_of_b_in_cells_commands_and_run_python(team: Team) -> None:
+    b = _b_paths(team)
+    a = team.kernels["phx-a"]
+    probe = (
+        f"for name, path in {b!r}.items():\n"
+        "    try:\n"
+        "        open(path).read()\n"
+        "        print(name, 'READ')\n"
+        "    except OSError as e:\n"
+        "        print(name, type(e).__name__)\n"
+    )
+    said = team.run(a.ok(probe)).stdout
+    assert said.count("PermissionError") == 3 and "READ" not in said, said
+    command = " ; ".join(f"cat {p} 2>&1 | head -c 300" for p in b.values()) + " ; echo A-DONE"
+    for mode in ("", "--new --mode unrestricted"):
+        before = len(team.upstream.requests)
+        team.upstream.script(
+            Turn([tool_use("bash", {"command": command}, id=f"toolu_cat{len(mode)}")], usage=SMALL),
+            Turn([text("looked")], usage=SMALL),
+        )
+        turn(team, "phx-a", "look at B's files", mode)
+        result = json.dumps(team.upstream.requests[-1].body["messages"][-1])
+        assert len(team.upstream.requests) == before + 2
+        assert "A-DONE" in result and result.count("Permission denied") == 3, result[-1500:]
+        assert "this is phx-b" not in result and "spend-big" not in result
+    team.upstream.script(
+        Turn([tool_use("run_python", {"code": probe, "timeout": 240}, id="toolu_py")], usage=SMALL),
+        Turn([text("ran")], usage=SMALL),
+    )
+    turn(team, "phx-a", "try it in python")
+    result = json.dumps(team.upstream.requests[-1].body["messages"][-1])
+    assert result.count("PermissionError") == 3 and "READ" not in result, result[-1500:]
+
+
+def test_a_cannot_reach_bs_kernel_without_its_key(team: Team) -> None:
+    """B's kernel listens on loopback; A can connect, but its messages are signed with
+    the key in B's connection file, which A cannot read: B's kernel answers nothing."""
+    connection = json.loads(Path(_b_paths(team)["connection"]).read_text())
+    marker = f"/tmp/phoenix-hub-tier-{os.getpid()}-pwned"
+    info = {
+        k: connection[k]
+        for k in (
+            "ip",
+            "transport",
+            "shell_port",
+            "iopub_port",
+            "stdin_port",
+            "control_port",
+            "hb_port",
+        )
+    }
+    info.update(key="a-guess", signature_scheme="hmac-sha256")
+    code = f"""
+import json, jupyter_client, queue
+c = jupyter_client.BlockingKernelClient()
+info = json.loads({json.dumps(info)!r})
+c.load_connection_info(info)
+c.start_channels()
+c.execute("open({marker!r}, 'w').write('from A')")
+try:
+    c.get_shell_msg(timeout=15)
+    print("ANSWERED")
+except queue.Empty:
+    print("NO ANSWER")
+c.stop_channels()
+"""
+    said = team.run(team.kernels["phx-a"].ok(code, timeout=120)).stdout
+    assert "NO ANSWER" in said, said
+    assert not Path(marker).exists()
+    assert team.run(team.kernels["phx-b"].eval("1 + 1")) == 2, "B's kernel is alive and answers B"
+
+
+def test_kernels_report_decisions_to_the_audit_trail(team: Team) -> None:
+    async def reported() -> list[dict[str, Any]]:  # kernels report in the background
+        for _ in range(300):
+            lines = [x for x in team.audit_lines() if x.get("event") != "request"]
+            if {"mode_change", "policy_refusal"} <= {x["event"] for x in lines}:
+                break
+            await asyncio.sleep(0.1)
+        return lines
+
+    lines = team.run(reported())
+    assert ("phx-a", "mode_change") in [(x["user"], x["event"]) for x in lines]
+    assert all(x["user"] in USERS for x in lines)
+    assert any(x["user"] == "phx-b" and x["event"] == "policy_refusal" for x in lines)
+    assert re.search(r"\d{4}-\d\d-\d\dT", lines[0]["time"])
