@@ -232,7 +232,11 @@ export class RenderedControls extends Panel implements IRenderMime.IRenderer {
     this.widgetRenderer = renderer;
     this.addWidget(renderer);
     this.observer = new MutationObserver(() => this.sync());
-    this.observer.observe(renderer.node, { childList: true, attributeFilter: ['class'] });
+    this.observer.observe(renderer.node, {
+      childList: true,
+      subtree: true,
+      attributeFilter: ['class']
+    });
     const data = { [WIDGET_VIEW]: this.view } as unknown as IRenderMime.IMimeModel['data'];
     void renderer
       .renderModel(new MimeModel({ data, trusted: true }))
@@ -271,8 +275,13 @@ export class RenderedControls extends Panel implements IRenderMime.IRenderer {
   /** Hint or widget: the widget counts only once it has drawn a view that is not hidden. */
   private sync(): void {
     const renderer = this.widgetRenderer as (Widget & { widgets?: readonly Widget[] }) | null;
+    // A restarted kernel leaves the views drawn but disconnected (ipywidgets marks them
+    // `jupyter-widgets-disconnected`): they cannot act, so the hint shows instead.
     const alive =
-      renderer !== null && !renderer.isHidden && (renderer.widgets?.length ?? 0) > 0;
+      renderer !== null &&
+      !renderer.isHidden &&
+      (renderer.widgets?.length ?? 0) > 0 &&
+      renderer.node.querySelector('.jupyter-widgets-disconnected') === null;
     this.hint.hidden = alive;
     this.node.dataset.phoenixControl = alive ? 'live' : 'hint';
     if (renderer !== null) {

@@ -1,2 +1,3 @@
 import './base.css';
 import './celledits.css';
+import './panel.css';

@@ -9,9 +9,9 @@ the runtime feeds it `events`, executes its `effects` in order and persists
 back). `messages` turns the stored history into API messages, `requests`
 shapes a request from it, `cycles` projects it into the record
 (docs/record-format.md), `displays` and `changes` type what a tool call shows
-and changed. The one process-wide state is the model and price tables
-(`models.configure_models`, `prices.configure_prices`), installed from the
-settings because the core takes no services.
+and changed, `marks` how text that hides characters is shown. The user's model
+and price tables are values (`prices.ModelTables`) carried in by the context
+(`ConvContext.tables`) and the record header.
 
 Its face is its modules, listed below and pinned by
 tests/runtime/test_front_door.py.
@@ -24,6 +24,7 @@ __all__ = [
     "displays",
     "effects",
     "events",
+    "marks",
     "messages",
     "models",
     "notices",

@@ -21,12 +21,12 @@ run the turn budget stopped (it says why that run ended).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, fields, is_dataclass
+from dataclasses import dataclass, field, fields, is_dataclass
 from typing import Any
 
 from phoenix_nb.core.displays import SubAgentsDisplay
 from phoenix_nb.core.messages import agent_blocks, images
-from phoenix_nb.core.prices import Spend, price_for
+from phoenix_nb.core.prices import NO_PRICES, ModelPrice, Spend, price_for
 from phoenix_nb.core.restore import UPGRADE_NOT_APPROVED_RESULT
 from phoenix_nb.core.states import (
     CONTINUATION_THRESHOLD,
@@ -110,6 +110,9 @@ class RecordHeader:
     # conversation has no reasoning, no cache hits or no price.
     provider: str = "anthropic"
     lacks: tuple[str, ...] = ()
+    # The user's prices (c.Phoenix.models; core.prices.ModelTables.prices): the record's
+    # spend, also where it is built in a child process.
+    prices: Mapping[str, ModelPrice] = field(default_factory=dict)
 
 
 def tool_group(name: str) -> str:
@@ -403,10 +406,11 @@ def spending(
     history: Sequence[MessageLike],
     model: str,
     sub_agents: Sequence[tuple[str, Usage]] = (),
+    prices: Mapping[str, ModelPrice] = NO_PRICES,
 ) -> dict[str, Any]:
     """The record's `usage`: this turn's spend (since the last user message), the
     conversation's, sub-agents included, and whether the model has a known price
-    (else cost is null)."""
+    (else cost is null); `prices`: the user's."""
     total = turn = Spend()
     turn_start = ""
     for message in map(as_stored, history):
@@ -417,12 +421,12 @@ def spending(
         elif kind is MessageKind.AGENT:
             usage = message.usage
             if usage is not None:
-                total, turn = total.add(usage, model), turn.add(usage, model)
+                total, turn = total.add(usage, model, prices), turn.add(usage, model, prices)
     for created_at, usage in sub_agents:
-        total = total.add(usage, model)
+        total = total.add(usage, model, prices)
         if created_at >= turn_start:
-            turn = turn.add(usage, model)
-    priced = price_for(model) is not None
+            turn = turn.add(usage, model, prices)
+    priced = price_for(model, prices) is not None
     out_turn, out_total = turn.as_json(), total.as_json()
     if not priced:
         out_turn["cost_usd"] = out_total["cost_usd"] = None
@@ -499,8 +503,15 @@ class Projection:
     `project` is the same walk over a whole history at once.
     """
 
-    def __init__(self, model: str, *, user_kind: UserKindPolicy = after_stop) -> None:
+    def __init__(
+        self,
+        model: str,
+        *,
+        user_kind: UserKindPolicy = after_stop,
+        prices: Mapping[str, ModelPrice] = NO_PRICES,
+    ) -> None:
         self.model = model
+        self.prices = prices  # the user's (c.Phoenix.models), for the spend
         self._walker = _Projector(user_kind)
         self._total = Spend()
         self._turn = Spend()
@@ -537,8 +548,8 @@ class Projection:
         elif kind is MessageKind.AGENT:
             usage = message.usage
             if usage is not None:
-                self._total = self._total.add(usage, self.model)
-                self._turn = self._turn.add(usage, self.model)
+                self._total = self._total.add(usage, self.model, self.prices)
+                self._turn = self._turn.add(usage, self.model, self.prices)
         elif kind is MessageKind.TOOL:
             display = message.display
             agents = SubAgentsDisplay.read(display).agents if display is not None else ()
@@ -550,13 +561,13 @@ class Projection:
         if known is None or known[0] is not sub_agents or known[1] != self._turn_start:
             total = turn = Spend()
             for created_at, usage in sub_agents:
-                total = total.add(usage, self.model)
+                total = total.add(usage, self.model, self.prices)
                 if created_at >= self._turn_start:
-                    turn = turn.add(usage, self.model)
+                    turn = turn.add(usage, self.model, self.prices)
             self._sub_key, self._sub_spend = (sub_agents, self._turn_start), (total, turn)
         sub_total, sub_turn = self._sub_spend
         total, turn = _merge(self._total, sub_total), _merge(self._turn, sub_turn)
-        priced = price_for(self.model) is not None
+        priced = price_for(self.model, self.prices) is not None
         out_turn, out_total = turn.as_json(), total.as_json()
         if not priced:
             out_turn["cost_usd"] = out_total["cost_usd"] = None
@@ -647,7 +658,7 @@ def project(
     user_kind: UserKindPolicy = after_stop,
 ) -> dict[str, Any]:
     """The conversation record (docs/record-format.md) of a whole history."""
-    projection = Projection(header.model, user_kind=user_kind)
+    projection = Projection(header.model, user_kind=user_kind, prices=header.prices)
     projection.extend(history)
     return projection.record(state, header)
 

@@ -4,8 +4,8 @@ which optional features (thinking, prompt caching, images) it takes.
 Continuation (REQ-BED-019/022) compares used tokens against the conversation
 model's window. Where the figures come from, best first:
 
-1. the user's own description (`c.Phoenix.models`, installed with
-   `configure_models`): the only source for a model served by a local or
+1. the user's own description (`c.Phoenix.models`, passed as `specs`, from
+   `prices.ModelTables`): the only source for a model served by a local or
    self-hosted server that the registry and the server do not describe;
 2. the server's models endpoint (`with_api_limits`; looked up and cached by
    `phoenix_nb.llm.model_limits`);
@@ -18,10 +18,9 @@ model's window. Where the figures come from, best first:
    Claude's and a server such as Ollama truncates the prompt silently instead
    of failing.
 
-The user's descriptions are installed process-wide on purpose: a kernel has one
-Phoenix built from one Settings, and every reader (the context meter, the
-record's spend, budgets) must see the same figures without each caller
-threading them through. The functions stay pure given that table.
+The user's descriptions are a value (`specs`, from `Settings.model_tables()`), passed
+to every reader by its caller: two `Phoenix` objects in one kernel each see their
+own, as with the sandbox policy. The functions are pure given it.
 """
 
 from __future__ import annotations
@@ -107,19 +106,7 @@ class ModelSpec:
     supports: Supports = Supports()
 
 
-_configured: Mapping[str, ModelSpec] = MappingProxyType({})
-
-
-def configure_models(specs: Mapping[str, ModelSpec]) -> None:
-    """Install the user's model descriptions (the runtime does, from Settings, when a
-    Phoenix is built or reconfigured)."""
-    global _configured
-    _configured = MappingProxyType(dict(specs))
-
-
-def configured(name: str) -> ModelSpec | None:
-    """The user's description of `name`, if any."""
-    return _configured.get(name)
+NO_SPECS: Mapping[str, ModelSpec] = MappingProxyType({})  # nobody described any model
 
 
 _BEDROCK = re.compile(r"^(?:[a-z]{2,6}\.)?anthropic\.(?P<id>.+?)(?:-v\d+(?::\d+)?)?$")
@@ -147,19 +134,21 @@ def known_alias(name: str, table: Mapping[str, object]) -> str:
     return best
 
 
-def supports(name: str) -> Supports:
+def supports(name: str, specs: Mapping[str, ModelSpec] = NO_SPECS) -> Supports:
     """What `name` is known to take: the user's description, else unknown (None)."""
-    spec = configured(name)
+    spec = specs.get(name)
     return spec.supports if spec is not None else Supports()
 
 
-def model_info(name: str, unknown: ModelInfo | None = None) -> ModelInfo:
+def model_info(
+    name: str, unknown: ModelInfo | None = None, specs: Mapping[str, ModelSpec] = NO_SPECS
+) -> ModelInfo:
     """The model's limits; dated ids (claude-sonnet-4-5-20250929) match their alias.
 
     Unknown models get `unknown` (CONSERVATIVE off Anthropic's API), else the
-    smallest known window (see the module docstring).
+    smallest known window (see the module docstring). `specs`: the user's descriptions.
     """
-    spec = configured(name)
+    spec = specs.get(name)
     alias = known_alias(name, MODELS)
     base = (
         ModelInfo(MODELS[alias].context_window, MODELS[alias].max_output, name) if alias else None
@@ -188,6 +177,7 @@ def with_api_limits(
     max_input_tokens: int | None,
     max_tokens: int | None,
     unknown: ModelInfo | None = None,
+    specs: Mapping[str, ModelSpec] = NO_SPECS,
 ) -> ModelInfo:
     """The model's limits as the server reports them, the registry filling any gap.
 
@@ -195,7 +185,7 @@ def with_api_limits(
     registry's, so a model unknown to both keeps the stated default. The user's
     own description wins over both.
     """
-    base = model_info(name, unknown)
+    base = model_info(name, unknown, specs)
     if base.source == "configured":
         return base
     window = max_input_tokens if max_input_tokens and max_input_tokens > 0 else None

@@ -12,8 +12,8 @@ rate when its prompt (input + cache reads + cache writes) passes a threshold.
 
 A model missing from the table has no price: callers show tokens only ("price
 unknown"), never an invented price or $0.00. Prices the user gives for a model
-(`c.Phoenix.models[name]["prices"]`, installed with `configure_prices`, process-wide
-for the reason `core.models` gives) win over the table; a model on Bedrock or
+(`c.Phoenix.models[name]["prices"]`, in a `ModelTables` value passed by each reader's
+caller, as `core.models` explains) win over the table; a model on Bedrock or
 Vertex is priced by its Anthropic id (`core.models.canonical`). Batch, fast mode,
 data residency and server-tool fees (web search per call) are not modelled.
 """
@@ -21,10 +21,10 @@ data residency and server-tool fees (web search per call) are not modelled.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
 
-from phoenix_nb.core.models import known_alias
+from phoenix_nb.core.models import ModelSpec, known_alias
 from phoenix_nb.core.values import Usage
 
 PER_MTOK = 1_000_000
@@ -97,13 +97,21 @@ PRICES: Mapping[str, ModelPrice] = MappingProxyType(
 )
 
 
-_configured: Mapping[str, ModelPrice] = MappingProxyType({})
+# The user's prices per model name are a value (`Settings.model_tables()`), passed by
+# each reader's caller: two Phoenix objects in one kernel keep their own.
+NO_PRICES: Mapping[str, ModelPrice] = MappingProxyType({})
 
 
-def configure_prices(prices: Mapping[str, ModelPrice]) -> None:
-    """Install the user's prices per model name (the runtime does, from Settings)."""
-    global _configured
-    _configured = MappingProxyType(dict(prices))
+@dataclass(frozen=True)
+class ModelTables:
+    """The user's model descriptions and prices (`c.Phoenix.models`, checked once by
+    `Settings.model_tables()`), handed with a conversation's services to the pure core
+    (`ConvContext.tables`, `RecordHeader.prices`) and to the providers and limits: a
+    value, never module state, so two Phoenix objects in one kernel keep their own.
+    Plain dicts: a record header crosses to a child process."""
+
+    specs: Mapping[str, ModelSpec] = field(default_factory=dict)
+    prices: Mapping[str, ModelPrice] = field(default_factory=dict)
 
 
 def rates_from(raw: Mapping[str, float]) -> ModelPrice:
@@ -132,18 +140,18 @@ def rates_from(raw: Mapping[str, float]) -> ModelPrice:
     )
 
 
-def price_for(model: str) -> ModelPrice | None:
-    """The model's prices: the user's, else the table's (a dated id such as
+def price_for(model: str, prices: Mapping[str, ModelPrice] = NO_PRICES) -> ModelPrice | None:
+    """The model's prices: the user's (`prices`), else the table's (a dated id such as
     claude-haiku-4-5-20251001 matches its alias); None when nobody knows."""
-    if model in _configured:
-        return _configured[model]
+    if model in prices:
+        return prices[model]
     alias = known_alias(model, PRICES)
     return PRICES[alias] if alias else None
 
 
-def cost(usage: Usage, model: str) -> float | None:
+def cost(usage: Usage, model: str, prices: Mapping[str, ModelPrice] = NO_PRICES) -> float | None:
     """USD for one response's usage, or None when the model's price is unknown."""
-    price = price_for(model)
+    price = price_for(model, prices)
     if price is None:
         return None
     rates = price.rates_for(usage)
@@ -180,8 +188,8 @@ class Spend:
         prompt = self.prompt_tokens
         return self.cache_read_tokens / prompt if prompt else 0.0
 
-    def add(self, usage: Usage, model: str) -> Spend:
-        price = cost(usage, model)
+    def add(self, usage: Usage, model: str, prices: Mapping[str, ModelPrice] = NO_PRICES) -> Spend:
+        price = cost(usage, model, prices)
         return Spend(
             self.input_tokens + usage.input_tokens,
             self.output_tokens + usage.output_tokens,
@@ -204,11 +212,13 @@ class Spend:
         }
 
 
-def spend(usages: Iterable[Usage], model: str) -> Spend:
+def spend(
+    usages: Iterable[Usage], model: str, prices: Mapping[str, ModelPrice] = NO_PRICES
+) -> Spend:
     """The total of several responses of one model."""
     total = Spend()
     for usage in usages:
-        total = total.add(usage, model)
+        total = total.add(usage, model, prices)
     return total
 
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from phoenix_nb.core.models import ModelInfo, model_info
+from phoenix_nb.core.prices import ModelTables
 from phoenix_nb.core.values import (
     ErrorKind,
     LlmFailure,
@@ -235,10 +236,12 @@ class ConvContext:
     model_info: ModelInfo | None = None  # None: looked up from `model`
     max_sub_agent_turns: int = DEFAULT_MAX_SUB_AGENT_TURNS
     budget: TurnBudget = field(default_factory=TurnBudget)  # conversations only, not sub-agents
+    tables: ModelTables = field(default_factory=ModelTables)  # the user's models and prices
 
     def __post_init__(self) -> None:
         if self.model_info is None:
-            object.__setattr__(self, "model_info", model_info(self.model))
+            info = model_info(self.model, specs=self.tables.specs)
+            object.__setattr__(self, "model_info", info)
 
     @property
     def window(self) -> int:

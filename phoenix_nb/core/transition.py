@@ -259,7 +259,7 @@ def budget_reached(
     reached = _rounds_reached(state, budget)
     if reached is not None:
         return reached
-    price = cost(response.usage, ctx.model)
+    price = cost(response.usage, ctx.model, ctx.tables.prices)
     if price is None:
         return None
     turn_spent = None if budget.turn_spent is None else budget.turn_spent + price

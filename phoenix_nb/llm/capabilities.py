@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from phoenix_nb.core.models import supports
+from phoenix_nb.core.models import NO_SPECS, ModelSpec, supports
 from phoenix_nb.core.values import ErrorKind, LlmFailure
 
 FEATURES = ("caching", "thinking", "images")
@@ -92,12 +92,13 @@ def rejected_feature(failure: LlmFailure, sent: frozenset[str]) -> str | None:
 class Capabilities:
     """What one provider sends each model: the user's description, minus rejections."""
 
-    def __init__(self) -> None:
+    def __init__(self, specs: Mapping[str, ModelSpec] = NO_SPECS) -> None:
         self._off: dict[str, set[str]] = {}
+        self.specs = specs  # the user's descriptions (c.Phoenix.models)
 
     def off(self, model: str) -> frozenset[str]:
         """Features not sent for `model`: described as missing, or rejected here."""
-        lacks = set(supports(model).lacks())
+        lacks = set(supports(model, self.specs).lacks())
         return frozenset(lacks | self._off.get(model, set()))
 
     def turn_off(self, model: str, feature: str) -> None:

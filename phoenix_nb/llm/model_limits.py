@@ -19,11 +19,18 @@ import json
 import os
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from phoenix_nb.core.models import CONSERVATIVE, ModelInfo, model_info, with_api_limits
+from phoenix_nb.core.models import (
+    CONSERVATIVE,
+    NO_SPECS,
+    ModelInfo,
+    ModelSpec,
+    model_info,
+    with_api_limits,
+)
 
 CACHE_FILE = "model_limits.json"
 MAX_AGE = 7 * 24 * 3600.0  # limits change with model releases, not by the hour
@@ -50,8 +57,10 @@ class ModelLimits:
         clock: Callable[[], float] = time.time,
         conservative: bool = False,
         scope: str = "",
+        specs: Mapping[str, ModelSpec] = NO_SPECS,
     ) -> None:
         self.conservative = conservative
+        self.specs = specs  # the user's descriptions (c.Phoenix.models): they win
         # Which server the figures are of: "" for Anthropic's API; otherwise the same
         # name on another server (a local "llama3") is another model, kept apart.
         self.scope = scope
@@ -98,8 +107,9 @@ class ModelLimits:
                 window if isinstance(window, int) else None,
                 output if isinstance(output, int) else None,
                 self._unknown,
+                self.specs,
             )
-        return model_info(model, self._unknown)
+        return model_info(model, self._unknown, self.specs)
 
     @property
     def _unknown(self) -> ModelInfo | None:
@@ -131,4 +141,4 @@ class ModelLimits:
             "fetched_at": self.clock(),
         }
         self._save(data)
-        return with_api_limits(model, window, output, self._unknown)
+        return with_api_limits(model, window, output, self._unknown, self.specs)

@@ -44,6 +44,7 @@ from typing import Any, cast
 
 import openai
 
+from phoenix_nb.core.models import NO_SPECS, ModelSpec
 from phoenix_nb.core.values import ErrorKind, LlmFailure, TextBlock, ThinkingBlock, Usage
 from phoenix_nb.llm import capabilities
 from phoenix_nb.llm.body import Convert, MessagesBody, encode, join_fields
@@ -365,6 +366,7 @@ class OpenAIChatProvider:
         stall_timeout: float = 60.0,
         timeout: Any = 600.0,
         api_key: str | None = None,
+        specs: Mapping[str, ModelSpec] = NO_SPECS,
     ) -> None:
         """`api_key` None: OPENAI_API_KEY. A keyless server at a base URL gets a
         placeholder (the SDK insists on one); OpenAI itself without a key answers every
@@ -381,7 +383,7 @@ class OpenAIChatProvider:
         self.base_url = url or "https://api.openai.com/v1"
         # OpenAI's own API wants max_completion_tokens; other servers know max_tokens.
         self._limit_field = "max_tokens" if url else "max_completion_tokens"
-        self.capabilities = capabilities.Capabilities()
+        self.capabilities = capabilities.Capabilities(specs)
         self._notified: set[tuple[str, str]] = set()
         self._usage_option = True  # stream_options.include_usage, until a server refuses it
         self._client = openai.AsyncOpenAI(api_key=key, base_url=url, max_retries=0, timeout=timeout)

@@ -47,6 +47,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
+from phoenix_nb.core.models import NO_SPECS, ModelSpec
 from phoenix_nb.core.values import (
     SERVER_TOOL_CALL_TYPES,
     Citation,
@@ -243,6 +244,7 @@ class AnthropicProvider:
         cache_ttl: str | None = "1h",
         client: Any = None,
         name: str = "anthropic",
+        specs: Mapping[str, ModelSpec] = NO_SPECS,
     ) -> None:
         """`cache_ttl`: "1h" (default; README explains why), "5m", or None for no caching.
 
@@ -257,7 +259,7 @@ class AnthropicProvider:
         self._secret = key or ""
         self._cache = CachePlanner(cache_ttl)
         self._stall_timeout = stall_timeout
-        self.capabilities = capabilities.Capabilities()
+        self.capabilities = capabilities.Capabilities(specs)
         self._notified: set[tuple[str, str]] = set()
         # Per model: responses in a row that carried cache_control and reported no cache
         # activity (see capabilities.IGNORED_AFTER); Anthropic's own API is never judged.

@@ -26,9 +26,13 @@ reads only `ANTHROPIC_API_KEY` (and passes no other secret anywhere).
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from phoenix_nb.errors import PhoenixError
+
+if TYPE_CHECKING:
+    from phoenix_nb.core.models import ModelSpec
 
 __all__ = ["EXTRAS", "ProviderUnavailable", "make_provider"]
 
@@ -64,9 +68,14 @@ def make_provider(
     cache_ttl: str | None = "1h",
     timeout: float = 600.0,
     connect_timeout: float = 10.0,
+    specs: Mapping[str, ModelSpec] | None = None,
 ) -> Any:
     """The provider for `kind` (one of runtime.settings.PROVIDERS); SDK retries are off
-    everywhere (REQ-BED-006: the state machine retries)."""
+    everywhere (REQ-BED-006: the state machine retries). `specs`: the user's model
+    descriptions (what each model is said to lack)."""
+    from phoenix_nb.core.models import NO_SPECS
+
+    specs = NO_SPECS if specs is None else specs
     from phoenix_nb.llm.provider import AnthropicProvider
 
     if kind == "anthropic":
@@ -77,6 +86,7 @@ def make_provider(
             cache_ttl=cache_ttl,
             timeout=timeout,
             connect_timeout=connect_timeout,
+            specs=specs,
         )
     limits = _timeout(timeout, connect_timeout, stall_timeout)
     if kind == "bedrock":
@@ -96,7 +106,11 @@ def make_provider(
             # signing with the AWS credential chain, which then says what is missing.
             client.api_key = None
         return AnthropicProvider(
-            client=client, name="bedrock", stall_timeout=stall_timeout, cache_ttl=cache_ttl
+            client=client,
+            name="bedrock",
+            stall_timeout=stall_timeout,
+            cache_ttl=cache_ttl,
+            specs=specs,
         )
     if kind == "vertex":
         try:
@@ -109,12 +123,18 @@ def make_provider(
         except Exception as exc:  # no region: the SDK says which variable to set
             raise ProviderUnavailable(f"Vertex: {exc}") from None
         return AnthropicProvider(
-            client=client, name="vertex", stall_timeout=stall_timeout, cache_ttl=cache_ttl
+            client=client,
+            name="vertex",
+            stall_timeout=stall_timeout,
+            cache_ttl=cache_ttl,
+            specs=specs,
         )
     if kind == "openai":
         try:
             from phoenix_nb.llm.openai_chat import OpenAIChatProvider
         except ImportError as exc:
             raise _missing(kind, exc) from None
-        return OpenAIChatProvider(base_url=base_url, stall_timeout=stall_timeout, timeout=limits)
+        return OpenAIChatProvider(
+            base_url=base_url, stall_timeout=stall_timeout, timeout=limits, specs=specs
+        )
     raise ProviderUnavailable(f"unknown provider {kind!r}")

@@ -31,6 +31,7 @@ __all__ = [
     "magics",
     "mcp_lines",
     "options",
+    "panel_comm",
     "render",
     "session",
     "throttle",

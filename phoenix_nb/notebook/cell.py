@@ -337,20 +337,9 @@ class TurnView:
         record = self.record()
         bundle = render_bundle(record)
         if self.detached:
-            # No cell to clear: the record is updated in place and the controls' output
-            # asks to be removed (`gone`, applied by the labextension).
+            # No cell to clear: the record is updated in place; the controls' output
+            # becomes the Revert button or goes (`_end_detached_controls`).
             self._send(bundle)
-            if self.controls_id is not None:
-                metadata = self._metadata(self.controls_id)
-                metadata["phoenix"]["gone"] = True
-                display(
-                    {CONTROLS_MIME: {"hint": ""}, "text/plain": ""},
-                    raw=True,
-                    display_id=self.controls_id,
-                    metadata=metadata,
-                    update=True,
-                )
-                self.controls_id = None
         elif self.controls_id is not None and self.display_id is not None:
             # The controls' output would stay behind as an empty one: replace both by
             # the final record, under the same display id.
@@ -420,7 +409,33 @@ class TurnView:
         if self.display_id is not None:
             self.show_final()
         self._close_controls()
-        self._offer_revert(loop)
+        if self.detached:
+            self._end_detached_controls(loop)
+        else:
+            self._offer_revert(loop)
+
+    def _end_detached_controls(self, loop: asyncio.AbstractEventLoop) -> None:
+        """A detached view has no cell to display a new output in: its controls' output
+        becomes the Revert button (a turn that changed files), or asks to be removed
+        (`gone`, applied by the labextension)."""
+        if self.controls_id is None:
+            return
+        button = self._revert_button(loop)
+        if button is not None:
+            button.output.display_id = self.controls_id
+            button.output.shown = True
+            button.output.update(control_bundle(button.widget, button.hint))
+        else:
+            metadata = self._metadata(self.controls_id)
+            metadata["phoenix"]["gone"] = True
+            display(
+                {CONTROLS_MIME: {"hint": ""}, "text/plain": ""},
+                raw=True,
+                display_id=self.controls_id,
+                metadata=metadata,
+                update=True,
+            )
+        self.controls_id = None
 
     async def _go_on_detached(self, sub: up.Subscription, loop: asyncio.AbstractEventLoop) -> None:
         """The rest of a turn whose cell ended at an approval: same outputs, until rest."""
@@ -544,14 +559,19 @@ class TurnView:
 
     def _offer_revert(self, loop: asyncio.AbstractEventLoop) -> None:
         """A Revert button after a turn whose tool calls changed files (`undo.py`)."""
-        if not self.can_answer or self.display_id is None or self.detached:
-            return  # a detached view has no cell to show a button in: `%phoenix revert`
+        button = self._revert_button(loop)
+        if button is not None:
+            button.show()
+
+    def _revert_button(self, loop: asyncio.AbstractEventLoop) -> RevertButton | None:
+        if not self.can_answer or self.display_id is None:
+            return None
         cycles = self.conv.payload(since_cycle=self.first_cycle or 0).get("cycles", [])
         found = turn_first_write(cycles)
-        if found is not None:
-            worktree = self.session.phoenix.worktree
-            button = RevertButton(self.conv, worktree, found[0], found[1], loop)
-            button.show()
+        if found is None:
+            return None
+        worktree = self.session.phoenix.worktree
+        return RevertButton(self.conv, worktree, found[0], found[1], loop)
 
     def _close_controls(self) -> None:
         if self.controls is None:

@@ -58,6 +58,41 @@ async def run_line(line: str) -> None:
 
 
 _TRANSFORMERS = (transform_phoenix_cell, transform_phoenix_lines)
+PANEL_TARGET = "phoenix.panel"  # panel_comm.TARGET, named here so load imports nothing more
+
+
+def _register_panel(shell: Any) -> None:
+    """The side panel's comm target (panel_comm.py). A panel that opens the comm on a
+    kernel without phoenix loaded sees it closed at once and offers `%load_ext`.
+
+    The opener may run on a subshell thread: it hands the comm to the kernel's loop,
+    which awaits the warm-up's imports (as a cell does) before importing the panel."""
+    manager = getattr(getattr(shell, "kernel", None), "comm_manager", None)
+    if manager is None:
+        return
+    loop = asyncio.get_event_loop()
+
+    async def open_panel(comm: Any) -> None:
+        await WARM_UP.ready()
+        from phoenix_nb.notebook.panel_comm import open_channel
+
+        open_channel(comm, get_session(shell), loop)
+
+    def opened(comm: Any, _msg: Any) -> None:
+        loop.call_soon_threadsafe(lambda: loop.create_task(open_panel(comm)))
+
+    manager.register_target(PANEL_TARGET, opened)
+
+
+def _unregister_panel(shell: Any) -> None:
+    manager = getattr(getattr(shell, "kernel", None), "comm_manager", None)
+    if manager is not None:
+        manager.unregister_target(PANEL_TARGET, None)
+    import sys
+
+    panel = sys.modules.get("phoenix_nb.notebook.panel_comm")
+    if panel is not None:
+        panel.close_all()
 
 
 _SANDBOX_SAID = True  # until `%load_ext`: nothing to announce without the extension
@@ -132,6 +167,7 @@ def load(shell: Any) -> None:
     from phoenix_nb.notebook.busy import keep_busy_while_executing
 
     keep_busy_while_executing(getattr(shell, "kernel", None))
+    _register_panel(shell)
     WARM_UP.add(PROVIDER_MODULES.get(str(session.config.provider).lower(), ()))
     WARM_UP.start()
 
@@ -148,6 +184,7 @@ def _report_store(home: str) -> None:
 
 
 def unload(shell: Any) -> None:
+    _unregister_panel(shell)
     configurables = getattr(shell, "configurables", [])
     for configurable in [c for c in configurables if type(c).__name__ == "Phoenix"]:
         configurables.remove(configurable)

@@ -13,7 +13,7 @@ one for the same notebook continues the same conversation.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -210,6 +210,7 @@ class Session:
         self.resumed: str | None = None  # picked up from the store, not yet announced
         self._shown: dict[str, tuple[int, int]] = {}
         self._observing = False  # the config observer is added once, with the first Phoenix
+        self._current_watchers: list[Callable[[str | None], None]] = []
         # Conversations whose waiting turn a detached cell view still shows (cell.py): an
         # answer from elsewhere goes on there rather than in the answering cell.
         self.watching: set[str] = set()
@@ -240,11 +241,26 @@ class Session:
 
     @current.setter
     def current(self, slug: str | None) -> None:
+        changed = slug != self._current
         self._current = slug
         key = self.notebook
         if slug is not None and key is not None:
             self._looked_up = key
             self._bindings().set(key, slug)
+        if changed:
+            for watcher in list(self._current_watchers):
+                watcher(slug)
+
+    def watch_current(self, watcher: Callable[[str | None], None]) -> Callable[[], None]:
+        """Call `watcher(slug)` whenever the notebook's conversation changes (`%phoenix use`,
+        `--new`, Continue): the side panel follows it. Returns the unsubscribe."""
+        self._current_watchers.append(watcher)
+
+        def unwatch() -> None:
+            if watcher in self._current_watchers:
+                self._current_watchers.remove(watcher)
+
+        return unwatch
 
     def shown(self, slug: str) -> tuple[int, int] | None:
         """How much of `slug` the notebook's records show: (last cycle, its steps)."""

@@ -6,7 +6,8 @@ what its conversations share (store, providers, checkpoints, sandbox policy,
 background jobs, sub-agent spawner; docs/architecture.md says who owns what);
 `conversation.ConversationRuntime` is the loop of one conversation (queue →
 `core.transition` → persist → dispatch); `executors` run the LLM and tool
-effects and the retry timers, `subagents` the spawns; the executors are
+effects and the retry timers, `subagents` the spawns, `turn_pool` the turn budget
+a turn's sub-agents share; the executors are
 reached through the typing.Protocol ports in `ports`, whose docstrings are
 the contract. `claim` takes a conversation (lease, work marker, fresh read)
 and restores one left mid-work; `updates` is what watchers receive;
@@ -36,5 +37,6 @@ __all__ = [
     "settings",
     "snapshot",
     "subagents",
+    "turn_pool",
     "updates",
 ]

@@ -33,6 +33,7 @@ from phoenix_nb.core import effects as fx
 from phoenix_nb.core import events as ev
 from phoenix_nb.core.codec import CodecError
 from phoenix_nb.core.cycles import Projection
+from phoenix_nb.core.prices import ModelTables
 from phoenix_nb.core.requests import RequestHistory, continuation_messages
 from phoenix_nb.core.restore import restore
 from phoenix_nb.core.states import (
@@ -128,6 +129,7 @@ class Services:
     # What the Phoenix's providers hold now (keys, tokens their SDKs made): forks scrub it.
     live_credentials: Callable[[], tuple[str, ...]] = lambda: ()
     sandbox_policy: SandboxPolicy = field(default_factory=SandboxPolicy)  # the Phoenix's
+    tables: ModelTables = field(default_factory=ModelTables)  # the Phoenix's models, prices
     jobs: BackgroundJobs = field(default_factory=BackgroundJobs)  # the Phoenix's
     # Headers every model request of a conversation carries, given its slug: on a
     # JupyterHub, the gateway's conversation tag (Settings.request_headers).
@@ -207,7 +209,8 @@ class ConversationRuntime:
         """The record's projection, brought up to the last stored message."""
         projection = self._projection
         if projection is None:
-            projection = self._projection = Projection(self.context.model)
+            prices = self.context.tables.prices
+            projection = self._projection = Projection(self.context.model, prices=prices)
         if projection.count < len(self._history):
             projection.extend(self._history[projection.count :])
         return projection
@@ -271,9 +274,10 @@ class ConversationRuntime:
         if count < WARM_AFTER or not any(behind):
             return
         generation, snapshot, model = self._generation, self._history[:count], self.context.model
+        prices = self.context.tables.prices
 
         def build() -> tuple[Projection, RequestHistory]:
-            projection, requests = Projection(model), RequestHistory()
+            projection, requests = Projection(model, prices=prices), RequestHistory()
             projection.extend(snapshot)
             requests.extend(snapshot)
             return projection, requests
@@ -604,7 +608,11 @@ class ConversationRuntime:
         )
 
     def reconfigure(self, services: Services) -> None:
-        """Services built from new settings: the next request and tool call use them."""
+        """Services built from new settings: the next request and tool call use them
+        (new model and price tables too: the record's spend is summed again)."""
+        if services.tables != self.context.tables:
+            self.context = replace(self.context, tables=services.tables)
+            self._projection = None
         self.services = services
         self._llm.provider = services.provider
 

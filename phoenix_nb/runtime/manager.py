@@ -30,6 +30,7 @@ from phoenix_nb.checkpoints.recorder import Checkpoints
 from phoenix_nb.core import events as ev
 from phoenix_nb.core.cycles import RecordHeader
 from phoenix_nb.core.models import ModelInfo, supports
+from phoenix_nb.core.prices import ModelTables
 from phoenix_nb.core.states import (
     AwaitingModeApproval,
     ContextExhausted,
@@ -98,9 +99,13 @@ def _sandbox_policy(s: Settings, store_root: Path) -> SandboxPolicy:
 
 
 def _context_for(
-    record: Mapping[str, Any], sandbox_available: bool, info: ModelInfo | None = None
+    record: Mapping[str, Any],
+    sandbox_available: bool,
+    info: ModelInfo | None = None,
+    tables: ModelTables | None = None,
 ) -> ConvContext:
     return ConvContext(
+        tables=tables or ModelTables(),
         conversation_id=record["id"],
         cwd=record["cwd"],
         model=record["model"],
@@ -394,7 +399,9 @@ class Phoenix:
         kernel: KernelPort | None = None,
     ) -> None:
         self.settings = settings or Settings()
-        self.settings.install_models()  # c.Phoenix.models: what every reader of limits sees
+        # c.Phoenix.models, checked once: given to this Phoenix's readers (limits,
+        # providers, every conversation's context), never installed process-wide.
+        self.tables = self.settings.model_tables()
         self.kernel = kernel  # the Jupyter kernel this runs in (the notebook layer's adapter)
         # The store is opened on first use: start-up touches it only when a
         # conversation was left mid-work, so it costs the same for 10 or 10,000.
@@ -406,6 +413,7 @@ class Phoenix:
             None,
             conservative=self.settings.off_anthropic,
             scope=self.settings.limits_scope,
+            specs=self.tables.specs,
         )
         # Finished sub-agents' spend, by conversation id: (usages, their own children).
         self._child_spend: dict[str, child_spend.ChildSpend] = {}
@@ -524,11 +532,11 @@ class Phoenix:
             return self._demo_provider()
         if server.key not in self._providers:
             s = replace(self.settings, provider=server.provider, base_url=server.base_url)
-            self._providers[server.key] = self._make_provider(s)
+            self._providers[server.key] = self._make_provider(s, self.tables)
         return self._providers[server.key]
 
     @staticmethod
-    def _make_provider(s: Settings) -> LlmProvider:
+    def _make_provider(s: Settings, tables: ModelTables) -> LlmProvider:
         """The provider the settings name, without importing its SDK here.
 
         Conversations are made (or looked up) also by commands that never call the
@@ -548,6 +556,7 @@ class Phoenix:
             base_url=s.base_url,
             stall_timeout=s.stall_timeout,
             cache_ttl=s.cache_ttl,
+            specs=tables.specs,
         )
         if s.provider == "anthropic":
             provider: LlmProvider = build()
@@ -569,7 +578,7 @@ class Phoenix:
         lacks = getattr(built, "lacks", None)
         if callable(lacks):
             return tuple(lacks(model))
-        said = supports(model).lacks()
+        said = supports(model, self.tables.specs).lacks()
         return ("thinking", *said) if s.provider == "openai" and "thinking" not in said else said
 
     def record_header(
@@ -592,6 +601,7 @@ class Phoenix:
             sub_agent_usage=self.sub_agent_usage(tuple(child_ids)),
             provider=server.provider,
             lacks=self.lacks(context.model, server),
+            prices=dict(self.tables.prices),
         )
 
     def sub_agent_usage(self, child_ids: Sequence[str]) -> tuple[tuple[str, Usage], ...]:
@@ -645,7 +655,8 @@ class Phoenix:
         use when their options changed) and each conversation's services. The store
         folder is fixed for a Phoenix (`store_root`): a new `home` needs a new Phoenix.
         """
-        settings.install_models()
+        self.tables = settings.model_tables()
+        self.limits.specs = self.tables.specs
         self.limits.conservative = settings.off_anthropic
         self.limits.scope = settings.limits_scope
         old, self.settings = self.settings, settings
@@ -661,7 +672,7 @@ class Phoenix:
             except McpConfigError as exc:
                 configured, self._mcp.config_problem = (), str(exc)
             self._mcp.reconfigure(configured, self.sandbox_policy)
-        client = ("api_key", "provider", "base_url", "stall_timeout", "cache_ttl")
+        client = ("api_key", "provider", "base_url", "stall_timeout", "cache_ttl", "models")
         if any(getattr(old, f) != getattr(settings, f) for f in client):
             keep = {k: p for k, p in self._providers.items() if k == DEMO_MODEL}
             self._retired += [p for k, p in self._providers.items() if k not in keep]
@@ -703,6 +714,7 @@ class Phoenix:
             live_credentials=self.live_credentials,
             sandbox_policy=self.sandbox_policy,
             jobs=self.jobs,
+            tables=self.tables,
             request_headers=s.request_headers,
         )
 
@@ -770,7 +782,7 @@ class Phoenix:
         runtime = ConversationRuntime(
             record=record,
             context=_context_for(
-                record, self.sandbox.available, self.limits.cached(record["model"])
+                record, self.sandbox.available, self.limits.cached(record["model"]), self.tables
             ),
             state=from_persisted(record),
             history=history if history is not None else self.store.stored_messages(record["id"]),
@@ -814,7 +826,7 @@ class Phoenix:
         else:
             state = from_persisted(record)
             info = self.limits.cached(record["model"])
-            context = _context_for(record, self.sandbox.available, info)
+            context = _context_for(record, self.sandbox.available, info, self.tables)
         slug = str(record.get("slug") or record["id"])
         return StoredRecord(
             store_root=str(self.store.root),

@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from phoenix_nb.checkpoints.config import CheckpointConfig
-from phoenix_nb.core.models import ModelSpec, Supports, configure_models
-from phoenix_nb.core.prices import ModelPrice, configure_prices, rates_from
+from phoenix_nb.core.models import ModelSpec, Supports
+from phoenix_nb.core.prices import ModelPrice, ModelTables, rates_from
 from phoenix_nb.core.states import DEFAULT_MAX_TURN_ROUNDS
 from phoenix_nb.errors import PhoenixError
 from phoenix_nb.policy import HUB_TOKEN_VARIABLES, Policy
@@ -181,10 +181,9 @@ class Settings:
                 f"provider must be one of {', '.join(PROVIDERS)} (got {self.provider!r})"
             )
 
-    def install_models(self) -> None:
-        """Make `models` (and the default for unknown models) what every reader sees:
-        limits and supports (core.models), prices (core.prices). A bad entry raises
-        SettingsError naming it; nothing is installed then."""
+    def model_tables(self) -> ModelTables:
+        """`models` as the value every reader is given: limits and supports
+        (core.models), prices (core.prices). A bad entry raises SettingsError naming it."""
         specs: dict[str, ModelSpec] = {}
         prices: dict[str, ModelPrice] = {}
         for name, raw in (self.models or {}).items():
@@ -195,8 +194,7 @@ class Settings:
             specs[str(name)] = spec
             if price is not None:
                 prices[str(name)] = price
-        configure_models(specs)
-        configure_prices(prices)
+        return ModelTables(specs, prices)
 
     @property
     def server(self) -> Server:

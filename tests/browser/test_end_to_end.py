@@ -203,7 +203,10 @@ def test_phoenix_cell_explores_asks_patches_and_survives_reload(
     )
     lab.wait_for_text(REASON)  # the reason, once, above the Approve button
     prompt = lab.page.locator(".jp-NotebookPanel .jp-Cell").nth(1).locator(".jp-InputPrompt")
-    expect(prompt).to_have_text("[*]:")  # the same cell is still running, waiting for the human
+    # The cell has ended: the turn waits for the human without holding the kernel (issue
+    # 38), and goes on in this cell after the click.
+    expect(prompt).to_have_text("[2]:")
+    lab.wait_for_kernel_idle()
     assert (project / "calc.py").read_text(encoding="utf-8") == BUGGY, "nothing written yet"
     assert len(fake_llm.requests) == 2, "the agent waits for the human, not the model"
 

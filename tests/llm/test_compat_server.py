@@ -13,7 +13,6 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from phoenix_nb.core import models as core_models
 from phoenix_nb.core import prices as core_prices
 from phoenix_nb.core.cycles import spending
 from phoenix_nb.core.models import CONSERVATIVE, SMALLEST_KNOWN, model_info
@@ -35,13 +34,6 @@ LOCAL = "qwen3-coder:30b"  # a name no registry knows
 def compat() -> Iterator[CompatServer]:
     with CompatServer() as server:
         yield server
-
-
-@pytest.fixture(autouse=True)
-def _no_installed_models() -> Iterator[None]:
-    yield
-    core_models.configure_models({})
-    core_prices.configure_prices({})
 
 
 def _png() -> str:
@@ -144,13 +136,13 @@ async def test_an_ordinary_400_naming_cache_control_turns_nothing_off(
 
 
 async def test_a_model_described_without_caching_is_never_sent_it(compat: CompatServer) -> None:
-    Settings(
+    tables = Settings(
         provider="anthropic",
         base_url=compat.base_url,
         models={LOCAL: {"supports": {"caching": False, "thinking": False}}},
-    ).install_models()
+    ).model_tables()
     compat.script(Turn([text("ok")]))
-    provider = AnthropicProvider(api_key="", base_url=compat.base_url)
+    provider = AnthropicProvider(api_key="", base_url=compat.base_url, specs=tables.specs)
     updates, outcome = await collect(
         provider, request(model=LOCAL, thinking={"type": "enabled", "budget_tokens": 1024})
     )
@@ -193,9 +185,12 @@ async def test_an_openai_style_model_list_gives_the_window(tmp_path: Path) -> No
 
 
 async def test_configured_limits_win(compat: CompatServer, tmp_path: Path) -> None:
-    Settings(models={LOCAL: {"context_window": 131_072, "max_output": 16_384}}).install_models()
+    tables = Settings(
+        models={LOCAL: {"context_window": 131_072, "max_output": 16_384}}
+    ).model_tables()
     provider = AnthropicProvider(api_key="", base_url=compat.base_url)
-    info = await ModelLimits(tmp_path, provider, conservative=True).resolve(LOCAL)
+    limits = ModelLimits(tmp_path, provider, conservative=True, specs=tables.specs)
+    info = await limits.resolve(LOCAL)
     assert (info.context_window, info.max_output, info.source) == (131_072, 16_384, "configured")
     await provider.aclose()
 
@@ -214,10 +209,12 @@ def test_no_price_is_tokens_only_and_a_configured_price_is_used() -> None:
     ]
     unpriced = spending(history, LOCAL)
     assert unpriced["priced"] is False and unpriced["total"]["cost_usd"] is None
-    Settings(models={LOCAL: {"prices": {"input": 0.5, "output": 1.5}}}).install_models()
-    priced = spending(history, LOCAL)
+    prices = Settings(models={LOCAL: {"prices": {"input": 0.5, "output": 1.5}}}).model_tables()
+    priced = spending(history, LOCAL, prices=prices.prices)
     assert priced["priced"] is True and priced["total"]["cost_usd"] == pytest.approx(2.0)
-    assert core_prices.cost(Usage(input_tokens=2_000_000), LOCAL) == pytest.approx(1.0)
+    cost = core_prices.cost(Usage(input_tokens=2_000_000), LOCAL, prices.prices)
+    assert cost == pytest.approx(1.0)
+    assert core_prices.cost(Usage(input_tokens=2_000_000), LOCAL) is None, "a value, not state"
 
 
 @pytest.mark.parametrize(
@@ -232,9 +229,8 @@ def test_no_price_is_tokens_only_and_a_configured_price_is_used() -> None:
 )
 def test_bad_model_entries_name_the_problem(entry: dict, words: str) -> None:
     with pytest.raises(SettingsError) as caught:
-        Settings(models={LOCAL: entry}).install_models()
+        Settings(models={LOCAL: entry}).model_tables()
     assert LOCAL in str(caught.value) and words in str(caught.value)
-    assert core_models.configured(LOCAL) is None, "nothing installed from a bad entry"
 
 
 def test_provider_is_checked() -> None:

@@ -48,7 +48,9 @@ def ensure_user(name: str) -> pwd.struct_passwd:
     try:
         return pwd.getpwnam(name)
     except KeyError:
-        subprocess.run(["useradd", "-m", "-s", "/bin/bash", name], check=True)
+        # Two tiers may start side by side: the other one may have made it meanwhile.
+        useradd = shutil.which("useradd") or "/usr/sbin/useradd"
+        subprocess.run([useradd, "-m", "-s", "/bin/bash", name], check=False)
         return pwd.getpwnam(name)
 
 

@@ -16,8 +16,6 @@ from typing import Any
 
 import pytest
 
-from phoenix_nb.core.models import configure_models
-from phoenix_nb.core.prices import configure_prices
 from phoenix_nb.llm.lazy import LazyProvider
 from phoenix_nb.notebook.cell import TurnView, decorate, front_end_can_answer
 from phoenix_nb.notebook.session import PhoenixConfig, Session
@@ -146,8 +144,6 @@ def session(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Session
         phoenix = s._phoenix
         if phoenix is not None:
             asyncio.run(phoenix.aclose())
-        configure_models({})  # c.Phoenix.models is process-wide: leave none behind
-        configure_prices({})
 
 
 @pytest.mark.parametrize("trait", sorted(TABLE))

@@ -92,6 +92,7 @@ FACES: dict[str, list[str]] = {
         "displays",
         "effects",
         "events",
+        "marks",
         "messages",
         "models",
         "notices",
@@ -159,6 +160,7 @@ FACES: dict[str, list[str]] = {
         "magics",
         "mcp_lines",
         "options",
+        "panel_comm",
         "render",
         "session",
         "throttle",
@@ -195,6 +197,7 @@ FACES: dict[str, list[str]] = {
         "settings",
         "snapshot",
         "subagents",
+        "turn_pool",
         "updates",
     ],
     "phoenix_nb.sandbox": sandbox_face.__all__,  # pinned name by name in tests/sandbox/test_face.py

@@ -32,7 +32,12 @@ from phoenix_nb.sandbox.child.launcher import SPARES
 from phoenix_nb.sandbox.rundir import owner
 from phoenix_nb.tools.base import ToolContext, ToolResult
 from phoenix_nb.tools.bash import BashTool
-from tests.sandbox.test_spare_timing import _launcher_children, _until
+from tests.sandbox.test_spare_timing import (
+    _all_prepared,
+    _descendants,
+    _launcher_children,
+    _until,
+)
 from tests.tiers import TIER
 
 SANDBOX = detect_sandbox()
@@ -88,36 +93,6 @@ async def _served_again(ctx: ToolContext, *refusals: str) -> None:
             return
         assert result.is_error and any(r in result.content for r in refusals), result.content
     raise AssertionError("no replacement spare ran the command")
-
-
-def _children(pid: int) -> list[int]:
-    try:
-        with open(f"/proc/{pid}/task/{pid}/children") as fh:
-            return [int(child) for child in fh.read().split()]
-    except OSError:
-        return []
-
-
-def _descendants(pid: int) -> list[int]:
-    found, todo = [], [pid]
-    while todo:
-        kids = _children(todo.pop())
-        found += kids
-        todo += kids
-    return found
-
-
-def _all_prepared() -> bool:
-    """Every spare holds its prepared command side: an Unrestricted spare its command
-    process, a Restricted one its namespace's PID 1, which holds the command process.
-    (Counting the launcher's children alone also counts a finished command's
-    supervisor still exiting, while its replacement is not there yet.)"""
-    spares = _launcher_children()
-    if len(spares) != 2 * SPARES or not all(len(_children(s)) == 1 for s in spares):
-        return False
-    inits = [_children(s)[0] for s in spares]
-    with_command = [pid for pid in inits if len(_children(pid)) == 1]
-    return len(with_command) == (SPARES if launcher().hello().namespaces else 0)
 
 
 async def test_a_tmpdir_mount_that_fails_is_an_error_result(tmp_path: Path) -> None:

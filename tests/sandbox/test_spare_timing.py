@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from phoenix_nb.core.values import Mode
-from phoenix_nb.sandbox import SandboxLimits, detect_sandbox
+from phoenix_nb.sandbox import SandboxLimits, detect_sandbox, launcher
 from phoenix_nb.sandbox.child.launcher import SPARES
 from phoenix_nb.tools.base import ToolContext
 from phoenix_nb.tools.bash import BashTool
@@ -52,6 +52,36 @@ def _launcher_children() -> list[int]:
     return found
 
 
+def _children(pid: int) -> list[int]:
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as fh:
+            return [int(child) for child in fh.read().split()]
+    except OSError:
+        return []
+
+
+def _descendants(pid: int) -> list[int]:
+    found, todo = [], [pid]
+    while todo:
+        kids = _children(todo.pop())
+        found += kids
+        todo += kids
+    return found
+
+
+def _all_prepared() -> bool:
+    """Every spare holds its prepared command side: an Unrestricted spare its command
+    process, a Restricted one its namespace's PID 1, which holds the command process.
+    (Counting the launcher's children alone also counts a finished command's
+    supervisor still exiting, while its replacement is not there yet.)"""
+    spares = _launcher_children()
+    if len(spares) != 2 * SPARES or not all(len(_children(s)) == 1 for s in spares):
+        return False
+    inits = [_children(s)[0] for s in spares]
+    with_command = [pid for pid in inits if len(_children(pid)) == 1]
+    return len(with_command) == (SPARES if launcher().hello().namespaces else 0)
+
+
 async def _until(check: object, what: str) -> None:
     deadline = time.monotonic() + WAIT
     while not check():  # type: ignore[operator]
@@ -78,7 +108,7 @@ async def test_a_spare_is_replaced_only_after_the_command_that_took_it(tmp_path:
     first = await tool.run({"command": "true"}, ctx, "w")  # the launcher is up
     assert not first.is_error, first.content
     full = 2 * SPARES  # one set per socket (Unrestricted, Restricted)
-    await _until(lambda: len(_launcher_children()) == full, "the full set of spares")
+    await _until(_all_prepared, "the full set of spares, each prepared")
     # The command runs until the test lets it go (a file it can see, made here).
     go, marker = tmp_path / "go", f"spare-timing-{os.getpid()}"
     command = f": {marker}; while [ ! -e {go} ]; do sleep 0.01; done"
@@ -91,7 +121,7 @@ async def test_a_spare_is_replaced_only_after_the_command_that_took_it(tmp_path:
         go.touch()
         result = await run
     assert not result.is_error, result.content
-    await _until(lambda: len(_launcher_children()) == full, "the replacement spare")
+    await _until(_all_prepared, "the replacement spare")
     await _until(lambda: not _running(marker), "the command to be gone")
 
 
