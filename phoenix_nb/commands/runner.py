@@ -50,6 +50,8 @@ class CommandRunner:
         stdin: bool = False,
         separate_stderr: bool = False,
         hide_from: Path | None = None,
+        writable: tuple[str, ...] = (),
+        network: bool = False,
     ) -> RunSpec:
         """The `RunSpec` of a process of this conversation.
 
@@ -57,12 +59,15 @@ class CommandRunner:
         conversation's policy hidden (expanded now for ``hide_from``, default
         ``cwd``: the paths may appear after the policy was made). Both modes:
         the conversation's cgroup budget and ``limits`` (default: the policy's).
+        ``writable``/``network``: a Restricted process's grants (see `RunSpec`).
         """
         return RunSpec(
             argv=argv,
             cwd=str(cwd),
             env=dict(env),
             restricted=restricted,
+            writable=writable if restricted else (),
+            network=network and restricted,
             limits=limits or self.policy.limits,
             cpu_seconds=cpu_seconds,
             linger=linger,
@@ -85,6 +90,8 @@ class CommandRunner:
         *,
         restricted: bool = True,
         limits: SandboxLimits | None = None,
+        writable: tuple[str, ...] = (),
+        network: bool = False,
     ) -> Process:
         """Start a long-lived server speaking on its stdin and stdout.
 
@@ -92,7 +99,8 @@ class CommandRunner:
         and ``stderr_fd`` (read), all non-blocking and the caller's to close.
         Its supervisor kills the whole tree when `Process.kill`/`stop` is called,
         and also when this kernel exits (the status pipe's end), so no server
-        outlives its kernel.
+        outlives its kernel. ``writable``/``network``: its grants, lifted inside
+        the Restricted sandbox (everything else stays: see `RunSpec`).
         """
         spec = self.spec(
             argv,
@@ -103,5 +111,7 @@ class CommandRunner:
             limits=limits,
             stdin=True,
             separate_stderr=True,
+            writable=writable,
+            network=network,
         )
         return await self.start(spec)

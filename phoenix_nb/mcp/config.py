@@ -68,7 +68,7 @@ class ServerConfig:
     url: str = ""
     headers: Mapping[str, str] = field(default_factory=dict)
     network: bool = False  # grant: the server keeps the host's network
-    write: tuple[str, ...] = ()  # grant: the server may write (see README: runs Unrestricted)
+    write: tuple[str, ...] = ()  # grant: the folders the server may write below (sandboxed)
     timeout: float = DEFAULT_TIMEOUT
     startup_timeout: float = DEFAULT_STARTUP_TIMEOUT  # start to listed tools
     memory: int = DEFAULT_MEMORY

@@ -13,7 +13,8 @@ sandbox, whatever the conversation's mode: read-only files, its own network
 namespace, hidden credential paths, an environment of the SDK's safe names plus
 only the ``env`` its entry names, a cgroup budget of its own (``memory``,
 default 1 GiB). A server granted ``network`` or ``write`` (user config only)
-runs Unrestricted under its supervisor (same budget, same kill) and its tools
+stays in that sandbox with exactly its grants lifted (the host's network; a
+writable mount and Landlock rule for each ``write`` directory) and its tools
 are write tools (`McpTool.writes`). No server outlives the kernel: its
 supervisor kills the tree when the kernel's end of the status pipe closes.
 """
@@ -352,16 +353,20 @@ class McpHub:
         )
         if exe is None:
             raise McpError(f"command not found: {cfg.command}")
-        if not self.sandbox.available and not cfg.granted:
-            # The same lesser tier as bash: the server still runs under its supervisor
-            # with its budget, but without the Restricted sandbox; the list says so.
-            server.restricted = False
-        else:
-            server.restricted = not cfg.granted
+        # Without the sandbox: the same lesser tier as bash, the server still runs
+        # under its supervisor with its budget; the list says so.
+        server.restricted = self.sandbox.available
+        writable = tuple(_grant_dir(path, cwd) for path in cfg.write)
         runner = CommandRunner(self.policy, group=f"mcp-{cfg.name}")
         limits = replace(self.policy.limits, memory=cfg.memory)
         return await runner.serve(
-            (exe, *cfg.args), cwd, env, restricted=server.restricted, limits=limits
+            (exe, *cfg.args),
+            cwd,
+            env,
+            restricted=server.restricted,
+            limits=limits,
+            writable=writable,
+            network=cfg.network,
         )
 
     # ---- calls --------------------------------------------------------------------------
@@ -444,3 +449,15 @@ def _lines(server: Server) -> list[str]:
     if server.state == ServerState.FAILED:
         return [f"MCP server {cfg.name} failed: {server.why}"]
     return []
+
+
+def _grant_dir(path: str, cwd: Path) -> str:
+    """A ``write`` grant as the sandbox takes it: an existing directory, absolute and
+    with its symlinks resolved (``~`` expanded, relative to the server's ``cwd``),
+    because the sandbox binds it writable and gives it a Landlock rule by path.
+    McpError (the server does not start) for one that is missing or not a folder:
+    a grant never widens to a parent."""
+    real = (cwd / Path(path).expanduser()).resolve()
+    if not real.is_dir():
+        raise McpError(f"write grant {path!r} is not an existing folder ({real})")
+    return str(real)

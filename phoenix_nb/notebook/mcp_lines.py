@@ -34,12 +34,14 @@ def server_lines(hub: McpHub, servers: Sequence[Server]) -> list[str]:
         state = server.state.value + (f": {server.why}" if server.why else "")
         if not cfg.stdio:
             sandbox = "HTTP (runs elsewhere; nothing is started here)"
-        elif cfg.granted:
-            sandbox = "Unrestricted (granted); its tools work only in Unrestricted mode"
         elif not hub.sandbox.available:
             sandbox = f"NOT sandboxed here ({hub.sandbox.reason}); read-only is not enforced"
         else:
-            sandbox = "Restricted sandbox (read-only, no network, credentials hidden)"
+            files = "writes only its write grants" if cfg.write else "read-only"
+            net = "the host's network" if cfg.network else "no network"
+            sandbox = f"Restricted sandbox ({files}, {net}, credentials hidden)"
+            if cfg.granted:
+                sandbox += "; granted: its tools work only in Unrestricted mode"
             lost = lost_guarantees()  # the lesser tier of a host without namespaces
             if lost:
                 sandbox += "; NOT here: " + "; ".join(lost)

@@ -126,7 +126,12 @@ class RunSpec:
     cwd: str
     env: Mapping[str, str]
     restricted: bool
+    # Restricted only, the grants of an MCP server (user config): ``writable``, the
+    # absolute existing directories it may write below (a writable bind mount past
+    # the read-only remount, and a Landlock write rule); ``network``, the host's
+    # network (no private network namespace; inet sockets and TCP allowed).
     writable: tuple[str, ...] = ()
+    network: bool = False
     devices: tuple[str, ...] = ("/dev/null", "/dev/zero", "/dev/full", "/dev/tty")
     limits: SandboxLimits = field(default_factory=SandboxLimits)
     cpu_seconds: int = 3600
@@ -156,6 +161,7 @@ class RunSpec:
             "restricted": self.restricted,
             "linger": self.linger,
             "writable": list(self.writable),
+            "network": self.network,
             "devices": list(self.devices),
             "rlimits": rlimits,
             "max_procs": self.limits.max_procs,

@@ -360,9 +360,15 @@ def test_fork_bomb_and_2_gb_fail_and_the_kernel_lives(kern: Kernel, fake: FakeAn
 
 
 def test_a_network_grant_is_a_write_tool_that_connects_only_in_unrestricted_mode(
-    kern: Kernel, fake: FakeAnthropic
+    kern: Kernel, fake: FakeAnthropic, home: Path
 ) -> None:
+    """``network: true`` lifts the network and nothing else: the granted server still
+    runs in the Restricted sandbox, so it writes neither the working folder nor $HOME
+    and cannot read ~/.ssh (checked on disk and in what the model received)."""
     listener = Listener()
+    project = kern.project
+    (project / "notes.txt").write_text("hello\n")
+    home_before = sorted(p.name for p in home.iterdir())
     try:
         configure(kern, {"net": hostile(network=True)})
         attempt = tool_use("mcp__net__connect", {"port": listener.port})
@@ -371,13 +377,56 @@ def test_a_network_grant_is_a_write_tool_that_connects_only_in_unrestricted_mode
         refused = result_of(fake, attempt.id)
         assert refused.get("is_error") and "request_mode_upgrade" in text_of(refused)
         assert listener.accepted == 0
-        again = tool_use("mcp__net__connect", {"port": listener.port})
+        calls = {
+            "connect": tool_use("mcp__net__connect", {"port": listener.port}),
+            "write_cwd": tool_use("mcp__net__write", {"path": str(project / "notes.txt")}),
+            "write_home": tool_use("mcp__net__write", {"path": str(home / "planted")}),
+            "ssh": tool_use("mcp__net__read", {"path": str(home / ".ssh" / "id_ed25519")}),
+        }
         fake.clear()
-        fake.script(Turn([again]), Turn([text("done")]))
+        fake.script(Turn(list(calls.values())), Turn([text("done")]))
         cell = kern.run("%%phoenix --new --mode unrestricted\nConnect.", timeout=120)
         assert cell.status == "ok", cell.error()
-        assert text_of(result_of(fake, again.id)) == "connected"
-        kern.wait_until(lambda: listener.accepted == 1, 10, "the granted connection")
+        got = {key: text_of(result_of(fake, call.id)) for key, call in calls.items()}
+        assert got["connect"] == "connected", got
+        kern.wait_until(lambda: listener.accepted > 0, 10, "the granted connection")
+        assert (project / "notes.txt").read_text() == "hello\n", got
+        assert sorted(p.name for p in home.iterdir()) == home_before, got
+        assert SSH_KEY not in json.dumps([r.body for r in fake.requests]), got
+        listed = kern.run("%phoenix mcp", timeout=30).text()
+        assert "Restricted sandbox (read-only, the host's network" in listed, listed
+    finally:
+        listener.close()
+
+
+def test_a_write_grant_writes_only_below_its_folder(
+    kern: Kernel, fake: FakeAnthropic, home: Path, tmp_path: Path
+) -> None:
+    """``write: [dir]`` is narrowed to dir: the granted server (in Unrestricted mode,
+    where its write tools answer) writes there, and neither into the working folder
+    nor $HOME, and reaches no listener (checked on disk and by the listener)."""
+    grant = tmp_path / "granted"
+    grant.mkdir()
+    project = kern.project
+    (project / "notes.txt").write_text("hello\n")
+    home_before = sorted(p.name for p in home.iterdir())
+    listener = Listener()
+    try:
+        configure(kern, {"w": hostile(write=[str(grant)])})
+        calls = {
+            "write_grant": tool_use("mcp__w__write", {"path": str(grant / "out.txt")}),
+            "write_cwd": tool_use("mcp__w__write", {"path": str(project / "notes.txt")}),
+            "write_home": tool_use("mcp__w__write", {"path": str(home / "planted")}),
+            "connect": tool_use("mcp__w__connect", {"port": listener.port}),
+        }
+        fake.script(Turn(list(calls.values())), Turn([text("done")]))
+        cell = kern.run("%%phoenix --new --mode unrestricted\nWrite.", timeout=120)
+        assert cell.status == "ok", cell.error()
+        got = {key: text_of(result_of(fake, call.id)) for key, call in calls.items()}
+        assert (grant / "out.txt").read_text() == "hostile was here\n", got
+        assert (project / "notes.txt").read_text() == "hello\n", got
+        assert sorted(p.name for p in home.iterdir()) == home_before, got
+        assert "connect failed" in got["connect"] and listener.accepted == 0, got
     finally:
         listener.close()
 

@@ -265,6 +265,27 @@ def make_read_only(path: str = "/") -> None:
     )
 
 
+def bind_writable(path: str) -> None:
+    """Keep `path` writable in a namespace whose every mount ``make_read_only`` made
+    read-only: bind it onto itself (with its submounts) and clear read-only on that
+    new mount only. How a write grant (an MCP server's ``write: [paths]``) reaches
+    past the read-only remount; Landlock still allows writes only below the paths
+    given to ``apply_landlock``. Raises OSError (the path missing, or a mount the
+    host locked read-only)."""
+    mount(path, path, None, MS_BIND | MS_REC)
+    attr = _MountAttr(0, MOUNT_ATTR_RDONLY, 0, 0)
+    _check(
+        _libc.syscall(
+            ctypes.c_long(_SYS_MOUNT_SETATTR),
+            ctypes.c_int(AT_FDCWD),
+            path.encode(),
+            ctypes.c_uint(0),
+            ctypes.byref(attr),
+            ctypes.c_size_t(ctypes.sizeof(attr)),
+        )
+    )
+
+
 def mount_tmpfs(path: str, size: int, inodes: int) -> None:
     """A private, size- and inode-capped tmpfs (TMPDIR, /dev/shm); gone with the namespace."""
     mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV, f"size={size},nr_inodes={inodes},mode=700")

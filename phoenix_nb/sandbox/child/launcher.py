@@ -77,7 +77,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import ModuleType
 from typing import Any
 
@@ -338,12 +338,21 @@ def _exec_command(
             # own (it cannot give them away), and with its namespace's capabilities
             # it could still have entered one as its working directory.
             os.chdir(req["cwd"])
+            plan = restrictions.landlock
+            seccomp = restrictions.seccomp
+            if req.get("network") and not (ns is not None and ns.net):
+                # The network grant without namespaces: the host's network is the
+                # only one, so inet sockets (seccomp) and TCP (Landlock) are allowed.
+                # Compiled here, once per granted command (an MCP server's start).
+                plan = replace(plan, handled_net=0)
+                profile = replace(restrictions.seccomp_profile, netns=True)
+                seccomp = confine.compile_seccomp_filter(profile)
             if read_only:
-                plan = restrictions.landlock.without_truncate()
+                plan = plan.without_truncate()
                 confine.apply_landlock(plan, writable, req["devices"], near=[req["cwd"]])
             else:
-                confine.apply_landlock(restrictions.landlock, writable, req["devices"])
-            restrictions.seccomp.load()
+                confine.apply_landlock(plan, writable, req["devices"])
+            seccomp.load()
         os.execve(req["argv"][0], req["argv"], env)
     except BaseException as exc:
         try:
@@ -373,9 +382,16 @@ def _plain_command(chan: socket.socket, restrictions: Restrictions | None, tmpdi
     )
 
 
-def _namespaced_side(chan: socket.socket, restrictions: Restrictions, tmpdir: str) -> None:
-    """Runs in the spare's child: enter the namespaces, make PID 1, leave. Never returns."""
+def _namespaced_side(
+    chan: socket.socket, restrictions: Restrictions, tmpdir: str, flags: int | None = None
+) -> None:
+    """Runs in the spare's child: enter the namespaces, make PID 1, leave. Never returns.
+
+    ``flags``: the namespaces to enter (default: the host plan's); a request with
+    the ``network`` grant gets them without CLONE_NEWNET, the host's network.
+    """
     ns = restrictions.namespaces
+    flags = ns.flags if flags is None else flags
     try:
         if ns.user:
             # The spare writes this process's id maps from outside, and the /proc
@@ -384,13 +400,14 @@ def _namespaced_side(chan: socket.socket, restrictions: Restrictions, tmpdir: st
             # Dumpable only until the maps are written: this is a fork of the
             # launcher (nothing secret in it), and nothing runs in it meanwhile.
             confine.prctl(confine.PR_SET_DUMPABLE, 1)
-        confine.unshare((confine.CLONE_NEWUSER if ns.user else 0) | ns.flags)
+        confine.unshare((confine.CLONE_NEWUSER if ns.user else 0) | flags)
         chan.send(b"U")
         if chan.recv(16) != b"M":
             os._exit(126)
         confine.prctl(confine.PR_SET_DUMPABLE, 0)
         confine.make_mounts_private()
-        confine.loopback_up()
+        if flags & confine.CLONE_NEWNET:
+            confine.loopback_up()
         init = os.fork()
         if init == 0:
             _namespace_init(chan, restrictions, tmpdir)
@@ -493,12 +510,19 @@ def _namespace_command(
         size, inodes = int(req["tmp_bytes"]), int(req["tmp_inodes"])
         confine.mount_tmpfs(tmpdir, size, inodes)
         confine.mount_tmpfs("/dev/shm", size, inodes)
+        # Write grants: after the read-only remount, before the placeholders (a
+        # hidden path below a granted one stays hidden).
+        for path in req.get("writable", []):
+            confine.bind_writable(path)
         if restrictions.placeholders[0]:
             failed = confine.hide_paths(req.get("hidden", []), restrictions.placeholders)
             if failed:
                 raise OSError(f"could not hide {failed}")
     except BaseException as exc:
-        why = f"the command's private TMPDIR, /dev/shm or hidden paths could not be mounted ({exc})"
+        why = (
+            "the command's private TMPDIR, /dev/shm, writable or hidden paths could not be "
+            f"mounted ({exc})"
+        )
         with contextlib.suppress(OSError):
             os.write(out_fd, f"phoenix sandbox: {why}; it was not run\n".encode())
             os.write(ctl_w, json.dumps({"linger": False, "refused": why}).encode())
@@ -597,45 +621,29 @@ def _budget(req: Mapping[str, Any]) -> tuple[str, int | None, int | None]:
     return _group_name(req), req.get("memory"), req.get("max_procs")
 
 
-def spare(
-    sock: socket.socket,
-    taken_w: int,
+def _command_side(
     restrictions: Restrictions | None,
-    restricted: bool,
-    expect: tuple[str, int | None, int | None] | None = None,
-) -> None:
-    """A supervisor forked ahead of its request, with its command side prepared.
+    namespaced: bool,
+    tmpdir: str,
+    close: Sequence[int],
+    flags: int | None = None,
+) -> tuple[socket.socket, int, str]:
+    """Fork a command side and, ``namespaced``, wait until its namespaces are set up.
 
-    ``expect``: the cgroup budget the previous request on this socket used.
-    The command side is placed in it now, because moving a process between
-    cgroups waits for an RCU grace period (~10 ms here): a request for the
-    same conversation then pays nothing; another one is moved on request.
+    Returns the channel to it, the process the request goes to (PID 1 or the
+    command itself) and why the set-up failed ("" if it did not). ``close``: the
+    spare's descriptors the child must not keep; ``flags``: see `_namespaced_side`.
     """
-    me = os.getpid()
-    # Preparing a spare is background work: at a lower priority it does not
-    # take the CPU from a command running now (2 shared cores here). Only
-    # where the priority can be raised back on request (root), and only while
-    # no request waits for it: in a burst (keyword_search starts one rg per
-    # term at once) a starved spare would hold up the commands queued behind it.
-    background = _BACKGROUND_NICE and not _request_waiting(sock) and _set_nice(0, _BACKGROUND_NICE)
-    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-    signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGCHLD])
-    confine.prctl(confine.PR_SET_CHILD_SUBREAPER, 1)
-    confine.prctl(confine.PR_SET_PDEATHSIG, signal.SIGTERM)
-    ns = restrictions.namespaces if (restricted and restrictions is not None) else None
-    namespaced = bool(ns is not None and ns.flags)
-    tmpdir = ""
-    if restricted and restrictions is not None:
-        base = restrictions.run_dir or tempfile.gettempdir()
-        tmpdir = tempfile.mkdtemp(prefix="tmp-", dir=base)
+    ns = restrictions.namespaces if restrictions is not None else None
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     pid = os.fork()
     if pid == 0:
         ours.close()
-        sock.close()
-        os.close(taken_w)
+        for fd in close:
+            with contextlib.suppress(OSError):
+                os.close(fd)
         if namespaced:
-            _namespaced_side(theirs, restrictions, tmpdir)  # type: ignore[arg-type]
+            _namespaced_side(theirs, restrictions, tmpdir, flags)  # type: ignore[arg-type]
         _plain_command(theirs, restrictions, tmpdir)
     theirs.close()
     target = pid  # the process the request goes to: PID 1 or the command itself
@@ -683,6 +691,43 @@ def spare(
     else:
         with contextlib.suppress(OSError):
             os.setpgid(pid, pid)
+    return ours, target, setup_error
+
+
+def spare(
+    sock: socket.socket,
+    taken_w: int,
+    restrictions: Restrictions | None,
+    restricted: bool,
+    expect: tuple[str, int | None, int | None] | None = None,
+) -> None:
+    """A supervisor forked ahead of its request, with its command side prepared.
+
+    ``expect``: the cgroup budget the previous request on this socket used.
+    The command side is placed in it now, because moving a process between
+    cgroups waits for an RCU grace period (~10 ms here): a request for the
+    same conversation then pays nothing; another one is moved on request.
+    """
+    me = os.getpid()
+    # Preparing a spare is background work: at a lower priority it does not
+    # take the CPU from a command running now (2 shared cores here). Only
+    # where the priority can be raised back on request (root), and only while
+    # no request waits for it: in a burst (keyword_search starts one rg per
+    # term at once) a starved spare would hold up the commands queued behind it.
+    background = _BACKGROUND_NICE and not _request_waiting(sock) and _set_nice(0, _BACKGROUND_NICE)
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGCHLD])
+    confine.prctl(confine.PR_SET_CHILD_SUBREAPER, 1)
+    confine.prctl(confine.PR_SET_PDEATHSIG, signal.SIGTERM)
+    ns = restrictions.namespaces if (restricted and restrictions is not None) else None
+    namespaced = bool(ns is not None and ns.flags)
+    tmpdir = ""
+    if restricted and restrictions is not None:
+        base = restrictions.run_dir or tempfile.gettempdir()
+        tmpdir = tempfile.mkdtemp(prefix="tmp-", dir=base)
+    ours, target, setup_error = _command_side(
+        restrictions, namespaced, tmpdir, (sock.fileno(), taken_w)
+    )
     group = None
     setup = restrictions.cgroups if restrictions is not None else None
     if setup is not None and setup.version and not setup_error:
@@ -721,6 +766,14 @@ def spare(
         _discard(target, tmpdir, group)
         os._exit(0)
     os.write(taken_w, b"T" + json.dumps(_budget(req)).encode())
+    if namespaced and req.get("network") and not setup_error:
+        # The network grant (an MCP server's, rare): this spare's namespaces include
+        # a private network; the grant's command side gets every other namespace and
+        # the host's network, set up now (~5 ms) rather than kept ready.
+        _discard(target, "")
+        ours.close()
+        flags = ns.flags & ~confine.CLONE_NEWNET  # type: ignore[union-attr]
+        ours, target, setup_error = _command_side(restrictions, namespaced, tmpdir, (), flags)
     if background:
         _set_nice(0, 0)
         for pid in _family(target):
