@@ -27,6 +27,7 @@ import type { ICodeCellModel } from '@jupyterlab/cells';
 import { INotebookTracker, NotebookActions, NotebookPanel } from '@jupyterlab/notebook';
 import type { Kernel, KernelMessage } from '@jupyterlab/services';
 import { LabIcon } from '@jupyterlab/ui-components';
+import type { Message } from '@lumino/messaging';
 import { Widget } from '@lumino/widgets';
 
 import { arr, Loose, MIME_TYPE, obj } from './record';
@@ -429,7 +430,17 @@ export class PhoenixPanel extends Widget {
       composer
     );
     tracker.currentChanged.connect(() => this.follow());
-    tracker.widgetAdded.connect((_s, panel) => this.linkFor(panel));
+    this.follow();
+  }
+
+  /** Shown (opened from the palette or the icon, or its sidebar tab chosen): follow. */
+  protected onAfterShow(msg: Message): void {
+    super.onAfterShow(msg);
+    this.follow();
+  }
+
+  protected onAfterAttach(msg: Message): void {
+    super.onAfterAttach(msg);
     this.follow();
   }
 
@@ -449,6 +460,11 @@ export class PhoenixPanel extends Widget {
 
   /** Show the active notebook's link (the panel follows the user between notebooks). */
   private follow(): void {
+    if (!this.isVisible) {
+      // Never opened (or hidden): no comm to any kernel and nothing drawn, so a notebook
+      // whose user never opens the panel costs its kernel nothing; showing it follows.
+      return;
+    }
     const current = this.tracker.currentWidget;
     this.link = current === null ? null : this.linkFor(current);
     this.drawn = null;
@@ -456,7 +472,7 @@ export class PhoenixPanel extends Widget {
   }
 
   private schedule(): void {
-    if (this.frame === 0) {
+    if (this.frame === 0 && this.isVisible) {
       this.frame = requestAnimationFrame(() => {
         this.frame = 0;
         void this.draw();
