@@ -352,6 +352,8 @@ export class PhoenixPanel extends Widget {
   private readonly cancelButton: HTMLButtonElement;
   private readonly restrictButton: HTMLButtonElement;
   private readonly newButton: HTMLButtonElement;
+  private readonly revertButton: HTMLButtonElement;
+  private readonly continueButton: HTMLButtonElement;
   private readonly approveButton: HTMLButtonElement;
   private readonly denyButton: HTMLButtonElement;
   private frame = 0;
@@ -415,8 +417,26 @@ export class PhoenixPanel extends Widget {
     this.newButton = button('New', 'Start a new conversation in this notebook', () =>
       this.act('new')
     );
+    // %phoenix revert / %phoenix continue: the kernel answers with a notice saying what it did.
+    this.revertButton = button(
+      'Revert',
+      'Revert the latest turn that changed files (put those files back)',
+      () => this.act('revert')
+    );
+    this.continueButton = button(
+      'Continue',
+      'Continue in a new conversation seeded with a summary of this one',
+      () => this.act('continue')
+    );
     const buttons = el('div', 'jp-PhoenixPanel-buttons jp-Phoenix-controls');
-    buttons.append(this.sendButton, this.cancelButton, this.restrictButton, this.newButton);
+    buttons.append(
+      this.sendButton,
+      this.cancelButton,
+      this.restrictButton,
+      this.newButton,
+      this.revertButton,
+      this.continueButton
+    );
     const composer = el('div', 'jp-PhoenixPanel-composer');
     composer.append(this.input, buttons);
 
@@ -561,6 +581,9 @@ export class PhoenixPanel extends Widget {
     this.cancelButton.hidden = !ready || status.rest || status.paused;
     this.restrictButton.hidden = !ready || status.slug === null || status.mode === 'restricted';
     this.newButton.disabled = !ready || !status.rest;
+    this.revertButton.hidden = this.continueButton.hidden = !ready || status.slug === null;
+    this.revertButton.disabled = !ready || !(status.rest || status.paused);
+    this.continueButton.disabled = !ready || !status.rest;
     const record = ready && link.record !== null ? withLiveText(link.record, link.live) : null;
     if (record === this.drawn) {
       return;

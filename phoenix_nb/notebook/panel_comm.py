@@ -14,7 +14,12 @@ conversation's own (`post_message`, `approve`, `deny`, `cancel`, `restrict`), so
 busy is exclusive exactly as it is for cells: a second turn is refused by the core
 and the refusal is shown as the panel's notice. Approve and Deny answer the waiting
 request by its id through the process's `PendingRequests` (runtime/pending.py), as
-`%phoenix approve` and the cell's buttons do.
+`%phoenix approve` and the cell's buttons do. Revert and Continue are `%phoenix revert`'s
+and `%phoenix continue`'s functions (`undo.revert`, `Conversation.continue_in_new`): Revert
+undoes the latest turn that changed files, back to the checkpoint before its first write,
+as the Revert button under a cell or the chat does (a refusal — someone else changed those
+files since — is the notice, naming `%phoenix revert N --force`); Continue starts a new
+conversation seeded with a summary and makes it the notebook's, which re-attaches the panel.
 
 What is sent is kept to what the front end cannot work out itself, so that a panel
 open beside a streaming turn adds little to the kernel's event loop (bench_panel):
@@ -35,7 +40,7 @@ Messages (`data` of comm messages), kernel → front end:
 front end → kernel:
   {"type": "hello"} | {"type": "bundle"} | {"type": "send", "text": str} | {"type": "approve"} |
   {"type": "deny"} | {"type": "cancel"} | {"type": "restrict"} | {"type": "new"} |
-  {"type": "use", "slug": str}
+  {"type": "use", "slug": str} | {"type": "revert"} | {"type": "continue"}
 Status: {"slug", "state", "words", "mode", "rest", "paused", "reason"}.
 
 Handlers may run on a subshell thread (JupyterLab sends comm messages over
@@ -51,11 +56,13 @@ import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Protocol
 
+from phoenix_nb.checkpoints.recorder import RevertRefused
 from phoenix_nb.llm.images import ImageError
 from phoenix_nb.notebook._render.view import state_words
 from phoenix_nb.notebook.cell import Applied, TurnView
 from phoenix_nb.notebook.render import MIME_TYPE, render_bundle
 from phoenix_nb.notebook.session import Session
+from phoenix_nb.notebook.undo import report_text, revert, turn_first_write
 from phoenix_nb.runtime import updates as up
 from phoenix_nb.runtime.conversation import is_paused, is_rest
 from phoenix_nb.runtime.manager import Conversation, PhoenixError
@@ -146,6 +153,10 @@ class PanelChannel:
             self._start(self._new, create=True)
         elif kind == "use" and isinstance(data.get("slug"), str):
             self._use(str(data["slug"]))
+        elif kind == "revert":
+            self._start(self._revert, create=False)
+        elif kind == "continue":
+            self._start(self._continue, create=False)
         elif kind in _ANSWERS:
             self._start(lambda conv: self._answer(conv, str(kind)), create=False)
         elif isinstance(kind, str) and kind in _ACTIONS:
@@ -186,6 +197,46 @@ class PanelChannel:
             self.session.current = self.session.phoenix.get(slug).slug  # the watcher re-attaches
         except PhoenixError as exc:
             self.send({"type": "notice", "text": str(exc)})
+
+    async def _revert(self, conv: Conversation) -> None:
+        """Undo the latest turn that changed files (the cell's and the chat's Revert): the
+        newest cycle whose tool calls wrote, back to the checkpoint before its first write."""
+        found = None
+        for cycle in reversed(conv.payload().get("cycles") or []):
+            found = turn_first_write([cycle])
+            if found is not None:
+                break
+        if found is None:
+            self.send(
+                {
+                    "type": "notice",
+                    "text": f"Nothing to revert: no turn of {conv.slug} changed files.",
+                }
+            )
+            return
+        try:
+            report = await revert(conv, self.session.phoenix.worktree, target=found[0])
+        except RevertRefused as exc:
+            self.send(
+                {
+                    "type": "notice",
+                    "text": f"{exc} `%phoenix revert {found[0]} --force` reverts anyway.",
+                }
+            )
+            return
+        self.send({"type": "notice", "text": report_text(report)})
+
+    async def _continue(self, conv: Conversation) -> None:
+        """`%phoenix continue`: a new conversation seeded with a summary of this one, made the
+        notebook's (watch_current re-attaches the panel to it)."""
+        new = await conv.continue_in_new()
+        self.session.current = new.slug
+        self.send(
+            {
+                "type": "notice",
+                "text": f"Started {new.slug}, seeded with a summary of {conv.slug}.",
+            }
+        )
 
     async def _new(self, _conv: Conversation) -> None:
         conv = self.session.phoenix.create(cwd=self.session.cwd)

@@ -184,6 +184,13 @@ def _flows(lab: LabPage, fake: FakeAnthropic, panel: Panel, notebook: Path) -> N
     )
     expect(record_cell.locator("[data-phoenix-record]")).to_contain_text("Answer from the cell.")
 
+    # 3b. Revert in the panel (named for assistive technology) puts the turn's file back.
+    panel.button("Revert the latest turn that changed files (put those files back)").click()
+    expect(panel.node.locator(".jp-PhoenixPanel-notice")).to_contain_text(
+        "Reverted to checkpoint", timeout=WAIT_MS
+    )
+    assert target.read_text() == BUGGY
+
     # 4. A cell edit proposed by a panel turn, accepted on its cell.
     fake.clear()
     edit = tool_use(

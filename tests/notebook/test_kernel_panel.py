@@ -281,3 +281,71 @@ def test_channels_left_behind_are_bounded(kern: Kernel, fake: FakeAnthropic) -> 
     assert not any(p.closed() for p in panels[1:])
     for panel in panels[1:]:
         panel.close()
+
+
+def test_revert_from_the_panel_restores_the_turns_file(kern: Kernel, fake: FakeAnthropic) -> None:
+    """Revert (undo.revert, as `%phoenix revert` and the cell's button): the file on disk is
+    back as it was before the turn's first write, and the agent's history says so."""
+    target = kern.project / "panel_rev.txt"
+    target.write_text("a - b\n")
+    ask = tool_use("request_mode_upgrade", {"reason": "I need to write panel_rev.txt"})
+    write = tool_use(
+        "patch",
+        {
+            "path": "panel_rev.txt",
+            "patches": [{"operation": "replace", "oldText": "a - b", "newText": "a + b"}],
+        },
+    )
+    fake.script(Turn([text("May I write?"), ask]), Turn([write]), Turn([text("Wrote it.")]))
+    kern.ok("%phoenix new")
+    panel = PanelClient(kern)
+    panel.wait("the conversation's record", lambda p: bool(p.records()), 60)
+    panel.say(type="send", text="write the file")
+    panel.wait("the upgrade request", lambda p: p.status().get("paused") is True, 60)
+    panel.say(type="approve")
+    panel.wait_final("Wrote it.")
+    assert target.read_text() == "a + b\n"
+    panel.say(type="revert")
+    panel.wait(
+        "the revert's report",
+        lambda p: any("Reverted to checkpoint" in d.get("text", "") for d in p.received()),
+        60,
+    )
+    assert target.read_text() == "a - b\n"
+    fake.script(Turn([text("Noted.")]))
+    panel.say(type="send", text="what changed?")
+    panel.wait_final("Noted.")
+    sent = json.dumps(fake.requests[-1].body["messages"])
+    assert "panel_rev.txt" in sent and "revert" in sent.lower()
+    panel.close()
+
+
+def test_continue_from_the_panel_starts_a_seeded_conversation(
+    kern: Kernel, fake: FakeAnthropic
+) -> None:
+    """Continue (`%phoenix continue`'s Conversation.continue_in_new): the fake server is asked
+    for a summary, the notebook and the panel move to the new conversation, and its first
+    request carries the summary."""
+    fake.script(
+        Turn([text("Looked around.")]),
+        Turn([text("SUMMARY: the panel looked at add().")]),
+    )
+    kern.ok("%phoenix new")
+    panel = PanelClient(kern)
+    panel.wait("the conversation's record", lambda p: bool(p.records()), 60)
+    old = panel.status()["slug"]
+    panel.say(type="send", text="look around")
+    panel.wait_final("Looked around.")
+    asked = len(fake.requests)
+    panel.say(type="continue")
+    panel.wait("the new conversation", lambda p: p.status().get("slug") not in (None, old), 60)
+    assert len(fake.requests) == asked + 1, "one summary request"
+    assert "look around" in json.dumps(fake.requests[-1].body["messages"])
+    new = panel.status()["slug"]
+    assert new in kern.ok("%phoenix status").text("stdout")
+    fake.script(Turn([text("Going on.")]))
+    panel.say(type="send", text="please go on")
+    panel.wait_final("Going on.")
+    first = fake.requests[-1].last_user_text
+    assert "the panel looked at add()" in first and first.endswith("please go on")
+    panel.close()
