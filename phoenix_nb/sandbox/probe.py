@@ -244,8 +244,7 @@ def namespaces_words(hello: Hello | None = None) -> str:
     if hello.namespaces and hello.userns:
         return "user, network, IPC, mount and PID namespaces"
     if hello.namespaces:
-        return (
-            "network, IPC, mount and PID namespaces (the launcher is root); "
-            + (hello.namespaces_why_not or "no user namespace")
+        return "network, IPC, mount and PID namespaces (the launcher is root); " + (
+            hello.namespaces_why_not or "no user namespace"
         )
     return hello.namespaces_why_not or "no namespaces"

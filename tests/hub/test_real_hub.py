@@ -368,7 +368,9 @@ def test_a_mcp_server_reads_nothing_of_b_and_cannot_reach_bs_kernel(team: Team) 
         **{name: tool_use("mcp__h__read", {"path": path}) for name, path in b.items()},
         **{name: tool_use("mcp__h__connect", {"port": port}) for name, port in ports.items()},
     }
-    team.upstream.script(Turn(list(calls.values()), usage=SMALL), Turn([text("tried")], usage=SMALL))
+    team.upstream.script(
+        Turn(list(calls.values()), usage=SMALL), Turn([text("tried")], usage=SMALL)
+    )
     try:
         said = turn(team, "phx-a", "try B's things through the server", "--new")
         assert "tried" in said, said[-2000:]

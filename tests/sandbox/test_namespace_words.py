@@ -25,7 +25,9 @@ def test_status_words_tell_a_refusal_from_a_choice() -> None:
     pod = Hello(namespaces=False, userns=False, landlock_abi=6, namespaces_why_not=refused)
     assert namespaces_words(pod) == refused
     assert "EPERM" in refused and "PHOENIX_SANDBOX_NAMESPACES" not in refused
-    chosen = Hello(namespaces=False, userns=False, landlock_abi=6, namespaces_why_not=NAMESPACES_OFF)
+    chosen = Hello(
+        namespaces=False, userns=False, landlock_abi=6, namespaces_why_not=NAMESPACES_OFF
+    )
     assert "PHOENIX_SANDBOX_NAMESPACES=off" in namespaces_words(chosen)
     assert "refused" not in namespaces_words(chosen)
     full = Hello(namespaces=True, userns=True, landlock_abi=6)

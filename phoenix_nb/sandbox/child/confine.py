@@ -181,8 +181,11 @@ def probe_namespaces(disabled: bool = False) -> NamespacePlan:
                 proc=proc == "1",
                 why_not="" if which == "1" else f"no user namespaces: {reasons[0]}",
             )
+    # Without a user namespace only root may make the others: a non-root launcher's second
+    # refusal says nothing an admin can act on, so only root's is told.
+    told = reasons if os.geteuid() == 0 else reasons[:1]
     return NamespacePlan(
-        why_not="no namespaces: " + "; ".join(reasons or ["the probe said nothing"]),
+        why_not="no user namespaces: " + "; ".join(told or ["the probe said nothing"]),
     )
 
 
@@ -215,7 +218,10 @@ def namespace_refusal(user: bool, step: str, err: int) -> str:
     if user:
         why = _USERNS_WHY.get(err, "kernel setting")
         return f"unshare(CLONE_NEWUSER) refused with {seen} ({why})"
-    return f"unshare of network/IPC/mount/PID namespaces without a user namespace refused with {seen} (needs CAP_SYS_ADMIN)"
+    return (
+        "unshare of network/IPC/mount/PID namespaces without a user namespace refused "
+        f"with {seen} (needs CAP_SYS_ADMIN)"
+    )
 
 
 def write_id_maps(
