@@ -170,8 +170,8 @@ def probe_namespaces(disabled: bool = False) -> NamespacePlan:
     reasons = []
     for line in lines:
         if not line.startswith("ok:"):
-            code, err, step = line.split(":")
-            reasons.append(namespace_refusal(code == "1", step, int(err)))
+            attempt, err, step = line.split(":")
+            reasons.append(namespace_refusal(attempt == "1", step, int(err)))
     for line in lines:
         if line.startswith("ok:"):
             _, which, proc = line.split(":")
