@@ -5,6 +5,8 @@ the kernel's refusal (with the errno the probe saw) apart from PHOENIX_SANDBOX_N
 from __future__ import annotations
 
 import errno
+import subprocess
+import sys
 
 from phoenix_nb.sandbox import Hello, namespaces_words
 from phoenix_nb.sandbox.child.confine import NAMESPACES_OFF, namespace_refusal
@@ -32,3 +34,25 @@ def test_status_words_tell_a_refusal_from_a_choice() -> None:
     assert "refused" not in namespaces_words(chosen)
     full = Hello(namespaces=True, userns=True, landlock_abi=6)
     assert namespaces_words(full) == "user, network, IPC, mount and PID namespaces"
+
+
+PROBE_UNDER_A_PROFILE = """
+import errno, pyseccomp
+from phoenix_nb.sandbox.child import confine
+f = pyseccomp.SyscallFilter(pyseccomp.ALLOW)
+f.add_rule(pyseccomp.ERRNO(errno.EPERM), "unshare")  # a container profile's refusal
+f.load()
+print(confine.probe_namespaces().why_not)
+"""
+
+
+def test_the_probe_reports_a_kernel_refusal_with_its_errno() -> None:
+    """A real refusal: a seccomp filter like a container's default profile makes the
+    kernel refuse unshare(2) in a fresh interpreter; the probe's words carry the errno."""
+    said = subprocess.run(
+        [sys.executable, "-c", PROBE_UNDER_A_PROFILE], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    assert said.startswith(
+        "no user namespaces: unshare(CLONE_NEWUSER) refused with EPERM (Operation not permitted)"
+    ), said
+    assert "container profile" in said and "PHOENIX_SANDBOX_NAMESPACES" not in said
