@@ -543,8 +543,9 @@ def _status(conv: Conversation, session: Session) -> str:
         *_policy_lines(session),
     ]
     if sandbox.available:
-        from phoenix_nb.sandbox import guarantees
+        from phoenix_nb.sandbox import guarantees, namespaces_words
 
+        lines.append(f"namespaces    {namespaces_words()}")
         lines.append("sandbox       Restricted mode here (what holds, and by which mechanism):")
         lines += [
             f"  {'holds' if g.holds else 'LOST '}  {g.name}: {g.mechanism}" for g in guarantees()

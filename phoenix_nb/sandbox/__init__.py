@@ -117,6 +117,7 @@ from phoenix_nb.sandbox.probe import (
     detect_sandbox_soon,
     guarantees,
     lost_guarantees,
+    namespaces_words,
 )
 from phoenix_nb.sandbox.protocol import ExitReport, Hello, RunSpec, Started
 from phoenix_nb.sandbox.rundir import group_for, run_dir
@@ -151,6 +152,7 @@ __all__ = [
     "hidden_paths",
     "launcher",
     "lost_guarantees",
+    "namespaces_words",
     "numeric_buffers",
     "privatize_shared_mappings",
     "read_some",

@@ -33,6 +33,7 @@ __all__ = [
     "detect_sandbox_soon",
     "guarantees",
     "lost_guarantees",
+    "namespaces_words",
 ]
 
 log = logging.getLogger(__name__)
@@ -229,3 +230,21 @@ def guarantees(hello: Hello | None = None) -> list[Guarantee]:
 def lost_guarantees() -> list[str]:
     """One line per guarantee that does not hold here (empty where all hold)."""
     return [f"{g.name}: {g.mechanism}" for g in guarantees() if not g.holds]
+
+
+def namespaces_words(hello: Hello | None = None) -> str:
+    """The namespace tier this host (a pod, a container) gives Restricted commands, and
+    if it is less than all of them, why: the launcher's probe records an admin's or a
+    user's PHOENIX_SANDBOX_NAMESPACES=off apart from the kernel refusing, with the errno
+    seen, so `%phoenix status` says which of them to change. Empty without a sandbox."""
+    if hello is None:
+        if not detect_sandbox().available:
+            return ""
+        hello = launcher().hello()
+    if hello.namespaces and hello.userns:
+        return "user, network, IPC, mount and PID namespaces"
+    if hello.namespaces:
+        return "network, IPC, mount and PID namespaces (the launcher is root); " + (
+            hello.namespaces_why_not or "no user namespace"
+        )
+    return hello.namespaces_why_not or "no namespaces"

@@ -39,7 +39,8 @@ USERS = ("phx-a", "phx-b", "phx-c")
 
 def _pins() -> list[str]:
     project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
-    return [*project["dependencies"], *HUB_PINS]
+    # the MCP SDK too: user A's kernel starts an MCP server in the tier
+    return [*project["dependencies"], *project["optional-dependencies"]["mcp"], *HUB_PINS]
 
 
 def shared_venv() -> Path:

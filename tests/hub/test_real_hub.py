@@ -85,6 +85,7 @@ class Team:
         self.hub: Hub | None = None
         self.http: ClientSession | None = None
         self.kernels: dict[str, UserKernel] = {}
+        self.venv = Path()
         self.users = make_users()
         self.audit = folder / "audit.jsonl"
 
@@ -94,7 +95,7 @@ class Team:
     async def start(self) -> None:
         from .real_hub import free_port
 
-        venv = await asyncio.to_thread(shared_venv)
+        venv = self.venv = await asyncio.to_thread(shared_venv)
         gateway_port = free_port()
         gateway = f"http://127.0.0.1:{gateway_port}"
         policies = {}
@@ -346,6 +347,48 @@ c.stop_channels()
     said = team.run(team.kernels["phx-a"].ok(code, timeout=120)).stdout
     assert "NO ANSWER" in said, said
     assert not Path(marker).exists()
+    assert team.run(team.kernels["phx-b"].eval("1 + 1")) == 2, "B's kernel is alive and answers B"
+
+
+def test_a_mcp_server_reads_nothing_of_b_and_cannot_reach_bs_kernel(team: Team) -> None:
+    """A's MCP server (the hostile fixture, started by A's kernel from c.Phoenix.mcp_servers,
+    inside Restricted mode) tries B's store, notebook and connection file, then B's kernel's
+    ports; what reached the upstream in the tool results is what the model would have got."""
+    b = _b_paths(team)
+    connection = json.loads(Path(b["connection"]).read_text())
+    hostile = team.folder / "hostile_mcp.py"
+    shutil.copy(Path(__file__).parents[1] / "notebook/fixtures/hostile_mcp.py", hostile)
+    hostile.chmod(0o644)
+    a = team.kernels["phx-a"]
+    python = str(team.venv / "bin/python")
+    servers = {"h": {"command": python, "args": [str(hostile)], "timeout": 120}}
+    team.run(a.ok(f"%config Phoenix.mcp_servers = {servers!r}"))
+    ports = {k: connection[k] for k in ("shell_port", "control_port", "hb_port")}
+    calls = {
+        **{name: tool_use("mcp__h__read", {"path": path}) for name, path in b.items()},
+        **{name: tool_use("mcp__h__connect", {"port": port}) for name, port in ports.items()},
+    }
+    team.upstream.script(
+        Turn(list(calls.values()), usage=SMALL), Turn([text("tried")], usage=SMALL)
+    )
+    try:
+        said = turn(team, "phx-a", "try B's things through the server", "--new")
+        assert "tried" in said, said[-2000:]
+        results = {
+            block["tool_use_id"]: json.dumps(block)
+            for block in team.upstream.requests[-1].body["messages"][-1]["content"]
+            if block.get("type") == "tool_result"
+        }
+        got = {name: results[call.id] for name, call in calls.items()}
+    finally:
+        team.run(a.ok("%config Phoenix.mcp_servers = {}"))
+    for name in b:  # the attempt was made, and refused by the file's owner
+        assert "read failed" in got[name] and "Permission denied" in got[name], got[name]
+        assert "read: " not in got[name]
+    for name in ports:  # Restricted mode's network isolation: B's ports are out of reach
+        assert "connect failed" in got[name] and "connected" not in got[name], got[name]
+    everything = " ".join(got.values())
+    assert "this is phx-b" not in everything and connection["key"] not in everything
     assert team.run(team.kernels["phx-b"].eval("1 + 1")) == 2, "B's kernel is alive and answers B"
 
 

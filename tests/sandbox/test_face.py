@@ -46,6 +46,7 @@ def test_all_is_pinned_and_every_name_resolves() -> None:
         "hidden_paths",
         "launcher",
         "lost_guarantees",
+        "namespaces_words",
         "numeric_buffers",
         "privatize_shared_mappings",
         "read_some",

@@ -126,7 +126,7 @@ def probe_namespaces(disabled: bool = False) -> NamespacePlan:
     others, then (root only) the others alone, and mounts a fresh /proc.
     """
     if disabled:
-        return NamespacePlan(why_not="namespaces disabled by PHOENIX_SANDBOX_NAMESPACES=off")
+        return NamespacePlan(why_not=NAMESPACES_OFF)
     r, w = os.pipe()
     pid = os.fork()
     if pid == 0:
@@ -141,7 +141,7 @@ def probe_namespaces(disabled: bool = False) -> NamespacePlan:
             try:
                 unshare(flags)
             except OSError as exc:
-                os.write(w, f"{code}:{exc.strerror}\n".encode())
+                os.write(w, f"{code}:{exc.errno}:unshare\n".encode())
                 continue
             break
         else:
@@ -161,13 +161,17 @@ def probe_namespaces(disabled: bool = False) -> NamespacePlan:
             proc_ok = os.waitstatus_to_exitcode(status) == 0
             os.write(w, f"ok:{code}:{int(proc_ok)}\n".encode())
         except OSError as exc:
-            os.write(w, f"{code}:{exc.strerror}\n".encode())
+            os.write(w, f"{code}:{exc.errno}:setup\n".encode())
         os._exit(0)
     os.close(w)
     with os.fdopen(r, "rb") as fh:
         lines = fh.read().decode().splitlines()
     os.waitpid(pid, 0)
-    reasons = [line.split(":", 1)[1] for line in lines if not line.startswith("ok:")]
+    reasons = []
+    for line in lines:
+        if not line.startswith("ok:"):
+            attempt, err, step = line.split(":")
+            reasons.append(namespace_refusal(attempt == "1", step, int(err)))
     for line in lines:
         if line.startswith("ok:"):
             _, which, proc = line.split(":")
@@ -175,10 +179,48 @@ def probe_namespaces(disabled: bool = False) -> NamespacePlan:
                 user=which == "1",
                 flags=SANDBOX_NAMESPACES,
                 proc=proc == "1",
-                why_not="" if which == "1" else f"user namespaces unavailable ({reasons[0]})",
+                why_not="" if which == "1" else f"no user namespaces: {reasons[0]}",
             )
+    # Without a user namespace only root may make the others: a non-root launcher's second
+    # refusal says nothing an admin can act on, so only root's is told.
+    told = reasons if os.geteuid() == 0 else reasons[:1]
     return NamespacePlan(
-        why_not="namespaces unavailable: " + "; ".join(reasons or ["unknown"]),
+        why_not="no user namespaces: " + "; ".join(told or ["the probe said nothing"]),
+    )
+
+
+NAMESPACES_OFF = (
+    "namespaces off by choice: PHOENIX_SANDBOX_NAMESPACES=off (set by the admin or the "
+    "user; the kernel was not asked)"
+)
+
+# Why a kernel refuses unshare(CLONE_NEWUSER), by errno: what a person can change.
+_USERNS_WHY = {
+    errno.EPERM: "container profile (seccomp, AppArmor) or kernel setting "
+    "(kernel.unprivileged_userns_clone=0, kernel.apparmor_restrict_unprivileged_userns=1)",
+    errno.EACCES: "container profile (seccomp, AppArmor) or kernel setting",
+    errno.ENOSPC: "kernel setting: user.max_user_namespaces is 0 or used up",
+    errno.EUSERS: "kernel setting: too many nested user namespaces",
+    errno.EINVAL: "a kernel built without user namespaces, or a threaded caller",
+}
+
+
+def namespace_refusal(user: bool, step: str, err: int) -> str:
+    """Words for one refusal the namespace probe saw: the call, the errno's name and
+    text, and for a refused user namespace where that usually comes from, so that
+    `%phoenix status` tells an admin what to change (the probe's child reports only
+    numbers: it must not allocate much between fork and exit)."""
+    name = errno.errorcode.get(err, f"errno {err}")
+    seen = f"{name} ({os.strerror(err)})"
+    if step != "unshare":
+        what = "the user namespace's id maps or mounts" if user else "the namespaces' mounts"
+        return f"setting up {what} failed with {seen}"
+    if user:
+        why = _USERNS_WHY.get(err, "kernel setting")
+        return f"unshare(CLONE_NEWUSER) refused with {seen} ({why})"
+    return (
+        "unshare of network/IPC/mount/PID namespaces without a user namespace refused "
+        f"with {seen} (needs CAP_SYS_ADMIN)"
     )
 
 
