@@ -343,7 +343,7 @@ export class PhoenixPanel extends Widget {
   private readonly prompt = el('div', 'jp-PhoenixPanel-prompt');
   private readonly promptText = el('p', 'jp-PhoenixPanel-promptText');
   private readonly loadButton: HTMLButtonElement;
-  private readonly recordHost = el('div', 'jp-PhoenixPanel-record jp-PhoenixConversation');
+  private readonly recordHost = el('div', 'jp-PhoenixPanel-record');
   private readonly approval = el('div', 'jp-PhoenixPanel-approval');
   private readonly approvalReason = el('blockquote', 'jp-PhoenixPanel-reason');
   private readonly notice = el('div', 'jp-PhoenixPanel-notice');
@@ -450,10 +450,12 @@ export class PhoenixPanel extends Widget {
       composer
     );
     tracker.currentChanged.connect(() => this.follow());
+    tracker.widgetAdded.connect((_s, panel) => this.linkFor(panel));
     this.follow();
   }
 
-  /** Shown (opened from the palette or the icon, or its sidebar tab chosen): follow. */
+  /** Shown (opened from the palette or the icon, or its sidebar tab chosen): draw. A hidden
+   * panel draws nothing (`schedule`), so the page holds one record per conversation. */
   protected onAfterShow(msg: Message): void {
     super.onAfterShow(msg);
     this.follow();
@@ -480,11 +482,6 @@ export class PhoenixPanel extends Widget {
 
   /** Show the active notebook's link (the panel follows the user between notebooks). */
   private follow(): void {
-    if (!this.isVisible) {
-      // Never opened (or hidden): no comm to any kernel and nothing drawn, so a notebook
-      // whose user never opens the panel costs its kernel nothing; showing it follows.
-      return;
-    }
     const current = this.tracker.currentWidget;
     this.link = current === null ? null : this.linkFor(current);
     this.drawn = null;
@@ -596,6 +593,8 @@ export class PhoenixPanel extends Widget {
     }
     const atBottom =
       this.recordHost.scrollHeight - this.recordHost.scrollTop - this.recordHost.clientHeight < 40;
+    // The record's own look, from its first drawing: a panel never shown holds no record.
+    this.recordHost.classList.add('jp-PhoenixConversation');
     await renderRecord(this.recordHost, record);
     if (atBottom || fresh) {
       this.recordHost.scrollTop = this.recordHost.scrollHeight; // follow the stream
