@@ -53,6 +53,12 @@ def aws_process(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Fak
     monkeypatch.setenv("AWS_REGION", "us-west-2")
     monkeypatch.setenv("AWS_CONFIG_FILE", str(config))
     monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
+    # The SDK keeps one boto3 session per set of explicit options (an lru_cache): an
+    # earlier test's session, holding the credentials its environment gave, would be
+    # reused here (a kernel's environment does not change under it; this process's does).
+    from anthropic.lib.aws._auth import _get_session
+
+    _get_session.cache_clear()
     with FakeBedrock() as server:
         yield server
 
