@@ -239,14 +239,16 @@ def test_error_state_gets_an_error_card_with_advice(record: dict[str, Any]) -> N
     record["conversation"]["state"] = {
         "name": "error",
         "busy": False,
-        "message": "invalid x-api-key",
+        "message": "Authentication failed (401): check ANTHROPIC_API_KEY.",
         "kind": "auth",
     }
     root = soup_of(record).select_one(".phx-record")
     assert "phx-state-error" in root["class"]
     card = root.find_all("div", class_="phx-error", recursive=False)[-1]
-    assert "invalid x-api-key" in text_of(card)
-    assert "ANTHROPIC_API_KEY" in text_of(card)
+    # The provider's message names its own credentials (llm/errors.py); the advice is
+    # the same for every provider, so a Bedrock card never says ANTHROPIC_API_KEY.
+    assert "check ANTHROPIC_API_KEY" in text_of(card)
+    assert "Set the credentials the message names" in text_of(card.select_one(".phx-advice"))
 
 
 def test_pending_approval_explains_how_to_answer_headless(record: dict[str, Any]) -> None:

@@ -15,8 +15,13 @@ import pytest
 from phoenix_nb.notebook.session import PhoenixConfig
 from phoenix_nb.runtime.settings import Settings
 
-# Traits of the notebook's own (display and approval), not runtime settings.
-NOTEBOOK_ONLY = {"wait_for_approval", "display_min_interval", "show_thinking"}
+# Traits of the notebook's own (display, approval, what a restart keeps), not runtime settings.
+NOTEBOOK_ONLY = {
+    "wait_for_approval",
+    "display_min_interval",
+    "show_thinking",
+    "restrict_on_restart",
+}
 
 
 def test_every_setting_has_a_trait_and_every_trait_is_used() -> None:
