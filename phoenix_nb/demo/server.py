@@ -260,8 +260,12 @@ class FakeAnthropic:
         api_key: str | None = None,
         default: Reply | ReplyFactory = DEFAULT_TURN,
         validate: bool = True,
+        port: int = 0,
     ) -> None:
         self.api_key = api_key
+        # A fixed port keeps one server identity across processes that follow one
+        # another (a conversation keeps its server's base URL); 0 takes a free one.
+        self._fixed_port = port
         self.default = default
         self.validate = validate
         self._queue: list[Reply] = []
@@ -451,7 +455,9 @@ class FakeAnthropic:
         self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0)
         await self._runner.setup()
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        sock.bind(("127.0.0.1", 0))
+        if self._fixed_port:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(("127.0.0.1", self._fixed_port))
         self.port = sock.getsockname()[1]
         await web.SockSite(self._runner, sock).start()
 

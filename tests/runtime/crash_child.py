@@ -193,12 +193,14 @@ def _pick_conversation(phoenix: Phoenix, project: Path) -> Conversation:
     return phoenix.create(cwd=project)
 
 
-async def run(store: Path, project: Path, seed: int, ack_path: Path) -> None:
+async def run(store: Path, project: Path, seed: int, ack_path: Path, port: int = 0) -> None:
     rng = random.Random(seed)
     acks = Acks(ack_path)
     names = [n for n, _ in SCENARIOS]
     weights = [w for _, w in SCENARIOS]
-    with FakeAnthropic() as fake:
+    # The lane's victims share one port: the conversations they continue keep the
+    # server (base URL) they were started on.
+    with FakeAnthropic(port=port) as fake:
         phoenix = Phoenix(
             Settings(
                 home=store,
@@ -225,9 +227,9 @@ async def run(store: Path, project: Path, seed: int, ack_path: Path) -> None:
                 conv = nxt
 
 
-def main(store: str, project: str, seed: int, ack_path: str) -> None:
+def main(store: str, project: str, seed: int, ack_path: str, port: int = 0) -> None:
     """Entry point of a victim process; never returns normally (it is killed)."""
-    asyncio.run(run(Path(store), Path(project), seed, Path(ack_path)))
+    asyncio.run(run(Path(store), Path(project), seed, Path(ack_path), port))
 
 
 if __name__ == "__main__":

@@ -29,6 +29,7 @@ import multiprocessing
 import os
 import random
 import signal
+import socket
 import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
@@ -182,11 +183,16 @@ def run_lane(ctx: Any, lane_dir: Path, seed: int, trials: int) -> LaneReport:
     (project / "app.py").write_text("def add(a, b):\n    return a - b\n")
     store_root = lane_dir / "store"
     report = LaneReport()
+    # One port for the lane's fake servers: a conversation an earlier victim started
+    # keeps that server (its base URL), so every later victim must serve it there.
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
     for trial in range(trials):
         ack_path = lane_dir / f"ack-{trial}"
         victim = ctx.Process(
             target=crash_child.main,
-            args=(str(store_root), str(project), rng.randrange(2**32), str(ack_path)),
+            args=(str(store_root), str(project), rng.randrange(2**32), str(ack_path), port),
             daemon=True,
         )
         started = time.monotonic()
