@@ -75,9 +75,10 @@ def _all_prepared() -> bool:
     (Counting the launcher's children alone also counts a finished command's
     supervisor still exiting, while its replacement is not there yet.)"""
     spares = _launcher_children()
-    if len(spares) != 2 * SPARES or not all(len(_children(s)) == 1 for s in spares):
+    kids = [_children(s) for s in spares]  # read once: a child may go between two reads
+    if len(spares) != 2 * SPARES or not all(len(k) == 1 for k in kids):
         return False
-    inits = [_children(s)[0] for s in spares]
+    inits = [k[0] for k in kids]
     with_command = [pid for pid in inits if len(_children(pid)) == 1]
     return len(with_command) == (SPARES if launcher().hello().namespaces else 0)
 
