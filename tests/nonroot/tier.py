@@ -149,7 +149,11 @@ def remove_cgroup(dirs: list[Path]) -> None:
     for top in dirs:
         if not top.exists():
             continue
-        subdirs = sorted((p for p in top.rglob("*") if p.is_dir()), key=lambda p: -len(p.parts))
+        # os.walk, not rglob: a group the kernel or phoenix removes while we walk is
+        # skipped (os.walk ignores a directory that vanished), never an error.
+        subdirs = [
+            Path(root) / name for root, names, _ in os.walk(top, topdown=False) for name in names
+        ]
         for d in [*subdirs, top]:
             for _ in range(50):  # a group empties once its last member is reaped
                 try:
