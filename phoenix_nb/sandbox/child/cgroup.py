@@ -33,7 +33,9 @@ from dataclasses import dataclass
 # hold pages). They pass; retry them with a growing pause until this deadline.
 # Anything else (EACCES, EROFS, ENOSPC) will not pass and fails at once.
 _SETTLE_SECONDS = 15.0
-_TRANSIENT = frozenset({errno.ENOENT, errno.EBUSY, errno.EAGAIN, errno.EINTR})
+# EEXIST too: `os.makedirs(exist_ok=True)` raises it when the group it found existing
+# is removed (a finishing command's empty group) before it checks that it is a directory.
+_TRANSIENT = frozenset({errno.ENOENT, errno.EBUSY, errno.EAGAIN, errno.EINTR, errno.EEXIST})
 
 
 class GroupError(OSError):
