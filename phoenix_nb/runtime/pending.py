@@ -15,8 +15,9 @@ others. A request's `kind` is a plain string for the same reason.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from phoenix_nb.core.states import AwaitingModeApproval
@@ -42,7 +43,11 @@ class PendingRequest:
     `id` is stable while the request waits and unique in the process (a mode
     approval's is its tool call's id), so two front ends answering it cannot answer
     two different things. `reason` is the agent's words: quote it, never render it.
-    `answers` are the words `answer` accepts for this request.
+    `answers` are the words `answer` accepts for this request; a request answered
+    somewhere else (a cell edit is accepted on its cell) has none. `conversation` is
+    "" for a request of the whole process (an MCP server awaiting approval). `detail`
+    is what a front end needs to show or find it (e.g. `cell_id`, `server`), plain
+    strings, each as hostile as `reason`.
     """
 
     id: str
@@ -50,6 +55,7 @@ class PendingRequest:
     conversation: str
     reason: str
     answers: tuple[str, ...]
+    detail: Mapping[str, str] = field(default_factory=dict)
 
     def as_json(self) -> dict[str, object]:
         """The request as a comm or a record carries it."""
@@ -59,6 +65,7 @@ class PendingRequest:
             "conversation": self.conversation,
             "reason": self.reason,
             "answers": list(self.answers),
+            "detail": dict(self.detail),
         }
 
 
@@ -143,10 +150,36 @@ class PendingRequests:
 
     def __init__(self, sources: Iterable[PendingSource] = ()) -> None:
         self._sources: list[PendingSource] = list(sources)
+        self._watchers: list[Callable[[], None]] = []
+        self._lock = threading.Lock()
 
     def add_source(self, source: PendingSource) -> None:
         """A new kind of request (e.g. MCP approvals) joins the listing."""
         self._sources.append(source)
+        self.changed()
+
+    def watch(self, listener: Callable[[], None]) -> Callable[[], None]:
+        """Call `listener()` whenever a source says what waits may have changed; returns
+        the call that stops it. Listeners are called on the thread that called `changed`
+        (a comm handler's subshell, the kernel's loop): one that touches the loop hands
+        itself over (`call_soon_threadsafe`), and none may raise or block."""
+        with self._lock:
+            self._watchers.append(listener)
+
+        def unwatch() -> None:
+            with self._lock:
+                if listener in self._watchers:
+                    self._watchers.remove(listener)
+
+        return unwatch
+
+    def changed(self) -> None:
+        """A source's requests were added or answered: tell every watcher (who then
+        lists again). Cheap and safe to call when nothing changed."""
+        with self._lock:
+            watchers = list(self._watchers)
+        for listener in watchers:
+            listener()
 
     def list(self, conversation: str | None = None) -> list[PendingRequest]:
         """What waits now, oldest source first; only `conversation`'s when given."""
