@@ -16,7 +16,13 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-__all__ = ["CELL_FIX_STEPS", "asks_for_cell_fix", "guarded", "proposal_from_history"]
+__all__ = [
+    "CELL_FIX_STEPS",
+    "asks_for_cell_fix",
+    "guarded",
+    "proposal_from_history",
+    "without_fails_magic",
+]
 
 CELL_FIX_STEPS = ("cellhist", "celledit")  # the tool-call steps of this scene, in order
 _LAST = re.compile(r"^Last exception \(cell \[(\d+)\]\): ([A-Za-z_][\w.]*)", re.MULTILINE)
@@ -30,11 +36,24 @@ def asks_for_cell_fix(said: str) -> bool:
     return "cell" in said and any(w in said for w in ("fix", "fail", "error", "broken"))
 
 
+def without_fails_magic(source: str) -> str:
+    """The cell without a first `%%phoenix_fails` line (notebook/fails.py): a fixed cell
+    no longer fails on purpose, and Python code cannot follow a cell magic's line."""
+    first, _, rest = source.partition("\n")
+    return rest if first.strip() == "%%phoenix_fails" else source
+
+
 def guarded(source: str, exception: str) -> str:
-    """The cell inside `try`, its exception caught and reported."""
+    """The cell inside `try`, its exception caught and reported; another cell magic's
+    line stays first."""
+    source = without_fails_magic(source)
+    magic = ""
+    if source.startswith("%%"):
+        first, _, source = source.partition("\n")
+        magic = first + "\n"
     body = "\n".join(f"    {line}" if line.strip() else "" for line in source.splitlines())
     return (
-        f"try:\n{body}\nexcept {exception} as error:\n"
+        f"{magic}try:\n{body}\nexcept {exception} as error:\n"
         f'    print(f"{exception} caught: {{error}} (the demo\'s stand-in for a real fix)")\n'
     )
 

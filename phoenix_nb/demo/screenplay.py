@@ -750,7 +750,9 @@ def _cell_source(report: str, cell: str | None) -> str | None:
 
 
 def _price_fix(frame: str, column: str, failing_cell: str) -> str:
-    """The failing cell again, after the column's decimal commas become points."""
+    """The failing cell again (without `%%phoenix_fails`), after the column's decimal
+    commas become points."""
+    failing_cell = cell_fix.without_fails_magic(failing_cell)
     return (
         f'{frame}["{column}"] = (\n'
         f'    {frame}["{column}"].astype(str).str.replace(",", ".", regex=False).astype(float)\n'

@@ -26,6 +26,7 @@ __all__ = [
     "encoded_display",
     "export",
     "extension",
+    "fails",
     "interrupt",
     "ipython_kernel",
     "magics",

@@ -24,7 +24,7 @@ import asyncio
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from IPython.core.magic import Magics, line_magic, magics_class
+from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 
 from phoenix_nb.notebook.session import get_session, reset_session
 from phoenix_nb.notebook.transformer import transform_phoenix_cell, transform_phoenix_lines
@@ -146,6 +146,14 @@ class LazyPhoenixMagics(Magics):
         if self._real is None:
             self._real = _magics().PhoenixMagics(self.shell)
         self._real.phoenix(line)
+
+    @cell_magic("phoenix_fails")  # type: ignore[arg-type]  # IPython types the method as Never
+    def phoenix_fails(self, line: str, cell: str) -> None:
+        """%%phoenix_fails: the cell's exception is shown and kept as the kernel's last
+        error, without failing the cell (Run All and papermill go on; fails.py)."""
+        from phoenix_nb.notebook.fails import run_failing_cell
+
+        run_failing_cell(self.shell, cell)
 
 
 def load(shell: Any) -> None:

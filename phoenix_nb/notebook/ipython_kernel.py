@@ -94,7 +94,8 @@ class OutputRecorder:
             if count is None:
                 return
             if msg_type == "stream":
-                self._add(count, str(content.get("name", "stdout")), str(content.get("text", "")))
+                text = _plain(str(content.get("text", "")))  # a traceback on stderr is coloured
+                self._add(count, str(content.get("name", "stdout")), text)
             elif msg_type in ("execute_result", "display_data"):
                 data = content.get("data") or {}
                 if RECORD_MIME in data:
@@ -114,6 +115,11 @@ class OutputRecorder:
                 lines = _plain("\n".join(str(t) for t in trace)).strip().splitlines()
                 summary = lines[-1] if lines else f"{content.get('ename')}: {content.get('evalue')}"
                 self._add(count, "error", summary + "\n")
+
+    def note_error(self, count: int) -> None:
+        """Cell `count` raised without an `error` message (`%%phoenix_fails`, fails.py)."""
+        with self._lock:
+            self.last_error_count = count
 
     def _add(self, count: int, kind: str, text: str) -> None:
         cell = self._outputs.setdefault(count, {})

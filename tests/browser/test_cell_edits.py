@@ -302,7 +302,7 @@ def test_the_tours_failing_cell_gets_the_demos_fix_in_jupyterlab(
         i for i, c in enumerate(tour) if "".join(c["source"]).startswith("## 3. The agent edits")
     )
     failing, agent = (tour[heading + 1], tour[heading + 2])
-    assert "raises-exception" in failing["metadata"]["tags"]
+    assert "".join(failing["source"]).startswith("%%phoenix_fails\n")  # fails on purpose
     notebook = nbformat.v4.new_notebook()
     notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
                                        "language": "python"}  # fmt: skip

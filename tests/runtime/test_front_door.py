@@ -155,6 +155,7 @@ FACES: dict[str, list[str]] = {
         "encoded_display",
         "export",
         "extension",
+        "fails",
         "interrupt",
         "ipython_kernel",
         "magics",
