@@ -33,6 +33,7 @@ __all__ = [
     "mcp_lines",
     "options",
     "panel_comm",
+    "pending_comm",
     "render",
     "session",
     "throttle",

@@ -247,6 +247,49 @@ class TurnView:
         self.controls: Controls | None = None
         self.controls_id: str | None = None  # the controls' output, once shown
         self.detached = False  # the cell ended; this view updates its outputs from a task
+        kernel = session.kernel
+        # The cell this view displays in, as its front end named it: a front end that
+        # never had the outputs finds it by this id (pending_comm.py).
+        self._cell_id = kernel.running_cell_id if kernel is not None else None
+        self._count = kernel.running_count if kernel is not None else None
+
+    @property
+    def execution_count(self) -> int | None:
+        """The asking cell's execution count (its `In [n]`), None where unknown."""
+        return self._count
+
+    @property
+    def cell_id(self) -> str | None:
+        return self._cell_id
+
+    def outputs(self) -> list[dict[str, Any]]:
+        """The outputs this view's cell holds now (nbformat display_data), for a front end
+        that never had them: the record, and the controls while they wait."""
+        out: list[dict[str, Any]] = []
+        if self.display_id is not None:
+            record = self.record()
+            bundle = {MIME_TYPE: record, "text/plain": _status_line(record, self.live_text())}
+            out.append(_display_data(bundle, self._metadata(self.display_id)))
+        if self.controls is not None and self.controls_id is not None:
+            out.append(_display_data(self._controls_bundle(), self._metadata(self.controls_id)))
+        return out
+
+    def _note_waiting(self, waiting: bool) -> None:
+        """Say (or stop saying) where this detached turn is shown, so a front end can
+        find its request's cell and outputs (`Phoenix.pending`'s detail)."""
+        slug = self.conv.slug
+        detail = self.session.phoenix.front_end_detail
+        if waiting:
+            self.session.shown_waiting[slug] = self
+            ids = [i for i in (self.display_id, self.controls_id) if i is not None]
+            detail[slug] = {"outputs": " ".join(ids)}
+            if self._cell_id is not None:
+                detail[slug]["cell_id"] = self._cell_id
+        else:
+            if self.session.shown_waiting.get(slug) is self:
+                del self.session.shown_waiting[slug]
+                detail.pop(slug, None)
+        self.session.phoenix.pending.changed()
 
     # -- the record -------------------------------------------------------------------
     def record(self) -> dict[str, Any]:
@@ -440,10 +483,12 @@ class TurnView:
     async def _go_on_detached(self, sub: up.Subscription, loop: asyncio.AbstractEventLoop) -> None:
         """The rest of a turn whose cell ended at an approval: same outputs, until rest."""
         self.session.watching.add(self.conv.slug)
+        self._note_waiting(True)
         try:
             await self._pump(sub)
         finally:
             self.session.watching.discard(self.conv.slug)
+            self._note_waiting(False)
             self._end(sub, loop)
 
     async def _pump(self, sub: up.Subscription) -> None:
@@ -580,6 +625,10 @@ class TurnView:
             return  # a pending approval keeps its buttons
         self.controls.close()
         self.controls = None
+
+
+def _display_data(bundle: dict[str, Any], metadata: dict[str, Any]) -> dict[str, Any]:
+    return {"output_type": "display_data", "data": bundle, "metadata": metadata}
 
 
 def _with_live_text(

@@ -59,11 +59,13 @@ async def run_line(line: str) -> None:
 
 _TRANSFORMERS = (transform_phoenix_cell, transform_phoenix_lines)
 PANEL_TARGET = "phoenix.panel"  # panel_comm.TARGET, named here so load imports nothing more
+PENDING_TARGET = "phoenix.pending"  # pending_comm.TARGET, likewise
 
 
 def _register_panel(shell: Any) -> None:
-    """The side panel's comm target (panel_comm.py). A panel that opens the comm on a
-    kernel without phoenix loaded sees it closed at once and offers `%load_ext`.
+    """The side panel's comm target (panel_comm.py), and the waiting requests' one that
+    every notebook page opens at connection (pending_comm.py). A panel that opens the
+    comm on a kernel without phoenix loaded sees it closed at once and offers `%load_ext`.
 
     The opener may run on a subshell thread: it hands the comm to the kernel's loop,
     which awaits the warm-up's imports (as a cell does) before importing the panel."""
@@ -83,16 +85,29 @@ def _register_panel(shell: Any) -> None:
 
     manager.register_target(PANEL_TARGET, opened)
 
+    async def open_pending(comm: Any) -> None:
+        await WARM_UP.ready()
+        from phoenix_nb.notebook.pending_comm import open_channel as open_pending_channel
+
+        open_pending_channel(comm, get_session(shell), loop)
+
+    def pending_opened(comm: Any, _msg: Any) -> None:
+        loop.call_soon_threadsafe(lambda: loop.create_task(open_pending(comm)))
+
+    manager.register_target(PENDING_TARGET, pending_opened)
+
 
 def _unregister_panel(shell: Any) -> None:
     manager = getattr(getattr(shell, "kernel", None), "comm_manager", None)
     if manager is not None:
         manager.unregister_target(PANEL_TARGET, None)
+        manager.unregister_target(PENDING_TARGET, None)
     import sys
 
-    panel = sys.modules.get("phoenix_nb.notebook.panel_comm")
-    if panel is not None:
-        panel.close_all()
+    for name in ("phoenix_nb.notebook.panel_comm", "phoenix_nb.notebook.pending_comm"):
+        module = sys.modules.get(name)
+        if module is not None:
+            module.close_all()
 
 
 _SANDBOX_SAID = True  # until `%load_ext`: nothing to announce without the extension

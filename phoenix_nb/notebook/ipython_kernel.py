@@ -148,12 +148,29 @@ class IPythonKernel:
         self._session: Any = None
         self._original_send: Any = None
         self._cell_ids: OrderedDict[int, str] = OrderedDict()  # execution count -> cell id
+        # The id of the cell running now (or last run) as its front end sent it; None
+        # where none is sent (nbclient). A turn's view names its asking cell by it.
+        self.running_cell_id: str | None = None
         self.edits = EditBook()
         self.channel = EditChannel(self.edits)
         self._install()
         events = getattr(shell, "events", None)
         if events is not None:
+            events.register("pre_run_cell", self._before_cell)
             events.register("post_run_cell", self._after_cell)
+
+    @property
+    def running_count(self) -> int | None:
+        """The execution count of the cell running now: its index in the input history,
+        stored before its code runs (`shell.execution_count` is already the next cell's
+        number by then in IPython 9, and not yet in older versions)."""
+        inputs = getattr(getattr(self.shell, "history_manager", None), "input_hist_raw", None)
+        return len(inputs) - 1 if isinstance(inputs, list) and len(inputs) > 1 else None
+
+    def _before_cell(self, info: Any = None) -> None:
+        """A cell starts: remember the id its front end sent (ExecutionInfo.cell_id)."""
+        cell_id = getattr(info, "cell_id", None)
+        self.running_cell_id = cell_id if isinstance(cell_id, str) and cell_id else None
 
     def _note_cell(self, result: Any) -> None:
         """Remember which notebook cell an execution count belongs to (front ends that
@@ -212,6 +229,8 @@ class IPythonKernel:
         if events is not None:
             with contextlib.suppress(ValueError):
                 events.unregister("post_run_cell", self._after_cell)
+            with contextlib.suppress(ValueError):
+                events.unregister("pre_run_cell", self._before_cell)
         self.channel.close()
 
     # -- KernelPort ------------------------------------------------------------------

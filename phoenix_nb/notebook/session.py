@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from traitlets import Bool, CaselessStrEnum, Dict, Float, Int, List, Unicode
 from traitlets.config import Configurable
@@ -189,6 +189,25 @@ class PhoenixConfig(Configurable):
 PhoenixConfig.__name__ = "Phoenix"
 
 
+class ShownTurn(Protocol):
+    """A turn whose cell ended while it waits for a person, as its cell shows it now
+    (notebook/cell.py's detached TurnView)."""
+
+    @property
+    def cell_id(self) -> str | None:
+        """The asking cell's id as its front end sent it (None: none was sent)."""
+        ...
+
+    @property
+    def execution_count(self) -> int | None:
+        """The asking cell's execution count (None: unknown)."""
+        ...
+
+    def outputs(self) -> list[dict[str, Any]]:
+        """The cell's outputs now, as nbformat output dicts (display_data)."""
+        ...
+
+
 class Session:
     """The kernel-wide state of phoenix_nb."""
 
@@ -214,6 +233,9 @@ class Session:
         # Conversations whose waiting turn a detached cell view still shows (cell.py): an
         # answer from elsewhere goes on there rather than in the answering cell.
         self.watching: set[str] = set()
+        # Those views by conversation, for a front end that never had their outputs (a
+        # notebook reopened before it was saved, outputs cleared): pending_comm.py.
+        self.shown_waiting: dict[str, ShownTurn] = {}
         self._settled: set[str] = set()  # resumed conversations restrict_on_restart saw
         self._restricted_on_restart: set[str] = set()
 

@@ -430,9 +430,15 @@ class Phoenix:
         self.spawner = SubAgentSpawner(self, self.settings.sub_agents, self.sandbox.available)
         self.worktree = self._checkpoints()
         self._reports: set[asyncio.Task[bool]] = set()  # audit events on their way
+        # Whatever waits for a person, answerable by id from any front end (pending.py);
+        # made before the restored conversations, whose state changes it hears.
+        # `front_end_detail` is what the layer showing a conversation's waiting turn says
+        # a front end needs to find it (slug -> e.g. its cell's id; notebook/cell.py).
+        self.front_end_detail: dict[str, dict[str, str]] = {}
+        self.pending = PendingRequests(
+            [ModeApprovals(self._waiting_approvals, lambda s: self.front_end_detail.get(s, {}))]
+        )
         self.restored = self._restore_all()
-        # Whatever waits for a person, answerable by id from any front end (pending.py).
-        self.pending = PendingRequests([ModeApprovals(self._waiting_approvals)])
 
     @property
     def gateway(self) -> GatewayLink | None:
@@ -790,7 +796,14 @@ class Phoenix:
             on_parent=on_parent,
         )
         self._runtimes[record["id"]] = runtime
+        if on_parent is None:  # a user conversation's state says whether it waits for one
+            runtime.hub.add_callback(self._state_may_wait)
         return runtime
+
+    def _state_may_wait(self, update: up.Update) -> None:
+        """A user conversation's state changed: what waits for a person may have too."""
+        if update.kind == up.STATE:
+            self.pending.changed()
 
     async def load(self, id_or_slug: str) -> None:
         """Read a stored conversation's history in a worker thread and open its runtime,

@@ -111,8 +111,15 @@ class WaitingApproval:
 class ModeApprovals:
     """Upgrade requests (`request_mode_upgrade`) of the conversations this process has open."""
 
-    def __init__(self, waiting: Callable[[], Iterable[WaitingApproval]]) -> None:
+    def __init__(
+        self,
+        waiting: Callable[[], Iterable[WaitingApproval]],
+        detail: Callable[[str], Mapping[str, str]] | None = None,
+    ) -> None:
         self._waiting = waiting
+        # A conversation's front-end detail (the asking cell's id, its outputs' display
+        # ids), given by the layer that shows the turn (notebook/cell.py).
+        self._detail = detail or (lambda _slug: {})
         self._by_id: dict[str, _Answerable] = {}
 
     def pending(self) -> list[PendingRequest]:
@@ -125,6 +132,7 @@ class ModeApprovals:
                 conversation=item.conversation.slug,
                 reason=item.phase.reason,
                 answers=("approve", "deny", "cancel"),
+                detail=dict(self._detail(item.conversation.slug)),
             )
             found.append(request)
             by_id[request.id] = item.conversation

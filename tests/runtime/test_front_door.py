@@ -162,6 +162,7 @@ FACES: dict[str, list[str]] = {
         "mcp_lines",
         "options",
         "panel_comm",
+        "pending_comm",
         "render",
         "session",
         "throttle",
