@@ -267,9 +267,15 @@ class NotebookPending {
     }
     if (requests.length > 0) {
       this.notice.show();
+      // The header's box layout sizes its children by their CSS minimum: give the notice
+      // its content's height, then let the header and the panel make room for it.
+      node.style.minHeight = '';
+      node.style.minHeight = `${node.scrollHeight}px`;
     } else {
       this.notice.hide();
+      node.style.minHeight = '';
     }
+    this.panel.contentHeader.fit();
   }
 }
 
