@@ -274,20 +274,22 @@ class TurnView:
             out.append(_display_data(self._controls_bundle(), self._metadata(self.controls_id)))
         return out
 
-    def _note_waiting(self, waiting: bool) -> None:
-        """Say (or stop saying) where this detached turn is shown, so a front end can
-        find its request's cell and outputs (`Phoenix.pending`'s detail)."""
+    def _note_shown(self, shown: bool) -> None:
+        """Say (or stop saying) where this turn is shown, so a front end can find a request
+        it makes, its cell and its outputs (`Phoenix.pending`'s detail). Said from the
+        turn's start, not from its request: a page would otherwise take the request for
+        one no cell shows, for as long as the view takes to detach."""
         slug = self.conv.slug
         detail = self.session.phoenix.front_end_detail
-        if waiting:
-            self.session.shown_waiting[slug] = self
+        if shown:
+            self.session.shown_turns[slug] = self
             ids = [i for i in (self.display_id, self.controls_id) if i is not None]
             detail[slug] = {"outputs": " ".join(ids)}
             if self._cell_id is not None:
                 detail[slug]["cell_id"] = self._cell_id
         else:
-            if self.session.shown_waiting.get(slug) is self:
-                del self.session.shown_waiting[slug]
+            if self.session.shown_turns.get(slug) is self:
+                del self.session.shown_turns[slug]
                 detail.pop(slug, None)
         self.session.phoenix.pending.changed()
 
@@ -431,6 +433,8 @@ class TurnView:
                 return
             self.show_streaming(structural=True)
             self._show_controls(update=False)
+            if self.controls is not None:
+                self._note_shown(True)
             await self._pump(sub)
             if self.detached:
                 task = loop.create_task(self._go_on_detached(sub, loop))
@@ -449,6 +453,7 @@ class TurnView:
 
     def _end(self, sub: up.Subscription, loop: asyncio.AbstractEventLoop) -> None:
         sub.close()
+        self._note_shown(False)
         if self.display_id is not None:
             self.show_final()
         self._close_controls()
@@ -483,12 +488,10 @@ class TurnView:
     async def _go_on_detached(self, sub: up.Subscription, loop: asyncio.AbstractEventLoop) -> None:
         """The rest of a turn whose cell ended at an approval: same outputs, until rest."""
         self.session.watching.add(self.conv.slug)
-        self._note_waiting(True)
         try:
             await self._pump(sub)
         finally:
             self.session.watching.discard(self.conv.slug)
-            self._note_waiting(False)
             self._end(sub, loop)
 
     async def _pump(self, sub: up.Subscription) -> None:

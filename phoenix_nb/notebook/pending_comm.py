@@ -95,7 +95,7 @@ class PendingChannel:
         for request in self.session.phoenix.pending.list():
             if request.id != request_id:
                 continue
-            view = self.session.shown_waiting.get(request.conversation)
+            view = self.session.shown_turns.get(request.conversation)
             if view is not None:
                 self._send(
                     {

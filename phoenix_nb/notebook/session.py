@@ -190,8 +190,8 @@ PhoenixConfig.__name__ = "Phoenix"
 
 
 class ShownTurn(Protocol):
-    """A turn whose cell ended while it waits for a person, as its cell shows it now
-    (notebook/cell.py's detached TurnView)."""
+    """A turn as its cell shows it now: running, or detached once its cell ended at a
+    request (notebook/cell.py's TurnView with live controls)."""
 
     @property
     def cell_id(self) -> str | None:
@@ -233,9 +233,10 @@ class Session:
         # Conversations whose waiting turn a detached cell view still shows (cell.py): an
         # answer from elsewhere goes on there rather than in the answering cell.
         self.watching: set[str] = set()
-        # Those views by conversation, for a front end that never had their outputs (a
-        # notebook reopened before it was saved, outputs cleared): pending_comm.py.
-        self.shown_waiting: dict[str, ShownTurn] = {}
+        # The turns shown in a cell with live controls, by conversation, for a front end
+        # that never had their outputs (a notebook reopened before it was saved, outputs
+        # cleared): pending_comm.py.
+        self.shown_turns: dict[str, ShownTurn] = {}
         self._settled: set[str] = set()  # resumed conversations restrict_on_restart saw
         self._restricted_on_restart: set[str] = set()
 
