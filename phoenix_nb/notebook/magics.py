@@ -282,8 +282,13 @@ async def _repair(command: Subcommand, session: Session, shell: Any) -> None:
 
 
 async def _answer(command: Subcommand, session: Session, shell: Any) -> None:
-    """`approve` or `deny`: the paused turn goes on, shown from the approval on."""
+    """`approve` or `deny`: the paused turn goes on, shown from the approval on. With a
+    request's id (`%phoenix approve mcp-…`), that request of `Phoenix.pending` is
+    answered, whatever its kind (an MCP server awaiting approval, a mode upgrade)."""
     name = command.name
+    if command.extra:
+        await _answer_request(command.extra[0], name, session)
+        return
     conv = session.current_conversation()
     if not is_paused(conv.state):
         print(
@@ -307,6 +312,18 @@ async def _answer(command: Subcommand, session: Session, shell: Any) -> None:
         from_approval=True,
     )
     await view.run(action)
+
+
+async def _answer_request(request_id: str, answer: str, session: Session) -> None:
+    request = await session.phoenix.pending.answer(request_id, answer)
+    verb = "Approved" if answer == "approve" else "Denied"
+    server = request.detail.get("server")
+    if server is not None:
+        then = "it starts now, in the sandbox" if answer == "approve" else "it does not run"
+        print(f"{verb} MCP server {server} ({request.id}): {then}.")
+    else:
+        where = f" of {request.conversation}" if request.conversation else ""
+        print(f"{verb} {request.kind.replace('_', ' ')} {request.id}{where}.")
 
 
 async def _restrict(command: Subcommand, session: Session, shell: Any) -> None:
@@ -381,6 +398,11 @@ async def _mcp(command: Subcommand, session: Session, shell: Any) -> None:
             print(
                 f"MCP server {server.name} is in your own config: remove it from "
                 "c.Phoenix.mcp_servers to stop using it."
+            )
+        elif action == "deny" and server.config.source == "policy":
+            print(
+                f"MCP server {server.name} is set by the admin's policy "
+                f"({hub.bounds.servers_where})."
             )
         elif action == "deny":
             await loop.run_in_executor(None, hub.deny, server)
@@ -569,11 +591,19 @@ def _policy_lines(session: Session) -> list[str]:
 
 def _mcp_status(session: Session) -> list[str]:
     """`%phoenix status`'s count of MCP servers by state (none made: no line)."""
+    policy = session.phoenix.settings.policy
+    bounds: list[str] = []
+    if policy is not None and (
+        not policy.mcp_allow_project_files or policy.mcp_servers is not None
+    ):
+        from phoenix_nb.mcp import McpBounds  # the package only, not the SDK
+
+        bounds = [f"mcp policy    {line}" for line in McpBounds.from_policy(policy).summary()]
     counts = session.phoenix.mcp_counts()
     if counts is None:
-        return []
+        return bounds
     said = ", ".join(f"{n} {state}" for state, n in sorted(counts.items())) or "none"
-    return [f"mcp servers   {said}  (`%phoenix mcp` lists them)"]
+    return [f"mcp servers   {said}  (`%phoenix mcp` lists them)", *bounds]
 
 
 @magics_class

@@ -18,19 +18,24 @@ __all__ = ["approval_controls", "server_lines"]
 
 
 def server_lines(hub: McpHub, servers: Sequence[Server]) -> list[str]:
-    """Source, state (and why), sandbox and grants, tool count, for each server."""
-    if not servers:
-        return [
-            "No MCP servers: add them to c.Phoenix.mcp_servers, or a .mcp.json here "
-            "(README 'Tools from MCP servers')."
-        ]
+    """Source, state (and why), sandbox and grants, tool count, for each server; first
+    what could not be used and why (a bad entry, the admin policy's refusals)."""
     lines: list[str] = []
     if hub.config_problem:
         lines.append(f"c.Phoenix.mcp_servers: {hub.config_problem}")
+    lines += hub.refused
     lines += hub.problems
+    if not servers:
+        return [
+            *lines,
+            "No MCP servers: add them to c.Phoenix.mcp_servers, or a .mcp.json here "
+            "(README 'Tools from MCP servers').",
+        ]
     for server in servers:
         cfg = server.config
-        source = "config" if cfg.source == "config" else f"project file {cfg.project_dir}/.mcp.json"
+        source = {"config": "config", "policy": "the admin's policy"}.get(
+            cfg.source, f"project file {cfg.project_dir}/.mcp.json"
+        )
         state = server.state.value + (f": {server.why}" if server.why else "")
         if not cfg.stdio:
             sandbox = "HTTP (runs elsewhere; nothing is started here)"

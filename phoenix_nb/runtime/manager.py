@@ -80,6 +80,7 @@ from phoenix_nb.tools.kernel_port import KernelPort
 
 if TYPE_CHECKING:
     from phoenix_nb.mcp import McpHub
+    from phoenix_nb.mcp import Server as McpServer
     from phoenix_nb.tools.base import Tool
 
 __all__ = [
@@ -463,7 +464,8 @@ class Phoenix:
         """The MCP servers of this Phoenix (phoenix_nb.mcp), made at first use: the
         package (not the SDK, which only its worker thread imports) loads then."""
         if self._mcp is None:
-            from phoenix_nb.mcp import Approvals, McpConfigError, McpHub, parse_servers
+            from phoenix_nb.mcp import Approvals, McpBounds, McpConfigError, McpHub, parse_servers
+            from phoenix_nb.runtime.mcp_requests import McpRequests
 
             problem = ""
             try:
@@ -471,11 +473,35 @@ class Phoenix:
             except McpConfigError as exc:
                 configured, problem = (), str(exc)
             self._mcp = McpHub(
-                Approvals(Path(self.store_root)), self.sandbox, self.sandbox_policy, configured
+                Approvals(Path(self.store_root)),
+                self.sandbox,
+                self.sandbox_policy,
+                configured,
+                bounds=McpBounds.from_policy(self.settings.policy),
+                on_pending=self.pending.changed,
+                on_decision=self._mcp_decided,
             )
             if problem:
                 self._mcp.config_problem = problem
+            # Servers awaiting approval join what waits for a person (the panel,
+            # `%phoenix approve ID`), answered like `%phoenix mcp approve NAME`.
+            self.pending.add_source(McpRequests(self._mcp))
         return self._mcp
+
+    def _mcp_decided(self, server: McpServer, answer: str) -> None:
+        """A person approved or denied an MCP server: the gateway's audit trail hears
+        what was decided and what it runs (a process-wide decision: no conversation)."""
+        cfg = server.config
+        self.audit(
+            "mcp_approval",
+            "",
+            decision="approved" if answer == "approve" else "denied",
+            mcp_server=cfg.name,
+            source=cfg.source,
+            project_file=f"{cfg.project_dir}/.mcp.json" if cfg.project_dir else "",
+            runs=cfg.describe(),
+            digest=cfg.digest(),
+        )
 
     def mcp_servers_missing(self, conv: Conversation) -> list[str]:
         """Ready MCP servers whose tools ``conv`` does not have (it started before they
