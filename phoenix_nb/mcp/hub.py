@@ -534,6 +534,8 @@ def _why(exc: BaseException, server: Server) -> str:
 
 def _lines(server: Server) -> list[str]:
     cfg = server.config
+    if server.state == ServerState.PENDING and not server.awaiting:
+        return [f"MCP server {cfg.name} was denied: it does not run."]
     if server.state == ServerState.PENDING:
         where = f" (from {cfg.project_dir}/.mcp.json)" if cfg.source == "project" else ""
         return [
