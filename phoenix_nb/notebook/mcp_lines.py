@@ -59,6 +59,8 @@ def server_lines(hub: McpHub, servers: Sequence[Server]) -> list[str]:
             cfg.source, f"project file {cfg.project_dir}/.mcp.json"
         )
         state = server.state.value + (f": {server.why}" if server.why else "")
+        if server.state == ServerState.PENDING and not server.awaiting:
+            state = "denied: it does not run"
         if not cfg.stdio:
             sandbox = "HTTP (runs elsewhere; nothing is started here)"
         elif not hub.sandbox.available:
@@ -80,6 +82,11 @@ def server_lines(hub: McpHub, servers: Sequence[Server]) -> list[str]:
             f"    grants   {cfg.grants()}",
             f"    tools    {tools}",
         ]
+        if server.awaiting:
+            lines.append(
+                f"    answer   `%phoenix approve {server.request_id}` or "
+                f"`%phoenix deny {server.request_id}` (or `%phoenix mcp approve {cfg.name}`)"
+            )
     return lines
 
 
