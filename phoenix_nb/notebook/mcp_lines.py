@@ -110,7 +110,8 @@ def approval_controls(hub: McpHub, server: Server, cwd: Path) -> dict[str, Any]:
     # cell (a Label would cut a long command off with an ellipsis).
     runs = w.HTML(
         value='<div class="phx-mcp-runs" style="white-space: pre-wrap; '
-        'overflow-wrap: anywhere; font-family: var(--jp-code-font-family, monospace)">'
+        "overflow-wrap: anywhere; line-height: 1.4; "
+        'font-family: var(--jp-code-font-family, monospace)">'
         f"{html.escape(chr(10).join(what_it_runs(server)))}</div>",
         layout=w.Layout(width="auto", max_width="100%"),
     )
