@@ -85,6 +85,9 @@ class Server:
     tools: tuple[ToolSpec, ...] = ()
     instructions: str = ""
     restricted: bool = True  # ran in the Restricted sandbox
+    # Stopped because nothing may use it now (`McpHub.park`): keeps its pinned tools,
+    # so conversations keep offering them, and starts again at its next call only.
+    parked: bool = False
     # Worker-side handles (only the worker thread touches them).
     _client: Any = field(default=None, repr=False)
     _stop: asyncio.Event | None = field(default=None, repr=False)
@@ -309,7 +312,7 @@ class McpHub:
         pending approval, what failed and why. Nothing starts for a pending server."""
         servers = self.servers(cwd)
         for server in servers:
-            if server.state == ServerState.STOPPED:
+            if server.state == ServerState.STOPPED and not server.parked:
                 self._start(server)
         started = [s for s in servers if s.state == ServerState.STARTING]
         if started:
@@ -336,10 +339,22 @@ class McpHub:
     def _start(self, server: Server) -> bool:
         if server.state not in (ServerState.STOPPED, ServerState.FAILED):
             return False
-        server.state, server.why = ServerState.STARTING, ""
+        server.state, server.why, server.parked = ServerState.STARTING, "", False
         server._done.clear()
         server._finished.clear()
         server._task = self._submit(self._run(server))
+        return True
+
+    def park(self, server: Server, why: str) -> bool:
+        """Stop a ready server that nothing may use now (blocking: call it off the loop).
+        Its tool list stays (pinned: a restart that lists other tools is pending again),
+        so the conversations holding its tools keep them byte for byte, and the next
+        call starts it again; `prepare` leaves it stopped. False if it was not ready."""
+        if server.state != ServerState.READY:
+            return False
+        self._stop_now(server)
+        if server.state == ServerState.STOPPED:
+            server.parked, server.why = True, why
         return True
 
     def restart(self, server: Server) -> None:
@@ -517,7 +532,14 @@ class McpHub:
         return out
 
     def ready_servers(self) -> list[Server]:
-        return [s for s in self._servers.values() if s.state == ServerState.READY]
+        """The servers whose tools a conversation starting now takes: the ready ones and
+        the parked ones (stopped while unused; they start again at their next call)."""
+        return [
+            s
+            for s in self._servers.values()
+            if s.state == ServerState.READY
+            or (s.parked and s.state == ServerState.STOPPED and s.tools)
+        ]
 
 
 def _why(exc: BaseException, server: Server) -> str:

@@ -318,6 +318,7 @@ class Conversation:
         await self._submit(ev.UserRequestDowngrade(stopped_jobs=tuple(stopped)))
         self._phoenix.audit("mode_change", self.slug, mode=Mode.RESTRICTED.value)
         late = await jobs.stop_unrestricted(self.id)
+        await self._phoenix.park_granted_mcp()
         if late:
             try:
                 self.runtime.annotate(stopped_jobs_text(late))
@@ -522,6 +523,24 @@ class Phoenix:
                 new.append(server.name)
         told.update(new)
         return sorted(new)
+
+    async def park_granted_mcp(self) -> list[str]:
+        """Stop every running granted MCP server (network or write) when a conversation
+        is restricted: "at once" includes what runs with a grant in the background (as
+        for background jobs). Its tools answer only in Unrestricted mode, so a parked
+        server keeps them in every tool list and starts again at its next call, which
+        only an Unrestricted conversation makes (another one pays a restart). Returns
+        the names stopped."""
+        if self._mcp is None:
+            return []
+        hub = self._mcp
+        why = "stopped at `%phoenix restrict` (its grants idle); it starts at its next use"
+        loop = asyncio.get_running_loop()
+        parked = []
+        for server in hub.ready_servers():
+            if server.config.granted and await loop.run_in_executor(None, hub.park, server, why):
+                parked.append(server.name)
+        return parked
 
     def mcp_counts(self) -> dict[str, int] | None:
         """MCP servers by state; None when no MCP server was ever looked at here."""

@@ -399,6 +399,36 @@ def test_a_network_grant_is_a_write_tool_that_connects_only_in_unrestricted_mode
         listener.close()
 
 
+def test_restrict_stops_a_granted_server_and_its_next_use_starts_it(
+    kern: Kernel, fake: FakeAnthropic
+) -> None:
+    token = f"phoenix-mcp-{uuid.uuid4().hex}"
+    configure(kern, {"g": {**hostile(network=True), "args": [str(HOSTILE), token]}})
+    first = tool_use("mcp__g__env", {})
+    fake.script(Turn([first]), Turn([text("done")]))
+    cell = kern.run("%%phoenix --name granted --mode unrestricted\nUse it.", timeout=120)
+    assert cell.status == "ok", cell.error()
+    assert "PATH" in text_of(result_of(fake, first.id))
+    assert processes_with(token), "the granted server runs"
+
+    kern.ok("%phoenix restrict")
+    kern.wait_until(lambda: processes_with(token) == [], 30, "the granted server stopped")
+    assert "stopped at `%phoenix restrict`" in kern.run("%phoenix mcp", timeout=30).text()
+    fake.clear()
+    fake.script(Turn([text("hi")]))
+    assert kern.run("%%phoenix --name granted\nStill here?", timeout=60).status == "ok"
+    assert processes_with(token) == [], "a cell does not start it again"
+    assert "mcp__g__env" in offered(fake), "its tools stay in the conversation's list"
+
+    again = tool_use("mcp__g__env", {})
+    fake.clear()
+    fake.script(Turn([again]), Turn([text("done")]))
+    cell = kern.run("%%phoenix --new --mode unrestricted\nUse it again.", timeout=120)
+    assert cell.status == "ok", cell.error()
+    assert "PATH" in text_of(result_of(fake, again.id)), "started again at its next use"
+    assert processes_with(token)
+
+
 def test_a_write_grant_writes_only_below_its_folder(
     kern: Kernel, fake: FakeAnthropic, home: Path, tmp_path: Path
 ) -> None:
