@@ -568,6 +568,26 @@ def test_a_pending_server_is_a_request_of_phoenix_pending_answered_by_id(
         (project / ".mcp.json").unlink()
 
 
+def test_an_interrupt_ends_a_cell_waiting_for_an_mcp_approval(
+    kern: Kernel, fake: FakeAnthropic
+) -> None:
+    token = f"phoenix-mcp-{uuid.uuid4().hex}"
+    spec = {"mcpServers": {"later": {"command": sys.executable, "args": [str(HOSTILE), token]}}}
+    (kern.project / ".mcp.json").write_text(json.dumps(spec))
+    try:
+        configure(kern, {})
+        since = time.monotonic()
+        cell = kern.submit("%%phoenix --new\nHello.")
+        kern.wait_for_button("Approve later", since, timeout=60)
+        kern.km.interrupt_kernel()
+        kern.finish(cell, timeout=30)
+        assert fake.requests == [] and processes_with(token) == []
+        assert [r["detail"]["server"] for r in mcp_requests(kern)] == ["later"], "still asks"
+        assert kern.eval("1 + 1") == 2, "the kernel answers again"
+    finally:
+        (kern.project / ".mcp.json").unlink()
+
+
 def test_a_changed_tool_list_puts_the_server_back_to_pending(
     kern: Kernel, fake: FakeAnthropic
 ) -> None:
