@@ -306,10 +306,11 @@ class McpHub:
     def _submit(self, coro: Awaitable[T]) -> concurrent.futures.Future[T]:
         return asyncio.run_coroutine_threadsafe(coro, self._worker())  # type: ignore[arg-type]
 
-    async def prepare(self, cwd: Path) -> list[str]:
+    async def prepare(self, cwd: Path, *, pending_lines: bool = True) -> list[str]:
         """Start the approved servers of ``cwd`` that are not running; wait (at most
         its ``startup_timeout``) until each is ready or failed. Returns lines for the user: what is
-        pending approval, what failed and why. Nothing starts for a pending server."""
+        pending approval (unless `pending_lines` is False: the caller shows its own
+        prompt), what failed and why. Nothing starts for a pending server."""
         servers = self.servers(cwd)
         for server in servers:
             if server.state == ServerState.STOPPED and not server.parked:
@@ -327,7 +328,7 @@ class McpHub:
             *said,
             *self.refused,
             *self.problems,
-            *(line for s in servers for line in _lines(s)),
+            *(line for s in servers if pending_lines or not s.awaiting for line in _lines(s)),
         ]
 
     def start(self, server: Server) -> None:

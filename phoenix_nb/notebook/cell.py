@@ -159,7 +159,8 @@ async def _prepare_mcp(session: Session, cwd: Path, can_answer: bool) -> None:
     from phoenix_nb.notebook.mcp_lines import approval_controls
 
     hub = phoenix.mcp
-    for line in await hub.prepare(cwd):
+    # Where a person can answer, the prompt below says what each pending server runs.
+    for line in await hub.prepare(cwd, pending_lines=not can_answer):
         say(line)
     asking = [s for s in hub.servers(cwd) if s.awaiting]
     for server in asking:
