@@ -208,8 +208,12 @@ class McpHub:
                 continue
             if cfg.name in names:
                 self.problems.append(
-                    f"{cfg.name} in {folder}/.mcp.json is ignored: your config has a server "
-                    "of that name"
+                    f"{cfg.name} in {folder}/.mcp.json is ignored: "
+                    + (
+                        "the admin's policy configures a server of that name"
+                        if self.bounds.servers is not None
+                        else "your config has a server of that name"
+                    )
                 )
                 continue
             key = ("project", folder, cfg.name)
