@@ -178,9 +178,10 @@ async def _prepare_mcp(session: Session, cwd: Path, can_answer: bool) -> None:
 
     stop = phoenix.pending.watch(heard)
     try:
-        while ids & {s.request_id for s in hub.awaiting()}:
-            await answered.wait()
-            answered.clear()
+        with wake_loop_on_signals(loop):  # an interrupt reaches this idle loop at once
+            while ids & {s.request_id for s in hub.awaiting()}:
+                await answered.wait()
+                answered.clear()
     finally:
         stop()
     for line in await hub.prepare(cwd):  # the approved ones start; wait until ready

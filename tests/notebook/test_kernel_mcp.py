@@ -575,7 +575,9 @@ def test_an_interrupt_ends_a_cell_waiting_for_an_mcp_approval(
     spec = {"mcpServers": {"later": {"command": sys.executable, "args": [str(HOSTILE), token]}}}
     (kern.project / ".mcp.json").write_text(json.dumps(spec))
     try:
-        configure(kern, {})
+        # A server already running: the hub's threads exist, and SIGINT may reach one
+        # of them rather than the loop waiting in epoll (notebook/interrupt.py).
+        configure(kern, {"bg": hostile()})
         since = time.monotonic()
         cell = kern.submit("%%phoenix --new\nHello.")
         kern.wait_for_button("Approve later", since, timeout=60)
