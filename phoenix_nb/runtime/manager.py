@@ -49,6 +49,7 @@ from phoenix_nb.core.transition import (
 )
 from phoenix_nb.core.values import ImageData, Mode, SubAgentOutcome, Usage
 from phoenix_nb.errors import PhoenixError, Rejected, UnknownConversation
+from phoenix_nb.llm.lazy import Rerouted
 from phoenix_nb.llm.model_limits import LimitsSource, ModelLimits
 from phoenix_nb.runtime import child_spend, long_lived
 from phoenix_nb.runtime import updates as up
@@ -69,7 +70,7 @@ from phoenix_nb.runtime.conversation import (
 from phoenix_nb.runtime.gateway_link import GatewayLink
 from phoenix_nb.runtime.pending import ModeApprovals, PendingRequests, WaitingApproval
 from phoenix_nb.runtime.ports import LlmProvider
-from phoenix_nb.runtime.settings import DEMO_MODEL, Server, Settings
+from phoenix_nb.runtime.settings import DEMO_MODEL, PROVIDERS, Server, Settings
 from phoenix_nb.runtime.snapshot import RecordSnapshot, StoredRecord
 from phoenix_nb.runtime.subagents import SubAgentSpawner
 from phoenix_nb.sandbox import SandboxPolicy, detect_sandbox
@@ -330,20 +331,27 @@ class Conversation:
 
     async def continue_in_new(self, *, slug: str | None = None) -> Conversation:
         """A new conversation seeded with this one's summary and linked to it (REQ-BED-021),
-        on the server new conversations start on (the summary is asked of this one's).
+        on the server new conversations start on (the summary is asked of this one's, or
+        of the current one, with its model, when this one's can no longer be used here).
 
         The summary stays in this conversation's state; the new one's first message
         reads it from there (`seeded_message`), so the link survives restarts.
         """
+        phoenix = self._phoenix
         if not isinstance(self.state.phase, ContextExhausted):
+            if await phoenix.server_unusable(self.runtime.record) is not None:
+                # Its own server cannot summarise it: the current one does, with its model.
+                current = phoenix.settings.model
+                lent = Rerouted(phoenix.provider_for(current), current)
+                self.runtime.reconfigure(replace(self.runtime.services, provider=lent))
             await self.trigger_continuation()
             state = await self.wait()
             if not isinstance(state.phase, ContextExhausted):
                 raise PhoenixError(f"could not summarise {self.slug}: it is {state.name}")
         # The new conversation starts on the current server; this one's model goes with
         # it only when that is still this one's server (another server has other names).
-        same = self._phoenix.server_of(self.runtime.record) == self._phoenix.settings.server
-        return self._phoenix.create(
+        same = phoenix.server_of(self.runtime.record) == phoenix.settings.server
+        return phoenix.create(
             slug=slug,
             cwd=self.cwd,
             model=self.model if same else None,
@@ -531,9 +539,74 @@ class Phoenix:
         if model == DEMO_MODEL and not server.base_url:
             return self._demo_provider()
         if server.key not in self._providers:
-            s = replace(self.settings, provider=server.provider, base_url=server.base_url)
-            self._providers[server.key] = self._make_provider(s, self.tables)
+            if server == self.settings.server:
+                self._providers[server.key] = self._make_provider(self.settings, self.tables)
+            else:
+                self._providers[server.key] = self._own_server_provider(server)
         return self._providers[server.key]
+
+    def _own_server_provider(self, server: Server) -> LlmProvider:
+        """The provider of a conversation that stays on a server the settings no longer
+        name: built on first use like the others, after the checks the settings had
+        when it was chosen (its kind is one this version speaks, the admin's policy
+        allows it), and any reason it cannot be used is one line naming the
+        conversation's server and how to go on (`%phoenix continue`)."""
+        from phoenix_nb.llm.lazy import LazyProvider
+        from phoenix_nb.llm.providers import ProviderUnavailable, make_provider
+
+        settings, tables = self.settings, self.tables
+        policy = settings.policy
+
+        def build() -> Any:
+            if server.provider not in PROVIDERS:
+                raise ProviderUnavailable(
+                    f"this version of phoenix_nb does not speak {server.provider!r} "
+                    f"(only {', '.join(PROVIDERS)})"
+                )
+            if policy is not None:
+                try:
+                    policy.check_provider(server.provider, server.base_url)
+                except PhoenixError as exc:
+                    raise ProviderUnavailable(str(exc)) from None
+            s = replace(settings, provider=server.provider, base_url=server.base_url)
+            return make_provider(
+                s.provider,
+                api_key=s.api_key,
+                base_url=s.base_url,
+                stall_timeout=s.stall_timeout,
+                cache_ttl=s.cache_ttl,
+                specs=tables.specs,
+            )
+
+        def explain(reason: str) -> str:
+            why = " ".join(reason.split()).rstrip(".")
+            return (
+                f"This conversation is on {server.describe()}, which cannot be used here "
+                f"now: {why}. New conversations start on {self.settings.server.describe()}: "
+                "`%phoenix continue` carries this one on there, summarised"
+            )
+
+        return LazyProvider(build, name=server.provider, explain=explain)
+
+    async def server_unusable(self, record: Mapping[str, Any]) -> str | None:
+        """Why a stored conversation's own server cannot be used here (None: it can, as
+        far as is known without a request, or it is the current setting's): what its
+        last request met, else what building its provider meets now."""
+        from phoenix_nb.llm.lazy import LazyProvider
+        from phoenix_nb.llm.providers import ProviderUnavailable
+
+        server = self.server_of(record)
+        if server == self.settings.server or self._provider is not None:
+            return None
+        provider = self.provider_for(str(record.get("model", "")), server)
+        if not isinstance(provider, LazyProvider):
+            return None
+        if provider.unusable is None:
+            try:
+                await provider.provider()
+            except ProviderUnavailable as exc:
+                provider.unusable = str(exc)
+        return provider.unusable
 
     @staticmethod
     def _make_provider(s: Settings, tables: ModelTables) -> LlmProvider:

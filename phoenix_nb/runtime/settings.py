@@ -78,10 +78,11 @@ class Server:
 
     @classmethod
     def of_record(cls, record: Mapping[str, Any], default: Server) -> Server:
-        """A stored conversation's server; `default` for one stored before servers were
-        (or with a provider this version does not speak)."""
+        """A stored conversation's server; `default` for one stored before servers were.
+        A provider this version does not speak (a later version's) is kept as stored:
+        such a conversation cannot go on here and says so, it never moves silently."""
         raw = record.get("server")
-        if not isinstance(raw, Mapping) or raw.get("provider") not in PROVIDERS:
+        if not isinstance(raw, Mapping) or not isinstance(raw.get("provider"), str):
             return default
         url = raw.get("base_url")
         return cls(str(raw["provider"]), str(url) if url else None)
