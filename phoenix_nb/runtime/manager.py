@@ -415,14 +415,8 @@ class Phoenix:
         # conversation was left mid-work, so it costs the same for 10 or 10,000.
         self._store = store
         self.store_root = store.root if store is not None else self.settings.store_root()
-        # The server's own figures, cached; the stated default for models nobody describes.
-        self.limits = ModelLimits(
-            self.store_root,
-            None,
-            conservative=self.settings.off_anthropic,
-            scope=self.settings.limits_scope,
-            specs=self.tables.specs,
-        )
+        # Each server's own figures (one file, keyed by server), by `Server.key`.
+        self._limits: dict[str, ModelLimits] = {}
         # Finished sub-agents' spend, by conversation id: (usages, their own children).
         self._child_spend: dict[str, child_spend.ChildSpend] = {}
         self._sub_usage: dict[tuple[str, ...], tuple[tuple[str, Usage], ...]] = {}
@@ -529,6 +523,27 @@ class Phoenix:
         """The server a stored conversation was started on (the current setting's for
         one stored before conversations kept theirs)."""
         return Server.of_record(record, self.settings.server)
+
+    def limits_for(self, server: Server) -> ModelLimits:
+        """The model limits where `server` serves (DESIGN decision 22): its own API's
+        figures, cached under its name, and for a model nobody describes the stated
+        default of that server (not of the current setting): two conversations on
+        different servers with the same model name each see their own."""
+        limits = self._limits.get(server.key)
+        if limits is None:
+            limits = self._limits[server.key] = ModelLimits(
+                self.store_root,
+                None,
+                conservative=server.off_anthropic,
+                scope=server.limits_scope,
+                specs=self.tables.specs,
+            )
+        return limits
+
+    @property
+    def limits(self) -> ModelLimits:
+        """The model limits of the server new conversations start on."""
+        return self.limits_for(self.settings.server)
 
     def provider_for(self, model: str, server: Server | None = None) -> LlmProvider:
         """The provider for `model` on `server` (None: the server new conversations
@@ -698,10 +713,10 @@ class Phoenix:
     async def refresh_limits(self, runtime: ConversationRuntime) -> None:
         """The model's real limits from the Models API (asked at most once a week per
         store, cached in it); a conversation at rest takes them for its next request."""
-        model = runtime.context.model
-        provider = self.provider_for(model, self.server_of(runtime.record))
+        model, server = runtime.context.model, self.server_of(runtime.record)
+        provider = self.provider_for(model, server)
         source = provider if isinstance(provider, LimitsSource) else None
-        info = await self.limits.resolve(model, source)
+        info = await self.limits_for(server).resolve(model, source)
         if info != runtime.context.model_info and not runtime.state.busy:
             runtime.context = replace(runtime.context, model_info=info)
 
@@ -729,9 +744,8 @@ class Phoenix:
         folder is fixed for a Phoenix (`store_root`): a new `home` needs a new Phoenix.
         """
         self.tables = settings.model_tables()
-        self.limits.specs = self.tables.specs
-        self.limits.conservative = settings.off_anthropic
-        self.limits.scope = settings.limits_scope
+        for limits in self._limits.values():
+            limits.specs = self.tables.specs
         old, self.settings = self.settings, settings
         self.sandbox_policy = _sandbox_policy(settings, self.store_root)
         self.spawner.set_limits(settings.sub_agents)
@@ -855,7 +869,10 @@ class Phoenix:
         runtime = ConversationRuntime(
             record=record,
             context=_context_for(
-                record, self.sandbox.available, self.limits.cached(record["model"]), self.tables
+                record,
+                self.sandbox.available,
+                self.limits_for(self.server_of(record)).cached(record["model"]),
+                self.tables,
             ),
             state=from_persisted(record),
             history=history if history is not None else self.store.stored_messages(record["id"]),
@@ -898,7 +915,7 @@ class Phoenix:
             count = len(runtime.history)
         else:
             state = from_persisted(record)
-            info = self.limits.cached(record["model"])
+            info = self.limits_for(self.server_of(record)).cached(record["model"])
             context = _context_for(record, self.sandbox.available, info, self.tables)
         slug = str(record.get("slug") or record["id"])
         return StoredRecord(
