@@ -39,7 +39,7 @@ from phoenix_nb.llm.stream import LlmOutcome, ModelResponse, StreamUpdate
 if TYPE_CHECKING:
     from phoenix_nb.llm.provider import LlmRequest
 
-__all__ = ["LazyProvider", "Rerouted"]
+__all__ = ["LazyProvider", "Rerouted", "UnlessUnusable"]
 
 
 class LazyProvider:
@@ -209,6 +209,45 @@ class Rerouted:
 
     async def aclose(self) -> None:
         return None
+
+
+class UnlessUnusable:
+    """The LlmProvider port of `own` (a LazyProvider), unless a request finds it cannot
+    be used here (it cannot be built, or its server refuses the credentials: `unusable`
+    is set): that request is then `other`'s. What summarises a conversation leaving a
+    server that may be gone, found only by trying (a restarted kernel has not tried)."""
+
+    def __init__(self, own: LazyProvider, other: Any) -> None:
+        self.name = own.name
+        self._own = own
+        self._other = other
+
+    def stream(self, request: LlmRequest) -> AsyncIterator[StreamUpdate]:
+        return self._stream(request)
+
+    async def _stream(self, request: LlmRequest) -> AsyncIterator[StreamUpdate]:
+        async for update in self._own.stream(request):
+            failed = isinstance(update, LlmOutcome) and update.failure is not None
+            if failed and self._own.unusable is not None:
+                async for other in self._other.stream(request):
+                    yield other
+                return
+            yield update
+
+    async def complete_text(self, request: LlmRequest) -> str:
+        try:
+            return await self._own.complete_text(request)
+        except LlmCallError:
+            if self._own.unusable is None:
+                raise
+        text: str = await self._other.complete_text(request)
+        return text
+
+    def live_credentials(self) -> tuple[str, ...]:
+        return (*self._own.live_credentials(), *self._other.live_credentials())
+
+    async def aclose(self) -> None:
+        return None  # both belong to the Phoenix that lent them
 
 
 def _retrieve(build: asyncio.Future[Any]) -> None:

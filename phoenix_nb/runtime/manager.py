@@ -49,7 +49,6 @@ from phoenix_nb.core.transition import (
 )
 from phoenix_nb.core.values import ImageData, Mode, SubAgentOutcome, Usage
 from phoenix_nb.errors import PhoenixError, Rejected, UnknownConversation
-from phoenix_nb.llm.lazy import Rerouted
 from phoenix_nb.llm.model_limits import LimitsSource, ModelLimits
 from phoenix_nb.runtime import child_spend, long_lived
 from phoenix_nb.runtime import updates as up
@@ -339,11 +338,9 @@ class Conversation:
         """
         phoenix = self._phoenix
         if not isinstance(self.state.phase, ContextExhausted):
-            if await phoenix.server_unusable(self.runtime.record) is not None:
-                # Its own server cannot summarise it: the current one does, with its model.
-                current = phoenix.settings.model
-                lent = Rerouted(phoenix.provider_for(current), current)
-                self.runtime.reconfigure(replace(self.runtime.services, provider=lent))
+            summariser = phoenix.summariser(self.runtime.record)
+            if summariser is not None:
+                self.runtime.reconfigure(replace(self.runtime.services, provider=summariser))
             await self.trigger_continuation()
             state = await self.wait()
             if not isinstance(state.phase, ContextExhausted):
@@ -603,25 +600,23 @@ class Phoenix:
 
         return LazyProvider(build, name=server.provider, explain=explain)
 
-    async def server_unusable(self, record: Mapping[str, Any]) -> str | None:
-        """Why a stored conversation's own server cannot be used here (None: it can, as
-        far as is known without a request, or it is the current setting's): what its
-        last request met, else what building its provider meets now."""
-        from phoenix_nb.llm.lazy import LazyProvider
-        from phoenix_nb.llm.providers import ProviderUnavailable
+    def summariser(self, record: Mapping[str, Any]) -> LlmProvider | None:
+        """Who summarises a stored conversation that moves to the current server (None:
+        its own provider, as for any request). Its own server, which has seen the
+        history, unless that server cannot be used here: known already (its last
+        request said so) or found by this very request (it cannot be built, or it
+        refuses the credentials); then the current server, with the current model."""
+        from phoenix_nb.llm.lazy import LazyProvider, Rerouted, UnlessUnusable
 
         server = self.server_of(record)
         if server == self.settings.server or self._provider is not None:
             return None
-        provider = self.provider_for(str(record.get("model", "")), server)
-        if not isinstance(provider, LazyProvider):
+        own = self.provider_for(str(record.get("model", "")), server)
+        if not isinstance(own, LazyProvider):
             return None
-        if provider.unusable is None:
-            try:
-                await provider.provider()
-            except ProviderUnavailable as exc:
-                provider.unusable = str(exc)
-        return provider.unusable
+        model = self.settings.model
+        current = Rerouted(self.provider_for(model), model)
+        return current if own.unusable is not None else UnlessUnusable(own, current)
 
     @staticmethod
     def _make_provider(s: Settings, tables: ModelTables) -> LlmProvider:

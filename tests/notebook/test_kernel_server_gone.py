@@ -55,7 +55,7 @@ def chat() -> Iterator[FakeOpenAI]:
 
 @pytest.fixture(scope="module")
 def root(tmp_path_factory: pytest.TempPathFactory, fake: CompatServer, chat: FakeOpenAI) -> Path:
-    """A store holding conversations `nosdk`, `nokey` and `policed` started on the
+    """A store holding conversations `nosdk`, `nokey`, `policed` and `restarted` started on the
     Chat Completions server, and `future` stored by a later version on a kind of
     server this one does not speak."""
     root = tmp_path_factory.mktemp("gone")
@@ -63,12 +63,12 @@ def root(tmp_path_factory: pytest.TempPathFactory, fake: CompatServer, chat: Fak
     with loaded_kernel(root, fake.base_url, extra_env=env) as k:
         k.ok("%config Phoenix.provider = 'openai'")
         k.ok(f"%config Phoenix.base_url = {chat.base_url!r}")
-        for name in ("nosdk", "nokey", "policed"):
+        for name in ("nosdk", "nokey", "policed", "restarted"):
             chat.script(Turn([text(f"Hello from {name}.")]))
             turn = k.run(f"%%phoenix --name {name}\nhello {name}", timeout=WAIT)
             assert turn.status == "ok", turn.error()
             assert state_name(turn.last_bundle()[MIME]) == "idle"
-    assert len(chat.requests) == 3 and fake.requests == []
+    assert len(chat.requests) == 4 and fake.requests == []
     store = Store(root / "store")
     try:
         store.create_conversation(
@@ -101,6 +101,7 @@ def test_each_reason_a_server_cannot_be_used_is_one_line_and_continue_moves_on(
     new = f"anthropic at {fake.base_url}"
     # The key is gone ("" is no key: the SDK's placeholder goes instead).
     env = {"PHOENIX_MODEL": NEW_MODEL, "OPENAI_API_KEY": ""}
+    sent, asked = len(chat.requests), len(fake.requests)
     with loaded_kernel(root, fake.base_url, extra_env=env) as kern:
         kern.ok("%config Phoenix.retry_delay_scale = 0.001")
 
@@ -110,20 +111,20 @@ def test_each_reason_a_server_cannot_be_used_is_one_line_and_continue_moves_on(
         assert "needs its SDK (openai)" in line and "pip install 'phoenix_nb[openai]'" in line
         assert "`%phoenix continue`" in line
         assert "c.Phoenix.provider = 'openai'" not in line, "the setting says anthropic now"
-        assert len(chat.requests) == 3 and fake.requests == [], "nothing was sent"
+        assert len(chat.requests) == sent and len(fake.requests) == asked, "nothing was sent"
 
         kern.ok("del sys.modules['openai']  # the SDK is back; the key is still gone")
         line = _the_line(kern, "nokey")
         assert old in line and new in line and "`%phoenix continue`" in line, line
         assert "401" in line and "OPENAI_API_KEY" in line, line
-        assert len(chat.requests) == 4 and fake.requests == []
-        sent = chat.requests[-1]  # refused by the server (the 401 above): no key went
-        assert "hello nokey" in json.dumps(sent.body["messages"]), "its own history, there"
+        assert len(chat.requests) == sent + 1 and len(fake.requests) == asked
+        refused = chat.requests[-1]  # refused by the server (the 401 above): no key went
+        assert "hello nokey" in json.dumps(refused.body["messages"]), "its own history, there"
 
         line = _the_line(kern, "future")
         assert "mistral at https://api.mistral.example" in line and new in line, line
         assert "does not speak 'mistral'" in line and "`%phoenix continue`" in line
-        assert len(chat.requests) == 4 and fake.requests == [], "not moved silently"
+        assert len(chat.requests) == sent + 1 and len(fake.requests) == asked, "not moved silently"
         status = kern.ok("%phoenix status future").text()
         assert "mistral at https://api.mistral.example" in status, status
 
@@ -133,17 +134,17 @@ def test_each_reason_a_server_cannot_be_used_is_one_line_and_continue_moves_on(
         kern.ok("%phoenix use nokey")
         moved = kern.ok("%phoenix continue", timeout=WAIT)
         assert "Started" in moved.text(), moved.text()
-        assert len(chat.requests) == 4, "the summary was not asked of the old server"
-        summary = fake.requests[0].body
+        assert len(chat.requests) == sent + 1, "the summary was not asked of the old server"
+        summary = fake.requests[asked].body
         assert summary["model"] == NEW_MODEL and summary.get("tools") in (None, [])
-        asked = json.dumps(summary["messages"])
-        assert "hello nokey" in asked and "Hello from nokey." in asked
+        history = json.dumps(summary["messages"])
+        assert "hello nokey" in history and "Hello from nokey." in history
         cell = kern.run("%%phoenix\nwhere were we?", timeout=WAIT)
         assert cell.status == "ok", cell.error()
         record = cell.last_bundle()[MIME]
         assert state_name(record) == "idle"
         assert record["conversation"]["provider"] == "anthropic"
-        body = fake.requests[1].body
+        body = fake.requests[asked + 1].body
         assert body["model"] == NEW_MODEL
         assert "we said hello to nokey" in json.dumps(body["messages"])
 
@@ -160,3 +161,28 @@ def test_a_server_the_policy_does_not_allow_is_not_used(
         assert f"openai at {chat.base_url}" in line and f"anthropic at {fake.base_url}" in line
         assert "not allowed" in line and "`%phoenix continue`" in line, line
         assert len(chat.requests) == before, "the policy's refusal: nothing sent"
+
+
+def test_continue_finds_a_refused_key_by_trying_and_asks_the_current_server(
+    root: Path, fake: CompatServer, chat: FakeOpenAI
+) -> None:
+    """Straight after a kernel start, nothing has told `restarted` its server refuses
+    the key: the summary is asked of its own server (refused), then of the current one."""
+    env = {"PHOENIX_MODEL": NEW_MODEL, "OPENAI_API_KEY": ""}
+    before, asked = len(chat.requests), len(fake.requests)
+    with loaded_kernel(root, fake.base_url, extra_env=env) as kern:
+        fake.script(Turn([text("Summary: restarted said hello.")]))
+        kern.ok("%phoenix use restarted")
+        moved = kern.ok("%phoenix continue", timeout=WAIT)
+        assert "Started" in moved.text(), moved.text()
+        assert len(chat.requests) == before + 1, "its own server was asked first"
+        refused = chat.requests[-1].body
+        assert refused.get("tools") in (None, []) and "hello restarted" in json.dumps(refused)
+        summary = fake.requests[asked].body
+        assert summary["model"] == NEW_MODEL and summary.get("tools") in (None, [])
+        assert "hello restarted" in json.dumps(summary["messages"])
+        fake.script(Turn([text("Going on.")]))
+        cell = kern.run("%%phoenix\nand now?", timeout=WAIT)
+        assert cell.status == "ok", cell.error()
+        assert "restarted said hello" in json.dumps(fake.requests[-1].body["messages"])
+        assert "Context limit reached" not in json.dumps(fake.requests[-1].body["messages"])
