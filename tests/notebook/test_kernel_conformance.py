@@ -6,8 +6,9 @@ Per wire format — Anthropic's Messages API (a key checked), a compatible local
 Bedrock, Vertex (each through its real SDK and cloud route) and OpenAI-compatible Chat
 Completions — one kernel runs every case, each case its own conversation: a string
 result, an empty one, a failed command, an error (`is_error`), non-ASCII and control
-characters, about 1 MB of output, parallel calls, a cancel while the answer streams, a
-cancel while a tool runs (its synthetic results), and a retried 429. The real tools
+characters, about 1 MB of output, parallel calls, a cancel while the answer streams
+(a call it already carried is dropped with it), a cancel while a tool runs (its
+synthetic results), and a retried 429. The real tools
 run in the kernel; what the server received is read back into one neutral form
 (`phoenix_nb.testing.received`) and compared field by field — every call sent back
 with its name and input, answered exactly once with the tool's output and error flag,
@@ -208,7 +209,12 @@ def test_a_cancel_while_the_answer_streams_sends_the_users_words_and_nothing_hal
     kern: Kernel, wire: Wire
 ) -> None:
     slug = "case-cancel-stream"
-    wire.fake.script(Turn([text("word " * 400, chunk=5, delay=0.05)]), Turn([text("Hello again.")]))
+    # A whole call streams first, then words: cancelled, the response is dropped whole,
+    # so no call goes back unanswered (nor answered with a synthetic result).
+    half = _bash("toolu_half", {"command": "echo half-made"})
+    wire.fake.script(
+        Turn([half, text("word " * 400, chunk=5, delay=0.05)]), Turn([text("Hello again.")])
+    )
     start = len(received_bodies(wire))
     cell = kern.submit(f"%%phoenix --name {slug}\ntalk for a long time")
     kern.wait_until(
@@ -229,6 +235,7 @@ def test_a_cancel_while_the_answer_streams_sends_the_users_words_and_nothing_hal
     got = _received(wire, bodies[1])
     assert got.calls == [] and got.answers == []
     assert "word word" not in json.dumps(bodies[1]), "the half-made answer is not sent"
+    assert "toolu_half" not in json.dumps(bodies[1])
     said = ["talk for a long time", "never mind, just say hi"]
     # One user message either way: Chat Completions carries it as one string.
     assert got.user_texts == (["\n".join(said)] if wire.name == "openai" else said)
