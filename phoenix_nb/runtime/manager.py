@@ -600,6 +600,14 @@ class Phoenix:
 
         return LazyProvider(build, name=server.provider, explain=explain)
 
+    def unusable(self, server: Server) -> str | None:
+        """Why `server` was last found unusable here (its provider could not be built,
+        or it refused the credentials); None when nothing said so yet. Builds nothing."""
+        from phoenix_nb.llm.lazy import LazyProvider
+
+        provider = self._providers.get(server.key)
+        return provider.unusable if isinstance(provider, LazyProvider) else None
+
     def summariser(self, record: Mapping[str, Any]) -> LlmProvider | None:
         """Who summarises a stored conversation that moves to the current server (None:
         its own provider, as for any request). Its own server, which has seen the

@@ -112,6 +112,8 @@ def test_each_reason_a_server_cannot_be_used_is_one_line_and_continue_moves_on(
         assert "`%phoenix continue`" in line
         assert "c.Phoenix.provider = 'openai'" not in line, "the setting says anthropic now"
         assert len(chat.requests) == sent and len(fake.requests) == asked, "nothing was sent"
+        status = kern.ok("%phoenix status nosdk").text()
+        assert "its server cannot be used here now (the openai provider needs" in status, status
 
         kern.ok("del sys.modules['openai']  # the SDK is back; the key is still gone")
         line = _the_line(kern, "nokey")
