@@ -3,6 +3,8 @@ Notebook 7 (Chromium), against the fake Messages API.
 
 - A mode upgrade is listed with the agent's reason as quoted text (its markup is not drawn) and
   answered from the list: the file on disk is patched.
+- A request of a kind the panel does not know (a fake source added from a cell, as MCP approvals
+  are added) is listed with its markup as text and answered by id.
 - A cell edit proposed by a panel turn is listed with "Show", which scrolls to its cell and
   selects it; Accept there removes it from the list.
 - "Attach output" attaches the active cell's text and image output; an image pasted and one
@@ -30,6 +32,7 @@ from phoenix_nb.testing import FakeAnthropic, Turn, text, tool_use
 from tests.browser.lab import LabPage, require_notebook7
 from tests.browser.test_cell_edits import _cell, _run, _sources
 from tests.browser.test_panel import WAIT_MS, Panel, _load_from_the_prompt, _open_panel, _write
+from tests.notebook.test_kernel_panel import FAKE_SOURCE
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(420)]
 
@@ -47,7 +50,7 @@ PLOT = _png((0, 0, 255))
 PASTED = _png((255, 0, 0))
 DROPPED = _png((0, 160, 0))
 BROKEN = base64.b64encode(b"\x89PNG\r\n\x1a\n but not really").decode("ascii")
-FILLER = [(f"filler{n}", f"# filler {n}") for n in range(30)]
+FILLER = [(f"filler{n}", f"# filler {n}") for n in range(40)]
 CELLS = [
     ("data", "x = 1"),
     (
@@ -55,6 +58,8 @@ CELLS = [
         "import base64\nfrom IPython.display import Image, display\nprint('rows: 42')\n"
         f"display(Image(data=base64.b64decode('{PLOT}')))",
     ),
+    ("servers", FAKE_SOURCE),
+    ("answers", "print('answers:', whole_kernel.answers, elsewhere.answers)"),
     *FILLER,
 ]
 
@@ -135,7 +140,23 @@ def _waiting(lab: LabPage, fake: FakeAnthropic, panel: Panel, notebook: Path) ->
     expect(item).to_have_count(0, timeout=WAIT_MS)
     assert _sources(lab)[1] == "x = 2"
 
-    # 3. Attach the plot cell's output; paste one image, drop another, paste a corrupt one.
+    # 3. A kind the panel has never heard of (as MCP approvals are to it), from a cell.
+    _run(lab, 3)
+    item = _item(panel, "mcp_server")
+    expect(item).to_have_count(1, timeout=WAIT_MS)  # the whole kernel's; not someone else's
+    expect(item).to_contain_text("server: <img src=x onerror=y()>")
+    expect(item.locator("[data-phoenix-pending-reason]")).to_have_text(
+        "<b>run</b> me <script>x()</script>"
+    )
+    expect(item.locator("img, b, script")).to_have_count(0)
+    item.get_by_role("button", name="Approve mcp server <img src=x onerror=y()>").click()
+    expect(item).to_have_count(0, timeout=WAIT_MS)
+    _run(lab, 4)
+    expect(_cell(lab, 4).locator(".jp-OutputArea")).to_contain_text(
+        "answers: [['srv-all', 'approve']] []", timeout=WAIT_MS
+    )
+
+    # 4. Attach the plot cell's output; paste one image, drop another, paste a corrupt one.
     _cell(lab, 2).locator(".jp-InputPrompt").click()  # the active cell
     panel.button("Attach the active cell's output to the next message").click()
     chips = panel.node.locator("[data-phoenix-attachment]")
