@@ -91,7 +91,7 @@ def _last_user_content(fake: FakeAnthropic) -> list[dict[str, Any]]:
     return content if isinstance(content, list) else [{"type": "text", "text": content}]
 
 
-def _waiting(lab: LabPage, fake: FakeAnthropic, panel: Panel, notebook: Path) -> None:
+def _waiting(lab: LabPage, fake: FakeAnthropic, panel: Panel, notebook: Path, shot: str) -> None:
     target = notebook.parent / f"{notebook.stem}_calc.py"
     target.write_text(BUGGY)
     _run(lab, 1)  # x = 1: the kernel learns the cell's id
@@ -129,6 +129,7 @@ def _waiting(lab: LabPage, fake: FakeAnthropic, panel: Panel, notebook: Path) ->
     item = _item(panel, "cell_edit")
     expect(item).to_have_count(1, timeout=WAIT_MS)
     expect(item).to_contain_text("Two, not one.")
+    lab.screenshot(shot)  # test-artifacts/; docs/panel-waiting.png is Lab's
     lab.page.locator(".jp-NotebookPanel .jp-Cell").last.scroll_into_view_if_needed()
     expect(_cell(lab, 1)).not_to_be_in_viewport(timeout=WAIT_MS)
     item.get_by_role("button", name=re.compile(r"^Show the cell of cell edit edit-")).click()
@@ -243,7 +244,7 @@ def test_panel_waiting_and_attachments_in_jupyterlab(lab: LabPage, fake_llm: Fak
     lab.wait_for_kernel_idle()
     panel = _open_panel(lab)
     _load_from_the_prompt(lab, panel)
-    _waiting(lab, fake_llm, panel, path)
+    _waiting(lab, fake_llm, panel, path, "panel-waiting.png")
     _zoomed(lab, panel)
 
 
@@ -255,5 +256,5 @@ def test_panel_waiting_and_attachments_in_notebook7(lab: LabPage, fake_llm: Fake
     lab.answer_kernel_dialog()
     panel = _open_panel(lab)
     _load_from_the_prompt(lab, panel)
-    _waiting(lab, fake_llm, panel, path)
+    _waiting(lab, fake_llm, panel, path, "panel-waiting-nb7.png")
     _zoomed(lab, panel)
