@@ -154,7 +154,8 @@ class PanelChannel:
         self._unwatch = session.watch_current(self._current_changed)
         self._pending_sent: list[dict[str, object]] = []
         self._pending_due = False
-        self._unwatch_pending = session.phoenix.pending.watch(self._pending_changed)
+        self._watched = session.phoenix.pending
+        self._unwatch_pending = self._watched.watch(self._pending_changed)
 
     # -- from the front end ---------------------------------------------------------
     def on_msg(self, msg: Mapping[str, Any]) -> None:
@@ -227,7 +228,8 @@ class PanelChannel:
         """Approve / Deny the request this conversation waits on, by its id, as `%phoenix
         approve` and the cell's buttons do: whichever front end answers first wins."""
         pending = self.session.phoenix.pending
-        waiting = pending.list(conversation=conv.slug)
+        # Only a request that takes this word: a cell edit of the conversation waits too.
+        waiting = [r for r in pending.list(conversation=conv.slug) if answer in r.answers]
         if not waiting:
             self.send(
                 {"type": "notice", "text": f"Nothing to {answer}: {conv.slug} waits for no answer."}
@@ -294,6 +296,11 @@ class PanelChannel:
         """Attach to the notebook's conversation (if any) and send its whole record, with
         the conversations to switch to (`%phoenix list`'s)."""
         slug = self.session.current
+        pending = self.session.phoenix.pending
+        if pending is not self._watched:  # `%config Phoenix.home`: another store, another Phoenix
+            self._unwatch_pending()
+            self._watched = pending
+            self._unwatch_pending = pending.watch(self._pending_changed)
         self.send_conversations(slug)
         if slug is None:
             self.send({"type": "empty", "status": _status(None, "")})
