@@ -163,10 +163,15 @@ def _waiting(lab: LabPage, fake: FakeAnthropic, panel: Panel, notebook: Path, sh
     chips = panel.node.locator("[data-phoenix-attachment]")
     expect(chips).to_have_count(1, timeout=WAIT_MS)
     expect(chips.first).to_contain_text(re.compile(r"output of cell \[\d+\] \(text, 1 image\)"))
-    _files(panel, "paste", [("pasted.png", PASTED)])
-    _files(panel, "drop", [("dropped.png", DROPPED)])
-    _files(panel, "paste", [("broken.png", BROKEN)])
-    expect(chips).to_have_count(4, timeout=WAIT_MS)
+    # One at a time: each is read asynchronously, and the order is what the model gets.
+    for count, (event, name, data) in enumerate(
+        [("paste", "pasted.png", PASTED), ("drop", "dropped.png", DROPPED),
+         ("paste", "broken.png", BROKEN)],
+        start=2,
+    ):  # fmt: skip
+        _files(panel, event, [(name, data)])
+        expect(chips).to_have_count(count, timeout=WAIT_MS)
+        expect(chips.last).to_have_attribute("data-phoenix-attachment", name)
     fake.clear()
     fake.script(Turn([text("I see three pictures and 42 rows.")]))
     panel.send("what do you see?")
@@ -200,6 +205,16 @@ def _waiting(lab: LabPage, fake: FakeAnthropic, panel: Panel, notebook: Path, sh
 def _zoomed(lab: LabPage, panel: Panel) -> None:
     """200% zoom: the page's CSS width halved (what the browser's zoom does to layout)."""
     lab.page.set_viewport_size({"width": 640, "height": 500})
+    # Lumino lays the shell out again on the next frames: wait until the panel is inside the
+    # narrower window, then for two more frames (the panel's own redraw is one).
+    lab.page.wait_for_function(
+        """() => { const r = document.querySelector('#phoenix-panel').getBoundingClientRect();
+                   return r.width > 0 && r.right <= window.innerWidth + 1; }""",
+        timeout=WAIT_MS,
+    )
+    lab.page.evaluate(
+        "() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))"
+    )
     panel.expect_state("ready")
     expect(panel.node).to_be_visible(timeout=WAIT_MS)
     expect(panel.input).to_be_visible()
