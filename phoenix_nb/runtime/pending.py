@@ -232,6 +232,11 @@ class PendingRequests:
         for source in self._sources:
             for request in source.pending():
                 if request.id == request_id:
+                    if not request.answers:
+                        raise PhoenixError(
+                            f"{request.kind} {request_id!r} is answered where it is shown "
+                            f"(it takes no answer here, not {answer!r})."
+                        )
                     if answer not in request.answers:
                         raise PhoenixError(
                             f"{request.kind} {request_id!r} takes "

@@ -486,7 +486,7 @@ def test_a_proposed_cell_edit_is_listed_until_decided_on_its_cell(
     assert listed["answers"] == [], "decided on its cell, not in the list"
     assert listed["detail"]["cell_id"] == "listed-cell"
     panel.say(type="answer", id=listed["id"], answer="approve")
-    refused = f"{listed['id']!r} takes , not 'approve'"  # it takes no answer here
+    refused = f"{listed['id']!r} is answered where it is shown"  # no answer here
     panel.wait("the refusal", lambda p: any(refused in n for n in _notices(p)))
     comm_id, _sent = edit_comm(kern)
     answer(kern, comm_id, {"type": "outcome", "id": listed["id"], "outcome": "accepted"})
