@@ -67,7 +67,12 @@ from phoenix_nb.runtime.conversation import (
     is_rest,
 )
 from phoenix_nb.runtime.gateway_link import GatewayLink
-from phoenix_nb.runtime.pending import ModeApprovals, PendingRequests, WaitingApproval
+from phoenix_nb.runtime.pending import (
+    CellEdits,
+    ModeApprovals,
+    PendingRequests,
+    WaitingApproval,
+)
 from phoenix_nb.runtime.ports import LlmProvider
 from phoenix_nb.runtime.settings import DEMO_MODEL, PROVIDERS, Server, Settings
 from phoenix_nb.runtime.snapshot import RecordSnapshot, StoredRecord
@@ -429,9 +434,14 @@ class Phoenix:
         self.spawner = SubAgentSpawner(self, self.settings.sub_agents, self.sandbox.available)
         self.worktree = self._checkpoints()
         self._reports: set[asyncio.Task[bool]] = set()  # audit events on their way
-        self.restored = self._restore_all()
-        # Whatever waits for a person, answerable by id from any front end (pending.py).
+        # Whatever waits for a person, answerable by id from any front end (pending.py);
+        # made before restoring, as a restored runtime's state changes tell it.
         self.pending = PendingRequests([ModeApprovals(self._waiting_approvals)])
+        if kernel is not None:  # the agent's proposed cell edits, decided on their cells
+            book = kernel.cell_edits()
+            self.pending.add_source(CellEdits(book, self._slug_of))
+            book.on_change(self.pending.changed)
+        self.restored = self._restore_all()
 
     @property
     def gateway(self) -> GatewayLink | None:
@@ -845,6 +855,26 @@ class Phoenix:
             log.info("phoenix: restored %d conversation(s) to rest", len(restored))
         return restored
 
+    def _slug_of(self, conversation_id: str) -> str:
+        """A conversation's slug by its id (a pending cell edit names its conversation's id)."""
+        runtime = self._runtimes.get(conversation_id)
+        if runtime is not None:
+            return runtime.slug
+        record = self.store.get_conversation(conversation_id)
+        return str(record["slug"]) if record is not None else conversation_id
+
+    def _approval_changes(self, runtime: ConversationRuntime) -> Callable[[up.Update], None]:
+        """The one place a conversation starts or stops waiting for an upgrade answer (its
+        state changes): the process's pending requests tell their watchers (a panel's list)."""
+        waiting = [is_paused(runtime.state)]
+
+        def on_update(update: up.Update) -> None:
+            if isinstance(update.data, up.StateChanged) and is_paused(runtime.state) != waiting[0]:
+                waiting[0] = not waiting[0]
+                self.pending.changed()
+
+        return on_update
+
     def _waiting_approvals(self) -> list[WaitingApproval]:
         """The open user conversations that wait for an upgrade answer (sub-agents ask
         through their parent, never the user)."""
@@ -883,6 +913,8 @@ class Phoenix:
             on_parent=on_parent,
         )
         self._runtimes[record["id"]] = runtime
+        if on_parent is None:  # sub-agents ask their parent, never the user
+            runtime.hub.add_callback(self._approval_changes(runtime))
         return runtime
 
     async def load(self, id_or_slug: str) -> None:
