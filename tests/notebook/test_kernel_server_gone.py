@@ -151,17 +151,24 @@ def test_each_reason_a_server_cannot_be_used_is_one_line_and_continue_moves_on(
         assert "we said hello to nokey" in json.dumps(body["messages"])
 
 
+@pytest.mark.parametrize("bound", ["provider", "base URL"])
 def test_a_server_the_policy_does_not_allow_is_not_used(
-    root: Path, fake: CompatServer, chat: FakeOpenAI, tmp_path: Path
+    root: Path, fake: CompatServer, chat: FakeOpenAI, tmp_path: Path, bound: str
 ) -> None:
     policy = tmp_path / "policy.toml"
-    policy.write_text('[providers]\nallowed = ["anthropic"]\n', encoding="utf-8")
+    rules = (
+        'allowed = ["anthropic"]'
+        if bound == "provider"
+        else f'allowed = ["anthropic", "openai"]\nbase_urls = ["{fake.base_url}"]'
+    )
+    policy.write_text(f"[providers]\n{rules}\n", encoding="utf-8")
     env = {"PHOENIX_MODEL": NEW_MODEL, "OPENAI_API_KEY": OLD_KEY, "PHOENIX_POLICY": str(policy)}
     before = len(chat.requests)
     with loaded_kernel(root, fake.base_url, extra_env=env) as kern:
         line = _the_line(kern, "policed")
         assert f"openai at {chat.base_url}" in line and f"anthropic at {fake.base_url}" in line
-        assert "not allowed" in line and "`%phoenix continue`" in line, line
+        refusal = "provider 'openai'" if bound == "provider" else f"base URL {chat.base_url!r}"
+        assert f"{refusal} is not allowed" in line and "`%phoenix continue`" in line, line
         assert len(chat.requests) == before, "the policy's refusal: nothing sent"
 
 
