@@ -6,8 +6,9 @@ proxy as a separate program from a virtual environment made for it, at
 `PHOENIX_LITELLM_VENV` or else `~/.cache/phoenix_nb/litellm-<version>` (where `.ci/run`
 makes it, so fresh clones share it); a missing one is made here, once, under a file lock
 (a few minutes). A venv counts as made only once `COMPLETE` is written in it after the
-install succeeded, so an interrupted install is made again rather than half used. The version is pinned to one known to install from the
-registry and to serve both endpoints.
+install succeeded, so an interrupted install is made again rather than half used.
+The version is pinned to one known to install from the registry and to serve both
+endpoints.
 
 The configuration is the README's (the block between `<!-- litellm-config -->`
 markers), with the upstream's address put in for `http://VLLM_HOST:8000/v1`: the
