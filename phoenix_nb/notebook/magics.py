@@ -296,7 +296,9 @@ async def _answer(command: Subcommand, session: Session, shell: Any) -> None:
             f"({conv.mode.value}, {_state_words(conv)})."
         )
         return
-    waiting = session.phoenix.pending.list(conversation=conv.slug)
+    # The mode approval the paused turn waits on (a cell edit of the conversation may
+    # wait too, and is answered on its cell).
+    waiting = [r for r in session.phoenix.pending.list(conversation=conv.slug) if name in r.answers]
     if conv.slug in session.watching and waiting:
         # The cell that asked still shows the turn (its view went on detached): answer
         # the request by id and let the turn go on there, not in this cell.
@@ -336,8 +338,10 @@ async def _restrict(command: Subcommand, session: Session, shell: Any) -> None:
 
 async def _cancel(command: Subcommand, session: Session, shell: Any) -> None:
     conv = session.current_conversation()
-    waiting = session.phoenix.pending.list(conversation=conv.slug)
-    if waiting and "cancel" in waiting[0].answers:  # its source may do more than stop the turn
+    waiting = [
+        r for r in session.phoenix.pending.list(conversation=conv.slug) if "cancel" in r.answers
+    ]
+    if waiting:  # its source may do more than stop the turn
         await session.phoenix.pending.answer(waiting[0].id, "cancel")
     else:
         await conv.cancel()
