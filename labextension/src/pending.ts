@@ -212,6 +212,9 @@ class NotebookPending {
   private draw(): void {
     const unplaced: IPendingRequest[] = [];
     for (const request of this.requests) {
+      if (request.answers.length === 0) {
+        continue; // answered elsewhere: a cell edit on its cell (celledits.ts)
+      }
       const ids = (request.detail.outputs ?? '').split(' ').filter(Boolean);
       const cell = this.cell(request.detail.cell_id ?? '');
       if (cell === null || ids.length === 0) {

@@ -175,6 +175,7 @@ FACES: dict[str, list[str]] = {
     "phoenix_nb.mcp": [
         "INSTALL_HINT",
         "Approvals",
+        "McpBounds",
         "McpConfigError",
         "McpHub",
         "McpTool",
@@ -193,6 +194,7 @@ FACES: dict[str, list[str]] = {
         "lease",
         "long_lived",
         "manager",
+        "mcp_requests",
         "pending",
         "ports",
         "prompts",
