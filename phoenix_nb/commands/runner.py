@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from phoenix_nb.commands.environment import CommandEnvironment, command_environment
+from phoenix_nb.commands.jobs import BackgroundJobs
+from phoenix_nb.core.secrets import DEFAULT_SECRET_PATTERNS
 from phoenix_nb.sandbox import (
     Process,
     RunSpec,
+    SandboxInfo,
     SandboxLimits,
     SandboxPolicy,
     group_for,
@@ -22,19 +26,47 @@ __all__ = ["CommandRunner"]
 # small; the bound only catches one that spins for a day.
 SERVE_CPU_SECONDS = 24 * 3600
 
+# A runner made without the probe's answer: Restricted work is refused, never run
+# unconfined (the runtime always passes the Phoenix's `SandboxInfo`).
+NO_SANDBOX_GIVEN = SandboxInfo(False, 0, "no sandbox was given to this command runner")
+
+
+def _no_credentials() -> tuple[str, ...]:
+    return ()
+
 
 @dataclass(frozen=True)
 class CommandRunner:
-    """How one conversation's processes start.
+    """How one conversation's processes start, and everything they are started with.
+
+    Made per conversation by the runtime from its `Phoenix`; a tool gets it as
+    ``ToolContext.commands`` and holds nothing of this itself, so a tool that
+    starts a process (or forks the kernel) cannot leave a step out.
 
     ``policy``: the Phoenix's `SandboxPolicy` (limits, deny list), a value passed
     down, never read from module state. ``group``: the cgroup budget's name key
     (the conversation id; an MCP server has its own, so a server cannot eat the
-    conversation's memory nor the other way round).
+    conversation's memory nor the other way round). ``info``: whether Restricted
+    mode can be enforced here (the probe's answer, once per kernel).
+    ``env_allow``/``secret_patterns``: what a process's environment may carry
+    (`command_environment`). ``jobs``: the owner's background jobs (the
+    `Phoenix`'s, so that restrict() and a conversation's end stop them).
+    ``live_credentials``: what the owner's model providers hold now, asked
+    before each fork of the kernel (the fork scrubs it from its memory).
     """
 
     policy: SandboxPolicy = field(default_factory=SandboxPolicy)
     group: str = "default"
+    info: SandboxInfo = NO_SANDBOX_GIVEN
+    env_allow: tuple[str, ...] = ()
+    secret_patterns: tuple[str, ...] = DEFAULT_SECRET_PATTERNS
+    jobs: BackgroundJobs = field(default_factory=BackgroundJobs, compare=False)
+    live_credentials: Callable[[], tuple[str, ...]] = field(default=_no_credentials, compare=False)
+
+    def environment(self, extra: Mapping[str, str] | None = None) -> CommandEnvironment:
+        """The environment a process of this conversation gets (an allowlist, never
+        the kernel's whole one: `command_environment`), plus phoenix's own ``extra``."""
+        return command_environment(allow=self.env_allow, deny=self.secret_patterns, extra=extra)
 
     def spec(
         self,

@@ -29,6 +29,7 @@ from typing import Any, Literal
 
 from filelock import FileLock
 
+from phoenix_nb.commands import BackgroundJobs, CommandRunner
 from phoenix_nb.core import effects as fx
 from phoenix_nb.core import events as ev
 from phoenix_nb.core.codec import CodecError
@@ -64,7 +65,6 @@ from phoenix_nb.runtime.prompts import system_prompt
 from phoenix_nb.runtime.turn_pool import PoolGate, TurnPool
 from phoenix_nb.sandbox import SandboxInfo, SandboxPolicy
 from phoenix_nb.store import Store, StoreError
-from phoenix_nb.tools.background_jobs import BackgroundJobs
 from phoenix_nb.tools.base import Tool, ToolContext
 from phoenix_nb.tools.kernel_port import KernelPort
 
@@ -158,6 +158,7 @@ class ConversationRuntime:
         self._requests: RequestHistory | None = None
         self._generation = 0  # bumped when the history is replaced, not extended
         self.services = services
+        self._commands: CommandRunner | None = None  # made on first use (`commands`)
         self.on_parent = on_parent
         self.hub = up.UpdateHub()
         self.tools: tuple[Tool, ...] = tuple(services.tools_for(context.is_sub_agent))
@@ -615,24 +616,38 @@ class ConversationRuntime:
             self._projection = None
         self.services = services
         self._llm.provider = services.provider
+        self._commands = None
+
+    @property
+    def commands(self) -> CommandRunner:
+        """How this conversation's processes start: one `CommandRunner`, made from the
+        Phoenix's policy, sandbox, environment settings, jobs and live credentials
+        (again after a reconfigure), with the conversation's own cgroup budget."""
+        if self._commands is None:
+            s = self.services
+            kwargs: dict[str, Any] = {}
+            if s.secret_patterns is not None:
+                kwargs["secret_patterns"] = s.secret_patterns
+            self._commands = CommandRunner(
+                policy=s.sandbox_policy,
+                group=self.id or "default",
+                info=s.sandbox,
+                env_allow=s.env_allow,
+                jobs=s.jobs,
+                live_credentials=s.live_credentials,
+                **kwargs,
+            )
+        return self._commands
 
     def tool_context(self) -> ToolContext:
-        kwargs: dict[str, Any] = {}
-        if self.services.secret_patterns is not None:
-            kwargs["secret_patterns"] = self.services.secret_patterns
         return ToolContext(
             cwd=Path(self.context.cwd),
             mode=self.state.mode,
-            sandbox=self.services.sandbox,
-            sandbox_policy=self.services.sandbox_policy,
-            jobs=self.services.jobs,
+            commands=self.commands,
             conversation_id=self.id,
             helper_llm=self._helper_llm if self.services.helper_model else None,
-            env_allow=self.services.env_allow,
             kernel=self.services.kernel,
             kernel_access=self.services.kernel_access(),
-            live_credentials=self.services.live_credentials,
-            **kwargs,
         )
 
     async def _helper_llm(self, system: str, prompt: str) -> str:

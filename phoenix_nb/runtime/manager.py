@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from phoenix_nb.checkpoints.recorder import Checkpoints
+from phoenix_nb.commands import BackgroundJobs
 from phoenix_nb.core import events as ev
 from phoenix_nb.core.cycles import RecordHeader
 from phoenix_nb.core.models import ModelInfo, supports
@@ -74,7 +75,6 @@ from phoenix_nb.runtime.snapshot import RecordSnapshot, StoredRecord
 from phoenix_nb.runtime.subagents import SubAgentSpawner
 from phoenix_nb.sandbox import SandboxPolicy, detect_sandbox
 from phoenix_nb.store import Store, store_problem
-from phoenix_nb.tools.background_jobs import BackgroundJobs
 from phoenix_nb.tools.kernel import outcome_note
 from phoenix_nb.tools.kernel_port import KernelPort
 

@@ -25,6 +25,7 @@ from pathlib import Path
 
 import pytest
 
+from phoenix_nb.commands import CommandRunner
 from phoenix_nb.core.values import Mode
 from phoenix_nb.sandbox import detect_sandbox, launcher, run_dir
 from phoenix_nb.sandbox.child import cgroup
@@ -66,7 +67,12 @@ def _alive(pid: int) -> bool:
 
 
 def _ctx(cwd: Path, conversation: str) -> ToolContext:
-    return ToolContext(cwd=cwd, mode=Mode.RESTRICTED, sandbox=SANDBOX, conversation_id=conversation)
+    return ToolContext(
+        cwd=cwd,
+        mode=Mode.RESTRICTED,
+        commands=CommandRunner(group=conversation, info=SANDBOX),
+        conversation_id=conversation,
+    )
 
 
 async def _timed(ctx: ToolContext, command: str) -> tuple[ToolResult, float]:

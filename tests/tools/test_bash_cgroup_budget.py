@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from phoenix_nb.commands import CommandRunner
 from phoenix_nb.core.values import Mode
 from phoenix_nb.sandbox import SandboxLimits, detect_sandbox
 from phoenix_nb.sandbox.rundir import group_for
@@ -100,7 +101,10 @@ def _find(word: str) -> int | None:
 
 def _ctx(cwd: Path, conversation: str) -> ToolContext:
     return ToolContext(
-        cwd=cwd, mode=Mode.RESTRICTED, sandbox=detect_sandbox(), conversation_id=conversation
+        cwd=cwd,
+        mode=Mode.RESTRICTED,
+        commands=CommandRunner(group=conversation, info=detect_sandbox()),
+        conversation_id=conversation,
     )
 
 
@@ -228,4 +232,4 @@ async def test_a_budget_that_cannot_be_applied_refuses_the_command(
         assert "RAN-42" not in result.content, result.content
         assert "phoenix sandbox:" in result.content and "cgroup" in result.content, result.content
     finally:
-        await ctx.jobs.kill(ctx.conversation_id)
+        await ctx.commands.jobs.kill(ctx.conversation_id)

@@ -9,14 +9,18 @@ from typing import Any
 
 import pytest
 
+from phoenix_nb.commands import CommandRunner
 from phoenix_nb.core.values import Mode, ToolResult
-from phoenix_nb.tools.base import SandboxInfo, Tool, ToolContext
+from phoenix_nb.sandbox import SandboxInfo
+from phoenix_nb.tools.base import Tool, ToolContext
 from phoenix_nb.tools.declared import REQUEST_MODE_UPGRADE, SPAWN_AGENTS, SUBMIT_RESULT
 from phoenix_nb.tools.registry import api_tool_specs, find_tool, run_tool, tools_for
 
 
 def ctx_for(cwd: Path) -> ToolContext:
-    return ToolContext(cwd=cwd, mode=Mode.UNRESTRICTED, sandbox=SandboxInfo(available=True))
+    return ToolContext(
+        cwd=cwd, mode=Mode.UNRESTRICTED, commands=CommandRunner(info=SandboxInfo(available=True))
+    )
 
 
 def test_parent_tools_have_no_submit_result() -> None:

@@ -32,12 +32,12 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from phoenix_nb.commands import credential_files
+from phoenix_nb.commands import fork_secrets as env_fork_secrets
 from phoenix_nb.core.displays import ErrorDisplay, ToolErrorKind
 from phoenix_nb.core.secrets import PROVIDER_CREDENTIALS, SecretValues
 from phoenix_nb.core.values import ImageData, ToolResult
 from phoenix_nb.tools.base import SchemaTool, ToolContext
-from phoenix_nb.tools.environment import command_environment, credential_files
-from phoenix_nb.tools.environment import fork_secrets as env_fork_secrets
 from phoenix_nb.tools.kernel.fork import ForkLimits, ForkOutcome, run_in_fork
 from phoenix_nb.tools.kernel.summarize import cut, looks_secret
 from phoenix_nb.tools.kernel_port import KernelPort
@@ -110,7 +110,7 @@ class KernelTool(SchemaTool):
 
 
 def fork_environment(ctx: ToolContext) -> dict[str, str]:
-    return command_environment(allow=ctx.env_allow, deny=ctx.secret_patterns).env
+    return ctx.commands.environment().env
 
 
 def secret_values(port: KernelPort, env: Mapping[str, str]) -> list[str]:
@@ -268,17 +268,17 @@ def fork_secrets(ctx: ToolContext, port: KernelPort) -> SecretValues:
 
     The provider credentials and every withheld environment value that is or
     may be a credential (`environment.fork_secrets`), what the providers hold now
-    (`ToolContext.live_credentials`: tokens their SDKs minted, credentials botocore
+    (`CommandRunner.live_credentials`: tokens their SDKs minted, credentials botocore
     resolved), the secret fields of every credential file the SDKs read, the
     values of secret-named variables, the literals the input history assigned
     to secret-named variables, and the
     kernel's session key and connection info. Reads only exact str/bytes
     values and the history's text: no user code runs in the kernel.
     """
-    withheld = command_environment(allow=ctx.env_allow, deny=ctx.secret_patterns).withheld
+    withheld = ctx.commands.environment().withheld
     values = env_fork_secrets(withheld)
     values += _credential_file_values()
-    values += ctx.live_credentials()
+    values += ctx.commands.live_credentials()
     values += secret_values(port, {})
     values += _history_literals(port)
     return SecretValues.of(values) | port.connection_secrets()
@@ -352,5 +352,5 @@ async def fork_job(
         limits=ForkLimits(timeout=timeout),
         conversation_id=ctx.conversation_id,
         secrets=secrets,
-        sandbox_policy=ctx.sandbox_policy,
+        sandbox_policy=ctx.commands.policy,
     )

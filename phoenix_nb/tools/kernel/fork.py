@@ -22,7 +22,7 @@ What the child does before it runs anything of the job (order matters):
    display channels (`KernelPort.enter_child`): nothing is ever sent to the
    front end from a child;
 5. replaces the environment with the same allowlisted one bash gets
-   (`tools/environment.py`) and overwrites the process's initial environment
+   (`commands/environment.py`) and overwrites the process's initial environment
    block, which `/proc/self/environ` would still show, and makes every shared
    mapping private, whatever its protection (copy-on-write does not cover
    MAP_SHARED memory; `fork_memory.privatize_shared_mappings`);
