@@ -15,7 +15,9 @@ The face:
   ``start(...)`` runs one; ``serve(...)`` starts a long-lived process whose
   stdin and stdout stay open (an MCP stdio server), with stderr apart;
   ``environment()`` is the allowlisted environment; ``jobs`` the owner's
-  background jobs.
+  background jobs; ``confine_fork(...)`` (a `ForkConfinement`) and
+  ``scrub_values()`` are how a fork of the kernel is confined and what it
+  scrubs, so the kernel tools' forks have no recipe of their own.
 * ``environment.py``: `command_environment` (the allowlist), `withheld_summary`
   (``%phoenix status``), `fork_secrets`, `credential_files`.
 * ``jobs.py``: `BackgroundJob`, `BackgroundJobs`, owned per `Phoenix`.
@@ -31,13 +33,14 @@ from phoenix_nb.commands.environment import (
     withheld_summary,
 )
 from phoenix_nb.commands.jobs import BackgroundJob, BackgroundJobs
-from phoenix_nb.commands.runner import CommandRunner
+from phoenix_nb.commands.runner import CommandRunner, ForkConfinement
 
 __all__ = [
     "BackgroundJob",
     "BackgroundJobs",
     "CommandEnvironment",
     "CommandRunner",
+    "ForkConfinement",
     "command_environment",
     "credential_files",
     "fork_secrets",

@@ -33,7 +33,6 @@ from pathlib import Path
 from typing import Any
 
 from phoenix_nb.commands import credential_files
-from phoenix_nb.commands import fork_secrets as env_fork_secrets
 from phoenix_nb.core.displays import ErrorDisplay, ToolErrorKind
 from phoenix_nb.core.secrets import PROVIDER_CREDENTIALS, SecretValues
 from phoenix_nb.core.values import ImageData, ToolResult
@@ -266,19 +265,17 @@ def _credential_file_values() -> list[str]:
 def fork_secrets(ctx: ToolContext, port: KernelPort) -> SecretValues:
     """Everything a fork of the kernel must not show, as of now (built in the kernel).
 
-    The provider credentials and every withheld environment value that is or
-    may be a credential (`environment.fork_secrets`), what the providers hold now
-    (`CommandRunner.live_credentials`: tokens their SDKs minted, credentials botocore
+    What the conversation's runner knows (`CommandRunner.scrub_values`: the provider
+    credentials and every withheld environment value that is or may be a credential,
+    what the providers hold now: tokens their SDKs minted, credentials botocore
     resolved), the secret fields of every credential file the SDKs read, the
     values of secret-named variables, the literals the input history assigned
     to secret-named variables, and the
     kernel's session key and connection info. Reads only exact str/bytes
     values and the history's text: no user code runs in the kernel.
     """
-    withheld = ctx.commands.environment().withheld
-    values = env_fork_secrets(withheld)
+    values = ctx.commands.scrub_values()
     values += _credential_file_values()
-    values += ctx.commands.live_credentials()
     values += secret_values(port, {})
     values += _history_literals(port)
     return SecretValues.of(values) | port.connection_secrets()
@@ -348,9 +345,7 @@ async def fork_job(
         port=port,
         env=fork_environment(ctx),
         cwd=ctx.cwd,
-        confine=confine,
+        confine=ctx.commands if confine else None,
         limits=ForkLimits(timeout=timeout),
-        conversation_id=ctx.conversation_id,
         secrets=secrets,
-        sandbox_policy=ctx.commands.policy,
     )
