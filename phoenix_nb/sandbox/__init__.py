@@ -119,8 +119,9 @@ from phoenix_nb.sandbox.probe import (
     lost_guarantees,
     namespaces_words,
 )
-from phoenix_nb.sandbox.protocol import ExitReport, Hello, RunSpec, Started
+from phoenix_nb.sandbox.protocol import ExitReport, Hello, Started
 from phoenix_nb.sandbox.rundir import group_for, run_dir
+from phoenix_nb.sandbox.runspec import RunSpec
 
 __all__ = [
     "DEFAULT_DENY_READ",
