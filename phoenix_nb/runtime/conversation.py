@@ -51,6 +51,7 @@ from phoenix_nb.core.states import (
     persisted_fields,
 )
 from phoenix_nb.core.stored import MessageKind, StoredMessage
+from phoenix_nb.core.tool_fields import ToolTraits
 from phoenix_nb.core.transition import Outcome, Rejection, continuation_prompt, transition
 from phoenix_nb.core.values import ErrorKind, Mode, SubAgentOutcome, ToolResult, Usage
 from phoenix_nb.errors import ConversationBusy, Rejected
@@ -113,6 +114,8 @@ class Services:
     tools_for: Callable[[bool], Sequence[Tool]]
     run_tool: ToolRunner
     api_tool_specs: Callable[[Sequence[Tool]], list[dict[str, Any]]]
+    # What the tools declare for the record (group, summary field): the registry's table.
+    tool_traits: Callable[[Sequence[Tool]], ToolTraits]
     retry_delay_scale: float = 1.0
     helper_model: str | None = None
     secret_patterns: tuple[str, ...] | None = None
@@ -162,6 +165,8 @@ class ConversationRuntime:
         self.on_parent = on_parent
         self.hub = up.UpdateHub()
         self.tools: tuple[Tool, ...] = tuple(services.tools_for(context.is_sub_agent))
+        # The record's view of these tools; fixed with them for the conversation.
+        self.traits: ToolTraits = services.tool_traits(self.tools)
         self._queue: collections.deque[tuple[ev.Event, asyncio.Future[Outcome]]] = (
             collections.deque()
         )
@@ -211,7 +216,9 @@ class ConversationRuntime:
         projection = self._projection
         if projection is None:
             prices = self.context.tables.prices
-            projection = self._projection = Projection(self.context.model, prices=prices)
+            projection = self._projection = Projection(
+                self.context.model, prices=prices, tools=self.traits
+            )
         if projection.count < len(self._history):
             projection.extend(self._history[projection.count :])
         return projection
@@ -275,10 +282,11 @@ class ConversationRuntime:
         if count < WARM_AFTER or not any(behind):
             return
         generation, snapshot, model = self._generation, self._history[:count], self.context.model
-        prices = self.context.tables.prices
+        prices, traits = self.context.tables.prices, self.traits
 
         def build() -> tuple[Projection, RequestHistory]:
-            projection, requests = Projection(model, prices=prices), RequestHistory()
+            projection = Projection(model, prices=prices, tools=traits)
+            requests = RequestHistory()
             projection.extend(snapshot)
             requests.extend(snapshot)
             return projection, requests

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from phoenix_nb.commands import CommandRunner
+from phoenix_nb.core.tool_fields import OTHER_GROUP
 from phoenix_nb.core.values import Mode, ToolResult
 from phoenix_nb.tools.kernel_port import KernelPort
 from phoenix_nb.tools.schema import invalid_input_result, validate
@@ -54,12 +55,19 @@ class Tool(Protocol):
 
     ``writes``: whether a call can change files; the checkpoint recorder snapshots
     the working tree around calls that can (and only those).
+    ``group``: the record's group of its calls (docs/record-format.md: "read",
+    "write", "bash", "mcp", "other"); adjacent calls of one group fold together.
+    ``summary_field``: the input field whose value is the call's one-line summary
+    in the record ("" for none). The registry hands these to the record projection
+    as one `core.tool_fields.ToolTraits` (`registry.tool_traits`).
     """
 
     name: str
     description: str
     input_schema: Mapping[str, Any]
     writes: bool
+    group: str
+    summary_field: str
 
     async def run(
         self, input: Mapping[str, Any], ctx: ToolContext, tool_use_id: str
@@ -80,6 +88,8 @@ class SchemaTool(ABC):
     description: str
     input_schema: Mapping[str, Any]
     writes: bool = True  # unless the tool says otherwise: checkpointed (the safe side)
+    group: str = OTHER_GROUP  # unless the tool says otherwise
+    summary_field: str = ""  # unless the tool says otherwise: no summary line
 
     async def run(self, input: Mapping[str, Any], ctx: ToolContext, tool_use_id: str) -> ToolResult:
         problem = validate(input, self.input_schema)

@@ -29,6 +29,7 @@ from typing import Any
 
 from phoenix_nb.commands import BackgroundJob
 from phoenix_nb.core.displays import BashDisplay
+from phoenix_nb.core.tool_fields import BASH_COMMAND
 from phoenix_nb.core.values import Mode, ToolResult
 from phoenix_nb.sandbox import (
     KERNEL_REQUIREMENT,
@@ -145,6 +146,8 @@ class BashTool(SchemaTool):
     name = "bash"
     description = DESCRIPTION
     input_schema: Mapping[str, Any] = INPUT_SCHEMA
+    group = "bash"
+    summary_field = BASH_COMMAND
 
     def __init__(self, limits: SandboxLimits | None = None) -> None:
         self._limits = limits  # None: the conversation's (ToolContext.commands.policy)

@@ -52,6 +52,7 @@ from typing import Any
 
 from phoenix_nb import sandbox
 from phoenix_nb.core.displays import SearchDisplay, SearchTerm
+from phoenix_nb.core.tool_fields import SEARCH_QUERY
 from phoenix_nb.core.values import Mode, ToolResult
 from phoenix_nb.errors import PhoenixError
 from phoenix_nb.tools.base import SchemaTool, ToolContext
@@ -686,6 +687,8 @@ class KeywordSearchTool(SchemaTool):
     """ripgrep over the repository, per-term breadth control, helper-model ranking."""
 
     writes = False  # the checkpoint recorder skips it
+    group = "read"
+    summary_field = SEARCH_QUERY
 
     name = "keyword_search"
     description = KEYWORD_SEARCH_DESCRIPTION

@@ -111,6 +111,7 @@ FACES: dict[str, list[str]] = {
         "BackgroundJobs",
         "CommandEnvironment",
         "CommandRunner",
+        "ForkConfinement",
         "command_environment",
         "credential_files",
         "fork_secrets",

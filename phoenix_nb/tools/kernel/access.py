@@ -91,7 +91,13 @@ def kernel_for(ctx: ToolContext, name: str, tool_use_id: str) -> KernelPort | To
 
 class KernelTool(SchemaTool):
     """A kernel tool: after the schema check, the kernel is checked once (access off,
-    no kernel attached: an error that says so) and the tool's work gets the port."""
+    no kernel attached: an error that says so) and the tool's work gets the port.
+
+    Their calls are in the record's "other" group with no summary line: the renderers
+    give each its own status line (`notebook/_render/view.py`'s ``kernel_status``)."""
+
+    group = "other"
+    summary_field = ""
 
     async def execute(
         self, input: Mapping[str, Any], ctx: ToolContext, tool_use_id: str
