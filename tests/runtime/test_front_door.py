@@ -183,6 +183,7 @@ FACES: dict[str, list[str]] = {
     "phoenix_nb.mcp": [
         "INSTALL_HINT",
         "Approvals",
+        "McpBounds",
         "McpConfigError",
         "McpHub",
         "McpTool",
@@ -201,6 +202,7 @@ FACES: dict[str, list[str]] = {
         "lease",
         "long_lived",
         "manager",
+        "mcp_requests",
         "pending",
         "ports",
         "prompts",
