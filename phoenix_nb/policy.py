@@ -36,6 +36,7 @@ __all__ = [
     "DEFAULT_POLICY_PATH",
     "HUB_TOKEN_VARIABLES",
     "POLICY_VARIABLE",
+    "UPSTREAM_KINDS",
     "Budgets",
     "Policy",
     "PolicyError",
@@ -49,7 +50,7 @@ DEFAULT_POLICY_PATH = "/etc/phoenix/policy.toml"
 # The user's Hub token, which a kernel sends to the gateway as its credential
 # (JPY_API_TOKEN is the older spelling single-user servers still set).
 HUB_TOKEN_VARIABLES = ("JUPYTERHUB_API_TOKEN", "JPY_API_TOKEN")
-UPSTREAM_KINDS = ("anthropic", "openai")
+UPSTREAM_KINDS = ("anthropic", "openai", "bedrock", "vertex")  # the gateway's wire formats
 
 
 class PolicyError(PhoenixError):

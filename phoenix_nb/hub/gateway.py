@@ -9,9 +9,11 @@ For each request the gateway
 2. refuses a model outside the policy's `[models] allowed`, and a user or
    conversation whose budget is spent (`Ledger`), with a 403 whose message
    names the policy's line: the kernel shows it as the turn's error;
-3. forwards the request to the admin's upstream with the admin's key in place
-   of the user's token, and streams the answer back unchanged, chunk by chunk
-   as it arrives, reading the usage on the way (`UsageMeter`);
+3. forwards the request to the admin's upstream with the gateway's own
+   credential in place of the user's token (`UpstreamAuth`: the admin's key, a
+   SigV4 signature for Bedrock, a Google token for Vertex; upstreams.py), and
+   streams the answer back unchanged, chunk by chunk as it arrives (Bedrock's
+   event-stream frames byte for byte), reading the usage on the way (`UsageMeter`);
 4. writes one audit line (`AuditSink`) and adds the spend to the user's day.
 
 Kernels also POST the events the user decides on (approvals, denials, mode
@@ -32,7 +34,6 @@ import asyncio
 import html
 import json
 import os
-import re
 import sys
 import urllib.parse
 from collections.abc import Callable, Mapping
@@ -41,9 +42,19 @@ from functools import partial
 from typing import Any, Protocol
 
 from aiohttp import ClientSession, ClientTimeout, web
+from yarl import URL
 
 from phoenix_nb.errors import PhoenixError
 from phoenix_nb.hub.audit import AuditLog, AuditSink, Ledger
+from phoenix_nb.hub.upstreams import (
+    GoogleAuth,
+    KeyAuth,
+    SigV4Auth,
+    UpstreamAuth,
+    UpstreamAuthError,
+    Wire,
+    wire_for,
+)
 from phoenix_nb.hub.usage import Metered, UsageMeter
 from phoenix_nb.policy import POLICY_VARIABLE, Policy, PolicyError, load_policy
 
@@ -74,11 +85,6 @@ _EVENTS = frozenset(
     {"approval", "denial", "mode_change", "mcp_approval", "revert", "policy_refusal"}
 )
 _MAX_EVENT = 16 * 1024
-# What a kernel sends, per upstream wire format: model requests and model lookups.
-_FORWARDED = {
-    "anthropic": re.compile(r"POST /v1/messages(/count_tokens)?|GET /v1/models(/[^/]+)?"),
-    "openai": re.compile(r"POST (/v1)?/chat/completions|GET (/v1)?/models(/[^/]+)?"),
-}
 _PARSE_ON_LOOP = 256 * 1024  # bytes of a request body parsed on the event loop (~1 ms)
 
 
@@ -149,17 +155,22 @@ class Gateway:
         self,
         *,
         upstream: str,
-        upstream_key: str,
+        upstream_key: str = "",
         policy: Policy | None,
         auth: TokenAuth,
         audit: AuditSink,
         prefix: str = "/",
         now: Callable[[], datetime] = lambda: datetime.now(UTC),
+        upstream_auth: UpstreamAuth | None = None,
+        wire: Wire | None = None,
     ) -> None:
+        """`upstream_auth`: the gateway's credential (default: `upstream_key` as the
+        kind's key header); `wire`: the upstream's kind (default: the policy's)."""
         self.upstream = upstream.rstrip("/")
-        self._key = upstream_key
         self.policy = policy
-        self.kind = policy.upstream if policy is not None else "anthropic"
+        self.wire = wire or wire_for(policy.upstream if policy is not None else "anthropic")
+        self.kind = self.wire.kind
+        self._upstream_auth = upstream_auth or KeyAuth(upstream_key, bearer=self.kind == "openai")
         self.auth = auth
         self.audit = audit
         self.prefix = "/" + prefix.strip("/") + "/" if prefix.strip("/") else "/"
@@ -197,6 +208,8 @@ class Gateway:
             return await self._handle(request)
         except HubUnreachable as exc:
             return _error(503, "api_error", str(exc))
+        except UpstreamAuthError as exc:
+            return _error(502, "api_error", str(exc))
 
     async def _handle(self, request: web.Request) -> web.StreamResponse:
         path = self._path(request)
@@ -210,7 +223,7 @@ class Gateway:
         user = await self._user(request)
         if user is None:
             return _error(401, "authentication_error", "phoenix gateway: not a valid Hub token.")
-        if not _FORWARDED[self.kind].fullmatch(f"{request.method} {path}"):
+        if not self.wire.allows(request.method, path):
             # the admin's key opens more than model requests (batches, files …): those
             # would spend unmetered, so only what a kernel sends is forwarded
             return _error(
@@ -219,16 +232,16 @@ class Gateway:
                 f"phoenix gateway: {request.method} {path} is not forwarded.",
             )
         body = await request.read()
-        model, streamed = "", False
+        parsed = None
         if body and request.content_type == "application/json":
             # parsed whole (a regex could be fooled by a "model" inside the messages);
             # a long history's body is parsed off the loop, so other users' streams flow
             parse = partial(_json_or_none, body)
             big = len(body) > _PARSE_ON_LOOP
             parsed = await asyncio.to_thread(parse) if big else parse()
-            if isinstance(parsed, dict):
-                model = str(parsed.get("model") or "")
-                streamed = bool(parsed.get("stream"))
+        fields = parsed if isinstance(parsed, dict) else None
+        model = self.wire.model(path, fields)
+        streamed = self.wire.streamed(path, fields)
         day = self.now().date().isoformat()
         conversation = request.headers.get(CONVERSATION_HEADER, "")
         refusal = None
@@ -252,7 +265,7 @@ class Gateway:
                 )
             )
             return _error(403, "permission_error", refusal)
-        meter = UsageMeter(model, streamed=streamed)
+        meter = UsageMeter(model, streamed=streamed, framing=self.wire.framing)
         recorded = False
 
         def account(status: str) -> None:
@@ -272,12 +285,24 @@ class Gateway:
             )
 
         response: web.StreamResponse | None = None
+        # the path as the kernel encoded it (a Bedrock model id's ":" is "%3A"), sent
+        # unchanged (`encoded=True`): a SigV4 signature covers the exact bytes
+        raw_path, _, query = request.raw_path.partition("?")
+        if self.prefix != "/" and raw_path.startswith(self.prefix):
+            raw_path = "/" + raw_path[len(self.prefix) :]
+        url = self.upstream + self.wire.upstream_path(raw_path) + (f"?{query}" if query else "")
+        headers = self._headers(request)
+        try:
+            headers.update(await self._upstream_auth.sign(request.method, url, headers, body))
+        except UpstreamAuthError:
+            account("upstream credential")
+            raise
         try:
             async with self._session().request(
                 request.method,
-                self.upstream + path + (f"?{request.query_string}" if request.query_string else ""),
+                URL(url, encoded=True),
                 data=body if body else None,
-                headers=self._headers(request),
+                headers=headers,
             ) as upstream:
                 response = web.StreamResponse(status=upstream.status)
                 for name, value in upstream.headers.items():
@@ -309,10 +334,6 @@ class Gateway:
             and k.lower() not in _CREDENTIALS
             and not k.lower().startswith("x-phoenix-")
         }
-        if self.kind == "openai":
-            headers["Authorization"] = f"Bearer {self._key}"
-        else:
-            headers["x-api-key"] = self._key
         headers["Accept-Encoding"] = "identity"  # the usage is read as it passes
         return headers
 
@@ -409,25 +430,57 @@ def make_app(gateway: Gateway) -> web.Application:
     return app
 
 
-def _from_environment(environ: Mapping[str, str]) -> tuple[Gateway, str, int]:
-    """The gateway the Hub's service environment describes, and where it listens."""
-    policy = load_policy(environ)
-    kind = policy.upstream if policy is not None else "anthropic"
+def _upstream(kind: str, environ: Mapping[str, str]) -> tuple[str, UpstreamAuth, Wire]:
+    """The upstream's URL, the gateway's credential for it and its wire, from the
+    service's environment (each cloud's own variables; botocore and google-auth read
+    their credential chains from the process environment themselves)."""
+    named = environ.get("PHOENIX_UPSTREAM_URL")
+    if kind == "bedrock":
+        region = environ.get("AWS_REGION") or environ.get("AWS_DEFAULT_REGION") or ""
+        if not region:
+            raise PolicyError("phoenix gateway: a Bedrock upstream needs AWS_REGION.")
+        upstream = (
+            named
+            or environ.get("ANTHROPIC_BEDROCK_BASE_URL")
+            or f"https://bedrock-runtime.{region}.amazonaws.com"
+        )
+        return upstream, SigV4Auth(region), wire_for(kind)
+    if kind == "vertex":
+        region = environ.get("CLOUD_ML_REGION") or ""
+        if not region:
+            raise PolicyError("phoenix gateway: a Vertex upstream needs CLOUD_ML_REGION.")
+        google = GoogleAuth()
+        project = environ.get("ANTHROPIC_VERTEX_PROJECT_ID") or google.project or ""
+        if not project:
+            raise PolicyError(
+                "phoenix gateway: a Vertex upstream needs ANTHROPIC_VERTEX_PROJECT_ID."
+            )
+        host = "aiplatform.googleapis.com"
+        default = f"https://{host}/v1" if region == "global" else f"https://{region}-{host}/v1"
+        upstream = named or environ.get("ANTHROPIC_VERTEX_BASE_URL") or default
+        return upstream, google, wire_for(kind, project=project, region=region)
     if kind == "openai":
-        upstream = environ.get("PHOENIX_UPSTREAM_URL") or environ.get("OPENAI_BASE_URL") or ""
+        upstream = named or environ.get("OPENAI_BASE_URL") or ""
         key = environ.get("OPENAI_API_KEY", "")
     else:
-        upstream = (
-            environ.get("PHOENIX_UPSTREAM_URL")
-            or environ.get("ANTHROPIC_BASE_URL")
-            or "https://api.anthropic.com"
-        )
+        upstream = named or environ.get("ANTHROPIC_BASE_URL") or "https://api.anthropic.com"
         key = environ.get("ANTHROPIC_API_KEY", "")
     if not upstream or not key:
         raise PolicyError(
             "phoenix gateway: set the upstream's key (ANTHROPIC_API_KEY or OPENAI_API_KEY) "
             "and, for OpenAI-compatible upstreams, PHOENIX_UPSTREAM_URL."
         )
+    return upstream, KeyAuth(key, bearer=kind == "openai"), wire_for(kind)
+
+
+def _from_environment(environ: Mapping[str, str]) -> tuple[Gateway, str, int]:
+    """The gateway the Hub's service environment describes, and where it listens."""
+    policy = load_policy(environ)
+    kind = policy.upstream if policy is not None else "anthropic"
+    try:
+        upstream, upstream_auth, wire = _upstream(kind, environ)
+    except UpstreamAuthError as exc:
+        raise PolicyError(str(exc)) from None
     url = urllib.parse.urlsplit(
         environ.get("JUPYTERHUB_SERVICE_URL")
         or environ.get("PHOENIX_GATEWAY_URL")
@@ -439,11 +492,12 @@ def _from_environment(environ: Mapping[str, str]) -> tuple[Gateway, str, int]:
     )
     gateway = Gateway(
         upstream=upstream,
-        upstream_key=key,
         policy=policy,
         auth=HubTokenAuth(),
         audit=AuditLog(audit_path),
         prefix=environ.get("JUPYTERHUB_SERVICE_PREFIX", "/"),
+        upstream_auth=upstream_auth,
+        wire=wire,
     )
     return gateway, url.hostname or "127.0.0.1", url.port or 8765
 

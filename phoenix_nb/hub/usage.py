@@ -4,12 +4,16 @@ The gateway streams the upstream's answer back unchanged; it reads the usage
 the answer carries on the way (no second request, no buffering of the stream):
 the Messages API's `message_start` / `message_delta` events (the latter's
 counts are cumulative), a Chat Completions stream's final `usage` chunk, or the
-`usage` of a whole JSON answer. The dollars come from the same price table the
-kernel uses (`core.prices`), so the gateway's and the kernel's spend agree.
+`usage` of a whole JSON answer. Bedrock carries the same Messages API events in
+AWS event-stream frames (each event's JSON base64-encoded in a `chunk` frame),
+read with botocore's own frame parser; Vertex streams the Messages API's SSE.
+The dollars come from the same price table the kernel uses (`core.prices`), so
+the gateway's and the kernel's spend agree.
 """
 
 from __future__ import annotations
 
+import base64
 import json
 from dataclasses import dataclass
 from typing import Any
@@ -39,9 +43,14 @@ class Metered:
 class UsageMeter:
     """Fed the answer's bytes in the order they pass; `result()` is the usage seen."""
 
-    def __init__(self, model: str, *, streamed: bool) -> None:
+    def __init__(self, model: str, *, streamed: bool, framing: str = "sse") -> None:
         self.model = model
         self.streamed = streamed
+        self._frames: Any = None
+        if streamed and framing == "eventstream":
+            from botocore.eventstream import EventStreamBuffer
+
+            self._frames = EventStreamBuffer()
         self._pending = b""
         self._whole = bytearray()
         self._usage: dict[str, int] = {}
@@ -51,11 +60,28 @@ class UsageMeter:
         if not self.streamed:
             self._whole += chunk
             return
+        if self._frames is not None:
+            self._feed_frames(chunk)
+            return
         self._pending += chunk
         *lines, self._pending = self._pending.split(b"\n")
         for line in lines:
             if line.startswith(b"data:"):
                 self._event(line[5:].strip())
+
+    def _feed_frames(self, chunk: bytes) -> None:
+        """AWS event-stream frames; a frame that does not parse ends the metering (the
+        stream itself still passes unchanged: the client's decoder reports it)."""
+        try:
+            self._frames.add_data(chunk)
+            for message in self._frames:
+                if message.headers.get(":message-type") != "event":
+                    continue
+                wrapped = json.loads(message.payload)
+                if isinstance(wrapped, dict) and isinstance(wrapped.get("bytes"), str):
+                    self._event(base64.b64decode(wrapped["bytes"]))
+        except Exception:  # botocore's ParserError (a bad CRC), bad JSON or base64
+            self._frames = _Broken()
 
     def _event(self, data: bytes) -> None:
         if not data or data == b"[DONE]" or b"usage" not in data:
@@ -115,3 +141,13 @@ class UsageMeter:
             cache_write_tokens=usage.cache_creation_input_tokens,
             dollars=cost(usage, self.model) if u else None,
         )
+
+
+class _Broken:
+    """A frame parser that gave up: takes the rest of the stream and finds nothing."""
+
+    def add_data(self, data: bytes) -> None:
+        pass
+
+    def __iter__(self) -> Any:
+        return iter(())
