@@ -19,7 +19,11 @@ For each request the gateway
 Kernels also POST the events the user decides on (approvals, denials, mode
 changes, MCP approvals, reverts) to `/audit`; `/spend` (JSON) and `/` (a page)
 show the caller's spend today. The user is always the token's, never a field
-of the body.
+of the body. A browser logs in to the page through the Hub (`BrowserLogin`:
+JupyterHub's OAuth, with PKCE and a state cookie); the token it gets is kept in
+an HttpOnly cookie scoped to the gateway's prefix, which only the page and
+`/spend` accept: a model request never (another site's page could make a
+browser send one, spending the user's budget).
 
 Run by the Hub as a managed service (`python -m phoenix_nb.hub.gateway`, see
 docs/jupyterhub.md); `serve` is the same on a given port, for tests and benches.
@@ -58,7 +62,16 @@ from phoenix_nb.hub.upstreams import (
 from phoenix_nb.hub.usage import Metered, UsageMeter
 from phoenix_nb.policy import POLICY_VARIABLE, Policy, PolicyError, load_policy
 
-__all__ = ["Gateway", "HubTokenAuth", "TokenAuth", "main", "make_app"]
+__all__ = [
+    "BrowserLogin",
+    "Gateway",
+    "HubOAuthLogin",
+    "HubTokenAuth",
+    "LoginFailed",
+    "TokenAuth",
+    "main",
+    "make_app",
+]
 
 # Headers that describe one hop, never forwarded (RFC 9110 7.6.1), and the
 # caller's credentials, replaced by the admin's.
@@ -104,6 +117,56 @@ class TokenAuth(Protocol):
     async def user_for(self, token: str) -> str | None: ...
 
 
+class LoginFailed(PhoenixError):
+    """A browser's OAuth login did not complete (a stale or forged state, or the Hub
+    refused the code); the message says which."""
+
+
+class BrowserLogin(Protocol):
+    """The Hub's OAuth login for the gateway's own page.
+
+    `cookie` names the cookie that keeps a logged-in browser's token. `start(next)`
+    begins a login for a browser that wants the page at path `next`: the Hub's
+    authorization URL to send it to, and the state to keep in its state cookie.
+    `finish(code, state)` ends it when the Hub sends the browser back: the user's
+    token for `code` and the path to return to; LoginFailed for a state this
+    gateway did not issue (or that expired), or a code the Hub refuses.
+    """
+
+    cookie: str
+
+    def start(self, next_path: str) -> tuple[str, str]: ...
+
+    async def finish(self, code: str, state: str) -> tuple[str, str]: ...
+
+
+class HubOAuthLogin:
+    """`BrowserLogin` by JupyterHub's `HubOAuth` (the service's OAuth client the Hub
+    registers: JUPYTERHUB_CLIENT_ID, JUPYTERHUB_OAUTH_CALLBACK_URL), with PKCE."""
+
+    def __init__(self, oauth: Any) -> None:
+        self._oauth = oauth
+        self.cookie = str(oauth.cookie_name)
+
+    def start(self, next_path: str) -> tuple[str, str]:
+        verifier, challenge, method = self._oauth.generate_pkce_code_challenge()
+        state = str(self._oauth.generate_state(next_path, code_verifier=verifier))
+        query = {"state": state, "code_challenge": challenge, "code_challenge_method": method}
+        return f"{self._oauth.login_url}&{urllib.parse.urlencode(query)}", state
+
+    async def finish(self, code: str, state: str) -> tuple[str, str]:
+        verifier = self._oauth.get_code_verifier(state)
+        if not verifier:
+            raise LoginFailed("phoenix gateway: that login is stale; open the page again.")
+        next_path = str(self._oauth.get_next_url(state))
+        self._oauth.clear_oauth_state(state)
+        try:
+            token = await self._oauth.token_for_code(code, code_verifier=verifier, sync=False)
+        except Exception as exc:  # tornado's HTTPError: the Hub refused the code
+            raise LoginFailed(f"phoenix gateway: the Hub refused the login ({exc}).") from exc
+        return str(token), next_path
+
+
 class HubTokenAuth:
     """JupyterHub's `HubAuth`: the Hub's REST API says whose token it is.
 
@@ -113,9 +176,18 @@ class HubTokenAuth:
     `c.Spawner.server_token_scopes`)."""
 
     def __init__(self) -> None:
-        from jupyterhub.services.auth import HubAuth  # the `phoenix_nb[hub]` extra
+        from jupyterhub.services.auth import HubAuth, HubOAuth  # the `phoenix_nb[hub]` extra
 
-        self._auth = HubAuth(cache_max_age=60)
+        # HubOAuth is HubAuth plus the service's OAuth client, which the Hub registers
+        # for a service with a URL (it sets JUPYTERHUB_CLIENT_ID)
+        oauth = bool(os.environ.get("JUPYTERHUB_CLIENT_ID"))
+        self._auth = (HubOAuth if oauth else HubAuth)(cache_max_age=60)
+
+    def browser_login(self) -> BrowserLogin | None:
+        """The Hub's OAuth login for the page, where the Hub gave this service a client."""
+        from jupyterhub.services.auth import HubOAuth
+
+        return HubOAuthLogin(self._auth) if isinstance(self._auth, HubOAuth) else None
 
     async def user_for(self, token: str) -> str | None:
         try:
@@ -142,6 +214,10 @@ def _token(request: web.Request) -> str | None:
     return None
 
 
+def _redirect(location: str) -> web.Response:
+    return web.Response(status=302, headers={"Location": location})
+
+
 def _error(status: int, kind: str, message: str) -> web.Response:
     """An error in the Messages API's shape, which both SDKs show with its message."""
     body = {"type": "error", "error": {"type": kind, "message": message}}
@@ -163,9 +239,12 @@ class Gateway:
         now: Callable[[], datetime] = lambda: datetime.now(UTC),
         upstream_auth: UpstreamAuth | None = None,
         wire: Wire | None = None,
+        login: BrowserLogin | None = None,
     ) -> None:
         """`upstream_auth`: the gateway's credential (default: `upstream_key` as the
-        kind's key header); `wire`: the upstream's kind (default: the policy's)."""
+        kind's key header); `wire`: the upstream's kind (default: the policy's);
+        `login`: the Hub's OAuth login for the page (None: a token only)."""
+        self.login = login
         self.upstream = upstream.rstrip("/")
         self.policy = policy
         self.wire = wire or wire_for(policy.upstream if policy is not None else "anthropic")
@@ -217,6 +296,8 @@ class Gateway:
             return await self._event(request)
         if path in ("/spend", "/") and request.method == "GET":
             return await self._spend(request, page=path == "/")
+        if path == "/oauth_callback" and request.method == "GET" and self.login is not None:
+            return await self._logged_in(request)
         return await self._forward(request, path)
 
     async def _forward(self, request: web.Request, path: str) -> web.StreamResponse:
@@ -369,9 +450,13 @@ class Gateway:
         self._record(line)
         return web.json_response({"recorded": True})
 
-    async def _spend(self, request: web.Request, *, page: bool) -> web.Response:
+    async def _spend(self, request: web.Request, *, page: bool) -> web.StreamResponse:
         token = _token(request) or request.query.get("token")
+        if not token and self.login is not None:
+            token = request.cookies.get(self.login.cookie)  # a browser that logged in
         user = await self.auth.user_for(token) if token else None
+        if user is None and page and self.login is not None:
+            return self._log_in(request)
         if user is None:
             return _error(401, "authentication_error", "phoenix gateway: not a valid Hub token.")
         spent = self.ledger.today(user, self.now().date().isoformat())
@@ -391,6 +476,50 @@ class Gateway:
             f"<p>${spent.dollars:.2f}{bound} spent, {spent.tokens:,} tokens (UTC day).</p>"
         )
         return web.Response(text=text, content_type="text/html")
+
+    def _cookie_options(self, request: web.Request) -> dict[str, Any]:
+        scheme = request.headers.get("X-Forwarded-Proto", request.scheme)
+        return {
+            "path": self.prefix,
+            "httponly": True,
+            "samesite": "Lax",
+            "secure": scheme == "https",
+        }
+
+    def _log_in(self, request: web.Request) -> web.StreamResponse:
+        """Send a browser to the Hub to log in, keeping the login's state in a cookie."""
+        assert self.login is not None
+        url, state = self.login.start(request.path)
+        response = _redirect(url)
+        response.set_cookie(
+            f"{self.login.cookie}-oauth-state", state, max_age=600, **self._cookie_options(request)
+        )
+        return response
+
+    async def _logged_in(self, request: web.Request) -> web.StreamResponse:
+        """The Hub sent the browser back: check the state against its cookie (a login
+        this browser started, not one a third party slipped it), take the token."""
+        assert self.login is not None
+        state = request.query.get("state", "")
+        code = request.query.get("code", "")
+        kept = request.cookies.get(f"{self.login.cookie}-oauth-state", "")
+        if not code or not state or state != kept:
+            return _error(
+                403,
+                "permission_error",
+                "phoenix gateway: the login's state does not match; open the page again.",
+            )
+        try:
+            token, next_path = await self.login.finish(code, state)
+        except LoginFailed as exc:
+            return _error(403, "permission_error", str(exc))
+        if not next_path.startswith(self.prefix):
+            next_path = self.prefix  # only ever back to this gateway's own page
+        response = _redirect(next_path)
+        options = self._cookie_options(request)
+        response.del_cookie(f"{self.login.cookie}-oauth-state", path=options["path"])
+        response.set_cookie(self.login.cookie, token, **options)
+        return response
 
     async def aclose(self) -> None:
         if self._client is not None:
@@ -490,10 +619,12 @@ def _from_environment(environ: Mapping[str, str]) -> tuple[Gateway, str, int]:
     audit_path = (policy.audit_path if policy is not None else None) or environ.get(
         "PHOENIX_AUDIT", "phoenix-audit.jsonl"
     )
+    auth = HubTokenAuth()
     gateway = Gateway(
         upstream=upstream,
         policy=policy,
-        auth=HubTokenAuth(),
+        auth=auth,
+        login=auth.browser_login(),
         audit=AuditLog(audit_path),
         prefix=environ.get("JUPYTERHUB_SERVICE_PREFIX", "/"),
         upstream_auth=upstream_auth,

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from aiohttp import ClientSession, ClientTimeout
+from aiohttp import ClientSession, ClientTimeout, CookieJar
 
 from phoenix_nb.core.values import Usage
 from phoenix_nb.testing import FakeAnthropic, Turn, text, tool_use
@@ -406,3 +406,49 @@ def test_kernels_report_decisions_to_the_audit_trail(team: Team) -> None:
     assert all(x["user"] in USERS for x in lines)
     assert any(x["user"] == "phx-b" and x["event"] == "policy_refusal" for x in lines)
     assert re.search(r"\d{4}-\d\d-\d\dT", lines[0]["time"])
+
+
+async def _browse_as(team: Team, user: str) -> tuple[str, list[str], int]:
+    """A cookie-following client opens the gateway's page through the Hub's proxy, is
+    sent to the Hub's login, logs in as `user`, and comes back through the Hub's OAuth:
+    (the page, the URLs it passed, the status of a model request with only the cookie)."""
+    assert team.hub is not None
+    page_url = f"{team.hub.url}/services/phoenix-gateway/"
+    jar = CookieJar(unsafe=True)  # cookies of 127.0.0.1
+    async with ClientSession(cookie_jar=jar, timeout=ClientTimeout(total=120)) as browser:
+        async with browser.get(page_url) as r:
+            login_page = await r.text()
+            login_url = r.url
+            passed = [str(h.url) for h in r.history]
+        found = re.search(r'name="_xsrf" value="([^"]+)"', login_page)
+        assert found, (r.status, str(login_url), login_page[:500])
+        form = {"username": user, "password": "anything", "_xsrf": found.group(1)}
+        async with browser.post(login_url, data=form) as r:
+            page = await r.text()
+            passed += [str(login_url), *(str(h.url) for h in r.history), str(r.url)]
+            assert r.status == 200, (r.status, page[:500])
+        # the cookie opens the page, never the model routes (another site's page could
+        # make the browser send those)
+        async with browser.post(
+            f"{team.hub.url}/services/phoenix-gateway/v1/messages",
+            json={"model": "claude-sonnet-4-5", "max_tokens": 5, "messages": []},
+        ) as r:
+            model_status = r.status
+    return page, passed, model_status
+
+
+def test_a_browser_logs_in_through_the_hub_and_sees_only_its_own_spend(team: Team) -> None:
+    spent: dict[str, float] = {}
+    for line in team.messages_lines():
+        spent[line["user"]] = spent.get(line["user"], 0.0) + float(line["dollars"])
+    before = len(team.upstream.requests)
+    for user, other in (("phx-a", "phx-b"), ("phx-b", "phx-a")):
+        page, passed, model_status = team.run(_browse_as(team, user))
+        assert any("/hub/login" in u for u in passed), passed
+        assert any("/hub/api/oauth2/authorize" in u for u in passed), passed
+        assert any("/services/phoenix-gateway/oauth_callback" in u for u in passed), passed
+        assert f"<h1>{user}: today</h1>" in page, page
+        assert f"${spent.get(user, 0.0):.2f} of $1.5 spent" in page, (spent, page)
+        assert other not in page
+        assert model_status == 401
+    assert len(team.upstream.requests) == before, "the cookie sent nothing upstream"
