@@ -14,6 +14,7 @@ Run: .venv/bin/python tests/benchmarks/bench_gateway.py [tokens] [rounds]
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import socket
@@ -49,10 +50,8 @@ def _cpu_ns(pid: int) -> int:
     the gateway costs per turn, much less at the scheduler's mercy than wall time."""
     total = 0
     for task in Path(f"/proc/{pid}/task").iterdir():
-        try:
+        with contextlib.suppress(OSError, ValueError, IndexError):  # a thread that ended
             total += int((task / "schedstat").read_text().split()[0])
-        except (OSError, ValueError, IndexError):
-            pass  # a thread that ended meanwhile
     return total
 
 
