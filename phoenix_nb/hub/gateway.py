@@ -45,7 +45,7 @@ from datetime import UTC, datetime
 from functools import partial
 from typing import Any, Protocol
 
-from aiohttp import ClientSession, ClientTimeout, web
+from aiohttp import ClientSession, ClientTimeout, DummyCookieJar, web
 from yarl import URL
 
 from phoenix_nb.errors import PhoenixError
@@ -422,8 +422,12 @@ class Gateway:
         if self._client is None:
             # no total timeout: a long answer streams for minutes; the kernel's own
             # stall timeout bounds the gaps between chunks
+            # no cookie jar: the session is shared by every user, and a cookie the
+            # upstream sets for one (a CDN's) must not ride along on the others'
             self._client = ClientSession(
-                timeout=ClientTimeout(total=None, sock_connect=10), auto_decompress=False
+                timeout=ClientTimeout(total=None, sock_connect=10),
+                auto_decompress=False,
+                cookie_jar=DummyCookieJar(),
             )
         return self._client
 
