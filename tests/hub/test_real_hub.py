@@ -26,6 +26,7 @@ from aiohttp import ClientSession, ClientTimeout, CookieJar
 
 from phoenix_nb.core.values import Usage
 from phoenix_nb.testing import FakeAnthropic, Turn, text, tool_use
+from tests.nonroot.tier import delegate_cgroup, remove_cgroup
 
 from .real_hub import (
     USERS,
@@ -88,6 +89,14 @@ class Team:
         self.venv = Path()
         self.users = make_users()
         self.audit = folder / "audit.jsonl"
+        # each user's server in a cgroup delegated to them (as SystemdSpawner's
+        # Delegate=yes does), so their kernels make their commands' cgroups in it. Not
+        # named phoenix-…: kernels of other runs on this host sweep empty phoenix-*
+        # groups they take for a dead kernel's (older versions, any uid's)
+        self.cgroups = {
+            user: delegate_cgroup(entry, f"hub-tier-{user}-{os.getpid()}")
+            for user, entry in self.users.items()
+        }
 
     def run(self, coro: Any) -> Any:
         return self.runner.run(coro)
@@ -123,6 +132,9 @@ class Team:
             },
             # issue 34 landed: Restricted commands work as an ordinary user; no override
             user_env={},
+            cgroups={
+                user: [str(d / "cgroup.procs") for d in dirs] for user, dirs in self.cgroups.items()
+            },
         )
         self.http = ClientSession(timeout=ClientTimeout(total=300))
         for user in USERS:
@@ -170,6 +182,8 @@ def team() -> Iterator[Team]:
         finally:
             if team.hub is not None:
                 team.hub.stop()
+            for dirs in team.cgroups.values():
+                remove_cgroup(dirs)
             team.runner.close()
             team.upstream.stop()
             shutil.rmtree(folder, ignore_errors=True)
@@ -452,3 +466,52 @@ def test_a_browser_logs_in_through_the_hub_and_sees_only_its_own_spend(team: Tea
         assert other not in page
         assert model_status == 401
     assert len(team.upstream.requests) == before, "the cookie sent nothing upstream"
+
+
+def _cgroup_paths(said: str) -> dict[str, str]:
+    """controller -> path, from a `cat /proc/self/cgroup` in a tool result."""
+    paths = {}
+    for m in re.finditer(r"^\d+:([^:\n]*):(/\S*)$", said, re.MULTILINE):
+        for name in m.group(1).split(","):
+            paths[name] = m.group(2)
+    return paths
+
+
+def test_two_users_conversations_of_the_same_name_never_share_a_cgroup(team: Team) -> None:
+    """A's and C's conversation `same-slug` run their commands in cgroups under each
+    user's own kernel directory, `phoenix-u<uid>-…`, 0700 and theirs: C cannot even
+    list A's (the Hub's servers run in cgroups delegated to their users). C, not B:
+    B's day is spent by the budget test."""
+    kernel_dirs = {}
+    for user in ("phx-a", "phx-c"):
+        call = tool_use("bash", {"command": "cat /proc/self/cgroup"}, id=f"toolu_cg{user[-1]}")
+        team.upstream.script(Turn([call], usage=SMALL), Turn([text("seen")], usage=SMALL))
+        said = turn(team, user, "where do my commands run?", "--name same-slug")
+        assert "seen" in said, said[-2000:]
+        [result] = [
+            block
+            for block in team.upstream.requests[-1].body["messages"][-1]["content"]
+            if block.get("type") == "tool_result"
+        ]
+        content = result["content"]
+        text_out = content if isinstance(content, str) else content[0]["text"]
+        paths = _cgroup_paths(text_out)
+        memory = Path(paths.get("memory") or paths[""])
+        # <user's delegated group>/phoenix-u<uid>-<kernel>/<conversation>/<command>
+        kernel_dir = memory.parent.parent
+        uid = team.users[user].pw_uid
+        assert kernel_dir.name.startswith(f"phoenix-u{uid}-"), memory
+        assert kernel_dir.parent.name == f"hub-tier-{user}-{os.getpid()}", memory
+        kernel_dirs[user] = kernel_dir
+    assert kernel_dirs["phx-a"] != kernel_dirs["phx-c"]
+    a_dir = Path("/sys/fs/cgroup/memory") / str(kernel_dirs["phx-a"]).lstrip("/")
+    if not a_dir.exists():  # the unified hierarchy: one tree
+        a_dir = Path("/sys/fs/cgroup") / str(kernel_dirs["phx-a"]).lstrip("/")
+    st = a_dir.stat()
+    assert (st.st_uid, st.st_mode & 0o777) == (team.users["phx-a"].pw_uid, 0o700), a_dir
+    probe = (
+        f"import os\ntry:\n    print(os.listdir({str(a_dir)!r}))\n"
+        "except OSError as e:\n    print(type(e).__name__)"
+    )
+    said = team.run(team.kernels["phx-c"].ok(probe)).stdout
+    assert said.strip() == "PermissionError", said
