@@ -466,6 +466,21 @@ def test_a_browser_logs_in_through_the_hub_and_sees_only_its_own_spend(team: Tea
         assert other not in page
         assert model_status == 401
     assert len(team.upstream.requests) == before, "the cookie sent nothing upstream"
+    assert team.run(_forged_callback(team)) == [403, 403]
+
+
+async def _forged_callback(team: Team) -> list[int]:
+    """A login a third party started (its state, not this browser's) is refused."""
+    assert team.hub is not None
+    callback = f"{team.hub.url}/services/phoenix-gateway/oauth_callback?code=stolen&state=theirs"
+    statuses = []
+    for cookies in ({}, {"service-phoenix-gateway-oauth-state": "mine"}):
+        async with (
+            ClientSession(cookies=cookies, timeout=ClientTimeout(total=60)) as browser,
+            browser.get(callback, allow_redirects=False) as r,
+        ):
+            statuses.append(r.status)
+    return statuses
 
 
 def _cgroup_paths(said: str) -> dict[str, str]:
