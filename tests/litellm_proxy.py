@@ -3,10 +3,12 @@
 LiteLLM is 380 MB and some of its 2026 releases carried a credential stealer: it
 never enters phoenix's dependencies or the kernel's environment. The tests run the
 proxy as a separate program from a virtual environment made for it, at
-`PHOENIX_LITELLM_VENV` (`.ci/run` sets a path it keeps between runs) or else
-`~/.cache/phoenix_nb/litellm-<version>`; a missing one is made here, once, under a
-file lock (a few minutes). The version is pinned to one known to install from the
-registry and to serve both endpoints.
+`PHOENIX_LITELLM_VENV` or else `~/.cache/phoenix_nb/litellm-<version>` (where `.ci/run`
+makes it, so fresh clones share it); a missing one is made here, once, under a file lock
+(a few minutes). A venv counts as made only once `COMPLETE` is written in it after the
+install succeeded, so an interrupted install is made again rather than half used.
+The version is pinned to one known to install from the registry and to serve both
+endpoints.
 
 The configuration is the README's (the block between `<!-- litellm-config -->`
 markers), with the upstream's address put in for `http://VLLM_HOST:8000/v1`: the
@@ -32,6 +34,7 @@ LITELLM_VERSION = "1.106.12"
 README = Path(__file__).resolve().parent.parent / "README.md"
 UPSTREAM_PLACEHOLDER = "http://VLLM_HOST:8000/v1"
 PROXY_PLACEHOLDER = "localhost:4000"
+COMPLETE = ".phoenix-complete"  # written last by whoever installs the venv (.ci/run too)
 
 
 def readme_block(name: str) -> str:
@@ -61,7 +64,7 @@ def ensure_venv() -> Path:
     venv.parent.mkdir(parents=True, exist_ok=True)
     with open(venv.parent / f".{venv.name}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if not program.exists():
+        if not (venv / COMPLETE).exists():
             base = getattr(sys, "_base_executable", sys.executable)
             subprocess.run([base, "-m", "venv", "--clear", str(venv)], check=True)
             subprocess.run(
@@ -76,6 +79,7 @@ def ensure_venv() -> Path:
                 check=True,
                 timeout=1800,
             )
+            (venv / COMPLETE).write_text(LITELLM_VERSION)
     return program
 
 

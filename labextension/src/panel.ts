@@ -16,6 +16,13 @@
  * conversation's final record bundle as an ordinary output. It is written through the
  * notebook model, as cell edits are, never to the file behind the editor.
  *
+ * Under the record, the list of what waits for a person (panelPending.ts: a mode upgrade,
+ * a proposed cell edit with "Show", an MCP server awaiting approval, any kind the kernel's
+ * `Phoenix.pending` has), answered by id. A message may carry images pasted or dropped into
+ * its box and a cell's outputs ("Attach output", panelAttach.ts), shown as removable chips;
+ * the box and the chips are cleared only when the kernel says it took the message, so a
+ * refused one (an image it cannot send, a busy conversation) loses nothing.
+ *
  * The kernel sends the whole record only on structural changes and streamed text as
  * deltas; the panel appends the deltas to the last cycle (as the kernel's `_with_live_text`
  * does for the cell) and redraws at most once per animation frame.
@@ -27,9 +34,19 @@ import type { ICodeCellModel } from '@jupyterlab/cells';
 import { INotebookTracker, NotebookActions, NotebookPanel } from '@jupyterlab/notebook';
 import type { Kernel, KernelMessage } from '@jupyterlab/services';
 import { LabIcon } from '@jupyterlab/ui-components';
+import type { JSONObject } from '@lumino/coreutils';
 import type { Message } from '@lumino/messaging';
 import { Widget } from '@lumino/widgets';
 
+import {
+  cellOutputs,
+  IAttachment,
+  imageBytes,
+  MAX_IMAGE_BYTES,
+  readImage,
+  wireAttachments
+} from './panelAttach';
+import { asPending, IPendingRequest, PendingList } from './panelPending';
 import { arr, Loose, MIME_TYPE, obj } from './record';
 import { renderRecord } from './render';
 
@@ -112,6 +129,10 @@ class NotebookLink {
   notice = '';
   /** The conversations to switch to (`%phoenix list`), newest first. */
   conversations: Array<{ slug: string; state: string }> = [];
+  /** What waits for a person here (the kernel's `pending`), oldest first. */
+  pending: IPendingRequest[] = [];
+  /** How many messages the kernel took (`sent`): the panel then clears its draft. */
+  sent = 0;
   /** The panel sent a turn: its final record goes to the notebook's phoenix cell. */
   keepRecord = false;
   private comm: Kernel.IComm | null = null;
@@ -175,6 +196,7 @@ class NotebookLink {
     }
     const comm = kernel.createComm(PANEL_TARGET);
     this.comm = comm;
+    this.pending = []; // a new channel sends what waits, if anything
     comm.onMsg = (msg: KernelMessage.ICommMsgMsg) => {
       if (this.comm === comm) {
         this.receive(msg.content.data);
@@ -232,6 +254,12 @@ class NotebookLink {
         .map(item => obj(item))
         .filter(item => typeof item.slug === 'string')
         .map(item => ({ slug: String(item.slug), state: String(item.state ?? '') }));
+    } else if (d.type === 'pending') {
+      this.pending = arr(d.items)
+        .map(asPending)
+        .filter((item): item is IPendingRequest => item !== null);
+    } else if (d.type === 'sent') {
+      this.sent += 1;
     } else if (d.type === 'notice' && typeof d.text === 'string') {
       this.notice = d.text;
     } else if (d.type === 'empty') {
@@ -241,7 +269,7 @@ class NotebookLink {
     this.changed(this);
   }
 
-  send(data: Record<string, string>): void {
+  send(data: JSONObject): void {
     if (data.type === 'send') {
       this.keepRecord = true;
       this.notice = '';
@@ -344,8 +372,11 @@ export class PhoenixPanel extends Widget {
   private readonly promptText = el('p', 'jp-PhoenixPanel-promptText');
   private readonly loadButton: HTMLButtonElement;
   private readonly recordHost = el('div', 'jp-PhoenixPanel-record');
-  private readonly approval = el('div', 'jp-PhoenixPanel-approval');
-  private readonly approvalReason = el('blockquote', 'jp-PhoenixPanel-reason');
+  private readonly pendingList: PendingList;
+  private readonly chips = el('div', 'jp-PhoenixPanel-attachments');
+  private attachments: IAttachment[] = [];
+  /** The message the kernel has not yet said it took: [its link, text, attachments, sent count]. */
+  private inFlight: [NotebookLink, string, IAttachment[], number] | null = null;
   private readonly notice = el('div', 'jp-PhoenixPanel-notice');
   private readonly input = el('textarea', 'jp-PhoenixPanel-input');
   private readonly sendButton: HTMLButtonElement;
@@ -354,10 +385,10 @@ export class PhoenixPanel extends Widget {
   private readonly newButton: HTMLButtonElement;
   private readonly revertButton: HTMLButtonElement;
   private readonly continueButton: HTMLButtonElement;
-  private readonly approveButton: HTMLButtonElement;
-  private readonly denyButton: HTMLButtonElement;
+  private readonly attachButton: HTMLButtonElement;
   private frame = 0;
   private drawn: unknown = null;
+  private chipsDrawn: IAttachment[] | null = null;
 
   constructor(private readonly tracker: INotebookTracker) {
     super();
@@ -386,29 +417,20 @@ export class PhoenixPanel extends Widget {
     this.recordHost.setAttribute('aria-label', 'conversation record');
     this.recordHost.tabIndex = 0;
 
-    const asks = el(
-      'p',
-      'jp-PhoenixPanel-asks',
-      'phoenix asks to leave Restricted mode: with Unrestricted it may write files and use ' +
-        'the network. The agent gives this reason:'
-    );
-    this.approveButton = button('Approve', 'Approve the upgrade to Unrestricted mode', () =>
-      this.act('approve')
-    );
-    this.denyButton = button('Deny', 'Deny the upgrade and stay Restricted', () =>
-      this.act('deny')
-    );
-    const answer = el('div', 'jp-PhoenixPanel-buttons jp-Phoenix-controls');
-    answer.append(this.approveButton, this.denyButton);
-    this.approval.setAttribute('role', 'group');
-    this.approval.setAttribute('aria-label', 'upgrade request');
-    this.approval.append(asks, this.approvalReason, answer);
+    this.pendingList = new PendingList({
+      answer: (request, answer) =>
+        this.link?.send({ type: 'answer', id: request.id, answer }),
+      show: (_request, cellId) => this.showCell(cellId)
+    });
+    this.chips.setAttribute('role', 'list');
+    this.chips.setAttribute('aria-label', 'attached to the next message');
 
     this.notice.setAttribute('role', 'alert');
     this.input.placeholder = 'Ask phoenix… (Enter sends, Shift+Enter new line, Esc cancels)';
     this.input.setAttribute('aria-label', 'Message to phoenix');
     this.input.rows = 3;
     this.input.addEventListener('keydown', event => this.onKey(event));
+    this.input.addEventListener('paste', event => this.onPaste(event));
     this.sendButton = button('Send', 'Send the message', () => this.sendMessage());
     this.cancelButton = button('Cancel', 'Cancel the running turn', () => this.act('cancel'));
     this.restrictButton = button('Restrict', 'Back to Restricted (read-only) mode now', () =>
@@ -428,24 +450,42 @@ export class PhoenixPanel extends Widget {
       'Continue in a new conversation seeded with a summary of this one',
       () => this.act('continue')
     );
+    this.attachButton = button(
+      'Attach output',
+      "Attach the active cell's output to the next message",
+      () => this.attachOutput()
+    );
     const buttons = el('div', 'jp-PhoenixPanel-buttons jp-Phoenix-controls');
     buttons.append(
       this.sendButton,
       this.cancelButton,
+      this.attachButton,
       this.restrictButton,
       this.newButton,
       this.revertButton,
       this.continueButton
     );
     const composer = el('div', 'jp-PhoenixPanel-composer');
-    composer.append(this.input, buttons);
+    composer.append(this.chips, this.input, buttons);
+    composer.addEventListener('dragover', event => {
+      if (event.dataTransfer?.types.includes('Files')) {
+        event.preventDefault(); // a drop of files lands here, not in the page
+      }
+    });
+    composer.addEventListener('drop', event => {
+      const files = Array.from(event.dataTransfer?.files ?? []);
+      if (files.length > 0) {
+        event.preventDefault();
+        void this.addImages(files);
+      }
+    });
 
     this.node.append(
       this.picker,
       this.statusLine,
       this.prompt,
       this.recordHost,
-      this.approval,
+      this.pendingList.node,
       this.notice,
       composer
     );
@@ -507,8 +547,141 @@ export class PhoenixPanel extends Widget {
     if (!text || link === null || link.state !== 'ready' || !link.status.rest) {
       return;
     }
-    link.send({ type: 'send', text });
-    this.input.value = '';
+    const sent = [...this.attachments];
+    this.inFlight = [link, text, sent, link.sent];
+    link.send({ type: 'send', text, ...wireAttachments(sent) });
+  }
+
+  /** The kernel took the message: clear what was sent (and only that: typing goes on). */
+  private clearSent(): void {
+    const flight = this.inFlight;
+    if (flight === null || flight[0].sent === flight[3]) {
+      return;
+    }
+    const [, text, sent] = flight;
+    this.inFlight = null;
+    if (this.input.value.trim() === text) {
+      this.input.value = '';
+    }
+    this.attachments = this.attachments.filter(item => !sent.includes(item));
+  }
+
+  /** A notice of the panel's own (an attachment refused), where the kernel's notices show. */
+  private say(text: string): void {
+    if (this.link !== null) {
+      this.link.notice = text;
+    }
+    this.schedule();
+  }
+
+  private onPaste(event: ClipboardEvent): void {
+    const files = Array.from(event.clipboardData?.files ?? []);
+    if (files.length === 0) {
+      return;
+    }
+    if (!event.clipboardData?.types.includes('text/plain')) {
+      event.preventDefault(); // an image alone: nothing to paste as text
+    }
+    void this.addImages(files);
+  }
+
+  /** Pasted or dropped files: images become chips; anything else is said, not sent. */
+  private async addImages(files: File[]): Promise<void> {
+    const refused: string[] = [];
+    for (const file of files) {
+      if (!file.type.startsWith('image/')) {
+        refused.push(`${file.name || 'a file'} is not an image (${file.type || 'unknown type'})`);
+        continue;
+      }
+      if (imageBytes(this.attachments) + file.size > MAX_IMAGE_BYTES) {
+        refused.push(
+          `${file.name || 'the image'} would make this message's images larger than ` +
+            `${MAX_IMAGE_BYTES / 1024 / 1024} MB, more than the kernel's connection takes`
+        );
+        continue;
+      }
+      try {
+        const image = await readImage(file);
+        this.attachments = [...this.attachments, { label: image.name, images: [image], text: '' }];
+      } catch (error) {
+        refused.push(`${file.name} could not be read (${String(error)})`);
+      }
+    }
+    this.say(refused.length > 0 ? `Not attached: ${refused.join('; ')}.` : '');
+  }
+
+  /** "Attach output": the active cell's outputs (text and images) go with the next message. */
+  private attachOutput(): void {
+    const link = this.link;
+    if (link === null) {
+      return;
+    }
+    const found = cellOutputs(link.notebook.content.activeCell);
+    if (found === null) {
+      this.say('The active cell has no output to attach: select a cell that ran.');
+      return;
+    }
+    if (imageBytes(this.attachments) + imageBytes([found]) > MAX_IMAGE_BYTES) {
+      this.say(`Not attached: its images would pass ${MAX_IMAGE_BYTES / 1024 / 1024} MB.`);
+      return;
+    }
+    this.attachments = [...this.attachments, found];
+    this.say('');
+  }
+
+  /** A request decided on its cell: scroll to the cell and select it (Accept / Reject there). */
+  private showCell(cellId: string): void {
+    const link = this.link;
+    if (link === null) {
+      return;
+    }
+    const content = link.notebook.content;
+    const index = content.widgets.findIndex(cell => cell.model.id === cellId);
+    if (index < 0) {
+      this.say(`That cell (${cellId}) is not in this notebook any more.`);
+      return;
+    }
+    content.deselectAll();
+    content.activeCellIndex = index;
+    const cell = content.widgets[index];
+    void content.scrollToCell(cell, 'center').then(() => {
+      // The keyboard to the edit's first button (Accept), or to the cell.
+      const target = cell.node.querySelector<HTMLElement>('[data-phoenix-edit] button') ?? cell.node;
+      target.focus();
+    });
+  }
+
+  private drawChips(): void {
+    const key = this.attachments; // replaced, never changed in place
+    if (this.chipsDrawn === key) {
+      return;
+    }
+    this.chipsDrawn = key;
+    this.chips.hidden = key.length === 0;
+    this.chips.replaceChildren(
+      ...key.map(item => {
+        const chip = el('span', 'jp-PhoenixPanel-chip');
+        chip.setAttribute('role', 'listitem');
+        chip.dataset.phoenixAttachment = item.label;
+        const images = item.images.length;
+        const what = item.text
+          ? images > 0
+            ? `${item.label} (text, ${images} image${images > 1 ? 's' : ''})`
+            : `${item.label} (text)`
+          : item.label;
+        chip.appendChild(el('span', 'jp-PhoenixPanel-chipLabel', what));
+        const remove = el('button', 'jp-Button jp-PhoenixPanel-chipRemove', '×');
+        remove.type = 'button';
+        remove.setAttribute('aria-label', `Remove ${item.label}`);
+        remove.addEventListener('click', () => {
+          this.attachments = this.attachments.filter(other => other !== item);
+          this.schedule();
+          this.input.focus();
+        });
+        chip.appendChild(remove);
+        return chip;
+      })
+    );
   }
 
   private onKey(event: KeyboardEvent): void {
@@ -568,16 +741,18 @@ export class PhoenixPanel extends Widget {
         ? 'No conversation yet: your first message starts one.'
         : [status.slug, status.words, status.mode].filter(s => s).join(' · ');
     this.drawPicker(ready ? link.conversations : [], status);
-    const paused = ready && status.paused;
-    this.approval.hidden = !paused;
-    this.approvalReason.textContent = status.reason;
-    this.notice.textContent = link?.notice ?? '';
-    this.notice.hidden = !link?.notice;
+    this.pendingList.draw(ready ? link.pending : []);
+    this.clearSent();
+    this.drawChips();
+    const notice = link?.notice ?? '';
+    this.notice.textContent = notice;
+    this.notice.hidden = !notice;
     this.input.disabled = !ready;
     this.sendButton.disabled = !ready || !status.rest;
     this.cancelButton.hidden = !ready || status.rest || status.paused;
     this.restrictButton.hidden = !ready || status.slug === null || status.mode === 'restricted';
     this.newButton.disabled = !ready || !status.rest;
+    this.attachButton.disabled = !ready;
     this.revertButton.hidden = this.continueButton.hidden = !ready || status.slug === null;
     this.revertButton.disabled = !ready || !(status.rest || status.paused);
     this.continueButton.disabled = !ready || !status.rest;

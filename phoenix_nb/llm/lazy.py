@@ -14,13 +14,22 @@ A provider that cannot be built (its extra is missing, its SDK refused the
 configuration) is a non-retryable failure of the request, whose message says what
 to install or set: the turn's record shows it. The build is tried again at the next
 request, so a fixed environment or configuration needs no new conversation.
+
+A conversation keeps the server it started on (DESIGN decision 22), also after the
+settings moved on to another one. When that server can no longer be used here (its
+SDK is gone, its kind unknown to this version, the policy refuses it, its credentials
+are refused), the generic reason would send the user hunting in settings that no
+longer name it: `explain` turns the reason into the one line that names the
+conversation's server and how to go on, and `unusable` remembers it, so that
+`%phoenix continue` knows to ask the summary elsewhere.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Callable
-from typing import TYPE_CHECKING, Any
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any, cast
 
 from phoenix_nb.core.values import ErrorKind, LlmFailure
 from phoenix_nb.llm.errors import LlmCallError
@@ -30,7 +39,7 @@ from phoenix_nb.llm.stream import LlmOutcome, ModelResponse, StreamUpdate
 if TYPE_CHECKING:
     from phoenix_nb.llm.provider import LlmRequest
 
-__all__ = ["LazyProvider"]
+__all__ = ["LazyProvider", "Rerouted", "UnlessUnusable"]
 
 
 class LazyProvider:
@@ -38,9 +47,19 @@ class LazyProvider:
     loop on first use. `build` runs on a worker thread and raises ProviderUnavailable
     when the provider cannot be made."""
 
-    def __init__(self, build: Callable[[], Any], *, name: str) -> None:
+    def __init__(
+        self,
+        build: Callable[[], Any],
+        *,
+        name: str,
+        explain: Callable[[str], str] | None = None,
+    ) -> None:
         self.name = name
         self._build = build
+        # Frames why a request could not be made at all (the build failed, or the
+        # server refused the credentials); None: the reason as it is.
+        self._explain = explain
+        self.unusable: str | None = None  # the last such reason, until a request succeeds
         self._built: Any = None
         self._building: asyncio.Future[Any] | None = None
         self._closed = False
@@ -90,10 +109,30 @@ class LazyProvider:
         try:
             real = await self.provider()
         except ProviderUnavailable as exc:
-            yield LlmOutcome(failure=_unavailable(exc))
+            yield LlmOutcome(failure=self._unavailable(exc))
             return
         async for update in real.stream(request):
+            if isinstance(update, LlmOutcome):
+                update = self._judged(update)
             yield update
+
+    def _judged(self, outcome: LlmOutcome) -> LlmOutcome:
+        """A refused credential is this server's unusability (framed, remembered);
+        any answer at all clears what was remembered."""
+        failure = outcome.failure
+        if failure is None:
+            self.unusable = None
+            return outcome
+        if failure.kind is not ErrorKind.AUTH or self._explain is None:
+            return outcome
+        self.unusable = failure.message
+        framed = replace(failure, message=self._explain(failure.message))
+        return replace(outcome, failure=framed)
+
+    def _unavailable(self, exc: ProviderUnavailable) -> LlmFailure:
+        self.unusable = str(exc)
+        message = str(exc) if self._explain is None else self._explain(str(exc))
+        return LlmFailure(ErrorKind.UNKNOWN, message, False)
 
     async def complete(self, request: LlmRequest) -> ModelResponse:
         """The real provider's whole response; LlmCallError when it cannot be built."""
@@ -136,16 +175,81 @@ class LazyProvider:
         try:
             return await self.provider()
         except ProviderUnavailable as exc:
-            raise LlmCallError(_unavailable(exc)) from exc
+            raise LlmCallError(self._unavailable(exc)) from exc
 
     def __repr__(self) -> str:
         return f"LazyProvider({self.name}, built={self._built!r})"
 
 
+class Rerouted:
+    """The LlmProvider port of `inner`, asking `model` whichever model a request names.
+
+    A conversation whose own server cannot be used here any more is summarised (to go
+    on in a new conversation) by the server new conversations start on, which knows
+    its own model names, not the old server's. `inner` belongs to the Phoenix that
+    lent it: closing this leaves it open."""
+
+    def __init__(self, inner: Any, model: str) -> None:
+        self.name = inner.name
+        self._inner = inner
+        self._model = model
+
+    def stream(self, request: LlmRequest) -> AsyncIterator[StreamUpdate]:
+        return cast(
+            "AsyncIterator[StreamUpdate]", self._inner.stream(replace(request, model=self._model))
+        )
+
+    async def complete_text(self, request: LlmRequest) -> str:
+        text: str = await self._inner.complete_text(replace(request, model=self._model))
+        return text
+
+    def live_credentials(self) -> tuple[str, ...]:
+        held: tuple[str, ...] = self._inner.live_credentials()
+        return held
+
+    async def aclose(self) -> None:
+        return None
+
+
+class UnlessUnusable:
+    """The LlmProvider port of `own` (a LazyProvider), unless a request finds it cannot
+    be used here (it cannot be built, or its server refuses the credentials: `unusable`
+    is set): that request is then `other`'s. What summarises a conversation leaving a
+    server that may be gone, found only by trying (a restarted kernel has not tried)."""
+
+    def __init__(self, own: LazyProvider, other: Any) -> None:
+        self.name = own.name
+        self._own = own
+        self._other = other
+
+    def stream(self, request: LlmRequest) -> AsyncIterator[StreamUpdate]:
+        return self._stream(request)
+
+    async def _stream(self, request: LlmRequest) -> AsyncIterator[StreamUpdate]:
+        async for update in self._own.stream(request):
+            failed = isinstance(update, LlmOutcome) and update.failure is not None
+            if failed and self._own.unusable is not None:
+                async for other in self._other.stream(request):
+                    yield other
+                return
+            yield update
+
+    async def complete_text(self, request: LlmRequest) -> str:
+        try:
+            return await self._own.complete_text(request)
+        except LlmCallError:
+            if self._own.unusable is None:
+                raise
+        text: str = await self._other.complete_text(request)
+        return text
+
+    def live_credentials(self) -> tuple[str, ...]:
+        return (*self._own.live_credentials(), *self._other.live_credentials())
+
+    async def aclose(self) -> None:
+        return None  # both belong to the Phoenix that lent them
+
+
 def _retrieve(build: asyncio.Future[Any]) -> None:
     if not build.cancelled():
         build.exception()
-
-
-def _unavailable(exc: ProviderUnavailable) -> LlmFailure:
-    return LlmFailure(ErrorKind.UNKNOWN, str(exc), False)

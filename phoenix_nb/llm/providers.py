@@ -58,8 +58,8 @@ class ProviderUnavailable(PhoenixError):
 
 def _missing(kind: str, exc: ImportError) -> ProviderUnavailable:
     return ProviderUnavailable(
-        f"c.Phoenix.provider = {kind!r} needs its SDK ({exc.name or exc}): "
-        f"pip install 'phoenix_nb[{EXTRAS[kind]}]' and restart the kernel."
+        f"the {kind} provider needs its SDK ({exc.name or exc}): "
+        f"pip install 'phoenix_nb[{EXTRAS[kind]}]' and restart the kernel"
     )
 
 

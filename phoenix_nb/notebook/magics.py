@@ -496,10 +496,15 @@ def _serving(conv: Conversation, session: Session) -> str:
     parts.append("lacks " + ", ".join(lacks) if lacks else "no feature known missing")
     current = phoenix.settings.server
     if server != current:
+        unusable = phoenix.unusable(server)
         parts.append(
-            f"this conversation stays on its own server; new ones start on "
-            f"{current.describe()} (c.Phoenix.provider / base_url): `%phoenix continue` "
-            "carries it to a new conversation there"
+            (
+                "this conversation stays on its own server"
+                if unusable is None
+                else f"its server cannot be used here now ({unusable})"
+            )
+            + f"; new ones start on {current.describe()} (c.Phoenix.provider / base_url): "
+            "`%phoenix continue` carries it to a new conversation there"
         )
     info = conv.runtime.context.model_info
     assert info is not None  # filled in from the model's name when the context is made

@@ -27,6 +27,17 @@ the whole record only on a structural change (a message saved, a tool, a state),
 and streamed text as the deltas themselves, gathered for `min_interval` seconds
 (the display throttle's interval) — the front end appends them to the record it has.
 
+The panel also lists what waits for a person (`Phoenix.pending`, runtime/pending.py): the
+notebook's conversation's requests and the whole process's (`conversation == ""`, e.g. an MCP
+server awaiting approval), of any kind, sent again whenever a source says they may have
+changed (`PendingRequests.watch`) and only when they did. The panel answers a request by its
+id with one of its `answers`; one with none (a proposed cell edit) is decided where it is.
+
+A message may carry images (pasted or dropped into the message box, or a cell's image
+outputs) and the text of cell outputs. The images are made ready as `%phoenix chat`'s are
+(`llm.images.prepare_image`, off the loop); one that cannot be sent is the notice and nothing
+is sent, and the panel keeps the message and its attachments until the kernel says `sent`.
+
 Messages (`data` of comm messages), kernel → front end:
   {"type": "record", "bundle": {mime: record}, "final": bool, "status": Status}
       the conversation's record; `final` when it rests
@@ -37,8 +48,13 @@ Messages (`data` of comm messages), kernel → front end:
   {"type": "notice", "text": str}        a refused action, a task's notice
   {"type": "conversations", "items": [{"slug", "state"}, …], "current": slug|None}
   {"type": "empty", "status": Status}     no conversation in this notebook yet
+  {"type": "pending", "items": [PendingRequest.as_json(), …]}   what waits for a person
+  {"type": "sent"}                        the last `send` was taken (the panel clears its box)
 front end → kernel:
-  {"type": "hello"} | {"type": "bundle"} | {"type": "send", "text": str} | {"type": "approve"} |
+  {"type": "hello"} | {"type": "bundle"} | {"type": "approve"} |
+  {"type": "send", "text": str, "images"?: [{"name", "data": base64}, …],
+   "outputs"?: [{"label": str, "text": str}, …]} |
+  {"type": "answer", "id": str, "answer": str} |
   {"type": "deny"} | {"type": "cancel"} | {"type": "restrict"} | {"type": "new"} |
   {"type": "use", "slug": str} | {"type": "revert"} | {"type": "continue"}
 Status: {"slug", "state", "words", "mode", "rest", "paused", "reason"}.
@@ -50,14 +66,18 @@ subshells); everything is handed to the kernel's loop with `call_soon_threadsafe
 from __future__ import annotations
 
 import asyncio
+import base64
+import binascii
 import contextlib
 import logging
+import re
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Protocol
 
 from phoenix_nb.checkpoints.recorder import RevertRefused
-from phoenix_nb.llm.images import ImageError
+from phoenix_nb.core.values import ImageData
+from phoenix_nb.llm.images import ImageError, prepare_image
 from phoenix_nb.notebook._render.view import state_words
 from phoenix_nb.notebook.cell import Applied, TurnView
 from phoenix_nb.notebook.render import MIME_TYPE, render_bundle
@@ -77,6 +97,9 @@ _ACTIONS: dict[str, Action] = {
     "restrict": lambda conv: conv.restrict(),
 }
 _ANSWERS = ("approve", "deny")  # through the process's pending requests (runtime/pending.py)
+# An attached cell output longer than this is cut (head and tail kept): a cell that printed a
+# whole data set should not fill the model's context unasked.
+MAX_OUTPUT_CHARS = 20_000
 
 
 class Port(Protocol):
@@ -129,6 +152,10 @@ class PanelChannel:
         self._last_flush = float("-inf")
         self.closed = False
         self._unwatch = session.watch_current(self._current_changed)
+        self._pending_sent: list[dict[str, object]] = []
+        self._pending_due = False
+        self._watched = session.phoenix.pending
+        self._unwatch_pending = self._watched.watch(self._pending_changed)
 
     # -- from the front end ---------------------------------------------------------
     def on_msg(self, msg: Mapping[str, Any]) -> None:
@@ -148,7 +175,10 @@ class PanelChannel:
         elif kind == "send" and isinstance(data.get("text"), str):
             text = str(data["text"]).strip()
             if text:
-                self._start(lambda conv: conv.post_message(text), create=True)
+                images, outputs = data.get("images"), data.get("outputs")
+                self._start(lambda conv: self._post(conv, text, images, outputs), create=True)
+        elif kind == "answer" and isinstance(data.get("id"), str):
+            self._answer_by_id(str(data["id"]), str(data.get("answer", "")))
         elif kind == "new":
             self._start(self._new, create=True)
         elif kind == "use" and isinstance(data.get("slug"), str):
@@ -176,11 +206,30 @@ class PanelChannel:
 
         self.loop.create_task(run())
 
+    async def _post(self, conv: Conversation, text: str, images: object, outputs: object) -> None:
+        """The message with its attachments; `sent` once the conversation took it (an image
+        that cannot be sent, or a busy conversation, is the notice: the panel keeps it all)."""
+        prepared = await asyncio.to_thread(_images, images)
+        await conv.post_message(text + _outputs_text(outputs), prepared)
+        self.send({"type": "sent"})
+
+    def _answer_by_id(self, request_id: str, answer: str) -> None:
+        """A request of the pending list, answered by its id (whichever front end is first)."""
+
+        async def run() -> None:
+            try:
+                await self.session.phoenix.pending.answer(request_id, answer)
+            except PhoenixError as exc:
+                self.send({"type": "notice", "text": str(exc)})
+
+        self.loop.create_task(run())
+
     async def _answer(self, conv: Conversation, answer: str) -> None:
         """Approve / Deny the request this conversation waits on, by its id, as `%phoenix
         approve` and the cell's buttons do: whichever front end answers first wins."""
         pending = self.session.phoenix.pending
-        waiting = pending.list(conversation=conv.slug)
+        # Only a request that takes this word: a cell edit of the conversation waits too.
+        waiting = [r for r in pending.list(conversation=conv.slug) if answer in r.answers]
         if not waiting:
             self.send(
                 {"type": "notice", "text": f"Nothing to {answer}: {conv.slug} waits for no answer."}
@@ -247,9 +296,15 @@ class PanelChannel:
         """Attach to the notebook's conversation (if any) and send its whole record, with
         the conversations to switch to (`%phoenix list`'s)."""
         slug = self.session.current
+        pending = self.session.phoenix.pending
+        if pending is not self._watched:  # `%config Phoenix.home`: another store, another Phoenix
+            self._unwatch_pending()
+            self._watched = pending
+            self._unwatch_pending = pending.watch(self._pending_changed)
         self.send_conversations(slug)
         if slug is None:
             self.send({"type": "empty", "status": _status(None, "")})
+            self.send_pending()
             return
         if self.conv is None or self.conv.slug != slug:
             self._attach(self.session.phoenix.get(slug))
@@ -270,6 +325,7 @@ class PanelChannel:
         self.follower = self.loop.create_task(self._follow(conv, self.view, self.sub))
         self.reason = ""
         self.send_final()
+        self.send_pending()
 
     def _stop_following(self) -> None:
         if self.sub is not None:
@@ -349,6 +405,29 @@ class PanelChannel:
         if self.view is not None:
             self.send({"type": "bundle", "bundle": render_bundle(self.view.record())})
 
+    def _pending_changed(self) -> None:
+        """A pending source changed (any thread): list again on the loop, once per burst."""
+        if self.closed or self._pending_due:
+            return
+        self._pending_due = True
+        self.loop.call_soon_threadsafe(self.send_pending)
+
+    def send_pending(self) -> None:
+        """What waits for a person here (the notebook's conversation's and the whole
+        process's), when it differs from what the panel last heard."""
+        self._pending_due = False
+        if self.closed:
+            return
+        slug = self.conv.slug if self.conv is not None else None
+        items = [
+            r.as_json()
+            for r in self.session.phoenix.pending.list()
+            if r.conversation == "" or r.conversation == slug
+        ]
+        if items != self._pending_sent:
+            self._pending_sent = items
+            self.send({"type": "pending", "items": items})
+
     def send_conversations(self, current: str | None) -> None:
         rows = self.session.phoenix.list()
         items = [{"slug": str(r["slug"]), "state": str(r["state"])} for r in rows]
@@ -370,9 +449,54 @@ class PanelChannel:
     def close(self) -> None:
         self.closed = True
         self._unwatch()
+        self._unwatch_pending()
         self._stop_following()
         if self._flush_at is not None:
             self._flush_at.cancel()
+
+
+def _images(raw: object) -> list[ImageData]:
+    """The message's images from the wire (`[{"name", "data": base64}]`), made ready as
+    `%phoenix chat`'s are; ImageError names the one that cannot be sent."""
+    if not isinstance(raw, list):
+        return []
+    out: list[ImageData] = []
+    for item in raw:
+        if not isinstance(item, Mapping) or not isinstance(item.get("data"), str):
+            continue
+        name = str(item.get("name") or "image")
+        kept = "Nothing was sent: the message and its attachments are still in the box."
+        try:
+            data = base64.b64decode(str(item["data"]), validate=True)
+            out.append(prepare_image(data))
+        except binascii.Error:
+            raise ImageError(f"The image {name!r} did not arrive whole. {kept}") from None
+        except ImageError as exc:
+            said = str(exc)  # prepare_image calls bytes "image": say which one
+            said = f"{name!r}{said[5:]}" if said.startswith("image ") else said
+            raise ImageError(f"The image cannot be sent: {said} {kept}") from None
+    return out
+
+
+def _outputs_text(raw: object) -> str:
+    """Attached cell outputs (`[{"label", "text"}]`) as text after the message: each in a
+    fence longer than any backtick run in it, so the output cannot end the fence early."""
+    if not isinstance(raw, list):
+        return ""
+    parts: list[str] = []
+    for item in raw:
+        if not isinstance(item, Mapping) or not isinstance(item.get("text"), str):
+            continue
+        label, body = str(item.get("label") or "output of a cell"), str(item["text"])
+        if len(body) > MAX_OUTPUT_CHARS:
+            half = MAX_OUTPUT_CHARS // 2
+            cut = len(body) - 2 * half
+            body = f"{body[:half]}\n[… {cut} characters cut …]\n{body[-half:]}"
+        runs = [len(m) for m in re.findall(r"`+", body)]
+        fence = "`" * max(3, max(runs, default=0) + 1)
+        head = f"{label[:1].upper()}{label[1:]} (attached from the notebook):"
+        parts.append(f"{head}\n{fence}\n{body}\n{fence}")
+    return "".join("\n\n" + part for part in parts)
 
 
 def _status(conv: Conversation | None, reason: str) -> dict[str, Any]:

@@ -67,9 +67,14 @@ from phoenix_nb.runtime.conversation import (
     is_rest,
 )
 from phoenix_nb.runtime.gateway_link import GatewayLink
-from phoenix_nb.runtime.pending import ModeApprovals, PendingRequests, WaitingApproval
+from phoenix_nb.runtime.pending import (
+    CellEdits,
+    ModeApprovals,
+    PendingRequests,
+    WaitingApproval,
+)
 from phoenix_nb.runtime.ports import LlmProvider
-from phoenix_nb.runtime.settings import DEMO_MODEL, Server, Settings
+from phoenix_nb.runtime.settings import DEMO_MODEL, PROVIDERS, Server, Settings
 from phoenix_nb.runtime.snapshot import RecordSnapshot, StoredRecord
 from phoenix_nb.runtime.subagents import SubAgentSpawner
 from phoenix_nb.sandbox import SandboxPolicy, detect_sandbox
@@ -330,20 +335,25 @@ class Conversation:
 
     async def continue_in_new(self, *, slug: str | None = None) -> Conversation:
         """A new conversation seeded with this one's summary and linked to it (REQ-BED-021),
-        on the server new conversations start on (the summary is asked of this one's).
+        on the server new conversations start on (the summary is asked of this one's, or
+        of the current one, with its model, when this one's can no longer be used here).
 
         The summary stays in this conversation's state; the new one's first message
         reads it from there (`seeded_message`), so the link survives restarts.
         """
+        phoenix = self._phoenix
         if not isinstance(self.state.phase, ContextExhausted):
+            summariser = phoenix.summariser(self.runtime.record)
+            if summariser is not None:
+                self.runtime.reconfigure(replace(self.runtime.services, provider=summariser))
             await self.trigger_continuation()
             state = await self.wait()
             if not isinstance(state.phase, ContextExhausted):
                 raise PhoenixError(f"could not summarise {self.slug}: it is {state.name}")
         # The new conversation starts on the current server; this one's model goes with
         # it only when that is still this one's server (another server has other names).
-        same = self._phoenix.server_of(self.runtime.record) == self._phoenix.settings.server
-        return self._phoenix.create(
+        same = phoenix.server_of(self.runtime.record) == phoenix.settings.server
+        return phoenix.create(
             slug=slug,
             cwd=self.cwd,
             model=self.model if same else None,
@@ -407,14 +417,8 @@ class Phoenix:
         # conversation was left mid-work, so it costs the same for 10 or 10,000.
         self._store = store
         self.store_root = store.root if store is not None else self.settings.store_root()
-        # The server's own figures, cached; the stated default for models nobody describes.
-        self.limits = ModelLimits(
-            self.store_root,
-            None,
-            conservative=self.settings.off_anthropic,
-            scope=self.settings.limits_scope,
-            specs=self.tables.specs,
-        )
+        # Each server's own figures (one file, keyed by server), by `Server.key`.
+        self._limits: dict[str, ModelLimits] = {}
         # Finished sub-agents' spend, by conversation id: (usages, their own children).
         self._child_spend: dict[str, child_spend.ChildSpend] = {}
         self._sub_usage: dict[tuple[str, ...], tuple[tuple[str, Usage], ...]] = {}
@@ -430,9 +434,14 @@ class Phoenix:
         self.spawner = SubAgentSpawner(self, self.settings.sub_agents, self.sandbox.available)
         self.worktree = self._checkpoints()
         self._reports: set[asyncio.Task[bool]] = set()  # audit events on their way
-        self.restored = self._restore_all()
-        # Whatever waits for a person, answerable by id from any front end (pending.py).
+        # Whatever waits for a person, answerable by id from any front end (pending.py);
+        # made before restoring, as a restored runtime's state changes tell it.
         self.pending = PendingRequests([ModeApprovals(self._waiting_approvals)])
+        if kernel is not None:  # the agent's proposed cell edits, decided on their cells
+            book = kernel.cell_edits()
+            self.pending.add_source(CellEdits(book, self._slug_of))
+            book.on_change(self.pending.changed)
+        self.restored = self._restore_all()
 
     @property
     def gateway(self) -> GatewayLink | None:
@@ -522,6 +531,27 @@ class Phoenix:
         one stored before conversations kept theirs)."""
         return Server.of_record(record, self.settings.server)
 
+    def limits_for(self, server: Server) -> ModelLimits:
+        """The model limits where `server` serves (DESIGN decision 22): its own API's
+        figures, cached under its name, and for a model nobody describes the stated
+        default of that server (not of the current setting): two conversations on
+        different servers with the same model name each see their own."""
+        limits = self._limits.get(server.key)
+        if limits is None:
+            limits = self._limits[server.key] = ModelLimits(
+                self.store_root,
+                None,
+                conservative=server.off_anthropic,
+                scope=server.limits_scope,
+                specs=self.tables.specs,
+            )
+        return limits
+
+    @property
+    def limits(self) -> ModelLimits:
+        """The model limits of the server new conversations start on."""
+        return self.limits_for(self.settings.server)
+
     def provider_for(self, model: str, server: Server | None = None) -> LlmProvider:
         """The provider for `model` on `server` (None: the server new conversations
         start on); one per server, built on first use."""
@@ -531,9 +561,80 @@ class Phoenix:
         if model == DEMO_MODEL and not server.base_url:
             return self._demo_provider()
         if server.key not in self._providers:
-            s = replace(self.settings, provider=server.provider, base_url=server.base_url)
-            self._providers[server.key] = self._make_provider(s, self.tables)
+            if server == self.settings.server:
+                self._providers[server.key] = self._make_provider(self.settings, self.tables)
+            else:
+                self._providers[server.key] = self._own_server_provider(server)
         return self._providers[server.key]
+
+    def _own_server_provider(self, server: Server) -> LlmProvider:
+        """The provider of a conversation that stays on a server the settings no longer
+        name: built on first use like the others, after the checks the settings had
+        when it was chosen (its kind is one this version speaks, the admin's policy
+        allows it), and any reason it cannot be used is one line naming the
+        conversation's server and how to go on (`%phoenix continue`)."""
+        from phoenix_nb.llm.lazy import LazyProvider
+        from phoenix_nb.llm.providers import ProviderUnavailable, make_provider
+
+        settings, tables = self.settings, self.tables
+        policy = settings.policy
+
+        def build() -> Any:
+            if server.provider not in PROVIDERS:
+                raise ProviderUnavailable(
+                    f"this version of phoenix_nb does not speak {server.provider!r} "
+                    f"(only {', '.join(PROVIDERS)})"
+                )
+            if policy is not None:
+                try:
+                    policy.check_provider(server.provider, server.base_url)
+                except PhoenixError as exc:
+                    raise ProviderUnavailable(str(exc)) from None
+            s = replace(settings, provider=server.provider, base_url=server.base_url)
+            return make_provider(
+                s.provider,
+                api_key=s.api_key,
+                base_url=s.base_url,
+                stall_timeout=s.stall_timeout,
+                cache_ttl=s.cache_ttl,
+                specs=tables.specs,
+            )
+
+        def explain(reason: str) -> str:
+            why = " ".join(reason.split()).rstrip(".")
+            return (
+                f"This conversation is on {server.describe()}, which cannot be used here "
+                f"now: {why}. New conversations start on {self.settings.server.describe()}: "
+                "`%phoenix continue` carries this one on there, summarised"
+            )
+
+        return LazyProvider(build, name=server.provider, explain=explain)
+
+    def unusable(self, server: Server) -> str | None:
+        """Why `server` was last found unusable here (its provider could not be built,
+        or it refused the credentials); None when nothing said so yet. Builds nothing."""
+        from phoenix_nb.llm.lazy import LazyProvider
+
+        provider = self._providers.get(server.key)
+        return provider.unusable if isinstance(provider, LazyProvider) else None
+
+    def summariser(self, record: Mapping[str, Any]) -> LlmProvider | None:
+        """Who summarises a stored conversation that moves to the current server (None:
+        its own provider, as for any request). Its own server, which has seen the
+        history, unless that server cannot be used here: known already (its last
+        request said so) or found by this very request (it cannot be built, or it
+        refuses the credentials); then the current server, with the current model."""
+        from phoenix_nb.llm.lazy import LazyProvider, Rerouted, UnlessUnusable
+
+        server = self.server_of(record)
+        if server == self.settings.server or self._provider is not None:
+            return None
+        own = self.provider_for(str(record.get("model", "")), server)
+        if not isinstance(own, LazyProvider):
+            return None
+        model = self.settings.model
+        current = Rerouted(self.provider_for(model), model)
+        return current if own.unusable is not None else UnlessUnusable(own, current)
 
     @staticmethod
     def _make_provider(s: Settings, tables: ModelTables) -> LlmProvider:
@@ -625,10 +726,10 @@ class Phoenix:
     async def refresh_limits(self, runtime: ConversationRuntime) -> None:
         """The model's real limits from the Models API (asked at most once a week per
         store, cached in it); a conversation at rest takes them for its next request."""
-        model = runtime.context.model
-        provider = self.provider_for(model, self.server_of(runtime.record))
+        model, server = runtime.context.model, self.server_of(runtime.record)
+        provider = self.provider_for(model, server)
         source = provider if isinstance(provider, LimitsSource) else None
-        info = await self.limits.resolve(model, source)
+        info = await self.limits_for(server).resolve(model, source)
         if info != runtime.context.model_info and not runtime.state.busy:
             runtime.context = replace(runtime.context, model_info=info)
 
@@ -656,9 +757,8 @@ class Phoenix:
         folder is fixed for a Phoenix (`store_root`): a new `home` needs a new Phoenix.
         """
         self.tables = settings.model_tables()
-        self.limits.specs = self.tables.specs
-        self.limits.conservative = settings.off_anthropic
-        self.limits.scope = settings.limits_scope
+        for limits in self._limits.values():
+            limits.specs = self.tables.specs
         old, self.settings = self.settings, settings
         self.sandbox_policy = _sandbox_policy(settings, self.store_root)
         self.spawner.set_limits(settings.sub_agents)
@@ -755,6 +855,26 @@ class Phoenix:
             log.info("phoenix: restored %d conversation(s) to rest", len(restored))
         return restored
 
+    def _slug_of(self, conversation_id: str) -> str:
+        """A conversation's slug by its id (a pending cell edit names its conversation's id)."""
+        runtime = self._runtimes.get(conversation_id)
+        if runtime is not None:
+            return runtime.slug
+        record = self.store.get_conversation(conversation_id)
+        return str(record["slug"]) if record is not None else conversation_id
+
+    def _approval_changes(self, runtime: ConversationRuntime) -> Callable[[up.Update], None]:
+        """The one place a conversation starts or stops waiting for an upgrade answer (its
+        state changes): the process's pending requests tell their watchers (a panel's list)."""
+        waiting = [is_paused(runtime.state)]
+
+        def on_update(update: up.Update) -> None:
+            if isinstance(update.data, up.StateChanged) and is_paused(runtime.state) != waiting[0]:
+                waiting[0] = not waiting[0]
+                self.pending.changed()
+
+        return on_update
+
     def _waiting_approvals(self) -> list[WaitingApproval]:
         """The open user conversations that wait for an upgrade answer (sub-agents ask
         through their parent, never the user)."""
@@ -782,7 +902,10 @@ class Phoenix:
         runtime = ConversationRuntime(
             record=record,
             context=_context_for(
-                record, self.sandbox.available, self.limits.cached(record["model"]), self.tables
+                record,
+                self.sandbox.available,
+                self.limits_for(self.server_of(record)).cached(record["model"]),
+                self.tables,
             ),
             state=from_persisted(record),
             history=history if history is not None else self.store.stored_messages(record["id"]),
@@ -790,6 +913,8 @@ class Phoenix:
             on_parent=on_parent,
         )
         self._runtimes[record["id"]] = runtime
+        if on_parent is None:  # sub-agents ask their parent, never the user
+            runtime.hub.add_callback(self._approval_changes(runtime))
         return runtime
 
     async def load(self, id_or_slug: str) -> None:
@@ -825,7 +950,7 @@ class Phoenix:
             count = len(runtime.history)
         else:
             state = from_persisted(record)
-            info = self.limits.cached(record["model"])
+            info = self.limits_for(self.server_of(record)).cached(record["model"])
             context = _context_for(record, self.sandbox.available, info, self.tables)
         slug = str(record.get("slug") or record["id"])
         return StoredRecord(

@@ -22,9 +22,12 @@ from typing import Protocol
 
 from phoenix_nb.core.states import AwaitingModeApproval
 from phoenix_nb.errors import PhoenixError
+from phoenix_nb.tools.cell_edits import EditBook
 
 __all__ = [
+    "CELL_EDIT",
     "MODE_APPROVAL",
+    "CellEdits",
     "ModeApprovals",
     "PendingRequest",
     "PendingRequests",
@@ -34,6 +37,7 @@ __all__ = [
 ]
 
 MODE_APPROVAL = "mode_approval"
+CELL_EDIT = "cell_edit"
 
 
 @dataclass(frozen=True)
@@ -145,6 +149,37 @@ class ModeApprovals:
             raise PhoenixError(f"A mode approval takes approve, deny or cancel, not {answer!r}.")
 
 
+class CellEdits:
+    """The agent's proposed cell edits that wait for a decision (tools/cell_edits.py).
+
+    An edit is decided on its cell (Accept / Reject under it, celledits.ts), where the
+    diff is, so here it has no answers: a front end shows it with `detail["cell_id"]` to
+    find that cell. `reason` is the agent's explanation (as hostile as any reason). The
+    book tells the process's `PendingRequests` when an edit is proposed or decided
+    (`EditBook.on_change`), which is how a panel's list redraws.
+    """
+
+    def __init__(self, book: EditBook, slug_of: Callable[[str], str]) -> None:
+        self._book = book
+        self._slug_of = slug_of  # a conversation's id -> its slug (what requests carry)
+
+    def pending(self) -> list[PendingRequest]:
+        return [
+            PendingRequest(
+                id=edit.id,
+                kind=CELL_EDIT,
+                conversation=self._slug_of(edit.conversation_id),
+                reason=edit.explanation,
+                answers=(),
+                detail={"cell_id": edit.cell_id, "where": edit.where()},
+            )
+            for edit in self._book.pending()
+        ]
+
+    async def answer(self, request: PendingRequest, answer: str) -> None:
+        raise PhoenixError(f"Cell edit {request.id} is accepted or rejected on its cell.")
+
+
 class PendingRequests:
     """Every request of this process that waits for a person, from all its sources."""
 
@@ -197,6 +232,11 @@ class PendingRequests:
         for source in self._sources:
             for request in source.pending():
                 if request.id == request_id:
+                    if not request.answers:
+                        raise PhoenixError(
+                            f"{request.kind} {request_id!r} is answered where it is shown "
+                            f"(it takes no answer here, not {answer!r})."
+                        )
                     if answer not in request.answers:
                         raise PhoenixError(
                             f"{request.kind} {request_id!r} takes "

@@ -78,10 +78,11 @@ class Server:
 
     @classmethod
     def of_record(cls, record: Mapping[str, Any], default: Server) -> Server:
-        """A stored conversation's server; `default` for one stored before servers were
-        (or with a provider this version does not speak)."""
+        """A stored conversation's server; `default` for one stored before servers were.
+        A provider this version does not speak (a later version's) is kept as stored:
+        such a conversation cannot go on here and says so, it never moves silently."""
         raw = record.get("server")
-        if not isinstance(raw, Mapping) or raw.get("provider") not in PROVIDERS:
+        if not isinstance(raw, Mapping) or not isinstance(raw.get("provider"), str):
             return default
         url = raw.get("base_url")
         return cls(str(raw["provider"]), str(url) if url else None)
@@ -93,6 +94,19 @@ class Server:
     def key(self) -> str:
         """The providers' cache key: one provider object per server."""
         return f"{self.provider} {self.base_url or ''}"
+
+    @property
+    def off_anthropic(self) -> bool:
+        """True when this is anything but Anthropic's own API (a base URL, Bedrock,
+        Vertex, OpenAI-compatible): a model nobody describes then gets the conservative
+        window (core.models.CONSERVATIVE), not the smallest Claude one."""
+        return self.provider != "anthropic" or bool(self.base_url)
+
+    @property
+    def limits_scope(self) -> str:
+        """Which server cached model limits belong to ("" for Anthropic's own API: the
+        same name elsewhere, a local "llama3", is another model)."""
+        return self.key.strip() if self.off_anthropic else ""
 
 
 DEFAULT_MODEL = "claude-sonnet-5-5"
@@ -200,18 +214,6 @@ class Settings:
     def server(self) -> Server:
         """The server new conversations start on."""
         return Server(self.provider, self.base_url)
-
-    @property
-    def off_anthropic(self) -> bool:
-        """True when the model is served by anything but Anthropic's own API (a base
-        URL, Bedrock, Vertex, OpenAI-compatible): an unknown model then gets the
-        conservative window (core.models.CONSERVATIVE), not the smallest Claude one."""
-        return self.provider != "anthropic" or bool(self.base_url)
-
-    @property
-    def limits_scope(self) -> str:
-        """Which server cached model limits belong to ("" for Anthropic's own API)."""
-        return f"{self.provider} {self.base_url or ''}".strip() if self.off_anthropic else ""
 
     @classmethod
     def from_config(cls, values: Mapping[str, Any]) -> Settings:

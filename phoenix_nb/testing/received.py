@@ -12,6 +12,7 @@ messages (each run introduced by "(images from tool call <id>)"), and has no thi
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -36,6 +37,8 @@ class Received:
     """One request's history, read back (see the module docstring)."""
 
     calls: list[str] = field(default_factory=list)  # ids, in the order they were sent
+    # (id, tool name, input) of each call, as the history sent back gives them
+    named: list[tuple[str, str, Any]] = field(default_factory=list)
     answers: list[Answer] = field(default_factory=list)  # in the order they were sent
     user_texts: list[str] = field(default_factory=list)  # user words, not tool answers
     thinking: list[Mapping[str, Any]] = field(default_factory=list)  # blocks sent back
@@ -68,7 +71,9 @@ def messages_received(body: Mapping[str, Any]) -> Received:
             [{"type": "text", "text": content}] if isinstance(content, str) else content
         )
         if message["role"] == "assistant":
-            out.calls += [b["id"] for b in blocks if b["type"] == "tool_use"]
+            uses = [b for b in blocks if b["type"] == "tool_use"]
+            out.calls += [b["id"] for b in uses]
+            out.named += [(b["id"], b["name"], b["input"]) for b in uses]
             out.thinking += [b for b in blocks if b["type"] in ("thinking", "redacted_thinking")]
             continue
         for block in blocks:
@@ -102,7 +107,11 @@ def chat_received(body: Mapping[str, Any]) -> Received:
     for message in body["messages"]:
         role = message["role"]
         if role == "assistant":
-            out.calls += [c["id"] for c in message.get("tool_calls") or []]
+            for call in message.get("tool_calls") or []:
+                out.calls.append(call["id"])
+                function = call["function"]
+                given = json.loads(function["arguments"] or "{}")
+                out.named.append((call["id"], function["name"], given))
             if "reasoning_content" in message:
                 raise AssertionError("reasoning_content was sent back")
         elif role == "tool":

@@ -157,6 +157,7 @@ class EditBook:
         self._lock = threading.Lock()
         self._records: dict[str, EditRecord] = {}
         self._listeners: list[Listener] = []
+        self._changes: list[Callable[[], None]] = []
         self._cells: dict[str, CellSeen] = {}
 
     def saw_run(self, cell_id: str, source: str, execution_count: int | None) -> None:
@@ -181,13 +182,22 @@ class EditBook:
         with self._lock:
             self._listeners.append(listener)
 
+    def on_change(self, listener: Callable[[], None]) -> None:
+        """Call `listener()` after an edit is proposed or decided (the process's pending
+        list redraws): on the proposing or deciding thread, outside the book's lock."""
+        with self._lock:
+            self._changes.append(listener)
+
     def propose(self, edit: CellEdit) -> None:
         with self._lock:
             self._records[edit.id] = EditRecord(edit)
             self._trim()
             listeners = list(self._listeners)
+            changes = list(self._changes)
         for listener in listeners:
             listener(edit)
+        for change in changes:
+            change()
 
     def _trim(self) -> None:
         settled = [k for k, r in self._records.items() if r.outcome is not EditOutcome.PENDING]
@@ -222,7 +232,10 @@ class EditBook:
                 if target:
                     self._cells.pop(target, None)
                     self._cells[target] = CellSeen(text, None, edit_id)
-            return True
+            changes = list(self._changes)
+        for change in changes:
+            change()
+        return True
 
     def get(self, edit_id: str) -> EditRecord | None:
         with self._lock:

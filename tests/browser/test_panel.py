@@ -76,20 +76,25 @@ class Panel:
 
 
 def _open_panel(lab: LabPage) -> Panel:
-    """Through the command palette. Ctrl+Shift+C pressed while the page still starts (or
-    under Notebook 7's kernel dialog) opens nothing: press it again until the palette shows."""
+    """Through the command palette. Its shortcut works only once the notebook has the keyboard
+    (command mode), so the key is pressed after that focus is seen, and the palette is waited
+    for with the generous bound: pressing again while a slow page is still drawing it would
+    close it again (the flake under load 18). A kernel dialog that took the key is answered."""
     palette = lab.page.locator(".lm-CommandPalette-input")
-    for _attempt in range(6):
+    for _attempt in range(3):
         lab.answer_kernel_dialog()
-        # The keyboard to the notebook (command mode), where the palette's shortcut works.
         lab.page.locator(".jp-NotebookPanel .jp-Cell .jp-InputPrompt").first.click()
         lab.page.keyboard.press("Escape")
+        lab.page.wait_for_function(
+            "() => !!document.activeElement?.closest('.jp-Notebook')", timeout=WAIT_MS
+        )
         lab.page.keyboard.press("Control+Shift+C")
         try:
-            expect(palette).to_be_visible(timeout=10_000)
+            expect(palette).to_be_visible(timeout=WAIT_MS)
             break
         except AssertionError:
             continue
+    expect(palette).to_be_focused(timeout=WAIT_MS)
     palette.fill("phoenix: Open panel")
     lab.page.keyboard.press("Enter")
     panel = Panel(lab)

@@ -12,8 +12,8 @@ What a server received is read back into one neutral form (`testing.received`: a
 what the agent meant and each wire format is held to it: every call answered exactly
 once, with the tool's actual output. Where the formats differ by design (Chat
 Completions has no empty tool message: "(no output)"), the case says so. The
-kernel-level counterpart is tests/notebook/test_kernel_providers.py
-(`test_tool_outputs_reach_the_server_as_the_tools_made_them`).
+kernel-level counterpart, the cases a scripted model can drive through `%%phoenix`,
+is tests/notebook/test_kernel_conformance.py.
 """
 
 from __future__ import annotations

@@ -133,3 +133,29 @@ async def test_a_missing_sdk_is_the_requests_failure_and_is_tried_again(
     assert len(calls) == 4
     assert len(fake.requests) == 1
     await lazy.aclose()
+
+
+async def test_a_refused_key_is_framed_remembered_and_forgotten_after_an_answer(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A conversation's own server (not the current setting's): its refused credential is
+    one framed line and `unusable` says why, until a request is answered again."""
+    with FakeOpenAI(api_key="sk-right") as fake:
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-wrong")
+
+        def build() -> Any:
+            return make_provider("openai", base_url=fake.base_url, stall_timeout=5)
+
+        lazy = LazyProvider(build, name="openai", explain=lambda why: f"ITS SERVER: {why}")
+        _, outcome = await collect(lazy, request(model=MODEL))
+        assert outcome.failure is not None and not outcome.failure.retryable
+        assert outcome.failure.message.startswith("ITS SERVER: Authentication failed (401)")
+        assert lazy.unusable is not None and "401" in lazy.unusable
+        assert len(fake.requests) == 1, "sent, and refused by the server"
+
+        lazy.built._client.api_key = "sk-right"  # the key is back
+        fake.script(Turn([text("answered")]))
+        _, outcome = await collect(lazy, request(model=MODEL))
+        assert outcome.response is not None, outcome.failure
+        assert lazy.unusable is None
+        await lazy.aclose()

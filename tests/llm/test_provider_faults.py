@@ -24,7 +24,7 @@ KEY = "sk-ant-secret-abcdef"
 
 @pytest.fixture
 def provider(fake_anthropic: FakeAnthropic) -> AnthropicProvider:
-    return AnthropicProvider(api_key=KEY, base_url=fake_anthropic.base_url, stall_timeout=0.5)
+    return AnthropicProvider(api_key=KEY, base_url=fake_anthropic.base_url, stall_timeout=3.0)
 
 
 STATUS_CASES = [

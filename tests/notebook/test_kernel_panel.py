@@ -349,3 +349,196 @@ def test_continue_from_the_panel_starts_a_seeded_conversation(
     first = fake.requests[-1].last_user_text
     assert "the panel looked at add()" in first and first.endswith("please go on")
     panel.close()
+
+
+# -- what waits for a person: the panel's pending list (runtime/pending.py) -----------------
+
+
+def _pending_lists(panel: PanelClient) -> list[list[dict[str, Any]]]:
+    return [d["items"] for d in panel.received() if d.get("type") == "pending"]
+
+
+def _listing(panel: PanelClient, what: str, predicate: Any, timeout: float = 60) -> list[Any]:
+    """Wait for a pending list that satisfies `predicate`; returns it."""
+    panel.wait(what, lambda p: any(predicate(items) for items in _pending_lists(p)), timeout)
+    return next(items for items in reversed(_pending_lists(panel)) if predicate(items))
+
+
+def _notices(panel: PanelClient) -> list[str]:
+    return [d["text"] for d in panel.received() if d.get("type") == "notice"]
+
+
+FAKE_SOURCE = '''
+from phoenix_nb.notebook.session import get_session
+from phoenix_nb.runtime.pending import PendingRequest
+
+class FakeServers:
+    """A kind of request the panel has never heard of, as the MCP approvals will be."""
+    def __init__(self, conversation):
+        self.conversation, self.waiting, self.answers = conversation, True, []
+    def pending(self):
+        if not self.waiting:
+            return []
+        return [PendingRequest(
+            id=f"srv-{self.conversation or 'all'}", kind="mcp_server",
+            conversation=self.conversation, reason="<b>run</b> me <script>x()</script>",
+            answers=("approve", "deny"), detail={"server": "<img src=x onerror=y()>"},
+        )]
+    async def answer(self, request, answer):
+        self.answers.append([request.id, answer])
+        self.waiting = False
+        get_session().phoenix.pending.changed()
+
+whole_kernel, elsewhere = FakeServers(""), FakeServers("someone-else")
+get_session().phoenix.pending.add_source(whole_kernel)
+get_session().phoenix.pending.add_source(elsewhere)
+'''
+
+
+def test_the_pending_list_shows_any_kind_and_answers_by_id(
+    kern: Kernel, fake: FakeAnthropic
+) -> None:
+    """The generic path: a source added from a cell is listed (the whole kernel's, not another
+    conversation's), its markup as plain strings, and answered by id from the panel."""
+    kern.ok("%phoenix new")
+    panel = PanelClient(kern)
+    panel.wait("the conversation's record", lambda p: bool(p.records()), 60)
+    kern.ok(FAKE_SOURCE)
+    items = _listing(panel, "the fake server's request", lambda items: len(items) > 0)
+    assert items == [
+        {
+            "id": "srv-all",
+            "kind": "mcp_server",
+            "conversation": "",
+            "reason": "<b>run</b> me <script>x()</script>",
+            "answers": ["approve", "deny"],
+            "detail": {"server": "<img src=x onerror=y()>"},
+        }
+    ], "the whole kernel's request, not another conversation's"
+    panel.say(type="answer", id="srv-all", answer="maybe")
+    panel.wait("the refused answer", lambda p: any("not 'maybe'" in n for n in _notices(p)))
+    panel.say(type="answer", id="srv-all", answer="approve")
+    _listing(panel, "the list without it", lambda items: items == [])
+    assert kern.eval("whole_kernel.answers") == [["srv-all", "approve"]]
+    assert kern.eval("elsewhere.answers") == []
+    panel.say(type="answer", id="srv-all", answer="approve")
+    panel.wait("answered twice", lambda p: any("already answered" in n for n in _notices(p)))
+    assert kern.eval("whole_kernel.answers") == [["srv-all", "approve"]]
+    panel.close()
+
+
+def test_a_mode_approval_is_listed_and_answered_from_the_list(
+    kern: Kernel, fake: FakeAnthropic
+) -> None:
+    target = kern.project / "listed_out.txt"
+    target.write_text("old\n")
+    ask = tool_use("request_mode_upgrade", {"reason": "I need to write listed_out.txt"})
+    write = tool_use(
+        "patch",
+        {
+            "path": "listed_out.txt",
+            "patches": [{"operation": "replace", "oldText": "old", "newText": "new"}],
+        },
+    )
+    fake.script(Turn([ask]), Turn([write]), Turn([text("Written from the list.")]))
+    kern.ok("%phoenix new")
+    panel = PanelClient(kern)
+    panel.wait("the conversation's record", lambda p: bool(p.records()), 60)
+    slug = panel.status()["slug"]
+    panel.say(type="send", text="write it")
+    items = _listing(
+        panel, "the upgrade request", lambda items: any(i["id"] == ask.id for i in items)
+    )
+    request = next(i for i in items if i["id"] == ask.id)
+    assert request["kind"] == "mode_approval" and request["conversation"] == slug
+    assert request["reason"] == "I need to write listed_out.txt"
+    assert request["answers"] == ["approve", "deny", "cancel"]
+    panel.say(type="answer", id=ask.id, answer="approve")
+    panel.wait_final("Written from the list.")
+    assert target.read_text() == "new\n"
+    _listing(panel, "the list without it", lambda items: all(i["id"] != ask.id for i in items))
+    panel.close()
+
+
+def test_a_proposed_cell_edit_is_listed_until_decided_on_its_cell(
+    kern: Kernel, fake: FakeAnthropic
+) -> None:
+    from tests.notebook.test_kernel_cell_edits import answer, edit_comm, run_cell
+
+    assert run_cell(kern, "y = 1", "listed-cell").status == "ok"
+    edit = tool_use(
+        "edit_cell",
+        {"cell_id": "listed-cell", "new_source": "y = 2", "explanation": "<i>Two</i>, not one."},
+    )
+    fake.script(Turn([edit]), Turn([text("Proposed.")]))
+    kern.ok("%phoenix new")
+    panel = PanelClient(kern)
+    panel.wait("the conversation's record", lambda p: bool(p.records()), 60)
+    slug = panel.status()["slug"]
+    panel.say(type="send", text="make y two")
+    panel.wait_final("Proposed.")
+    items = _listing(
+        panel, "the cell edit", lambda items: any(i["kind"] == "cell_edit" for i in items)
+    )
+    listed = next(i for i in items if i["kind"] == "cell_edit")
+    assert listed["conversation"] == slug
+    assert listed["reason"] == "<i>Two</i>, not one."
+    assert listed["answers"] == [], "decided on its cell, not in the list"
+    assert listed["detail"]["cell_id"] == "listed-cell"
+    panel.say(type="answer", id=listed["id"], answer="approve")
+    refused = f"{listed['id']!r} is answered where it is shown"  # no answer here
+    panel.wait("the refusal", lambda p: any(refused in n for n in _notices(p)))
+    comm_id, _sent = edit_comm(kern)
+    answer(kern, comm_id, {"type": "outcome", "id": listed["id"], "outcome": "accepted"})
+    _listing(panel, "the list without it", lambda items: items == [])
+    panel.close()
+
+
+def _png(colour: tuple[int, int, int]) -> bytes:
+    import io
+
+    from PIL import Image
+
+    buffer = io.BytesIO()
+    Image.new("RGB", (8, 6), colour).save(buffer, format="PNG")
+    return buffer.getvalue()
+
+
+def test_images_and_cell_outputs_go_with_the_message(kern: Kernel, fake: FakeAnthropic) -> None:
+    """What the model received: the pasted image as an image block, byte for byte (a small
+    PNG is passed through as `%phoenix chat` passes it), and the output text after the
+    message. A corrupt image is the notice, and nothing is sent."""
+    import base64
+
+    fake.script(Turn([text("I see a red image.")]))
+    kern.ok("%phoenix new")
+    panel = PanelClient(kern)
+    panel.wait("the conversation's record", lambda p: bool(p.records()), 60)
+    broken = base64.b64encode(b"not a picture at all").decode()
+    panel.say(type="send", text="what is this?", images=[{"name": "paste.png", "data": broken}])
+    panel.wait("the image notice", lambda p: any("paste.png" in n for n in _notices(p)))
+    notice = next(n for n in _notices(panel) if "paste.png" in n)
+    assert "cannot be sent" in notice and "still in the box" in notice, notice
+    assert not fake.requests, "nothing was sent"
+    assert not any(d.get("type") == "sent" for d in panel.received())
+
+    red = base64.b64encode(_png((255, 0, 0))).decode()
+    output = "Traceback\nZeroDivisionError: division by zero ```"
+    panel.say(
+        type="send",
+        text="what is this?",
+        images=[{"name": "paste.png", "data": red}],
+        outputs=[{"label": "output of cell [3]", "text": output}],
+    )
+    panel.wait_final("I see a red image.")
+    assert any(d.get("type") == "sent" for d in panel.received())
+    content = fake.requests[-1].body["messages"][-1]["content"]
+    images = [b for b in content if b.get("type") == "image"]
+    assert images == [
+        {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": red}}
+    ]
+    words = "\n".join(b["text"] for b in content if b.get("type") == "text")
+    assert "what is this?" in words
+    head = "Output of cell [3] (attached from the notebook):"
+    assert f"{head}\n````\n{output}\n````" in words, "fenced longer than its own backticks"
+    panel.close()

@@ -13,93 +13,24 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from phoenix_nb.demo.server import FakeAnthropic
 from phoenix_nb.testing import Fault, Turn, text, thinking, tool_use
-from phoenix_nb.testing.compat_server import CompatServer
-from phoenix_nb.testing.fake_bedrock import FakeBedrock
-from phoenix_nb.testing.fake_openai import FakeOpenAI
-from phoenix_nb.testing.fake_vertex import FakeVertex
 from phoenix_nb.testing.received import Answer, chat_received, messages_received
 from tests.notebook.kernel_harness import MIME, Kernel, loaded_kernel, state_name
+from tests.notebook.wires import SDK_MODULES, Wire, make_wire
 
 pytestmark = pytest.mark.timeout(180)
-
-SDK_MODULES = ("openai", "boto3", "botocore", "google")
-
-
-@dataclass
-class Wire:
-    name: str
-    fake: FakeAnthropic
-    model: str
-    env: dict[str, str] = field(default_factory=dict)
-    config: dict[str, str] = field(default_factory=dict)
-    priced: bool = False
-    image_word: str = '"type": "image"'
-    # SDK packages this format loads in the kernel (none but its own may appear).
-    loads: tuple[str, ...] = ()
-
-
-def _wire(name: str, folder: Path) -> Wire:
-    if name == "compat":
-        return Wire("compat", CompatServer().start(), "qwen3-coder:30b")
-    if name == "bedrock":
-        fake = FakeBedrock().start()
-        return Wire(
-            "bedrock",
-            fake,
-            "us.anthropic.claude-sonnet-4-5-20250929-v1:0",
-            env={
-                "AWS_ACCESS_KEY_ID": "AKIDFAKEFAKEFAKE",
-                "AWS_SECRET_ACCESS_KEY": "fake-secret-access-key",
-                "AWS_REGION": "us-west-2",
-                "AWS_CONFIG_FILE": str(folder / "none"),
-                "AWS_SHARED_CREDENTIALS_FILE": str(folder / "none"),
-            },
-            config={"provider": "bedrock", "base_url": fake.base_url},
-            priced=True,
-            loads=("boto3", "botocore"),
-        )
-    if name == "vertex":
-        fake = FakeVertex().start()
-        return Wire(
-            "vertex",
-            fake,
-            "claude-sonnet-4-5@20250929",
-            env={
-                "GOOGLE_APPLICATION_CREDENTIALS": str(fake.credentials_file(folder)),
-                "CLOUD_ML_REGION": "us-east5",
-                "ANTHROPIC_VERTEX_PROJECT_ID": "fake-project",
-                "CLOUDSDK_CONFIG": str(folder / "gcloud"),
-                "NO_GCE_CHECK": "True",
-            },
-            config={"provider": "vertex", "base_url": fake.vertex_url},
-            priced=True,
-            loads=("google",),
-        )
-    fake = FakeOpenAI(api_key="sk-kernel-test").start()
-    return Wire(
-        "openai",
-        fake,
-        "gpt-test-unknown",
-        env={"OPENAI_API_KEY": "sk-kernel-test"},
-        config={"provider": "openai", "base_url": fake.base_url},
-        image_word='"type": "image_url"',
-        loads=("openai",),
-    )
 
 
 @pytest.fixture(scope="module", params=["compat", "bedrock", "vertex", "openai"])
 def wire(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Wire]:
-    w = _wire(request.param, tmp_path_factory.mktemp(f"wire-{request.param}"))
+    w = make_wire(request.param, tmp_path_factory.mktemp(f"wire-{request.param}"))
     try:
         yield w
     finally:

@@ -58,3 +58,28 @@ def test_answer_by_id_across_sources_and_filter_by_conversation() -> None:
     assert second.answered == [("r2", "no")]
     with pytest.raises(UnknownRequest):
         asyncio.run(pending.answer("r2", "no"))
+
+
+def test_cell_edits_are_listed_until_decided_and_tell_the_watchers() -> None:
+    """A proposed edit waits with no answers here (it is decided on its cell) and names its
+    cell; the book tells the watchers when one is proposed or decided, once per decision."""
+    from phoenix_nb.runtime.pending import CELL_EDIT, CellEdits
+    from phoenix_nb.tools.cell_edits import CellEdit, EditBook, EditOutcome, EditPosition
+
+    book = EditBook()
+    pending = PendingRequests([CellEdits(book, {"conv-id": "my-slug"}.__getitem__)])
+    book.on_change(pending.changed)
+    heard: list[int] = []
+    pending.watch(lambda: heard.append(1))
+    edit = CellEdit("edit-1", "conv-id", "cell-a", EditPosition.REPLACE, "x = 2", "<b>Two</b>")
+    book.propose(edit)
+    assert heard == [1]
+    [listed] = pending.list(conversation="my-slug")
+    assert (listed.kind, listed.reason, listed.answers) == (CELL_EDIT, "<b>Two</b>", ())
+    assert listed.detail["cell_id"] == "cell-a"
+    with pytest.raises(PhoenixError):
+        asyncio.run(pending.answer("edit-1", "accept"))
+    assert book.resolve("edit-1", EditOutcome.ACCEPTED)
+    assert heard == [1, 1] and pending.list() == []
+    assert not book.resolve("edit-1", EditOutcome.REJECTED)  # already decided: no change
+    assert heard == [1, 1]

@@ -214,7 +214,7 @@ async def test_retryable_faults_are_retried_three_times_then_error(
 ) -> None:
     """REQ-BED-006: retried with backoff, then Error with kind and an actionable message."""
     fake_anthropic.script(fault, fault, fault)
-    async with phoenix_for(fake_anthropic, tmp_path, stall_timeout=0.5) as phoenix:
+    async with phoenix_for(fake_anthropic, tmp_path, stall_timeout=2.0) as phoenix:
         conv = phoenix.create(cwd=project_dir(tmp_path))
         updates = await collect(conv, "hello")
         phase = conv.state.phase
