@@ -155,7 +155,11 @@ def test_the_hub_service_environment_describes_a_cloud_gateway(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """`python -m phoenix_nb.hub.gateway`'s set-up from the Hub's service environment."""
-    monkeypatch.setattr("phoenix_nb.hub.gateway.HubTokenAuth", lambda: TokenTable({}))
+    class NoHub(TokenTable):  # the Hub's part: HubAuth would need a running Hub
+        def browser_login(self) -> None:
+            return None
+
+    monkeypatch.setattr("phoenix_nb.hub.gateway.HubTokenAuth", lambda: NoHub({}))
     policy = tmp_path / "policy.toml"
     policy.write_text('[gateway]\nupstream = "bedrock"\n')
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", AWS_KEYS[0])
