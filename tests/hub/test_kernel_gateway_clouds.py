@@ -155,6 +155,7 @@ def test_the_hub_service_environment_describes_a_cloud_gateway(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """`python -m phoenix_nb.hub.gateway`'s set-up from the Hub's service environment."""
+
     class NoHub(TokenTable):  # the Hub's part: HubAuth would need a running Hub
         def browser_login(self) -> None:
             return None
