@@ -530,3 +530,34 @@ def test_two_users_conversations_of_the_same_name_never_share_a_cgroup(team: Tea
     )
     said = team.run(team.kernels["phx-c"].ok(probe)).stdout
     assert said.strip() == "PermissionError", said
+
+
+def test_chromium_logs_in_to_the_gateways_page_through_the_hub(team: Team) -> None:
+    """What a person does: open the gateway's page in a real browser, log in on the
+    Hub's own form, land back on the page with their spend; the token stays in an
+    HttpOnly cookie for the gateway's path (no page script can read it)."""
+    from playwright.sync_api import sync_playwright
+
+    from tests.browser.lab import launch_browser
+
+    assert team.hub is not None
+    with sync_playwright() as playwright:
+        browser = launch_browser(playwright)
+        try:
+            page = browser.new_page()
+            page.goto(f"{team.hub.url}/services/phoenix-gateway/", timeout=120_000)
+            page.fill("input[name=username]", "phx-c", timeout=120_000)
+            page.fill("input[name=password]", "anything")
+            page.click("#login_submit")
+            page.wait_for_url("**/services/phoenix-gateway/", timeout=120_000)
+            heading = page.inner_text("h1", timeout=120_000)
+            said = page.inner_text("body")
+            cookies = page.context.cookies()
+        finally:
+            browser.close()
+    assert heading == "phx-c: today", said
+    assert "of $1.5 spent" in said and "phx-a" not in said
+    [token] = [
+        c for c in cookies if c["path"] == "/services/phoenix-gateway/" and "state" not in c["name"]
+    ]
+    assert token["httpOnly"] and token["sameSite"] == "Lax", token
