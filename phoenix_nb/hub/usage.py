@@ -60,6 +60,7 @@ class UsageMeter:
         self.model = model
         self.streamed = streamed
         self._frames = streamed and framing == "eventstream"
+        self._off = False  # a frame stream that stopped making sense: metering ends
         self._pending = b""
         self._whole = bytearray()
         self._usage: dict[str, int] = {}
@@ -68,6 +69,8 @@ class UsageMeter:
     def feed(self, chunk: bytes) -> None:
         if not self.streamed:
             self._whole += chunk
+            return
+        if self._off:
             return
         if self._frames:
             self._feed_frames(chunk)
@@ -95,7 +98,7 @@ class UsageMeter:
         while len(data) - at >= _PRELUDE:
             total, headers = struct.unpack_from("!II", data, at)
             if total < _PRELUDE + 4 + headers or total > _MAX_FRAME:
-                self._frames, self._pending = False, b""  # not a frame stream after all
+                self._off, self._pending = True, b""  # not a frame stream after all
                 return
             if len(data) - at < total:
                 break  # the rest of this frame comes in a later chunk
