@@ -482,7 +482,10 @@ class Gateway:
         return web.Response(text=text, content_type="text/html")
 
     def _cookie_options(self, request: web.Request) -> dict[str, Any]:
-        scheme = request.headers.get("X-Forwarded-Proto", request.scheme)
+        # the scheme the browser used: a proxy in front says it (the Hub's proxy sends
+        # lists such as ",http"), else this connection's
+        said = request.headers.get("X-Forwarded-Proto", "").split(",")
+        scheme = next((p.strip() for p in said if p.strip()), request.scheme)
         return {
             "path": self.prefix,
             "httponly": True,
