@@ -3,6 +3,8 @@
 * ``config.py``: `ServerConfig` from ``c.Phoenix.mcp_servers`` and a project's
   ``.mcp.json`` (pure parsing; a project file can never grant network or write);
   tool names ``mcp__<server>__<tool>``; the digests approvals are pinned to.
+* ``bounds.py``: the admin policy's ``[mcp]`` section as the hub enforces it
+  (project files off; only the policy's servers), each refusal naming its line.
 * ``approvals.py``: what the user approved, pinned to the entry's digest and to
   the tool list first seen (any change: pending again).
 * ``hub.py``: `McpHub`, one per Phoenix: the servers' states and their one
@@ -16,6 +18,7 @@ Above ``tools/`` (it adapts to `Tool`) and under the runtime, which owns the hub
 from __future__ import annotations
 
 from phoenix_nb.mcp.approvals import Approvals
+from phoenix_nb.mcp.bounds import McpBounds
 from phoenix_nb.mcp.config import McpConfigError, ServerConfig, parse_servers
 from phoenix_nb.mcp.hub import INSTALL_HINT, McpHub, Server, ServerState
 from phoenix_nb.mcp.tools import McpTool, mcp_tools
@@ -23,6 +26,7 @@ from phoenix_nb.mcp.tools import McpTool, mcp_tools
 __all__ = [
     "INSTALL_HINT",
     "Approvals",
+    "McpBounds",
     "McpConfigError",
     "McpHub",
     "McpTool",

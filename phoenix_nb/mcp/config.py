@@ -48,7 +48,8 @@ DEFAULT_MEMORY = 1 << 30  # a server's own cgroup budget (`memory`), well below 
 MAX_TOOL_NAME = 64  # the Messages API's limit on a tool's name
 _NAME_CHARS = re.compile(r"[^a-zA-Z0-9_-]")
 
-Source = Literal["config", "project"]
+# "policy": the admin's policy file's [mcp] servers (trusted like the user's config).
+Source = Literal["config", "project", "policy"]
 
 
 class McpConfigError(PhoenixError, ValueError):
@@ -218,13 +219,16 @@ def _server(name: str, raw: Any, source: Source, project_dir: str = "") -> Serve
     )
 
 
-def parse_servers(raw: Mapping[str, Any] | None) -> tuple[ServerConfig, ...]:
-    """``c.Phoenix.mcp_servers`` as typed entries; McpConfigError names a bad one."""
+def parse_servers(
+    raw: Mapping[str, Any] | None, source: Source = "config"
+) -> tuple[ServerConfig, ...]:
+    """``c.Phoenix.mcp_servers`` (or the policy's ``[mcp] servers``, same shape) as
+    typed entries; McpConfigError names a bad one."""
     if not raw:
         return ()
     if not isinstance(raw, Mapping):
-        raise McpConfigError("c.Phoenix.mcp_servers is a dict of {name: server}")
-    return tuple(_server(name, entry, "config") for name, entry in raw.items())
+        raise McpConfigError("MCP servers are a dict of {name: server}")
+    return tuple(_server(name, entry, source) for name, entry in raw.items())
 
 
 def parse_project_file(folder: Path) -> tuple[ServerConfig, ...]:

@@ -25,11 +25,12 @@ import asyncio
 import concurrent.futures
 import contextlib
 import enum
+import hashlib
 import logging
 import os
 import shutil
 import threading
-from collections.abc import Awaitable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -37,7 +38,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from phoenix_nb.commands import CommandRunner
 from phoenix_nb.errors import PhoenixError
 from phoenix_nb.mcp.approvals import Approvals
+from phoenix_nb.mcp.bounds import McpBounds
 from phoenix_nb.mcp.config import (
+    PROJECT_FILE,
     McpConfigError,
     ServerConfig,
     ToolSpec,
@@ -82,6 +85,9 @@ class Server:
     tools: tuple[ToolSpec, ...] = ()
     instructions: str = ""
     restricted: bool = True  # ran in the Restricted sandbox
+    # Stopped because nothing may use it now (`McpHub.park`): keeps its pinned tools,
+    # so conversations keep offering them, and starts again at its next call only.
+    parked: bool = False
     # Worker-side handles (only the worker thread touches them).
     _client: Any = field(default=None, repr=False)
     _stop: asyncio.Event | None = field(default=None, repr=False)
@@ -94,6 +100,24 @@ class Server:
     def name(self) -> str:
         return self.config.name
 
+    @property
+    def awaiting(self) -> bool:
+        """Waiting for a person's Approve or Deny (a denied one was answered)."""
+        return self.state == ServerState.PENDING and self.why != "denied"
+
+    @property
+    def request_id(self) -> str:
+        """Its id as a pending request (`Phoenix.pending`): a digest of where it comes
+        from, what it would run and (when that is what changed) its tool list, so an
+        answer given to one entry can never approve the entry that replaced it."""
+        cfg = self.config
+        tools = tools_digest(self.tools) if self.why.startswith("tool list") else ""
+        key = f"{cfg.source}|{cfg.project_dir}|{cfg.name}|{cfg.digest()}|{tools}"
+        return "mcp-" + hashlib.sha256(key.encode()).hexdigest()[:12]
+
+
+Decided = Callable[[Server, str], None]  # (server, "approve" | "deny")
+
 
 class McpHub:
     """Every MCP server of one Phoenix (config ones, and project files seen in its folders)."""
@@ -104,10 +128,23 @@ class McpHub:
         sandbox: SandboxInfo,
         policy: SandboxPolicy,
         configured: Sequence[ServerConfig] = (),
+        *,
+        bounds: McpBounds | None = None,
+        on_pending: Callable[[], None] | None = None,
+        on_decision: Decided | None = None,
     ) -> None:
+        """`bounds`: the admin policy's [mcp] section. `on_pending()` is called (on
+        whichever thread noticed) when the set of servers awaiting approval changed;
+        `on_decision(server, answer)` when a person approved or denied one (the audit
+        trail). Neither may raise or block."""
         self.approvals = approvals
         self.sandbox = sandbox
         self.policy = policy
+        self.bounds = bounds or McpBounds()
+        self._on_pending = on_pending
+        self._on_decision = on_decision
+        self._awaiting: frozenset[str] = frozenset()
+        self.refused: list[str] = []  # the policy's refusals of configured servers
         self._servers: dict[tuple[str, str, str], Server] = {}
         self._configured: tuple[ServerConfig, ...] = ()
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -119,12 +156,26 @@ class McpHub:
 
     # ---- configuration ----------------------------------------------------------------
     def reconfigure(self, configured: Sequence[ServerConfig], policy: SandboxPolicy) -> None:
-        """New ``c.Phoenix.mcp_servers``: entries that changed are stopped (and restart on use)."""
+        """New ``c.Phoenix.mcp_servers``: entries that changed are stopped (and restart on use).
+        Under a policy's ``servers`` bound only the policy's servers are kept; the user's
+        others are refused (`refused` says so, naming the policy's line)."""
         self.policy = policy
-        self._configured = tuple(configured)
-        keep = {("config", "", s.name): s for s in self._configured}
+        bounds = self.bounds
+        self.refused = [bounds.problem] if bounds.problem else []
+        if bounds.servers is None:
+            self._configured = tuple(configured)
+        else:
+            allowed = {s.name for s in bounds.servers}
+            for cfg in configured:
+                self.refused.append(
+                    bounds.replaced(cfg) if cfg.name in allowed else bounds.server_refused(cfg)
+                )
+            self._configured = bounds.servers
+        keep: dict[tuple[str, str, str], ServerConfig] = {
+            (s.source, "", s.name): s for s in self._configured
+        }
         for key, server in list(self._servers.items()):
-            if key[0] != "config":
+            if key[0] == "project":
                 continue
             new = keep.get(key)
             if new is None or new.digest() != server.config.digest():
@@ -132,22 +183,37 @@ class McpHub:
                 del self._servers[key]
         for key, cfg in keep.items():
             self._servers.setdefault(key, Server(cfg))
+        self._notify()
 
     def _project(self, cwd: Path) -> None:
-        """Read ``cwd/.mcp.json`` (only reading): its servers join as pending or approved."""
+        """Read ``cwd/.mcp.json`` (only reading): its servers join as pending or approved.
+        Under a policy that turns project files off it is not read at all; under a
+        ``servers`` bound its servers are refused (the policy's own run instead)."""
         folder = str(cwd)
-        try:
-            found = parse_project_file(cwd)
-        except McpConfigError as exc:
-            self.problems = [str(exc)]
-            return
+        found: tuple[ServerConfig, ...] = ()
+        if not self.bounds.project_files:
+            if (cwd / PROJECT_FILE).exists():
+                self.problems.append(self.bounds.project_file_refused(f"{folder}/{PROJECT_FILE}"))
+        else:
+            try:
+                found = parse_project_file(cwd)
+            except McpConfigError as exc:
+                self.problems = [str(exc)]
+                return
         names = {s.name for s in self._configured}
         seen = set()
         for cfg in found:
+            if self.bounds.servers is not None and cfg.name not in names:
+                self.problems.append(self.bounds.server_refused(cfg))
+                continue
             if cfg.name in names:
                 self.problems.append(
-                    f"{cfg.name} in {folder}/.mcp.json is ignored: your config has a server "
-                    "of that name"
+                    f"{cfg.name} in {folder}/.mcp.json is ignored: "
+                    + (
+                        "the admin's policy configures a server of that name"
+                        if self.bounds.servers is not None
+                        else "your config has a server of that name"
+                    )
                 )
                 continue
             key = ("project", folder, cfg.name)
@@ -168,18 +234,39 @@ class McpHub:
             self.problems = []
             self._project(cwd)
         out = []
-        for key, server in self._servers.items():
+        for key, server in list(self._servers.items()):
             if key[0] == "project" and cwd is not None and key[1] != str(cwd):
                 continue
             self._refresh(server)
             out.append(server)
+        self._notify()
         return out
+
+    def awaiting(self) -> list[Server]:
+        """Every server of this process waiting for Approve or Deny (any folder seen)."""
+        return [s for s in self.servers() if s.awaiting]
+
+    def _notify(self) -> None:
+        """Tell `on_pending` when the servers awaiting approval are no longer the same."""
+        now = frozenset(s.request_id for s in list(self._servers.values()) if s.awaiting)
+        with self._lock:
+            if now == self._awaiting:
+                return
+            self._awaiting = now
+        if self._on_pending is not None:
+            self._on_pending()
+
+    def _decided(self, server: Server, answer: str) -> None:
+        self._notify()
+        if self._on_decision is not None:
+            self._on_decision(server, answer)
 
     def _refresh(self, server: Server) -> None:
         cfg = server.config
         if server.state in (ServerState.STOPPED, ServerState.PENDING):
-            if cfg.source == "config" and not self.approvals.config_approved(cfg):
-                self.approvals.approve(cfg)  # written by the user: approved by being written
+            if cfg.source != "project" and not self.approvals.config_approved(cfg):
+                # written by the user or the admin: approved by being written
+                self.approvals.approve(cfg)
             approved = self.approvals.config_approved(cfg)
             if not approved:
                 server.state = ServerState.PENDING
@@ -202,11 +289,13 @@ class McpHub:
         else:
             self.approvals.approve(server.config)
         server.state, server.why = ServerState.STOPPED, ""
+        self._decided(server, "approve")
 
     def deny(self, server: Server) -> None:
         self.approvals.deny(server.config)
         self._stop_soon(server)
         server.state, server.why, server.tools = ServerState.PENDING, "denied", ()
+        self._decided(server, "deny")
 
     # ---- the worker thread ------------------------------------------------------------
     def _worker(self) -> asyncio.AbstractEventLoop:
@@ -221,13 +310,14 @@ class McpHub:
     def _submit(self, coro: Awaitable[T]) -> concurrent.futures.Future[T]:
         return asyncio.run_coroutine_threadsafe(coro, self._worker())  # type: ignore[arg-type]
 
-    async def prepare(self, cwd: Path) -> list[str]:
+    async def prepare(self, cwd: Path, *, pending_lines: bool = True) -> list[str]:
         """Start the approved servers of ``cwd`` that are not running; wait (at most
         its ``startup_timeout``) until each is ready or failed. Returns lines for the user: what is
-        pending approval, what failed and why. Nothing starts for a pending server."""
+        pending approval (unless `pending_lines` is False: the caller shows its own
+        prompt), what failed and why. Nothing starts for a pending server."""
         servers = self.servers(cwd)
         for server in servers:
-            if server.state == ServerState.STOPPED:
+            if server.state == ServerState.STOPPED and not server.parked:
                 self._start(server)
         started = [s for s in servers if s.state == ServerState.STARTING]
         if started:
@@ -238,15 +328,38 @@ class McpHub:
             ]
             await asyncio.gather(*waits)
         said = [f"c.Phoenix.mcp_servers: {self.config_problem}"] if self.config_problem else []
-        return [*said, *self.problems, *(line for s in servers for line in _lines(s))]
+        return [
+            *said,
+            *self.refused,
+            *self.problems,
+            *(line for s in servers if pending_lines or not s.awaiting for line in _lines(s)),
+        ]
+
+    def start(self, server: Server) -> None:
+        """Start an approved server that is not running (not waiting for it)."""
+        self._refresh(server)
+        if server.state == ServerState.STOPPED:
+            self._start(server)
 
     def _start(self, server: Server) -> bool:
         if server.state not in (ServerState.STOPPED, ServerState.FAILED):
             return False
-        server.state, server.why = ServerState.STARTING, ""
+        server.state, server.why, server.parked = ServerState.STARTING, "", False
         server._done.clear()
         server._finished.clear()
         server._task = self._submit(self._run(server))
+        return True
+
+    def park(self, server: Server, why: str) -> bool:
+        """Stop a ready server that nothing may use now (blocking: call it off the loop).
+        Its tool list stays (pinned: a restart that lists other tools is pending again),
+        so the conversations holding its tools keep them byte for byte, and the next
+        call starts it again; `prepare` leaves it stopped. False if it was not ready."""
+        if server.state != ServerState.READY:
+            return False
+        self._stop_now(server)
+        if server.state == ServerState.STOPPED:
+            server.parked, server.why = True, why
         return True
 
     def restart(self, server: Server) -> None:
@@ -321,6 +434,7 @@ class McpHub:
                             "tool list changed since it was approved (names, descriptions or "
                             "schemas): its tools are not offered until you approve again"
                         )
+                        self._notify()
                         return
                     server._client, server.tools, server.instructions = client, specs, text
                     server.state = ServerState.READY
@@ -423,7 +537,14 @@ class McpHub:
         return out
 
     def ready_servers(self) -> list[Server]:
-        return [s for s in self._servers.values() if s.state == ServerState.READY]
+        """The servers whose tools a conversation starting now takes: the ready ones and
+        the parked ones (stopped while unused; they start again at their next call)."""
+        return [
+            s
+            for s in self._servers.values()
+            if s.state == ServerState.READY
+            or (s.parked and s.state == ServerState.STOPPED and s.tools)
+        ]
 
 
 def _why(exc: BaseException, server: Server) -> str:
@@ -440,11 +561,14 @@ def _why(exc: BaseException, server: Server) -> str:
 
 def _lines(server: Server) -> list[str]:
     cfg = server.config
+    if server.state == ServerState.PENDING and not server.awaiting:
+        return [f"MCP server {cfg.name} was denied: it does not run."]
     if server.state == ServerState.PENDING:
         where = f" (from {cfg.project_dir}/.mcp.json)" if cfg.source == "project" else ""
         return [
             f"MCP server {cfg.name}{where} is pending approval ({server.why}); it would run: "
-            f"{cfg.describe()}. Approve with `%phoenix mcp approve {cfg.name}`."
+            f"{cfg.describe()}. Approve with `%phoenix mcp approve {cfg.name}` "
+            f"(or `%phoenix approve {server.request_id}`)."
         ]
     if server.state == ServerState.FAILED:
         return [f"MCP server {cfg.name} failed: {server.why}"]

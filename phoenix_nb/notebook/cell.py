@@ -119,7 +119,9 @@ async def run_cell(line: str, body: str) -> None:
         known = None if opts.new else (opts.name or session.current)
         if known:  # a long history is read from the store off the event loop
             await session.phoenix.load(known)
-        await _prepare_mcp(session, Path(opts.cwd or session.cwd))
+        await _prepare_mcp(
+            session, Path(opts.cwd or session.cwd), front_end_can_answer(shell, session)
+        )
         conv = session.conversation_for(opts)
         await _announce_new_servers(session, conv)
     except (OptionsError, PhoenixError, ImageError, StoreError) as exc:
@@ -134,26 +136,56 @@ async def run_cell(line: str, body: str) -> None:
     await view.run(lambda: conv.post_message(text, images))
 
 
-async def _prepare_mcp(session: Session, cwd: Path) -> None:
+async def _prepare_mcp(session: Session, cwd: Path, can_answer: bool) -> None:
     """Start the approved MCP servers before the conversation takes its tools; say
     what is pending approval or failed. Nothing is made when none is configured and
-    the folder has no .mcp.json (the SDK is never imported then)."""
+    the folder has no .mcp.json (the SDK is never imported then).
+
+    A server awaiting approval shows what it would run with Approve / Deny. Where a
+    person can answer, the cell waits for the answer before the turn starts: a
+    conversation's tool list is fixed at its start (the prompt cache), so this is the
+    one moment an approved server's tools can join the turn that prompted it. No
+    turn runs yet, so nothing is held but this cell; an interrupt ends the wait.
+    Headless (papermill), the turn goes on without the server, which stays pending."""
     from phoenix_nb.mcp.config import PROJECT_FILE
 
     phoenix = session.phoenix
-    if not phoenix.settings.mcp_servers and not (cwd / PROJECT_FILE).is_file():
+    policy = phoenix.settings.policy
+    by_policy = policy is not None and bool(policy.mcp_servers)
+    if not phoenix.settings.mcp_servers and not by_policy and not (cwd / PROJECT_FILE).is_file():
         return
     from IPython.display import display
 
-    from phoenix_nb.mcp import ServerState
     from phoenix_nb.notebook.mcp_lines import approval_controls
 
     hub = phoenix.mcp
-    for line in await hub.prepare(cwd):
+    # Where a person can answer, the prompt below says what each pending server runs.
+    for line in await hub.prepare(cwd, pending_lines=not can_answer):
         say(line)
-    for server in hub.servers(cwd):
-        if server.state == ServerState.PENDING and server.why != "denied":
-            display(approval_controls(hub, server, cwd), raw=True)
+    asking = [s for s in hub.servers(cwd) if s.awaiting]
+    for server in asking:
+        display(approval_controls(hub, server, cwd), raw=True)
+    if not asking or not can_answer:
+        return
+    ids = {s.request_id for s in asking}
+    loop = asyncio.get_running_loop()
+    answered = asyncio.Event()
+    # Any front end may answer (these buttons, the panel, `%phoenix approve ID`):
+    # each ends in the hub, whose change `Phoenix.pending` tells its watchers.
+
+    def heard() -> None:
+        loop.call_soon_threadsafe(answered.set)
+
+    stop = phoenix.pending.watch(heard)
+    try:
+        with wake_loop_on_signals(loop):  # an interrupt reaches this idle loop at once
+            while ids & {s.request_id for s in hub.awaiting()}:
+                await answered.wait()
+                answered.clear()
+    finally:
+        stop()
+    for line in await hub.prepare(cwd):  # the approved ones start; wait until ready
+        say(line)
 
 
 async def _announce_new_servers(session: Session, conv: Conversation) -> None:

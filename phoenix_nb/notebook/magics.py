@@ -282,8 +282,13 @@ async def _repair(command: Subcommand, session: Session, shell: Any) -> None:
 
 
 async def _answer(command: Subcommand, session: Session, shell: Any) -> None:
-    """`approve` or `deny`: the paused turn goes on, shown from the approval on."""
+    """`approve` or `deny`: the paused turn goes on, shown from the approval on. With a
+    request's id (`%phoenix approve mcp-…`), that request of `Phoenix.pending` is
+    answered, whatever its kind (an MCP server awaiting approval, a mode upgrade)."""
     name = command.name
+    if command.extra:
+        await _answer_request(command.extra[0], name, session)
+        return
     conv = session.current_conversation()
     if not is_paused(conv.state):
         print(
@@ -291,7 +296,9 @@ async def _answer(command: Subcommand, session: Session, shell: Any) -> None:
             f"({conv.mode.value}, {_state_words(conv)})."
         )
         return
-    waiting = session.phoenix.pending.list(conversation=conv.slug)
+    # The mode approval the paused turn waits on (a cell edit of the conversation may
+    # wait too, and is answered on its cell).
+    waiting = [r for r in session.phoenix.pending.list(conversation=conv.slug) if name in r.answers]
     if conv.slug in session.watching and waiting:
         # The cell that asked still shows the turn (its view went on detached): answer
         # the request by id and let the turn go on there, not in this cell.
@@ -309,6 +316,18 @@ async def _answer(command: Subcommand, session: Session, shell: Any) -> None:
     await view.run(action)
 
 
+async def _answer_request(request_id: str, answer: str, session: Session) -> None:
+    request = await session.phoenix.pending.answer(request_id, answer)
+    verb = "Approved" if answer == "approve" else "Denied"
+    server = request.detail.get("server")
+    if server is not None:
+        then = "it starts now, in the sandbox" if answer == "approve" else "it does not run"
+        print(f"{verb} MCP server {server} ({request.id}): {then}.")
+    else:
+        where = f" of {request.conversation}" if request.conversation else ""
+        print(f"{verb} {request.kind.replace('_', ' ')} {request.id}{where}.")
+
+
 async def _restrict(command: Subcommand, session: Session, shell: Any) -> None:
     conv = session.current_conversation()
     stopped = await conv.restrict()
@@ -319,8 +338,10 @@ async def _restrict(command: Subcommand, session: Session, shell: Any) -> None:
 
 async def _cancel(command: Subcommand, session: Session, shell: Any) -> None:
     conv = session.current_conversation()
-    waiting = session.phoenix.pending.list(conversation=conv.slug)
-    if waiting and "cancel" in waiting[0].answers:  # its source may do more than stop the turn
+    waiting = [
+        r for r in session.phoenix.pending.list(conversation=conv.slug) if "cancel" in r.answers
+    ]
+    if waiting:  # its source may do more than stop the turn
         await session.phoenix.pending.answer(waiting[0].id, "cancel")
     else:
         await conv.cancel()
@@ -381,6 +402,11 @@ async def _mcp(command: Subcommand, session: Session, shell: Any) -> None:
             print(
                 f"MCP server {server.name} is in your own config: remove it from "
                 "c.Phoenix.mcp_servers to stop using it."
+            )
+        elif action == "deny" and server.config.source == "policy":
+            print(
+                f"MCP server {server.name} is set by the admin's policy "
+                f"({hub.bounds.servers_where})."
             )
         elif action == "deny":
             await loop.run_in_executor(None, hub.deny, server)
@@ -574,11 +600,19 @@ def _policy_lines(session: Session) -> list[str]:
 
 def _mcp_status(session: Session) -> list[str]:
     """`%phoenix status`'s count of MCP servers by state (none made: no line)."""
+    policy = session.phoenix.settings.policy
+    bounds: list[str] = []
+    if policy is not None and (
+        not policy.mcp_allow_project_files or policy.mcp_servers is not None
+    ):
+        from phoenix_nb.mcp import McpBounds  # the package only, not the SDK
+
+        bounds = [f"mcp policy    {line}" for line in McpBounds.from_policy(policy).summary()]
     counts = session.phoenix.mcp_counts()
     if counts is None:
-        return []
+        return bounds
     said = ", ".join(f"{n} {state}" for state, n in sorted(counts.items())) or "none"
-    return [f"mcp servers   {said}  (`%phoenix mcp` lists them)"]
+    return [f"mcp servers   {said}  (`%phoenix mcp` lists them)", *bounds]
 
 
 @magics_class

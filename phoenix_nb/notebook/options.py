@@ -55,8 +55,17 @@ SUBCOMMAND_HELP = (
     HelpLine("list", "every conversation in the store", "%phoenix list"),
     HelpLine("new", "start a new conversation for this notebook", "%phoenix new"),
     HelpLine("use SLUG", "make SLUG this notebook's conversation", "%phoenix use brave-otter"),
-    HelpLine("approve", "give the agent the write access it asked for", "%phoenix approve"),
-    HelpLine("deny", "refuse the write access it asked for", "%phoenix deny"),
+    HelpLine(
+        "approve [ID]",
+        "give the agent the write access it asked for; with an ID, approve that pending "
+        "request (e.g. an MCP server)",
+        "%phoenix approve",
+    ),
+    HelpLine(
+        "deny [ID]",
+        "refuse the write access it asked for; with an ID, deny that pending request",
+        "%phoenix deny",
+    ),
     HelpLine("restrict", "back to read-only (Restricted) now", "%phoenix restrict"),
     HelpLine("cancel", "stop what the agent is doing", "%phoenix cancel"),
     HelpLine(
@@ -269,6 +278,8 @@ def parse_subcommand(line: str) -> Subcommand:
         parser.add_argument("slug", nargs="?")
         parser.add_argument("--format", choices=EXPORT_FORMATS, default=None)
         parser.add_argument("--output", "-o", default=None)
+    elif name in ("approve", "deny"):
+        parser.add_argument("request", nargs="?")  # a pending request's id (any kind)
     elif name == "mcp":
         parser.add_argument("action", nargs="?", default="list")
         parser.add_argument("server", nargs="?")
@@ -287,6 +298,8 @@ def parse_subcommand(line: str) -> Subcommand:
             raise OptionsError(f"%phoenix mcp {ns.action}: name the server")
         extra = (ns.action, *((ns.server,) if ns.server else ()))
         return Subcommand(name, extra=extra, force=ns.all)
+    if name in ("approve", "deny"):
+        return Subcommand(name, extra=(ns.request,) if ns.request else ())
     if name == "revert":
         if ns.target is not None and ns.to_approval:
             raise OptionsError(

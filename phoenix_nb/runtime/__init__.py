@@ -12,7 +12,8 @@ reached through the typing.Protocol ports in `ports`, whose docstrings are
 the contract. `claim` takes a conversation (lease, work marker, fresh read)
 and restores one left mid-work; `updates` is what watchers receive;
 `pending` lists what waits for a person (an upgrade request, …) and answers it by id
-from any front end; `settings` is the one Settings, each default written once.
+from any front end (`mcp_requests`: MCP servers awaiting approval are one kind);
+`settings` is the one Settings, each default written once.
 `snapshot` is a conversation's whole record to be built off the kernel's loop,
 `child_spend` what its finished sub-agents spent; `long_lived` keeps what lives as
 long as the kernel (a history read from the store) out of full garbage collections.
@@ -31,6 +32,7 @@ __all__ = [
     "lease",
     "long_lived",
     "manager",
+    "mcp_requests",
     "pending",
     "ports",
     "prompts",

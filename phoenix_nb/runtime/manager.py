@@ -85,6 +85,7 @@ from phoenix_nb.tools.kernel_port import KernelPort
 
 if TYPE_CHECKING:
     from phoenix_nb.mcp import McpHub
+    from phoenix_nb.mcp import Server as McpServer
     from phoenix_nb.tools.base import Tool
 
 __all__ = [
@@ -322,6 +323,7 @@ class Conversation:
         await self._submit(ev.UserRequestDowngrade(stopped_jobs=tuple(stopped)))
         self._phoenix.audit("mode_change", self.slug, mode=Mode.RESTRICTED.value)
         late = await jobs.stop_unrestricted(self.id)
+        await self._phoenix.park_granted_mcp()
         if late:
             try:
                 self.runtime.annotate(stopped_jobs_text(late))
@@ -472,7 +474,8 @@ class Phoenix:
         """The MCP servers of this Phoenix (phoenix_nb.mcp), made at first use: the
         package (not the SDK, which only its worker thread imports) loads then."""
         if self._mcp is None:
-            from phoenix_nb.mcp import Approvals, McpConfigError, McpHub, parse_servers
+            from phoenix_nb.mcp import Approvals, McpBounds, McpConfigError, McpHub, parse_servers
+            from phoenix_nb.runtime.mcp_requests import McpRequests
 
             problem = ""
             try:
@@ -480,11 +483,35 @@ class Phoenix:
             except McpConfigError as exc:
                 configured, problem = (), str(exc)
             self._mcp = McpHub(
-                Approvals(Path(self.store_root)), self.sandbox, self.sandbox_policy, configured
+                Approvals(Path(self.store_root)),
+                self.sandbox,
+                self.sandbox_policy,
+                configured,
+                bounds=McpBounds.from_policy(self.settings.policy),
+                on_pending=self.pending.changed,
+                on_decision=self._mcp_decided,
             )
             if problem:
                 self._mcp.config_problem = problem
+            # Servers awaiting approval join what waits for a person (the panel,
+            # `%phoenix approve ID`), answered like `%phoenix mcp approve NAME`.
+            self.pending.add_source(McpRequests(self._mcp))
         return self._mcp
+
+    def _mcp_decided(self, server: McpServer, answer: str) -> None:
+        """A person approved or denied an MCP server: the gateway's audit trail hears
+        what was decided and what it runs (a process-wide decision: no conversation)."""
+        cfg = server.config
+        self.audit(
+            "mcp_approval",
+            "",
+            decision="approved" if answer == "approve" else "denied",
+            mcp_server=cfg.name,
+            source=cfg.source,
+            project_file=f"{cfg.project_dir}/.mcp.json" if cfg.project_dir else "",
+            runs=cfg.describe(),
+            digest=cfg.digest(),
+        )
 
     def mcp_servers_missing(self, conv: Conversation) -> list[str]:
         """Ready MCP servers whose tools ``conv`` does not have (it started before they
@@ -505,6 +532,24 @@ class Phoenix:
                 new.append(server.name)
         told.update(new)
         return sorted(new)
+
+    async def park_granted_mcp(self) -> list[str]:
+        """Stop every running granted MCP server (network or write) when a conversation
+        is restricted: "at once" includes what runs with a grant in the background (as
+        for background jobs). Its tools answer only in Unrestricted mode, so a parked
+        server keeps them in every tool list and starts again at its next call, which
+        only an Unrestricted conversation makes (another one pays a restart). Returns
+        the names stopped."""
+        if self._mcp is None:
+            return []
+        hub = self._mcp
+        why = "stopped at `%phoenix restrict` (its grants idle); it starts at its next use"
+        loop = asyncio.get_running_loop()
+        parked = []
+        for server in hub.ready_servers():
+            if server.config.granted and await loop.run_in_executor(None, hub.park, server, why):
+                parked.append(server.name)
+        return parked
 
     def mcp_counts(self) -> dict[str, int] | None:
         """MCP servers by state; None when no MCP server was ever looked at here."""

@@ -399,6 +399,36 @@ def test_a_network_grant_is_a_write_tool_that_connects_only_in_unrestricted_mode
         listener.close()
 
 
+def test_restrict_stops_a_granted_server_and_its_next_use_starts_it(
+    kern: Kernel, fake: FakeAnthropic
+) -> None:
+    token = f"phoenix-mcp-{uuid.uuid4().hex}"
+    configure(kern, {"g": {**hostile(network=True), "args": [str(HOSTILE), token]}})
+    first = tool_use("mcp__g__env", {})
+    fake.script(Turn([first]), Turn([text("done")]))
+    cell = kern.run("%%phoenix --name granted --mode unrestricted\nUse it.", timeout=120)
+    assert cell.status == "ok", cell.error()
+    assert "PATH" in text_of(result_of(fake, first.id))
+    assert processes_with(token), "the granted server runs"
+
+    kern.ok("%phoenix restrict")
+    kern.wait_until(lambda: processes_with(token) == [], 30, "the granted server stopped")
+    assert "stopped at `%phoenix restrict`" in kern.run("%phoenix mcp", timeout=30).text()
+    fake.clear()
+    fake.script(Turn([text("hi")]))
+    assert kern.run("%%phoenix --name granted\nStill here?", timeout=60).status == "ok"
+    assert processes_with(token) == [], "a cell does not start it again"
+    assert "mcp__g__env" in offered(fake), "its tools stay in the conversation's list"
+
+    again = tool_use("mcp__g__env", {})
+    fake.clear()
+    fake.script(Turn([again]), Turn([text("done")]))
+    cell = kern.run("%%phoenix --new --mode unrestricted\nUse it again.", timeout=120)
+    assert cell.status == "ok", cell.error()
+    assert "PATH" in text_of(result_of(fake, again.id)), "started again at its next use"
+    assert processes_with(token)
+
+
 def test_a_write_grant_writes_only_below_its_folder(
     kern: Kernel, fake: FakeAnthropic, home: Path, tmp_path: Path
 ) -> None:
@@ -440,19 +470,27 @@ def test_project_file_runs_nothing_before_approve_and_pins_what_was_approved(
     spec = {"mcpServers": {"proj": {"command": sys.executable, "args": [str(HOSTILE), token]}}}
     (project / ".mcp.json").write_text(json.dumps(spec))
     try:
+        # Headless (no one can click): the turn goes on without it, nothing starts.
         fake.script(Turn([text("hi")]))
-        cell = kern.run("%%phoenix --new\nHello.", timeout=60)
+        cell = kern.run("%%phoenix --new\nHello.", allow_stdin=False, timeout=60)
         assert cell.status == "ok", cell.error()
         assert "pending approval" in cell.text() and token in cell.text()
         assert processes_with(token) == []
         assert not [n for n in offered(fake) if n.startswith("mcp__proj__")]
 
-        assert processes_with(token) == []
-        kern.click(kern.wait_for_button("Approve proj", since=0.0))  # the cell's button
-        kern.wait_until(lambda: processes_with(token) != [], 30, "the approved server")
+        # A front end that can answer: the cell waits for Approve before its turn,
+        # and that turn gets the server's tools.
         fake.clear()
         fake.script(Turn([text("hi")]))
-        assert kern.run("%%phoenix --new\nHello again.", timeout=60).status == "ok"
+        since = time.monotonic()
+        cell = kern.submit("%%phoenix --new\nHello again.")
+        approve = kern.wait_for_button("Approve proj", since, timeout=60)
+        assert processes_with(token) == []
+        assert fake.requests == [], "the turn waits for the answer"
+        kern.click(approve)  # the cell's button
+        kern.finish(cell, timeout=60)
+        assert cell.status == "ok", cell.error()
+        assert processes_with(token) != [], "the approved server runs"
         assert "mcp__proj__connect" in offered(fake)
 
         # The file changes: pending again, the new command does not run, the old stops.
@@ -474,6 +512,84 @@ def test_project_file_runs_nothing_before_approve_and_pins_what_was_approved(
         (project / ".mcp.json").unlink()
 
 
+SESSION = "__import__('phoenix_nb.notebook.session', fromlist=['_']).get_session()"
+
+
+def mcp_requests(kern: Kernel) -> list[dict[str, Any]]:
+    """What `Phoenix.pending` lists of kind mcp_server, read in the kernel."""
+    found = kern.eval(f"[r.as_json() for r in {SESSION}.phoenix.pending.list()]")
+    return [r for r in found if r["kind"] == "mcp_server"]
+
+
+def test_a_pending_server_is_a_request_of_phoenix_pending_answered_by_id(
+    kern: Kernel, fake: FakeAnthropic
+) -> None:
+    token, other = (f"phoenix-mcp-{uuid.uuid4().hex}" for _ in range(2))
+    project = kern.project
+    configure(kern, {})
+    entry = {"command": sys.executable, "args": [str(HOSTILE), token], "env": {"TEAM_DB": "x"}}
+    spec = {"mcpServers": {"asked": entry, "other": {**entry, "args": [str(HOSTILE), other]}}}
+    (project / ".mcp.json").write_text(json.dumps(spec))
+    kern.ok(f"_heard = []; _unwatch = {SESSION}.phoenix.pending.watch(lambda: _heard.append(1))")
+    try:
+        listed = kern.run("%phoenix mcp", timeout=30).text()
+        requests = {r["detail"]["server"]: r for r in mcp_requests(kern)}
+        assert set(requests) == {"asked", "other"}, requests
+        asked = requests["asked"]
+        assert asked["conversation"] == "" and asked["answers"] == ["approve", "deny"]
+        for shown in (sys.executable, str(HOSTILE), token, "TEAM_DB"):
+            assert shown in asked["reason"], asked["reason"]
+        assert f"%phoenix approve {asked['id']}" in listed
+        heard = kern.eval("len(_heard)")
+        assert heard >= 1, "watchers heard the servers enter pending"
+
+        said = kern.run(f"%phoenix approve {asked['id']}", timeout=60).text()
+        assert "Approved MCP server asked" in said, said
+        kern.wait_until(lambda: processes_with(token) != [], 30, "the approved server")
+        assert [r["detail"]["server"] for r in mcp_requests(kern)] == ["other"]
+        assert kern.eval("len(_heard)") > heard, "watchers heard it leave pending"
+
+        # The file changes: the old id answers nothing, and the new command does not run.
+        spec["mcpServers"]["other"]["args"] = [str(HOSTILE), other, "changed"]
+        (project / ".mcp.json").write_text(json.dumps(spec))
+        kern.run("%phoenix mcp", timeout=30)
+        old = requests["other"]["id"]
+        refused = kern.run(f"%phoenix approve {old}", timeout=30).text()
+        assert "No request" in refused, refused
+        [new] = mcp_requests(kern)
+        assert new["id"] != old and "changed" in new["reason"]
+        denied = kern.run(f"%phoenix deny {new['id']}", timeout=30).text()
+        assert "Denied MCP server other" in denied, denied
+        assert mcp_requests(kern) == []
+        assert processes_with(other) == []
+        assert "denied: it does not run" in kern.run("%phoenix mcp", timeout=30).text()
+    finally:
+        kern.ok("_unwatch()")
+        (project / ".mcp.json").unlink()
+
+
+def test_an_interrupt_ends_a_cell_waiting_for_an_mcp_approval(
+    kern: Kernel, fake: FakeAnthropic
+) -> None:
+    token = f"phoenix-mcp-{uuid.uuid4().hex}"
+    spec = {"mcpServers": {"later": {"command": sys.executable, "args": [str(HOSTILE), token]}}}
+    (kern.project / ".mcp.json").write_text(json.dumps(spec))
+    try:
+        # A server already running: the hub's threads exist, and SIGINT may reach one
+        # of them rather than the loop waiting in epoll (notebook/interrupt.py).
+        configure(kern, {"bg": hostile()})
+        since = time.monotonic()
+        cell = kern.submit("%%phoenix --new\nHello.")
+        kern.wait_for_button("Approve later", since, timeout=60)
+        kern.km.interrupt_kernel()
+        kern.finish(cell, timeout=30)
+        assert fake.requests == [] and processes_with(token) == []
+        assert [r["detail"]["server"] for r in mcp_requests(kern)] == ["later"], "still asks"
+        assert kern.eval("1 + 1") == 2, "the kernel answers again"
+    finally:
+        (kern.project / ".mcp.json").unlink()
+
+
 def test_a_changed_tool_list_puts_the_server_back_to_pending(
     kern: Kernel, fake: FakeAnthropic
 ) -> None:
@@ -488,7 +604,8 @@ def test_a_changed_tool_list_puts_the_server_back_to_pending(
         assert "tool list changed" in restarted.text(), restarted.text()
         fake.clear()
         fake.script(Turn([text("hi")]))
-        assert kern.run("%%phoenix --new\nHello again.", timeout=60).status == "ok"
+        again = kern.run("%%phoenix --new\nHello again.", allow_stdin=False, timeout=60)
+        assert again.status == "ok"
         assert not [n for n in offered(fake) if n.startswith("mcp__rug__")]
         kern.ok("%phoenix mcp approve rug")
         fake.clear()

@@ -173,6 +173,7 @@ FACES: dict[str, list[str]] = {
     "phoenix_nb.mcp": [
         "INSTALL_HINT",
         "Approvals",
+        "McpBounds",
         "McpConfigError",
         "McpHub",
         "McpTool",
@@ -191,6 +192,7 @@ FACES: dict[str, list[str]] = {
         "lease",
         "long_lived",
         "manager",
+        "mcp_requests",
         "pending",
         "ports",
         "prompts",
