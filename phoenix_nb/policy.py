@@ -36,6 +36,7 @@ __all__ = [
     "DEFAULT_POLICY_PATH",
     "HUB_TOKEN_VARIABLES",
     "POLICY_VARIABLE",
+    "UPSTREAM_KINDS",
     "Budgets",
     "Policy",
     "PolicyError",
@@ -49,7 +50,7 @@ DEFAULT_POLICY_PATH = "/etc/phoenix/policy.toml"
 # The user's Hub token, which a kernel sends to the gateway as its credential
 # (JPY_API_TOKEN is the older spelling single-user servers still set).
 HUB_TOKEN_VARIABLES = ("JUPYTERHUB_API_TOKEN", "JPY_API_TOKEN")
-UPSTREAM_KINDS = ("anthropic", "openai")
+UPSTREAM_KINDS = ("anthropic", "openai", "bedrock", "vertex")  # the gateway's wire formats
 
 
 class PolicyError(PhoenixError):
@@ -177,8 +178,21 @@ class Policy:
         return lines
 
 
+def _toml_error(path: str, message: str) -> str:
+    """tomllib's "Invalid value (at line 3, column 5)" as "The policy P line 3: not valid
+    TOML: invalid value (column 5)", the line first like every other policy error
+    (Python 3.11's TOMLDecodeError keeps the position only in its message)."""
+    m = re.fullmatch(r"(.*) \(at line (\d+), column (\d+)\)", message)
+    if m is None:
+        return f"The policy {path}: not valid TOML: {message}"
+    what, line, column = m.groups()
+    what = what[:1].lower() + what[1:]
+    return f"The policy {path} line {line}: not valid TOML: {what} (column {column})"
+
+
 def _line_numbers(text: str) -> dict[str, int]:
-    """ "table.key" -> 1-based line, for `[table]` headers and `key = …` lines."""
+    """ "table.key" -> 1-based line, for `[table]` headers and `key = …` lines (a key
+    before any header is a top-level key: "table" itself, which must be a table)."""
     lines: dict[str, int] = {}
     table = ""
     header = re.compile(r"^\s*\[\s*([A-Za-z0-9_.\-]+)\s*\]\s*(#.*)?$")
@@ -187,8 +201,8 @@ def _line_numbers(text: str) -> dict[str, int]:
         if m := header.match(line):
             table = m.group(1)
             lines.setdefault(table, number)
-        elif (m := assignment.match(line)) and table:
-            lines.setdefault(f"{table}.{m.group(1)}", number)
+        elif m := assignment.match(line):
+            lines.setdefault(f"{table}.{m.group(1)}" if table else m.group(1), number)
     return lines
 
 
@@ -256,7 +270,7 @@ def parse_policy(text: str, path: str) -> Policy:
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise PolicyError(f"The policy {path} is not valid TOML: {exc}") from None
+        raise PolicyError(_toml_error(path, str(exc))) from None
     lines = _line_numbers(text)
     r = _Reader(path, data, lines)
     for table, values in data.items():
@@ -266,7 +280,9 @@ def parse_policy(text: str, path: str) -> Policy:
             raise r.error(table, "must be a table")
         for key in values:
             if key not in _KNOWN[table]:
-                raise r.error(f"{table}.{key}", f"is unknown (known: {sorted(_KNOWN[table])})")
+                raise r.error(
+                    f"{table}.{key}", f"is unknown (known: {', '.join(sorted(_KNOWN[table]))})"
+                )
     upstream = r.text("gateway.upstream") or "anthropic"
     if upstream not in UPSTREAM_KINDS:
         raise r.error("gateway.upstream", f"must be one of {', '.join(UPSTREAM_KINDS)}")
@@ -310,12 +326,17 @@ def load_policy(environ: Mapping[str, str] | None = None) -> Policy | None:
     named = environ.get(POLICY_VARIABLE) or ""
     path = Path(named or DEFAULT_POLICY_PATH)
     try:
-        text = path.read_text(encoding="utf-8")
+        raw = path.read_bytes()
     except FileNotFoundError:
         if named:
             raise PolicyError(f"The policy {path} ({POLICY_VARIABLE}) does not exist.") from None
         return None
     except OSError as exc:
         raise PolicyError(f"The policy {path} cannot be read: {exc.strerror}.") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise PolicyError(f"The policy {path} line {line}: not UTF-8 text.") from None
     policy = parse_policy(text, str(path))
     return replace(policy, source=f"${POLICY_VARIABLE}" if named else "the default path")

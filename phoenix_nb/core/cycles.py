@@ -40,7 +40,7 @@ from phoenix_nb.core.states import (
     context_fraction,
 )
 from phoenix_nb.core.stored import MessageKind, MessageLike, StoredMessage, as_stored
-from phoenix_nb.core.tool_fields import SUMMARY_FIELD
+from phoenix_nb.core.tool_fields import NO_TOOL_TRAITS, OTHER_GROUP, ToolTraits
 from phoenix_nb.core.transition import (
     UPGRADE_APPROVED_RESULT,
     UPGRADE_CANCELLED_RESULT,
@@ -60,22 +60,6 @@ from phoenix_nb.core.values import (
 
 FORMAT = "phoenix.conversation/1"
 SUMMARY_LIMIT = 80
-
-# seed 002's groups mapped to our tools (docs/record-format.md)
-TOOL_GROUPS: Mapping[str, str] = {
-    "keyword_search": "read",
-    "ls": "read",
-    "read": "read",
-    "grep": "read",
-    "find": "read",
-    "patch": "write",
-    "write": "write",
-    "edit": "write",
-    "bash": "bash",
-}
-
-# Which input field summarises a call on one line.
-_SUMMARY_FIELD: Mapping[str, str] = SUMMARY_FIELD
 
 UserKindPolicy = Callable[[StoredMessage], str]
 
@@ -113,20 +97,25 @@ class RecordHeader:
     # The user's prices (c.Phoenix.models; core.prices.ModelTables.prices): the record's
     # spend, also where it is built in a child process.
     prices: Mapping[str, ModelPrice] = field(default_factory=dict)
+    # Each tool's record group and summary field, as the conversation's tools declare
+    # them (`ToolTraits`, from the tools registry): also where the record is built in a
+    # child process.
+    tools: ToolTraits = NO_TOOL_TRAITS
 
 
-def tool_group(name: str) -> str:
-    return TOOL_GROUPS.get(name, "other")
+def tool_group(name: str, tools: ToolTraits = NO_TOOL_TRAITS) -> str:
+    """The record group (seed 002's read/write/bash/other, and mcp) the tool declares."""
+    return tools.group(name)
 
 
-def call_summary(call: ToolUseBlock) -> str:
-    """One line for the collapsed view of a call."""
+def call_summary(call: ToolUseBlock, tools: ToolTraits = NO_TOOL_TRAITS) -> str:
+    """One line for the collapsed view of a call: its tool's summary field's value."""
     if call.name == "spawn_agents":
         tasks = call.input.get("tasks")
         count = len(tasks) if isinstance(tasks, list | tuple) else 0
         text = f"{count} sub-agent task(s)"
     else:
-        value = call.input.get(_SUMMARY_FIELD.get(call.name, ""), "")
+        value = call.input.get(tools.summary_field(call.name), "")
         text = value if isinstance(value, str) else ""
     line = text.strip().splitlines()[0] if text.strip() else ""
     return line if len(line) <= SUMMARY_LIMIT else line[: SUMMARY_LIMIT - 1] + "…"
@@ -144,8 +133,11 @@ def _plain(value: Any) -> Any:
 class _Projector:
     """Walks the history once; each message kind has one method."""
 
-    def __init__(self, policy: UserKindPolicy, offset: int = 0) -> None:
+    def __init__(
+        self, policy: UserKindPolicy, offset: int = 0, tools: ToolTraits = NO_TOOL_TRAITS
+    ) -> None:
         self.policy = policy
+        self.tools = tools  # each tool's group and summary field
         self.offset = offset  # cycles before `cycles[0]` (a tail copy holds only the last few)
         self.cycles: list[dict[str, Any]] = []
         self.active = False
@@ -255,12 +247,12 @@ class _Projector:
                 "id": block.id,
                 "name": block.name,
                 "input": _plain(block.input),
-                "summary": call_summary(block),
+                "summary": call_summary(block, self.tools),
                 "result": None,
             }
             self.calls[block.id] = call
             groups = current["tool_groups"]
-            group = tool_group(block.name)
+            group = tool_group(block.name, self.tools)
             if groups and groups[-1]["group"] == group:
                 groups[-1]["calls"].append(call)
             else:
@@ -290,10 +282,10 @@ class _Projector:
             }
             self.calls[call["id"]] = call
             groups = current["tool_groups"]
-            if groups and groups[-1]["group"] == "other":
+            if groups and groups[-1]["group"] == OTHER_GROUP:
                 groups[-1]["calls"].append(call)
             else:
-                groups.append({"group": "other", "calls": [call]})
+                groups.append({"group": OTHER_GROUP, "calls": [call]})
         elif is_server_tool_result(block.kind):
             target = self.calls.get(str(data.get("tool_use_id") or ""))
             if target is not None:
@@ -509,10 +501,11 @@ class Projection:
         *,
         user_kind: UserKindPolicy = after_stop,
         prices: Mapping[str, ModelPrice] = NO_PRICES,
+        tools: ToolTraits = NO_TOOL_TRAITS,
     ) -> None:
         self.model = model
         self.prices = prices  # the user's (c.Phoenix.models), for the spend
-        self._walker = _Projector(user_kind)
+        self._walker = _Projector(user_kind, tools=tools)
         self._total = Spend()
         self._turn = Spend()
         self._turn_start = ""
@@ -592,7 +585,7 @@ class Projection:
         count = len(walker.cycles)
         # The last cycle is always copied: the state may add a step to it or close it.
         start = max(0, min(since_cycle, count - 1))
-        tail = _Projector(walker.policy, offset=start)
+        tail = _Projector(walker.policy, offset=start, tools=walker.tools)
         tail.cycles = _plain(walker.cycles[start:])
         tail.active, tail.ends_completed = walker.active, walker.ends_completed
         tail.limit = walker.limit
@@ -658,7 +651,9 @@ def project(
     user_kind: UserKindPolicy = after_stop,
 ) -> dict[str, Any]:
     """The conversation record (docs/record-format.md) of a whole history."""
-    projection = Projection(header.model, user_kind=user_kind, prices=header.prices)
+    projection = Projection(
+        header.model, user_kind=user_kind, prices=header.prices, tools=header.tools
+    )
     projection.extend(history)
     return projection.record(state, header)
 

@@ -46,11 +46,14 @@ class AuditLog:
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self._lock = threading.Lock()
+        self._folder_made = False
 
     def write(self, record: Mapping[str, Any]) -> None:
         data = (json.dumps(record, separators=(",", ":"), sort_keys=True) + "\n").encode()
         with self._lock:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            if not self._folder_made:  # once: a request's end waits for this write
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                self._folder_made = True
             fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
             try:
                 os.write(fd, data)  # one write of a whole line with O_APPEND: no interleaving

@@ -9,15 +9,21 @@ For each request the gateway
 2. refuses a model outside the policy's `[models] allowed`, and a user or
    conversation whose budget is spent (`Ledger`), with a 403 whose message
    names the policy's line: the kernel shows it as the turn's error;
-3. forwards the request to the admin's upstream with the admin's key in place
-   of the user's token, and streams the answer back unchanged, chunk by chunk
-   as it arrives, reading the usage on the way (`UsageMeter`);
+3. forwards the request to the admin's upstream with the gateway's own
+   credential in place of the user's token (`UpstreamAuth`: the admin's key, a
+   SigV4 signature for Bedrock, a Google token for Vertex; upstreams.py), and
+   streams the answer back unchanged, chunk by chunk as it arrives (Bedrock's
+   event-stream frames byte for byte), reading the usage on the way (`UsageMeter`);
 4. writes one audit line (`AuditSink`) and adds the spend to the user's day.
 
 Kernels also POST the events the user decides on (approvals, denials, mode
 changes, MCP approvals, reverts) to `/audit`; `/spend` (JSON) and `/` (a page)
 show the caller's spend today. The user is always the token's, never a field
-of the body.
+of the body. A browser logs in to the page through the Hub (`BrowserLogin`:
+JupyterHub's OAuth, with PKCE and a state cookie); the token it gets is kept in
+an HttpOnly cookie scoped to the gateway's prefix, which only the page and
+`/spend` accept: a model request never (another site's page could make a
+browser send one, spending the user's budget).
 
 Run by the Hub as a managed service (`python -m phoenix_nb.hub.gateway`, see
 docs/jupyterhub.md); `serve` is the same on a given port, for tests and benches.
@@ -32,7 +38,6 @@ import asyncio
 import html
 import json
 import os
-import re
 import sys
 import urllib.parse
 from collections.abc import Callable, Mapping
@@ -40,14 +45,33 @@ from datetime import UTC, datetime
 from functools import partial
 from typing import Any, Protocol
 
-from aiohttp import ClientSession, ClientTimeout, web
+from aiohttp import ClientSession, ClientTimeout, DummyCookieJar, web
+from yarl import URL
 
 from phoenix_nb.errors import PhoenixError
 from phoenix_nb.hub.audit import AuditLog, AuditSink, Ledger
+from phoenix_nb.hub.upstreams import (
+    GoogleAuth,
+    KeyAuth,
+    SigV4Auth,
+    UpstreamAuth,
+    UpstreamAuthError,
+    Wire,
+    wire_for,
+)
 from phoenix_nb.hub.usage import Metered, UsageMeter
 from phoenix_nb.policy import POLICY_VARIABLE, Policy, PolicyError, load_policy
 
-__all__ = ["Gateway", "HubTokenAuth", "TokenAuth", "main", "make_app"]
+__all__ = [
+    "BrowserLogin",
+    "Gateway",
+    "HubOAuthLogin",
+    "HubTokenAuth",
+    "LoginFailed",
+    "TokenAuth",
+    "main",
+    "make_app",
+]
 
 # Headers that describe one hop, never forwarded (RFC 9110 7.6.1), and the
 # caller's credentials, replaced by the admin's.
@@ -74,11 +98,6 @@ _EVENTS = frozenset(
     {"approval", "denial", "mode_change", "mcp_approval", "revert", "policy_refusal"}
 )
 _MAX_EVENT = 16 * 1024
-# What a kernel sends, per upstream wire format: model requests and model lookups.
-_FORWARDED = {
-    "anthropic": re.compile(r"POST /v1/messages(/count_tokens)?|GET /v1/models(/[^/]+)?"),
-    "openai": re.compile(r"POST (/v1)?/chat/completions|GET (/v1)?/models(/[^/]+)?"),
-}
 _PARSE_ON_LOOP = 256 * 1024  # bytes of a request body parsed on the event loop (~1 ms)
 
 
@@ -98,6 +117,56 @@ class TokenAuth(Protocol):
     async def user_for(self, token: str) -> str | None: ...
 
 
+class LoginFailed(PhoenixError):
+    """A browser's OAuth login did not complete (a stale or forged state, or the Hub
+    refused the code); the message says which."""
+
+
+class BrowserLogin(Protocol):
+    """The Hub's OAuth login for the gateway's own page.
+
+    `cookie` names the cookie that keeps a logged-in browser's token. `start(next)`
+    begins a login for a browser that wants the page at path `next`: the Hub's
+    authorization URL to send it to, and the state to keep in its state cookie.
+    `finish(code, state)` ends it when the Hub sends the browser back: the user's
+    token for `code` and the path to return to; LoginFailed for a state this
+    gateway did not issue (or that expired), or a code the Hub refuses.
+    """
+
+    cookie: str
+
+    def start(self, next_path: str) -> tuple[str, str]: ...
+
+    async def finish(self, code: str, state: str) -> tuple[str, str]: ...
+
+
+class HubOAuthLogin:
+    """`BrowserLogin` by JupyterHub's `HubOAuth` (the service's OAuth client the Hub
+    registers: JUPYTERHUB_CLIENT_ID, JUPYTERHUB_OAUTH_CALLBACK_URL), with PKCE."""
+
+    def __init__(self, oauth: Any) -> None:
+        self._oauth = oauth
+        self.cookie = str(oauth.cookie_name)
+
+    def start(self, next_path: str) -> tuple[str, str]:
+        verifier, challenge, method = self._oauth.generate_pkce_code_challenge()
+        state = str(self._oauth.generate_state(next_path, code_verifier=verifier))
+        query = {"state": state, "code_challenge": challenge, "code_challenge_method": method}
+        return f"{self._oauth.login_url}&{urllib.parse.urlencode(query)}", state
+
+    async def finish(self, code: str, state: str) -> tuple[str, str]:
+        verifier = self._oauth.get_code_verifier(state)
+        if not verifier:
+            raise LoginFailed("phoenix gateway: that login is stale; open the page again.")
+        next_path = str(self._oauth.get_next_url(state))
+        self._oauth.clear_oauth_state(state)
+        try:
+            token = await self._oauth.token_for_code(code, code_verifier=verifier, sync=False)
+        except Exception as exc:  # tornado's HTTPError: the Hub refused the code
+            raise LoginFailed(f"phoenix gateway: the Hub refused the login ({exc}).") from exc
+        return str(token), next_path
+
+
 class HubTokenAuth:
     """JupyterHub's `HubAuth`: the Hub's REST API says whose token it is.
 
@@ -107,9 +176,18 @@ class HubTokenAuth:
     `c.Spawner.server_token_scopes`)."""
 
     def __init__(self) -> None:
-        from jupyterhub.services.auth import HubAuth  # the `phoenix_nb[hub]` extra
+        from jupyterhub.services.auth import HubAuth, HubOAuth  # the `phoenix_nb[hub]` extra
 
-        self._auth = HubAuth(cache_max_age=60)
+        # HubOAuth is HubAuth plus the service's OAuth client, which the Hub registers
+        # for a service with a URL (it sets JUPYTERHUB_CLIENT_ID)
+        oauth = bool(os.environ.get("JUPYTERHUB_CLIENT_ID"))
+        self._auth = (HubOAuth if oauth else HubAuth)(cache_max_age=60)
+
+    def browser_login(self) -> BrowserLogin | None:
+        """The Hub's OAuth login for the page, where the Hub gave this service a client."""
+        from jupyterhub.services.auth import HubOAuth
+
+        return HubOAuthLogin(self._auth) if isinstance(self._auth, HubOAuth) else None
 
     async def user_for(self, token: str) -> str | None:
         try:
@@ -136,6 +214,10 @@ def _token(request: web.Request) -> str | None:
     return None
 
 
+def _redirect(location: str) -> web.Response:
+    return web.Response(status=302, headers={"Location": location})
+
+
 def _error(status: int, kind: str, message: str) -> web.Response:
     """An error in the Messages API's shape, which both SDKs show with its message."""
     body = {"type": "error", "error": {"type": kind, "message": message}}
@@ -149,17 +231,25 @@ class Gateway:
         self,
         *,
         upstream: str,
-        upstream_key: str,
+        upstream_key: str = "",
         policy: Policy | None,
         auth: TokenAuth,
         audit: AuditSink,
         prefix: str = "/",
         now: Callable[[], datetime] = lambda: datetime.now(UTC),
+        upstream_auth: UpstreamAuth | None = None,
+        wire: Wire | None = None,
+        login: BrowserLogin | None = None,
     ) -> None:
+        """`upstream_auth`: the gateway's credential (default: `upstream_key` as the
+        kind's key header); `wire`: the upstream's kind (default: the policy's);
+        `login`: the Hub's OAuth login for the page (None: a token only)."""
+        self.login = login
         self.upstream = upstream.rstrip("/")
-        self._key = upstream_key
         self.policy = policy
-        self.kind = policy.upstream if policy is not None else "anthropic"
+        self.wire = wire or wire_for(policy.upstream if policy is not None else "anthropic")
+        self.kind = self.wire.kind
+        self._upstream_auth = upstream_auth or KeyAuth(upstream_key, bearer=self.kind == "openai")
         self.auth = auth
         self.audit = audit
         self.prefix = "/" + prefix.strip("/") + "/" if prefix.strip("/") else "/"
@@ -197,6 +287,8 @@ class Gateway:
             return await self._handle(request)
         except HubUnreachable as exc:
             return _error(503, "api_error", str(exc))
+        except UpstreamAuthError as exc:
+            return _error(502, "api_error", str(exc))
 
     async def _handle(self, request: web.Request) -> web.StreamResponse:
         path = self._path(request)
@@ -204,13 +296,15 @@ class Gateway:
             return await self._event(request)
         if path in ("/spend", "/") and request.method == "GET":
             return await self._spend(request, page=path == "/")
+        if path == "/oauth_callback" and request.method == "GET" and self.login is not None:
+            return await self._logged_in(request)
         return await self._forward(request, path)
 
     async def _forward(self, request: web.Request, path: str) -> web.StreamResponse:
         user = await self._user(request)
         if user is None:
             return _error(401, "authentication_error", "phoenix gateway: not a valid Hub token.")
-        if not _FORWARDED[self.kind].fullmatch(f"{request.method} {path}"):
+        if not self.wire.allows(request.method, path):
             # the admin's key opens more than model requests (batches, files …): those
             # would spend unmetered, so only what a kernel sends is forwarded
             return _error(
@@ -219,16 +313,16 @@ class Gateway:
                 f"phoenix gateway: {request.method} {path} is not forwarded.",
             )
         body = await request.read()
-        model, streamed = "", False
+        parsed = None
         if body and request.content_type == "application/json":
             # parsed whole (a regex could be fooled by a "model" inside the messages);
             # a long history's body is parsed off the loop, so other users' streams flow
             parse = partial(_json_or_none, body)
             big = len(body) > _PARSE_ON_LOOP
             parsed = await asyncio.to_thread(parse) if big else parse()
-            if isinstance(parsed, dict):
-                model = str(parsed.get("model") or "")
-                streamed = bool(parsed.get("stream"))
+        fields = parsed if isinstance(parsed, dict) else None
+        model = self.wire.model(path, fields)
+        streamed = self.wire.streamed(path, fields)
         day = self.now().date().isoformat()
         conversation = request.headers.get(CONVERSATION_HEADER, "")
         refusal = None
@@ -252,7 +346,7 @@ class Gateway:
                 )
             )
             return _error(403, "permission_error", refusal)
-        meter = UsageMeter(model, streamed=streamed)
+        meter = UsageMeter(model, streamed=streamed, framing=self.wire.framing)
         recorded = False
 
         def account(status: str) -> None:
@@ -272,12 +366,24 @@ class Gateway:
             )
 
         response: web.StreamResponse | None = None
+        # the path as the kernel encoded it (a Bedrock model id's ":" is "%3A"), sent
+        # unchanged (`encoded=True`): a SigV4 signature covers the exact bytes
+        raw_path, _, query = request.raw_path.partition("?")
+        if self.prefix != "/" and raw_path.startswith(self.prefix):
+            raw_path = "/" + raw_path[len(self.prefix) :]
+        url = self.upstream + self.wire.upstream_path(raw_path) + (f"?{query}" if query else "")
+        headers = self._headers(request)
+        try:
+            headers.update(await self._upstream_auth.sign(request.method, url, headers, body))
+        except UpstreamAuthError:
+            account("upstream credential")
+            raise
         try:
             async with self._session().request(
                 request.method,
-                self.upstream + path + (f"?{request.query_string}" if request.query_string else ""),
+                URL(url, encoded=True),
                 data=body if body else None,
-                headers=self._headers(request),
+                headers=headers,
             ) as upstream:
                 response = web.StreamResponse(status=upstream.status)
                 for name, value in upstream.headers.items():
@@ -285,8 +391,8 @@ class Gateway:
                         response.headers.add(name, value)
                 await response.prepare(request)
                 async for chunk in upstream.content.iter_any():
-                    meter.feed(chunk)
-                    await response.write(chunk)
+                    await response.write(chunk)  # passed on first, read after:
+                    meter.feed(chunk)  # the meter never delays a byte
                 account("ok" if upstream.status < 400 else f"upstream {upstream.status}")
                 await response.write_eof()
             return response
@@ -309,10 +415,6 @@ class Gateway:
             and k.lower() not in _CREDENTIALS
             and not k.lower().startswith("x-phoenix-")
         }
-        if self.kind == "openai":
-            headers["Authorization"] = f"Bearer {self._key}"
-        else:
-            headers["x-api-key"] = self._key
         headers["Accept-Encoding"] = "identity"  # the usage is read as it passes
         return headers
 
@@ -320,8 +422,12 @@ class Gateway:
         if self._client is None:
             # no total timeout: a long answer streams for minutes; the kernel's own
             # stall timeout bounds the gaps between chunks
+            # no cookie jar: the session is shared by every user, and a cookie the
+            # upstream sets for one (a CDN's) must not ride along on the others'
             self._client = ClientSession(
-                timeout=ClientTimeout(total=None, sock_connect=10), auto_decompress=False
+                timeout=ClientTimeout(total=None, sock_connect=10),
+                auto_decompress=False,
+                cookie_jar=DummyCookieJar(),
             )
         return self._client
 
@@ -348,9 +454,13 @@ class Gateway:
         self._record(line)
         return web.json_response({"recorded": True})
 
-    async def _spend(self, request: web.Request, *, page: bool) -> web.Response:
+    async def _spend(self, request: web.Request, *, page: bool) -> web.StreamResponse:
         token = _token(request) or request.query.get("token")
+        if not token and self.login is not None:
+            token = request.cookies.get(self.login.cookie)  # a browser that logged in
         user = await self.auth.user_for(token) if token else None
+        if user is None and page and self.login is not None:
+            return self._log_in(request)
         if user is None:
             return _error(401, "authentication_error", "phoenix gateway: not a valid Hub token.")
         spent = self.ledger.today(user, self.now().date().isoformat())
@@ -370,6 +480,53 @@ class Gateway:
             f"<p>${spent.dollars:.2f}{bound} spent, {spent.tokens:,} tokens (UTC day).</p>"
         )
         return web.Response(text=text, content_type="text/html")
+
+    def _cookie_options(self, request: web.Request) -> dict[str, Any]:
+        # the scheme the browser used: a proxy in front says it (the Hub's proxy sends
+        # lists such as ",http"), else this connection's
+        said = request.headers.get("X-Forwarded-Proto", "").split(",")
+        scheme = next((p.strip() for p in said if p.strip()), request.scheme)
+        return {
+            "path": self.prefix,
+            "httponly": True,
+            "samesite": "Lax",
+            "secure": scheme == "https",
+        }
+
+    def _log_in(self, request: web.Request) -> web.StreamResponse:
+        """Send a browser to the Hub to log in, keeping the login's state in a cookie."""
+        assert self.login is not None
+        url, state = self.login.start(request.path)
+        response = _redirect(url)
+        response.set_cookie(
+            f"{self.login.cookie}-oauth-state", state, max_age=600, **self._cookie_options(request)
+        )
+        return response
+
+    async def _logged_in(self, request: web.Request) -> web.StreamResponse:
+        """The Hub sent the browser back: check the state against its cookie (a login
+        this browser started, not one a third party slipped it), take the token."""
+        assert self.login is not None
+        state = request.query.get("state", "")
+        code = request.query.get("code", "")
+        kept = request.cookies.get(f"{self.login.cookie}-oauth-state", "")
+        if not code or not state or state != kept:
+            return _error(
+                403,
+                "permission_error",
+                "phoenix gateway: the login's state does not match; open the page again.",
+            )
+        try:
+            token, next_path = await self.login.finish(code, state)
+        except LoginFailed as exc:
+            return _error(403, "permission_error", str(exc))
+        if not next_path.startswith(self.prefix):
+            next_path = self.prefix  # only ever back to this gateway's own page
+        response = _redirect(next_path)
+        options = self._cookie_options(request)
+        response.del_cookie(f"{self.login.cookie}-oauth-state", path=options["path"])
+        response.set_cookie(self.login.cookie, token, **options)
+        return response
 
     async def aclose(self) -> None:
         if self._client is not None:
@@ -409,25 +566,57 @@ def make_app(gateway: Gateway) -> web.Application:
     return app
 
 
-def _from_environment(environ: Mapping[str, str]) -> tuple[Gateway, str, int]:
-    """The gateway the Hub's service environment describes, and where it listens."""
-    policy = load_policy(environ)
-    kind = policy.upstream if policy is not None else "anthropic"
+def _upstream(kind: str, environ: Mapping[str, str]) -> tuple[str, UpstreamAuth, Wire]:
+    """The upstream's URL, the gateway's credential for it and its wire, from the
+    service's environment (each cloud's own variables; botocore and google-auth read
+    their credential chains from the process environment themselves)."""
+    named = environ.get("PHOENIX_UPSTREAM_URL")
+    if kind == "bedrock":
+        region = environ.get("AWS_REGION") or environ.get("AWS_DEFAULT_REGION") or ""
+        if not region:
+            raise PolicyError("phoenix gateway: a Bedrock upstream needs AWS_REGION.")
+        upstream = (
+            named
+            or environ.get("ANTHROPIC_BEDROCK_BASE_URL")
+            or f"https://bedrock-runtime.{region}.amazonaws.com"
+        )
+        return upstream, SigV4Auth(region), wire_for(kind)
+    if kind == "vertex":
+        region = environ.get("CLOUD_ML_REGION") or ""
+        if not region:
+            raise PolicyError("phoenix gateway: a Vertex upstream needs CLOUD_ML_REGION.")
+        google = GoogleAuth()
+        project = environ.get("ANTHROPIC_VERTEX_PROJECT_ID") or google.project or ""
+        if not project:
+            raise PolicyError(
+                "phoenix gateway: a Vertex upstream needs ANTHROPIC_VERTEX_PROJECT_ID."
+            )
+        host = "aiplatform.googleapis.com"
+        default = f"https://{host}/v1" if region == "global" else f"https://{region}-{host}/v1"
+        upstream = named or environ.get("ANTHROPIC_VERTEX_BASE_URL") or default
+        return upstream, google, wire_for(kind, project=project, region=region)
     if kind == "openai":
-        upstream = environ.get("PHOENIX_UPSTREAM_URL") or environ.get("OPENAI_BASE_URL") or ""
+        upstream = named or environ.get("OPENAI_BASE_URL") or ""
         key = environ.get("OPENAI_API_KEY", "")
     else:
-        upstream = (
-            environ.get("PHOENIX_UPSTREAM_URL")
-            or environ.get("ANTHROPIC_BASE_URL")
-            or "https://api.anthropic.com"
-        )
+        upstream = named or environ.get("ANTHROPIC_BASE_URL") or "https://api.anthropic.com"
         key = environ.get("ANTHROPIC_API_KEY", "")
     if not upstream or not key:
         raise PolicyError(
             "phoenix gateway: set the upstream's key (ANTHROPIC_API_KEY or OPENAI_API_KEY) "
             "and, for OpenAI-compatible upstreams, PHOENIX_UPSTREAM_URL."
         )
+    return upstream, KeyAuth(key, bearer=kind == "openai"), wire_for(kind)
+
+
+def _from_environment(environ: Mapping[str, str]) -> tuple[Gateway, str, int]:
+    """The gateway the Hub's service environment describes, and where it listens."""
+    policy = load_policy(environ)
+    kind = policy.upstream if policy is not None else "anthropic"
+    try:
+        upstream, upstream_auth, wire = _upstream(kind, environ)
+    except UpstreamAuthError as exc:
+        raise PolicyError(str(exc)) from None
     url = urllib.parse.urlsplit(
         environ.get("JUPYTERHUB_SERVICE_URL")
         or environ.get("PHOENIX_GATEWAY_URL")
@@ -437,13 +626,16 @@ def _from_environment(environ: Mapping[str, str]) -> tuple[Gateway, str, int]:
     audit_path = (policy.audit_path if policy is not None else None) or environ.get(
         "PHOENIX_AUDIT", "phoenix-audit.jsonl"
     )
+    auth = HubTokenAuth()
     gateway = Gateway(
         upstream=upstream,
-        upstream_key=key,
         policy=policy,
-        auth=HubTokenAuth(),
+        auth=auth,
+        login=auth.browser_login(),
         audit=AuditLog(audit_path),
         prefix=environ.get("JUPYTERHUB_SERVICE_PREFIX", "/"),
+        upstream_auth=upstream_auth,
+        wire=wire,
     )
     return gateway, url.hostname or "127.0.0.1", url.port or 8765
 

@@ -22,10 +22,18 @@ worker thread at the first request: importing and building here takes the
 caller's thread for 0.3 s and more. The
 credentials are read by the SDKs themselves, where they need them; phoenix
 reads only `ANTHROPIC_API_KEY` (and passes no other secret anywhere).
+
+Behind the phoenix gateway (a JupyterHub, `phoenix_nb.hub`) a kernel holds no cloud
+credential: `api_key` is then the user's Hub token, which Bedrock's client sends
+as its bearer key and Vertex's as its access token, to the gateway's base URL; the
+gateway signs or re-authorizes each request with its own credentials. The region
+and project the clients want in their URLs are placeholders there (the gateway
+puts the admin's in the upstream's path), unless the environment names them.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -38,6 +46,9 @@ __all__ = ["EXTRAS", "ProviderUnavailable", "make_provider"]
 
 # The pip extra that brings each provider's SDK parts.
 EXTRAS = {"bedrock": "bedrock", "vertex": "vertex", "openai": "openai"}
+# The region or project a cloud client puts in its URLs when the gateway answers for
+# the cloud (it replaces them with the admin's): never a real one, so never mistaken.
+_GATEWAY_PLACEHOLDER = "phoenix-gateway"
 
 
 class ProviderUnavailable(PhoenixError):
@@ -96,8 +107,14 @@ def make_provider(
         except ImportError as exc:
             raise _missing(kind, exc) from None
         client: Any
+        gateway: dict[str, Any] = {}
+        if api_key:  # the gateway's: the Hub token as a Bedrock API key, any region
+            region = os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
+            gateway = {"api_key": api_key, "aws_region": region or _GATEWAY_PLACEHOLDER}
         try:
-            client = AsyncAnthropicBedrock(base_url=base_url, max_retries=0, timeout=limits)
+            client = AsyncAnthropicBedrock(
+                base_url=base_url, max_retries=0, timeout=limits, **gateway
+            )
         except Exception as exc:  # no region, conflicting credentials: the SDK says which
             raise ProviderUnavailable(f"Bedrock: {exc}") from None
         if not client.api_key:
@@ -114,12 +131,22 @@ def make_provider(
         )
     if kind == "vertex":
         try:
-            import google.auth  # noqa: F401  (application-default credentials)
+            if not api_key:
+                import google.auth  # noqa: F401  (application-default credentials)
             from anthropic import AsyncAnthropicVertex
         except ImportError as exc:
             raise _missing(kind, exc) from None
+        vertex: dict[str, Any] = {}
+        if api_key:  # the gateway's: the Hub token as the access token
+            vertex = {
+                "access_token": api_key,
+                "region": os.environ.get("CLOUD_ML_REGION") or _GATEWAY_PLACEHOLDER,
+                "project_id": os.environ.get("ANTHROPIC_VERTEX_PROJECT_ID") or _GATEWAY_PLACEHOLDER,
+            }
         try:
-            client = AsyncAnthropicVertex(base_url=base_url, max_retries=0, timeout=limits)
+            client = AsyncAnthropicVertex(
+                base_url=base_url, max_retries=0, timeout=limits, **vertex
+            )
         except Exception as exc:  # no region: the SDK says which variable to set
             raise ProviderUnavailable(f"Vertex: {exc}") from None
         return AnthropicProvider(

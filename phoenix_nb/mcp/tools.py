@@ -29,10 +29,29 @@ MAX_DESCRIPTION = 2000  # characters of a server's tool description sent to the 
 MAX_INSTRUCTIONS = 2000  # characters of a server's `instructions` (on its first tool)
 MAX_RESULT = 100_000  # characters of one result's text (about 25k tokens)
 _IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
+MCP_GROUP = "mcp"  # the record's group of every MCP tool's calls (`Tool.group`)
+
+
+def _summary_field(schema: Mapping[str, Any]) -> str:
+    """The input that summarises a call of a server's tool: its first required string
+    property, else its first string property, else none ("")."""
+    properties = schema.get("properties")
+    if not isinstance(properties, Mapping):
+        return ""
+    strings = [
+        name
+        for name, spec in properties.items()
+        if isinstance(name, str) and isinstance(spec, Mapping) and spec.get("type") == "string"
+    ]
+    required = schema.get("required")
+    wanted = set(required) if isinstance(required, list) else set()
+    return next((n for n in strings if n in wanted), strings[0] if strings else "")
 
 
 class McpTool:
     """One tool of one MCP server, as the model calls it."""
+
+    group = MCP_GROUP
 
     def __init__(
         self,
@@ -67,6 +86,7 @@ class McpTool:
         # A server without grants runs read-only in the sandbox: its calls need no
         # checkpoint. One with a grant can write (`Tool.writes`).
         self.writes = server.config.granted
+        self.summary_field = _summary_field(self.input_schema)
 
     async def run(self, input: Mapping[str, Any], ctx: ToolContext, tool_use_id: str) -> ToolResult:
         if self.writes and ctx.mode == Mode.RESTRICTED:
@@ -103,6 +123,8 @@ class McpSearchTool:
 
     name = "mcp_tool_search"
     writes = False
+    group = MCP_GROUP
+    summary_field = "query"
     input_schema: Mapping[str, Any] = {
         "type": "object",
         "properties": {
@@ -143,6 +165,8 @@ class McpCallTool:
     """`mcp_call {name, arguments}`: call one MCP tool of a large, deferred tool set."""
 
     name = "mcp_call"
+    group = MCP_GROUP
+    summary_field = "name"
     input_schema: Mapping[str, Any] = {
         "type": "object",
         "properties": {

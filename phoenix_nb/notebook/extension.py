@@ -26,9 +26,11 @@ from typing import TYPE_CHECKING, Any
 
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 
+from phoenix_nb.errors import PhoenixError
 from phoenix_nb.notebook.session import get_session, reset_session
 from phoenix_nb.notebook.transformer import transform_phoenix_cell, transform_phoenix_lines
 from phoenix_nb.notebook.warmup import PROVIDER_MODULES, WARM_MODULES, WarmUp
+from phoenix_nb.policy import PolicyError
 
 if TYPE_CHECKING:
     from phoenix_nb.sandbox import SandboxInfo
@@ -171,13 +173,30 @@ class LazyPhoenixMagics(Magics):
         run_failing_cell(self.shell, cell)
 
 
+class NotLoaded(PhoenixError):
+    """`%load_ext` refused to load phoenix (the admin's policy cannot be used).
+
+    Raised, not printed: the cell that loads phoenix fails, so "Run All" stops there,
+    and IPython leaves the extension unloaded (a later `%load_ext` tries again). Shown
+    as its one line (IPython shows an exception's `_render_traceback_`)."""
+
+    def _render_traceback_(self) -> list[str]:
+        return [str(self)]
+
+
 def load(shell: Any) -> None:
+    """Register phoenix, after reading the policy: a policy the admin named that is
+    missing, unreadable or malformed fails closed (`NotLoaded`), with nothing registered,
+    so no `%%phoenix` cell or `%phoenix` line runs without the policy's bounds."""
+    try:
+        session = get_session(shell)
+    except PolicyError as exc:
+        raise NotLoaded(f"phoenix is not loaded: {exc}") from None
     cleanup = shell.input_transformers_cleanup
     for transformer in _TRANSFORMERS:
         if transformer not in cleanup:
             cleanup.append(transformer)
     shell.register_magics(LazyPhoenixMagics)
-    session = get_session(shell)
     configurables = getattr(shell, "configurables", None)
     if configurables is not None and session.config not in configurables:
         configurables.append(session.config)  # so `%config Phoenix.…` reaches it

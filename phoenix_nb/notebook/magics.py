@@ -26,6 +26,7 @@ from typing import Any
 from IPython.core.magic import Magics, line_magic, magics_class
 from IPython.display import display
 
+from phoenix_nb.commands import withheld_summary
 from phoenix_nb.core.prices import format_usd
 from phoenix_nb.core.states import ContextExhausted
 from phoenix_nb.core.transition import stopped_jobs_text
@@ -56,7 +57,6 @@ from phoenix_nb.runtime.manager import Conversation, PhoenixError
 from phoenix_nb.runtime.snapshot import RecordSnapshot, StoredRecord
 from phoenix_nb.sandbox import describe_hidden
 from phoenix_nb.store import StoreError
-from phoenix_nb.tools.environment import withheld_summary
 
 EXPORT_FOLDER = "phoenix-exports"  # a default export's folder, beside the notebook
 _BACKGROUND: set[asyncio.Task[None]] = set()  # scheduled subcommands, kept until done

@@ -29,6 +29,7 @@ from typing import Any, Literal
 
 from filelock import FileLock
 
+from phoenix_nb.commands import BackgroundJobs, CommandRunner
 from phoenix_nb.core import effects as fx
 from phoenix_nb.core import events as ev
 from phoenix_nb.core.codec import CodecError
@@ -50,6 +51,7 @@ from phoenix_nb.core.states import (
     persisted_fields,
 )
 from phoenix_nb.core.stored import MessageKind, StoredMessage
+from phoenix_nb.core.tool_fields import ToolTraits
 from phoenix_nb.core.transition import Outcome, Rejection, continuation_prompt, transition
 from phoenix_nb.core.values import ErrorKind, Mode, SubAgentOutcome, ToolResult, Usage
 from phoenix_nb.errors import ConversationBusy, Rejected
@@ -64,7 +66,6 @@ from phoenix_nb.runtime.prompts import system_prompt
 from phoenix_nb.runtime.turn_pool import PoolGate, TurnPool
 from phoenix_nb.sandbox import SandboxInfo, SandboxPolicy
 from phoenix_nb.store import Store, StoreError
-from phoenix_nb.tools.background_jobs import BackgroundJobs
 from phoenix_nb.tools.base import Tool, ToolContext
 from phoenix_nb.tools.kernel_port import KernelPort
 
@@ -113,6 +114,8 @@ class Services:
     tools_for: Callable[[bool], Sequence[Tool]]
     run_tool: ToolRunner
     api_tool_specs: Callable[[Sequence[Tool]], list[dict[str, Any]]]
+    # What the tools declare for the record (group, summary field): the registry's table.
+    tool_traits: Callable[[Sequence[Tool]], ToolTraits]
     retry_delay_scale: float = 1.0
     helper_model: str | None = None
     secret_patterns: tuple[str, ...] | None = None
@@ -158,9 +161,12 @@ class ConversationRuntime:
         self._requests: RequestHistory | None = None
         self._generation = 0  # bumped when the history is replaced, not extended
         self.services = services
+        self._commands: CommandRunner | None = None  # made on first use (`commands`)
         self.on_parent = on_parent
         self.hub = up.UpdateHub()
         self.tools: tuple[Tool, ...] = tuple(services.tools_for(context.is_sub_agent))
+        # The record's view of these tools; fixed with them for the conversation.
+        self.traits: ToolTraits = services.tool_traits(self.tools)
         self._queue: collections.deque[tuple[ev.Event, asyncio.Future[Outcome]]] = (
             collections.deque()
         )
@@ -210,7 +216,9 @@ class ConversationRuntime:
         projection = self._projection
         if projection is None:
             prices = self.context.tables.prices
-            projection = self._projection = Projection(self.context.model, prices=prices)
+            projection = self._projection = Projection(
+                self.context.model, prices=prices, tools=self.traits
+            )
         if projection.count < len(self._history):
             projection.extend(self._history[projection.count :])
         return projection
@@ -274,10 +282,11 @@ class ConversationRuntime:
         if count < WARM_AFTER or not any(behind):
             return
         generation, snapshot, model = self._generation, self._history[:count], self.context.model
-        prices = self.context.tables.prices
+        prices, traits = self.context.tables.prices, self.traits
 
         def build() -> tuple[Projection, RequestHistory]:
-            projection, requests = Projection(model, prices=prices), RequestHistory()
+            projection = Projection(model, prices=prices, tools=traits)
+            requests = RequestHistory()
             projection.extend(snapshot)
             requests.extend(snapshot)
             return projection, requests
@@ -615,24 +624,38 @@ class ConversationRuntime:
             self._projection = None
         self.services = services
         self._llm.provider = services.provider
+        self._commands = None
+
+    @property
+    def commands(self) -> CommandRunner:
+        """How this conversation's processes start: one `CommandRunner`, made from the
+        Phoenix's policy, sandbox, environment settings, jobs and live credentials
+        (again after a reconfigure), with the conversation's own cgroup budget."""
+        if self._commands is None:
+            s = self.services
+            kwargs: dict[str, Any] = {}
+            if s.secret_patterns is not None:
+                kwargs["secret_patterns"] = s.secret_patterns
+            self._commands = CommandRunner(
+                policy=s.sandbox_policy,
+                group=self.id or "default",
+                info=s.sandbox,
+                env_allow=s.env_allow,
+                jobs=s.jobs,
+                live_credentials=s.live_credentials,
+                **kwargs,
+            )
+        return self._commands
 
     def tool_context(self) -> ToolContext:
-        kwargs: dict[str, Any] = {}
-        if self.services.secret_patterns is not None:
-            kwargs["secret_patterns"] = self.services.secret_patterns
         return ToolContext(
             cwd=Path(self.context.cwd),
             mode=self.state.mode,
-            sandbox=self.services.sandbox,
-            sandbox_policy=self.services.sandbox_policy,
-            jobs=self.services.jobs,
+            commands=self.commands,
             conversation_id=self.id,
             helper_llm=self._helper_llm if self.services.helper_model else None,
-            env_allow=self.services.env_allow,
             kernel=self.services.kernel,
             kernel_access=self.services.kernel_access(),
-            live_credentials=self.services.live_credentials,
-            **kwargs,
         )
 
     async def _helper_llm(self, system: str, prompt: str) -> str:

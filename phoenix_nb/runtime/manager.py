@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from phoenix_nb.checkpoints.recorder import Checkpoints
+from phoenix_nb.commands import BackgroundJobs
 from phoenix_nb.core import events as ev
 from phoenix_nb.core.cycles import RecordHeader
 from phoenix_nb.core.models import ModelInfo, supports
@@ -41,6 +42,7 @@ from phoenix_nb.core.states import (
     persisted_fields,
 )
 from phoenix_nb.core.stored import StoredMessage
+from phoenix_nb.core.tool_fields import ToolTraits
 from phoenix_nb.core.transition import (
     RESTRICTED_UNAVAILABLE_MESSAGE,
     Rejection,
@@ -79,7 +81,6 @@ from phoenix_nb.runtime.snapshot import RecordSnapshot, StoredRecord
 from phoenix_nb.runtime.subagents import SubAgentSpawner
 from phoenix_nb.sandbox import SandboxPolicy, detect_sandbox
 from phoenix_nb.store import Store, store_problem
-from phoenix_nb.tools.background_jobs import BackgroundJobs
 from phoenix_nb.tools.kernel import outcome_note
 from phoenix_nb.tools.kernel_port import KernelPort
 
@@ -208,7 +209,9 @@ class Conversation:
     def _header(self, child_ids: Sequence[str]) -> RecordHeader:
         runtime = self.runtime
         server = self._phoenix.server_of(runtime.record)
-        return self._phoenix.record_header(runtime.slug, runtime.context, child_ids, server)
+        return self._phoenix.record_header(
+            runtime.slug, runtime.context, child_ids, server, tools=runtime.traits
+        )
 
     def spending(self) -> dict[str, Any]:
         """The record's `usage` (this turn's and the conversation's spend), kept
@@ -739,9 +742,11 @@ class Phoenix:
         context: ConvContext,
         child_ids: Sequence[str],
         server: Server | None = None,
+        tools: ToolTraits | None = None,
     ) -> RecordHeader:
         """The facts a conversation's record states that its history does not carry;
-        `server` is the conversation's own (None: the current setting's)."""
+        `server` is the conversation's own (None: the current setting's), `tools` what
+        its tools declare (None: what a conversation started now would have)."""
         server = server or self.settings.server
         return RecordHeader(
             conversation_id=context.conversation_id,
@@ -754,7 +759,24 @@ class Phoenix:
             provider=server.provider,
             lacks=self.lacks(context.model, server),
             prices=dict(self.tables.prices),
+            tools=tools if tools is not None else self.tool_traits(),
         )
+
+    def tool_traits(self) -> ToolTraits:
+        """What the tools a conversation started now would declare for its record (a
+        parent's and a sub-agent's, and the ready MCP servers'): the table a record of
+        a conversation not open here is projected with."""
+        from phoenix_nb.tools import registry
+
+        tools = {
+            t.name: t
+            for t in (
+                *registry.tools_for(is_sub_agent=True),
+                *registry.tools_for(is_sub_agent=False),
+                *self.mcp_tools(),
+            )
+        }
+        return registry.tool_traits(tools.values())
 
     def sub_agent_usage(self, child_ids: Sequence[str]) -> tuple[tuple[str, Usage], ...]:
         """(created_at, usage) of every response of the finished sub-agents named
@@ -847,6 +869,7 @@ class Phoenix:
             ),
             run_tool=registry.run_tool,
             api_tool_specs=registry.api_tool_specs,
+            tool_traits=registry.tool_traits,
             retry_delay_scale=s.retry_delay_scale,
             helper_model=s.helper_model if model != DEMO_MODEL else None,
             secret_patterns=s.secret_patterns,

@@ -41,7 +41,7 @@ class RecordSnapshot:
 
     def build(self) -> dict[str, Any]:
         """The whole record, from a projection of its own (linear in the history)."""
-        projection = Projection(self.model, prices=self.header.prices)
+        projection = Projection(self.model, prices=self.header.prices, tools=self.header.tools)
         projection.extend(self.history)
         return projection.record(self.state, self.header)
 

@@ -57,10 +57,12 @@ notebook and the tools import only from here:
   lost (``%phoenix status``, the ``%load_ext`` warning).
 * **policy** (``policy.py``): ``SandboxPolicy`` (limits, deny list, extra
   hidden paths), a value built by the runtime from its Settings and passed
-  down through ``Services`` and ``ToolContext``; ``hidden_paths(cwd, policy)``
+  down through ``Services`` and ``commands.CommandRunner``; ``hidden_paths(cwd, policy)``
   (``hidden.py``) expands it when a command starts.
 * **launcher** (``launcher_client.py``): ``start_process(spec)`` runs a
-  ``RunSpec`` (``protocol.py``, the typed wire messages) through this
+  ``RunSpec`` (``runspec.py``; it writes a ``protocol.Request``, and
+  ``protocol.py``'s typed wire messages, standard library only, are read and
+  written the same on the launcher's side) through this
   process's one ``LauncherHandle`` on the launcher process
   (``child/launcher.py``). The launcher is started once per kernel, lazily,
   and is never applied in the kernel process: the kernel is multi-threaded.
@@ -119,8 +121,9 @@ from phoenix_nb.sandbox.probe import (
     lost_guarantees,
     namespaces_words,
 )
-from phoenix_nb.sandbox.protocol import ExitReport, Hello, RunSpec, Started
+from phoenix_nb.sandbox.protocol import ExitReport, Hello, Started
 from phoenix_nb.sandbox.rundir import group_for, run_dir
+from phoenix_nb.sandbox.runspec import RunSpec
 
 __all__ = [
     "DEFAULT_DENY_READ",

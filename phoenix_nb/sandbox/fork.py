@@ -1,9 +1,10 @@
 """Confining a fork of the kernel as a Restricted command is confined.
 
-The kernel's tools that run Python in a fork (``tools/kernel/fork.py``) build
-a `ChildPolicy` here before forking (from the conversation's limits) and
-apply it in the child with `confine_forked_child`; the mechanisms are the
-launcher's own (``child/confine.py``, ``child/cgroup.py``).
+The conversation's `commands.CommandRunner` builds a `ChildPolicy` and a
+`ChildCgroup` here before the kernel tools fork (``CommandRunner.confine_fork``,
+from the conversation's policy and budget); ``tools/kernel/fork.py`` applies it
+in the child with `confine_forked_child`. The mechanisms are the launcher's own
+(``child/confine.py``, ``child/cgroup.py``).
 """
 
 from __future__ import annotations

@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import fcntl
-import json
 import os
 import signal
 import socket
@@ -21,8 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from phoenix_nb.sandbox.errors import SandboxError
-from phoenix_nb.sandbox.protocol import ExitReport, Hello, RunSpec, Started
+from phoenix_nb.sandbox.protocol import ExitReport, Hello, ProtocolError, Started
 from phoenix_nb.sandbox.rundir import owner, run_dir
+from phoenix_nb.sandbox.runspec import RunSpec
 
 __all__ = ["LauncherHandle", "Process", "launcher", "read_some", "start_process"]
 
@@ -102,7 +102,10 @@ class Process:
         self._close_status()
 
     def _parse_started(self, line: bytes) -> None:
-        first = Started.parse(line)
+        try:
+            first = Started.parse(line)
+        except ProtocolError as exc:
+            raise SandboxError(str(exc)) from exc
         self.supervisor_pid, self.pgid, self.tmpdir = first.pid, first.pgid, first.tmpdir
         if self.supervisor_pid > 0:
             with contextlib.suppress(OSError):
@@ -302,7 +305,7 @@ class LauncherHandle:
             r_ours.settimeout(_HELLO_TIMEOUT)
             try:
                 hello = Hello.parse(r_ours.recv(1 << 16))
-            except (OSError, SandboxError) as exc:
+            except (OSError, ProtocolError) as exc:
                 plain_ours.close()
                 r_ours.close()
                 raise SandboxError(f"the sandbox launcher did not start ({exc})") from exc
@@ -322,7 +325,7 @@ class LauncherHandle:
 
         ``extra``: the command's stdin read end and/or stderr write end, in that
         order, as the spec's ``stdin`` and ``separate_stderr`` say."""
-        data = json.dumps(spec.to_request()).encode()
+        data = spec.to_request().to_wire()
         for attempt in range(2):
             sock = self._ensure()[1 if spec.restricted else 0]
             status_r, status_w = os.pipe2(os.O_CLOEXEC)

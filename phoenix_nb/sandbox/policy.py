@@ -149,7 +149,7 @@ class SandboxPolicy:
     """One `Phoenix`'s sandbox policy: its limits and what its commands must not read.
 
     Built by the runtime from its Settings and passed down as a value
-    (``Services.sandbox_policy`` -> ``ToolContext.sandbox_policy``); the tools
+    (``Services.sandbox_policy`` -> ``CommandRunner.policy``); the tools
     and `hidden_paths` read it from there, so two `Phoenix` objects in one
     process each keep their own. ``deny_read``: patterns as in
     `DEFAULT_DENY_READ`. ``extra_hidden``: exact paths hidden as well (the

@@ -1,31 +1,148 @@
-"""The launcher's wire protocol, parsed into types once, at the edge.
+"""The launcher's wire protocol, parsed into types once, at the edge, on both sides.
 
-The request is a `RunSpec` (``to_request`` is its one writer). The launcher
-process answers in JSON (see ``child/launcher.py``); the kernel side reads
-those messages only through the parsers here.
+Standard library only (an import-linter contract): the launcher process, which
+imports nothing of phoenix_nb, loads this file by path (``child/launcher.py``'s
+``_load``), so the kernel and the launcher read and write the same types.
+
+* `Request`: what to run, one JSON message per command. The kernel writes it
+  (``RunSpec.to_request().to_wire()``); the launcher's spare parses it once
+  (`Request.parse`) and passes the value on to its command side.
+* `Hello`, `Started`, `ExitReport`: the launcher's and the supervisor's answers,
+  which the kernel side parses.
+
+A damaged or incomplete message is a `ProtocolError` naming what is wrong (not a
+``KeyError`` deep in the command's set-up); the kernel side turns it into its
+`SandboxError`.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
-from phoenix_nb.sandbox.errors import SandboxError
-from phoenix_nb.sandbox.policy import SandboxLimits
+__all__ = ["ExitReport", "Hello", "ProtocolError", "Request", "Started"]
 
-__all__ = ["ExitReport", "Hello", "RunSpec", "Started"]
+
+class ProtocolError(ValueError):
+    """A launcher message that is not JSON, not an object, or lacks or mistypes a field.
+
+    A ValueError, not a PhoenixError: this module is loaded by the launcher, which
+    imports nothing of phoenix_nb. The kernel side raises `SandboxError` from it.
+    """
 
 
 def _object(data: bytes | str, what: str) -> Mapping[str, Any]:
     try:
         value = json.loads(data)
     except ValueError as exc:
-        raise SandboxError(f"the launcher sent a damaged {what}: {data!r}") from exc
+        raise ProtocolError(f"the launcher sent a damaged {what}: {data!r}") from exc
     if not isinstance(value, dict):
-        raise SandboxError(f"the launcher sent a damaged {what}: {data!r}")
+        raise ProtocolError(f"the launcher sent a damaged {what}: {data!r}")
     return value
+
+
+def _field(message: Mapping[str, Any], name: str, kind: type, default: Any = None) -> Any:
+    """``message[name]`` of type ``kind`` (``default`` when absent, if one is given)."""
+    if name not in message:
+        if default is None:
+            raise ProtocolError(f"the request has no {name!r}")
+        return default
+    value = message[name]
+    if (kind is int and isinstance(value, bool)) or not isinstance(value, kind):
+        raise ProtocolError(f"the request's {name!r} is not a {kind.__name__}: {value!r}")
+    return value
+
+
+def _strings(message: Mapping[str, Any], name: str, required: bool = False) -> tuple[str, ...]:
+    values = _field(message, name, list, None if required else [])
+    if not all(isinstance(v, str) for v in values):
+        raise ProtocolError(f"the request's {name!r} is not a list of strings: {values!r}")
+    return tuple(values)
+
+
+@dataclass(frozen=True)
+class Request:
+    """One command for the launcher, as the launcher's side reads it.
+
+    Built by ``RunSpec.to_request`` (its meaning is documented there); ``rlimits``
+    maps ``resource`` names (``RLIMIT_AS``…) to the value set for the command;
+    ``memory``/``max_procs`` are the conversation's cgroup budget, ``tmp_bytes``/
+    ``tmp_inodes`` the size of the command's private TMPDIR.
+    """
+
+    argv: tuple[str, ...]
+    cwd: str
+    env: Mapping[str, str]
+    restricted: bool = False
+    linger: bool = False
+    writable: tuple[str, ...] = ()
+    network: bool = False
+    devices: tuple[str, ...] = ()
+    rlimits: Mapping[str, int] = field(default_factory=dict)
+    max_procs: int = 0
+    memory: int = 0
+    tmp_bytes: int = 0
+    tmp_inodes: int = 0
+    group: str = ""
+    hidden: tuple[str, ...] = ()
+    discard_stderr: bool = False
+    stdin: bool = False
+    separate_stderr: bool = False
+
+    @classmethod
+    def parse(cls, data: bytes | str) -> Request:
+        """The request of one message; `ProtocolError` naming the first bad field."""
+        message = _object(data, "request")
+        argv = _strings(message, "argv", required=True)
+        if not argv:
+            raise ProtocolError("the request's 'argv' is empty")
+        env = _field(message, "env", dict)
+        if not all(isinstance(k, str) and isinstance(v, str) for k, v in env.items()):
+            raise ProtocolError("the request's 'env' is not a map of strings")
+        rlimits = _field(message, "rlimits", dict, {})
+        if not all(isinstance(v, int) and not isinstance(v, bool) for v in rlimits.values()):
+            raise ProtocolError(f"the request's 'rlimits' are not integers: {rlimits!r}")
+        flags = ("restricted", "linger", "network", "discard_stderr", "stdin", "separate_stderr")
+        sizes = ("max_procs", "memory", "tmp_bytes", "tmp_inodes")
+        return cls(
+            argv=argv,
+            cwd=_field(message, "cwd", str),
+            env=dict(env),
+            writable=_strings(message, "writable"),
+            devices=_strings(message, "devices"),
+            rlimits=dict(rlimits),
+            group=_field(message, "group", str, ""),
+            hidden=_strings(message, "hidden"),
+            **{name: _field(message, name, bool, False) for name in flags},
+            **{name: _field(message, name, int, 0) for name in sizes},
+        )
+
+    def to_wire(self) -> bytes:
+        """The message (JSON); `parse` reads it back to an equal `Request`."""
+        return json.dumps(
+            {
+                "argv": list(self.argv),
+                "cwd": self.cwd,
+                "env": dict(self.env),
+                "restricted": self.restricted,
+                "linger": self.linger,
+                "writable": list(self.writable),
+                "network": self.network,
+                "devices": list(self.devices),
+                "rlimits": dict(self.rlimits),
+                "max_procs": self.max_procs,
+                "memory": self.memory,
+                "tmp_bytes": self.tmp_bytes,
+                "tmp_inodes": self.tmp_inodes,
+                "group": self.group,
+                "hidden": list(self.hidden),
+                "discard_stderr": self.discard_stderr,
+                "stdin": self.stdin,
+                "separate_stderr": self.separate_stderr,
+            }
+        ).encode()
 
 
 @dataclass(frozen=True)
@@ -48,11 +165,11 @@ class Hello:
 
     @classmethod
     def parse(cls, data: bytes | str) -> Hello:
-        """The launcher's first message, ``{"hello": {...}}``; SandboxError if damaged."""
+        """The launcher's first message, ``{"hello": {...}}``; ProtocolError if damaged."""
         message = _object(data, "hello")
         body = message.get("hello")
         if not isinstance(body, dict):
-            raise SandboxError(f"the launcher sent no hello: {data!r}")
+            raise ProtocolError(f"the launcher sent no hello: {data!r}")
         try:
             return cls(
                 landlock_abi=int(body.get("landlock_abi", 0)),
@@ -66,7 +183,7 @@ class Hello:
                 error=str(body.get("error") or ""),
             )
         except (TypeError, ValueError) as exc:
-            raise SandboxError(f"the launcher sent a damaged hello: {data!r}") from exc
+            raise ProtocolError(f"the launcher sent a damaged hello: {data!r}") from exc
 
 
 @dataclass(frozen=True)
@@ -82,11 +199,11 @@ class Started:
         try:
             first = _object(line, "start line")
             return cls(int(first["pid"]), int(first.get("pgid", 0)), str(first.get("tmpdir", "")))
-        except (SandboxError, KeyError, TypeError, ValueError) as exc:
+        except (KeyError, TypeError, ValueError) as exc:  # ProtocolError is a ValueError
             if not line:
                 why = "the sandbox's supervisor ended before it started the command"
-                raise SandboxError(why) from exc
-            raise SandboxError(f"launcher gave no supervisor pid: {line!r}") from exc
+                raise ProtocolError(why) from exc
+            raise ProtocolError(f"launcher gave no supervisor pid: {line!r}") from exc
 
 
 @dataclass(frozen=True)
@@ -114,64 +231,5 @@ class ExitReport:
                 tuple(str(name) for name in report.get("limits") or ()),
                 str(report.get("refused") or ""),
             )
-        except (SandboxError, TypeError, ValueError):
+        except (TypeError, ValueError):
             return cls(None, None, killed=True)
-
-
-@dataclass(frozen=True)
-class RunSpec:
-    """What the launcher should run."""
-
-    argv: tuple[str, ...]
-    cwd: str
-    env: Mapping[str, str]
-    restricted: bool
-    # Restricted only, the grants of an MCP server (user config): ``writable``, the
-    # absolute existing directories it may write below (a writable bind mount past
-    # the read-only remount, and a Landlock write rule); ``network``, the host's
-    # network (no private network namespace; inet sockets and TCP allowed).
-    writable: tuple[str, ...] = ()
-    network: bool = False
-    devices: tuple[str, ...] = ("/dev/null", "/dev/zero", "/dev/full", "/dev/tty")
-    limits: SandboxLimits = field(default_factory=SandboxLimits)
-    cpu_seconds: int = 3600
-    linger: bool = False  # background: run until every descendant has exited
-    group: str = ""  # the conversation's cgroup budget
-    hidden: tuple[str, ...] = ()
-    discard_stderr: bool = False  # stderr to /dev/null (output_fd carries stdout only)
-    # A long-lived server speaking on stdin/stdout (MCP): the caller's pipe is its
-    # stdin (else /dev/null), and its stderr has a pipe of its own, so stdout
-    # carries the protocol alone and stderr stays readable for the caller's errors.
-    stdin: bool = False
-    separate_stderr: bool = False
-
-    def to_request(self) -> dict[str, Any]:
-        rlimits: dict[str, int] = {"RLIMIT_CORE": 0}
-        if self.restricted:
-            rlimits |= {
-                "RLIMIT_AS": self.limits.address_space,
-                "RLIMIT_FSIZE": self.limits.file_size,
-                "RLIMIT_NPROC": self.limits.max_procs,
-                "RLIMIT_CPU": self.limits.cpu_seconds or self.cpu_seconds,
-            }
-        return {
-            "argv": list(self.argv),
-            "cwd": self.cwd,
-            "env": dict(self.env),
-            "restricted": self.restricted,
-            "linger": self.linger,
-            "writable": list(self.writable),
-            "network": self.network,
-            "devices": list(self.devices),
-            "rlimits": rlimits,
-            "max_procs": self.limits.max_procs,
-            "memory": self.limits.memory,
-            "tmp_bytes": self.limits.tmp_bytes,
-            "tmp_inodes": self.limits.tmp_inodes,
-            "group": self.group,
-            "hidden": list(self.hidden),
-            "discard_stderr": self.discard_stderr,
-            "stdin": self.stdin,
-            "separate_stderr": self.separate_stderr,
-            "limits": asdict(self.limits),
-        }

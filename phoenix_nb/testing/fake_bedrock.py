@@ -12,6 +12,11 @@ holds the event's JSON, base64-encoded, under `bytes`; an error mid-stream is an
 error before the stream is an HTTP status with `{"message": …}` and an
 `x-amzn-ErrorType` header.
 
+Given `aws_keys` (an access key id and its secret), the fake checks more than the
+signature's shape: the request must be signed with that very key, and the
+signature must match the one botocore's signer computes from what arrived (the
+method, the path as sent, the signed headers, the body), as Bedrock checks it.
+
 The frames are built here from that description (the SDK parses them with
 botocore's own decoder, which checks both CRCs). Requests whose Authorization
 is not a SigV4 signature for the `bedrock` service are refused with 403.
@@ -78,6 +83,36 @@ def chunk_frame(event_json: bytes) -> bytes:
     )
 
 
+def _signature_matches(request: web.Request, body: bytes, keys: tuple[str, str]) -> bool:
+    """Whether the SigV4 Authorization is the one `keys` give for what arrived."""
+    from botocore.auth import SigV4Auth
+    from botocore.awsrequest import AWSRequest
+    from botocore.credentials import Credentials
+
+    fields = dict(
+        part.strip().split("=", 1)
+        for part in request.headers["authorization"].split(" ", 1)[1].split(",")
+    )
+    key_id, _date, region, service, _ = fields["Credential"].split("/")
+    if key_id != keys[0]:
+        return False
+    signed = fields["SignedHeaders"].split(";")
+    headers = {name: request.headers.get(name, "") for name in signed}
+    aws = AWSRequest(
+        method=request.method,
+        url=f"http://{request.host}{request.raw_path}",
+        data=body,
+        headers=headers,
+    )
+    aws.context["timestamp"] = request.headers["x-amz-date"]
+    signer = SigV4Auth(Credentials(keys[0], keys[1]), service, region)
+    if signer.signed_headers(signer.headers_to_sign(aws)) != fields["SignedHeaders"]:
+        return False
+    canonical = signer.canonical_request(aws)
+    expected = signer.signature(signer.string_to_sign(aws, canonical), aws)
+    return bool(expected == fields["Signature"])
+
+
 def exception_frame(kind: str, message: str) -> bytes:
     return event_frame(
         {
@@ -92,21 +127,32 @@ def exception_frame(kind: str, message: str) -> bytes:
 class FakeBedrock(RelayFake):
     """See the module docstring. Point the SDK at `base_url` (ANTHROPIC_BEDROCK_BASE_URL)."""
 
+    def __init__(self, *, aws_keys: tuple[str, str] | None = None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.aws_keys = aws_keys
+        self.refused_signatures = 0
+
     def routes(self) -> list[web.RouteDef]:
         return [
             web.post("/model/{model_id}/invoke-with-response-stream", self._handle_invoke),
             web.post("/model/{model_id}/invoke", self._handle_invoke),
         ]
 
-    @staticmethod
-    def _signed(request: web.Request) -> bool:
+    def _signed(self, request: web.Request, body: bytes) -> bool:
         auth = request.headers.get("authorization", "")
-        return (
+        shaped = (
             auth.startswith("AWS4-HMAC-SHA256 Credential=")
             and "/bedrock/aws4_request" in auth
             and "Signature=" in auth
             and bool(request.headers.get("x-amz-date"))
         )
+        if not shaped or self.aws_keys is None:
+            return shaped
+        if _signature_matches(request, body, self.aws_keys):
+            return True
+        with self._cond:
+            self.refused_signatures += 1
+        return False
 
     def _bedrock_error(
         self, status: int, message: str, headers: dict[str, str] | None = None
@@ -125,7 +171,7 @@ class FakeBedrock(RelayFake):
         except ValueError:
             body = None
         self.note_wire(request, body)
-        if not self._signed(request):
+        if not self._signed(request, raw):
             return self._bedrock_error(403, "Missing or malformed SigV4 Authorization for bedrock.")
         if not isinstance(body, dict) or not body.get("anthropic_version"):
             return self._bedrock_error(400, "anthropic_version is required")

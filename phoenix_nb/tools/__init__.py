@@ -8,8 +8,9 @@ once the processes it started are dead. `registry.tools_for` gives a parent
 or a sub-agent its set; `registry.run_tool` is the runtime's one entry point
 (unknown names, non-object input and tool bugs become error results).
 `base.ToolContext` carries everything a call needs as values: cwd, mode, the
-owner's `SandboxPolicy` and `BackgroundJobs`, the kernel port; no tool keeps
-process-wide state. `declared` holds the tools the state machine answers
+conversation's `commands.CommandRunner` (its `SandboxPolicy`, sandbox, environment
+and the owner's `BackgroundJobs`), the kernel port; no tool keeps process-wide
+state. `declared` holds the tools the state machine answers
 itself (request_mode_upgrade, spawn_agents, submit_result).
 
 Its face is its modules, listed below and pinned by
@@ -17,13 +18,11 @@ tests/runtime/test_front_door.py.
 """
 
 __all__ = [
-    "background_jobs",
     "base",
     "bash",
     "bash_guard",
     "cell_edits",
     "declared",
-    "environment",
     "kernel",
     "kernel_port",
     "keyword_search",

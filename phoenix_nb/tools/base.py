@@ -21,46 +21,31 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from phoenix_nb.commands import CommandRunner
-from phoenix_nb.core.secrets import DEFAULT_SECRET_PATTERNS as SECRET_NAME_PATTERNS
+from phoenix_nb.core.tool_fields import OTHER_GROUP
 from phoenix_nb.core.values import Mode, ToolResult
-from phoenix_nb.sandbox import SandboxInfo, SandboxPolicy
-from phoenix_nb.tools.background_jobs import BackgroundJobs
 from phoenix_nb.tools.kernel_port import KernelPort
 from phoenix_nb.tools.schema import invalid_input_result, validate
-
-# Environment variables whose names match any of these (case-insensitive
-# substrings) never reach a tool's process: the model must not read them.
-# Stated in the core, which the store reads too.
-DEFAULT_SECRET_PATTERNS = SECRET_NAME_PATTERNS
-
 
 HelperLlm = Callable[[str, str], Awaitable[str]]  # (system, prompt) -> text
 
 
 @dataclass(frozen=True)
 class ToolContext:
+    """What one tool call is given, as values.
+
+    How a process of the conversation starts (policy, sandbox, environment,
+    background jobs, the live credentials a fork scrubs) is one field,
+    ``commands`` (`phoenix_nb.commands.CommandRunner`), made per conversation by
+    the runtime: a tool that starts a process holds no recipe of its own.
+    """
+
     cwd: Path  # fixed at conversation creation (REQ-BED-010)
     mode: Mode
-    sandbox: SandboxInfo
+    commands: CommandRunner = field(default_factory=CommandRunner)
     conversation_id: str = ""
-    # The conversation's Phoenix's limits and deny list (c.Phoenix.sandbox_*, deny_read).
-    sandbox_policy: SandboxPolicy = field(default_factory=SandboxPolicy)
-    # The Phoenix's background jobs (bash `background: true`); the runtime stops them.
-    jobs: BackgroundJobs = field(default_factory=BackgroundJobs)
     helper_llm: HelperLlm | None = None  # small-model calls (keyword_search ranking)
-    secret_patterns: tuple[str, ...] = DEFAULT_SECRET_PATTERNS
-    env_allow: tuple[str, ...] = ()  # c.Phoenix.env_allow: more variables commands may see
     kernel: KernelPort | None = None  # the Jupyter kernel the conversation lives in (kernel tools)
     kernel_access: bool = True  # c.Phoenix.kernel_access: off keeps the kernel tools declared only
-    # The credentials the providers hold now (LlmProvider.live_credentials): asked before
-    # each fork of the kernel, which scrubs them from its memory.
-    live_credentials: Callable[[], tuple[str, ...]] = lambda: ()
-
-    @property
-    def commands(self) -> CommandRunner:
-        """How this conversation's processes start (`phoenix_nb.commands`): its policy
-        and its cgroup budget, in one recipe for every tool."""
-        return CommandRunner(self.sandbox_policy, self.conversation_id or "default")
 
 
 @runtime_checkable
@@ -70,12 +55,19 @@ class Tool(Protocol):
 
     ``writes``: whether a call can change files; the checkpoint recorder snapshots
     the working tree around calls that can (and only those).
+    ``group``: the record's group of its calls (docs/record-format.md: "read",
+    "write", "bash", "mcp", "other"); adjacent calls of one group fold together.
+    ``summary_field``: the input field whose value is the call's one-line summary
+    in the record ("" for none). The registry hands these to the record projection
+    as one `core.tool_fields.ToolTraits` (`registry.tool_traits`).
     """
 
     name: str
     description: str
     input_schema: Mapping[str, Any]
     writes: bool
+    group: str
+    summary_field: str
 
     async def run(
         self, input: Mapping[str, Any], ctx: ToolContext, tool_use_id: str
@@ -96,6 +88,8 @@ class SchemaTool(ABC):
     description: str
     input_schema: Mapping[str, Any]
     writes: bool = True  # unless the tool says otherwise: checkpointed (the safe side)
+    group: str = OTHER_GROUP  # unless the tool says otherwise
+    summary_field: str = ""  # unless the tool says otherwise: no summary line
 
     async def run(self, input: Mapping[str, Any], ctx: ToolContext, tool_use_id: str) -> ToolResult:
         problem = validate(input, self.input_schema)

@@ -27,7 +27,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from phoenix_nb.commands import BackgroundJob
 from phoenix_nb.core.displays import BashDisplay
+from phoenix_nb.core.tool_fields import BASH_COMMAND
 from phoenix_nb.core.values import Mode, ToolResult
 from phoenix_nb.sandbox import (
     KERNEL_REQUIREMENT,
@@ -41,9 +43,7 @@ from phoenix_nb.sandbox import (
     run_dir,
 )
 from phoenix_nb.tools import bash_guard
-from phoenix_nb.tools.background_jobs import BackgroundJob
 from phoenix_nb.tools.base import SchemaTool, ToolContext
-from phoenix_nb.tools.environment import command_environment
 
 HEAD_BYTES = 16 * 1024
 TAIL_BYTES = 16 * 1024
@@ -146,12 +146,14 @@ class BashTool(SchemaTool):
     name = "bash"
     description = DESCRIPTION
     input_schema: Mapping[str, Any] = INPUT_SCHEMA
+    group = "bash"
+    summary_field = BASH_COMMAND
 
     def __init__(self, limits: SandboxLimits | None = None) -> None:
-        self._limits = limits  # None: the conversation's (ToolContext.sandbox_policy)
+        self._limits = limits  # None: the conversation's (ToolContext.commands.policy)
 
     def limits(self, ctx: ToolContext) -> SandboxLimits:
-        return self._limits or ctx.sandbox_policy.limits
+        return self._limits or ctx.commands.policy.limits
 
     async def execute(
         self, input: Mapping[str, Any], ctx: ToolContext, tool_use_id: str
@@ -163,11 +165,12 @@ class BashTool(SchemaTool):
         if refusal:
             return _error(tool_use_id, command, refusal)
         restricted = ctx.mode == Mode.RESTRICTED
-        if restricted and not ctx.sandbox.available:
+        sandbox = ctx.commands.info
+        if restricted and not sandbox.available:
             return _error(
                 tool_use_id,
                 command,
-                f"Restricted mode is unavailable here: {ctx.sandbox.reason or KERNEL_REQUIREMENT}",
+                f"Restricted mode is unavailable here: {sandbox.reason or KERNEL_REQUIREMENT}",
             )
         stopped = await self._stop_job(command, ctx)
         if stopped is not None:
@@ -188,12 +191,10 @@ class BashTool(SchemaTool):
     ) -> RunSpec:
         # A Restricted command's TMPDIR is made (a private tmpfs) and set by
         # its supervisor; Unrestricted commands keep the user's.
-        private: dict[str, str] = {}
-        env = command_environment(allow=ctx.env_allow, deny=ctx.secret_patterns, extra=private).env
         return ctx.commands.spec(
             (BASH, "-c", command),
             ctx.cwd,
-            env,
+            ctx.commands.environment().env,
             restricted=restricted,
             limits=self.limits(ctx),
             cpu_seconds=int(cpu) + 5,
@@ -308,7 +309,7 @@ class BashTool(SchemaTool):
         finally:
             os.close(log_fd)
         job = BackgroundJob(ctx.conversation_id, proc, log_path, directory, command, restricted)
-        ctx.jobs.add(job)
+        ctx.commands.jobs.add(job)
         job.watcher = asyncio.ensure_future(proc.wait())
         text = (
             f"Started in the background: process group {proc.pgid}.\n"
@@ -331,7 +332,7 @@ class BashTool(SchemaTool):
         if not match:
             return None
         target = int(match.group(1))
-        job = await ctx.jobs.stop(ctx.conversation_id, target)
+        job = await ctx.commands.jobs.stop(ctx.conversation_id, target)
         if job is None:
             return None
         return (

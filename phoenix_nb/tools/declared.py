@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from phoenix_nb.core.tool_fields import SUBMIT_RESULT as SUBMIT_RESULT_FIELD
+from phoenix_nb.core.tool_fields import UPGRADE_REASON
 from phoenix_nb.core.values import ToolResult
 from phoenix_nb.tools.base import ToolContext
 
@@ -54,11 +56,19 @@ class DeclaredTool:
     """A tool declaration whose call the state machine intercepts."""
 
     writes = False
+    group = "other"
 
-    def __init__(self, name: str, description: str, input_schema: Mapping[str, Any]) -> None:
+    def __init__(
+        self,
+        name: str,
+        description: str,
+        input_schema: Mapping[str, Any],
+        summary_field: str = "",
+    ) -> None:
         self.name = name
         self.description = description
         self.input_schema = input_schema
+        self.summary_field = summary_field  # its one-line summary in the record
 
     async def run(self, input: Mapping[str, Any], ctx: ToolContext, tool_use_id: str) -> ToolResult:
         return ToolResult(
@@ -82,6 +92,7 @@ REQUEST_MODE_UPGRADE = DeclaredTool(
         },
         "required": ["reason"],
     },
+    summary_field=UPGRADE_REASON,
 )
 
 SPAWN_AGENTS = DeclaredTool(
@@ -134,4 +145,5 @@ SUBMIT_RESULT = DeclaredTool(
         },
         "required": ["result"],
     },
+    summary_field=SUBMIT_RESULT_FIELD,
 )

@@ -52,10 +52,10 @@ from typing import Any
 
 from phoenix_nb import sandbox
 from phoenix_nb.core.displays import SearchDisplay, SearchTerm
+from phoenix_nb.core.tool_fields import SEARCH_QUERY
 from phoenix_nb.core.values import Mode, ToolResult
 from phoenix_nb.errors import PhoenixError
 from phoenix_nb.tools.base import SchemaTool, ToolContext
-from phoenix_nb.tools.environment import command_environment
 from phoenix_nb.tools.schema import invalid_input_result
 
 MAX_TERMS = 12
@@ -147,7 +147,7 @@ def rg_spec(ctx: ToolContext, root: Path, binary: str) -> sandbox.RunSpec:
     rg's "Permission denied" notes never mix with its results.
     """
     restricted = ctx.mode == Mode.RESTRICTED
-    env = command_environment(allow=ctx.env_allow, deny=ctx.secret_patterns).env
+    env = ctx.commands.environment().env
     return ctx.commands.spec(
         (binary, "--no-config"),
         root,
@@ -687,6 +687,8 @@ class KeywordSearchTool(SchemaTool):
     """ripgrep over the repository, per-term breadth control, helper-model ranking."""
 
     writes = False  # the checkpoint recorder skips it
+    group = "read"
+    summary_field = SEARCH_QUERY
 
     name = "keyword_search"
     description = KEYWORD_SEARCH_DESCRIPTION
@@ -734,9 +736,9 @@ class KeywordSearchTool(SchemaTool):
                 content=f"keyword_search failed: working directory {root} does not exist.",
                 is_error=True,
             )
-        if ctx.mode == Mode.RESTRICTED and not ctx.sandbox.available:
+        if ctx.mode == Mode.RESTRICTED and not ctx.commands.info.available:
             # As bash: Restricted mode without its sandbox runs nothing.
-            reason = ctx.sandbox.reason or sandbox.KERNEL_REQUIREMENT
+            reason = ctx.commands.info.reason or sandbox.KERNEL_REQUIREMENT
             return ToolResult(
                 tool_use_id=tool_use_id,
                 content=f"Restricted mode is unavailable here: {reason}",

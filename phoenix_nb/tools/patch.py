@@ -58,6 +58,7 @@ from typing import Any
 
 from phoenix_nb.child_python import answer_of_child
 from phoenix_nb.core.displays import PatchDisplay
+from phoenix_nb.core.tool_fields import PATCH_PATH
 from phoenix_nb.core.values import Mode, ToolResult
 from phoenix_nb.errors import PhoenixError
 from phoenix_nb.tools.base import RESTRICTED_PATCH_MESSAGE, SchemaTool, ToolContext
@@ -814,6 +815,8 @@ class PatchTool(SchemaTool):
     """Applies a list of edits to one file, all or nothing."""
 
     name = "patch"
+    group = "write"
+    summary_field = PATCH_PATH
     description = PATCH_DESCRIPTION
     input_schema: Mapping[str, Any] = {
         "type": "object",

@@ -21,6 +21,7 @@ import logging
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from phoenix_nb.core.tool_fields import ToolTraits
 from phoenix_nb.core.values import ToolResult
 from phoenix_nb.tools.base import Tool, ToolContext
 from phoenix_nb.tools.bash import BashTool
@@ -71,6 +72,12 @@ def api_tool_specs(tools: Iterable[Tool]) -> list[dict[str, Any]]:
         {"name": t.name, "description": t.description, "input_schema": dict(t.input_schema)}
         for t in tools
     ]
+
+
+def tool_traits(tools: Iterable[Tool]) -> ToolTraits:
+    """The record's table of what `tools` declare (each one's group and summary field),
+    handed to the projection as a value: the core names no tool."""
+    return ToolTraits.of((t.name, t.group, t.summary_field) for t in tools)
 
 
 def find_tool(tools: Iterable[Tool], name: str) -> Tool | None:

@@ -28,6 +28,8 @@ class ThinkTool(SchemaTool):
     """Records the model's thoughts; returns "recorded"."""
 
     writes = False  # the checkpoint recorder skips it
+    group = "other"
+    summary_field = THINK_THOUGHTS
 
     name = "think"
     description = THINK_DESCRIPTION

@@ -22,6 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from phoenix_nb.commands import CommandRunner
 from phoenix_nb.core.values import Mode
 from phoenix_nb.sandbox import detect_sandbox
 from phoenix_nb.tools.base import ToolContext
@@ -75,7 +76,10 @@ def p99(values: list[float]) -> float:
 async def main() -> None:
     modes = (Mode.UNRESTRICTED, Mode.RESTRICTED)
     cwd = Path(tempfile.gettempdir())
-    ctxs = {mode: ToolContext(cwd=cwd, mode=mode, sandbox=detect_sandbox()) for mode in modes}
+    ctxs = {
+        mode: ToolContext(cwd=cwd, mode=mode, commands=CommandRunner(info=detect_sandbox()))
+        for mode in modes
+    }
     results: dict[Mode, list[tuple[float, float]]] = {m: [] for m in modes}
     for _ in range(RUNS):
         for mode in modes:

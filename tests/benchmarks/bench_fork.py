@@ -52,6 +52,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from phoenix_nb.commands import CommandRunner
 from phoenix_nb.core.secrets import SecretValues
 from phoenix_nb.sandbox import detect_sandbox, fork_memory
 from phoenix_nb.tools.base import ToolContext
@@ -143,7 +144,7 @@ async def scrub_cost(
                 port=kernel,  # type: ignore[arg-type]
                 env={},
                 cwd="/",
-                confine=True,
+                confine=CommandRunner(group="bench-fork", info=detect_sandbox()),
                 secrets=secrets,
                 report_scrub=True,
             )
@@ -184,7 +185,7 @@ async def measure(size_mb: int) -> None:
         assert not result.is_error and "Result:\n1" in result.content, result.content
         start = time.perf_counter()
         await run_in_fork(
-            lambda emit, _sink: emit({"r": 1}), port=kernel, env={}, cwd="/", confine=False
+            lambda emit, _sink: emit({"r": 1}), port=kernel, env={}, cwd="/", confine=None
         )
         times["bare"].append((time.perf_counter() - start) * 1000)
         start = time.perf_counter()

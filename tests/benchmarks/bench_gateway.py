@@ -8,12 +8,18 @@ rounds: time to first text and total time of one streamed turn (through the real
 provider, `AnthropicProvider`), then 20 users' turns at once through one gateway
 process against the same 20 direct. Target: through <= 1.2x direct.
 
+A bare pass-through (aiohttp, one shared upstream session, nothing checked, metered
+or written) runs beside it as the floor of any Python hop on this machine: what
+the gateway adds above that floor is its own cost; what the floor adds above
+direct is the hop's (another process, two more HTTP parses, its wake-ups).
+
 Run: .venv/bin/python tests/benchmarks/bench_gateway.py [tokens] [rounds]
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import socket
@@ -42,6 +48,54 @@ gateway = Gateway(upstream=upstream, upstream_key=key, policy=None,
                   auth=TokenTable(json.loads(users)), audit=AuditLog(audit))
 web.run_app(make_app(gateway), host="127.0.0.1", port=int(port), print=None)
 """
+
+
+BARE = """
+import sys
+from aiohttp import ClientSession, web
+upstream, port, key = sys.argv[1:4]
+state = {}
+async def handle(request):
+    if request.path == "/spend":
+        return web.json_response({}, status=401)
+    if "session" not in state:
+        state["session"] = ClientSession(auto_decompress=False)
+    body = await request.read()
+    skip = ("host", "content-length", "x-api-key", "accept-encoding", "connection")
+    headers = {k: v for k, v in request.headers.items() if k.lower() not in skip}
+    headers["x-api-key"] = key
+    async with state["session"].post(upstream + request.path, data=body, headers=headers) as up:
+        response = web.StreamResponse(status=up.status)
+        response.content_type = up.content_type
+        await response.prepare(request)
+        async for chunk in up.content.iter_any():
+            await response.write(chunk)
+        await response.write_eof()
+        return response
+app = web.Application()
+app.router.add_route("*", "/{tail:.*}", handle)
+web.run_app(app, host="127.0.0.1", port=int(port), print=None)
+"""
+
+
+def _wait_listening(url: str) -> None:
+    for _ in range(300):
+        try:
+            urllib.request.urlopen(url + "/spend", timeout=1)
+        except urllib.error.HTTPError:
+            return
+        except OSError:
+            time.sleep(0.1)
+
+
+def _cpu_ns(pid: int) -> int:
+    """CPU time the process has used so far, all threads (ns; /proc's schedstat): what
+    the gateway costs per turn, much less at the scheduler's mercy than wall time."""
+    total = 0
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        with contextlib.suppress(OSError, ValueError, IndexError):  # a thread that ended
+            total += int((task / "schedstat").read_text().split()[0])
+    return total
 
 
 def _port() -> int:
@@ -108,30 +162,42 @@ def main() -> None:
             env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
         )
         url = f"http://127.0.0.1:{port}"
+        bare_port = _port()
+        bare = subprocess.Popen(
+            [sys.executable, "-c", BARE, fake.base_url, str(bare_port), ADMIN_KEY]
+        )
+        bare_url = f"http://127.0.0.1:{bare_port}"
         try:
-            for _ in range(300):
-                try:
-                    urllib.request.urlopen(url + "/spend", timeout=1)
-                except urllib.error.HTTPError:
-                    break
-                except OSError:
-                    time.sleep(0.1)
+            _wait_listening(url)
+            _wait_listening(bare_url)
             key = next(iter(USERS))
             direct: list[tuple[float, float]] = []
             through: list[tuple[float, float]] = []
-            asyncio.run(one_turn(fake.base_url, ADMIN_KEY, tokens))  # warm both paths
+            floor: list[tuple[float, float]] = []
+            asyncio.run(one_turn(fake.base_url, ADMIN_KEY, tokens))  # warm every path
             asyncio.run(one_turn(url, key, tokens))
+            asyncio.run(one_turn(bare_url, "anyone", tokens))
+            cpu_single = cpu_bare = 0
             for _ in range(rounds):
                 direct.append(asyncio.run(one_turn(fake.base_url, ADMIN_KEY, tokens)))
+                before = _cpu_ns(gateway.pid)
                 through.append(asyncio.run(one_turn(url, key, tokens)))
+                cpu_single += _cpu_ns(gateway.pid) - before
+                before = _cpu_ns(bare.pid)
+                floor.append(asyncio.run(one_turn(bare_url, "anyone", tokens)))
+                cpu_bare += _cpu_ns(bare.pid) - before
             keys = list(USERS)
             crowd_direct, crowd_through = [], []
-            for _ in range(max(3, rounds // 2)):
+            cpu_crowd, crowd_rounds = 0, max(3, rounds // 2)
+            for _ in range(crowd_rounds):
                 crowd_direct.append(asyncio.run(many(fake.base_url, [ADMIN_KEY] * 20, tokens)))
+                before = _cpu_ns(gateway.pid)
                 crowd_through.append(asyncio.run(many(url, keys, tokens)))
+                cpu_crowd += _cpu_ns(gateway.pid) - before
         finally:
-            gateway.terminate()
-            gateway.wait(30)
+            for process in (gateway, bare):
+                process.terminate()
+                process.wait(30)
         lines = [json.loads(x) for x in (folder / "audit.jsonl").read_text().splitlines()]
     crowd_users = {x["user"] for x in lines[-20:]}
     assert len(crowd_users) == 20, crowd_users
@@ -140,11 +206,13 @@ def main() -> None:
     for name, index in (("time to first text", 0), ("total", 1)):
         d = [x[index] for x in direct]
         t = [x[index] for x in through]
-        md, mt = statistics.median(d), statistics.median(t)
+        f = [x[index] for x in floor]
+        md, mt, mf = statistics.median(d), statistics.median(t), statistics.median(f)
         print(
             f"  {name:20s} direct best {min(d) * 1000:7.1f} ms  median {md * 1000:7.1f} ms"
             f" | gateway best {min(t) * 1000:7.1f} ms  median {mt * 1000:7.1f} ms"
             f" | ratio best {min(t) / min(d):.2f}x  median {mt / md:.2f}x"
+            f" | bare hop ratio best {min(f) / min(d):.2f}x  median {mf / md:.2f}x"
         )
     best = min(crowd_through) / min(crowd_direct)
     median = statistics.median(crowd_through) / statistics.median(crowd_direct)
@@ -152,6 +220,11 @@ def main() -> None:
         f"20 users' turns at once through one gateway: direct best {min(crowd_direct):.2f} s,"
         f" gateway best {min(crowd_through):.2f} s, ratio {best:.2f}x (median {median:.2f}x);"
         f" {len(lines)} audit lines, 20 distinct users in the last 20"
+    )
+    print(
+        f"gateway process CPU per turn: {cpu_single / rounds / 1e6:.2f} ms alone,"
+        f" {cpu_crowd / crowd_rounds / 20 / 1e6:.2f} ms in the crowd;"
+        f" a bare pass-through: {cpu_bare / rounds / 1e6:.2f} ms alone"
     )
     print("target: <= 1.2x")
 

@@ -56,6 +56,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from phoenix_nb import sandbox
+from phoenix_nb.commands import CommandRunner
 from phoenix_nb.core.values import Mode
 from phoenix_nb.sandbox import detect_sandbox, launcher_client
 from phoenix_nb.tools import keyword_search as ks
@@ -93,7 +94,12 @@ def time_raw_rg(rg: str, root: Path) -> float:
 
 
 def context(root: Path, mode: Mode = Mode.RESTRICTED) -> ToolContext:
-    return ToolContext(cwd=root, mode=mode, sandbox=detect_sandbox(), conversation_id="bench")
+    return ToolContext(
+        cwd=root,
+        mode=mode,
+        commands=CommandRunner(group="bench", info=detect_sandbox()),
+        conversation_id="bench",
+    )
 
 
 async def time_sandboxed_rg(root: Path, mode: Mode = Mode.RESTRICTED) -> float:

@@ -31,6 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from mcp import Client, StdioServerParameters
 
+from phoenix_nb.commands import CommandRunner
 from phoenix_nb.core.values import Mode
 from phoenix_nb.mcp import Approvals, McpHub, mcp_tools, parse_servers
 from phoenix_nb.sandbox import SandboxPolicy, detect_sandbox
@@ -57,7 +58,9 @@ async def main(rounds: int) -> None:
     print(subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip())
     command = str(server_venv() / "mcp-server-time")
     store = Path(tempfile.mkdtemp(prefix="bench-mcp-"))
-    ctx = ToolContext(cwd=store, mode=Mode.UNRESTRICTED, sandbox=detect_sandbox())
+    ctx = ToolContext(
+        cwd=store, mode=Mode.UNRESTRICTED, commands=CommandRunner(info=detect_sandbox())
+    )
     starts: dict[str, list[float]] = {"sandboxed": [], "unsandboxed": [], "sdk": []}
     calls: dict[str, list[float]] = {"phoenix": [], "sdk": []}
     for _ in range(rounds):

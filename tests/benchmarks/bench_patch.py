@@ -44,9 +44,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from phoenix_nb.commands import CommandRunner
 from phoenix_nb.core.values import Mode
+from phoenix_nb.sandbox import SandboxInfo
 from phoenix_nb.tools import patch as patch_module
-from phoenix_nb.tools.base import SandboxInfo, ToolContext
+from phoenix_nb.tools.base import ToolContext
 from phoenix_nb.tools.patch import PatchTool
 
 KERNEL_CASES = (  # (lines, operation); the first is a warm-up
@@ -83,7 +85,9 @@ def time_read(path: Path) -> float:
 
 async def time_patch(path: Path, old: str) -> tuple[float, float]:
     """(seconds for the tool to answer, longest gap between 1 ms ticks meanwhile)."""
-    ctx = ToolContext(cwd=path.parent, mode=Mode.UNRESTRICTED, sandbox=SandboxInfo(True))
+    ctx = ToolContext(
+        cwd=path.parent, mode=Mode.UNRESTRICTED, commands=CommandRunner(info=SandboxInfo(True))
+    )
     stall = 0.0
     done = asyncio.Event()
 

@@ -30,6 +30,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from phoenix_nb.commands import CommandRunner
 from phoenix_nb.core.values import Mode
 from phoenix_nb.sandbox import detect_sandbox, guarantees
 from phoenix_nb.sandbox.child import confine
@@ -100,7 +101,12 @@ async def main() -> None:
     tool = BashTool()
     cwd = Path(tempfile.gettempdir())
     ctxs = {
-        mode: ToolContext(cwd=cwd, mode=mode, sandbox=info, conversation_id="bench")
+        mode: ToolContext(
+            cwd=cwd,
+            mode=mode,
+            commands=CommandRunner(group="bench", info=info),
+            conversation_id="bench",
+        )
         for mode in (Mode.UNRESTRICTED, Mode.RESTRICTED)
     }
     for ctx in ctxs.values():  # start the launcher, warm caches

@@ -31,6 +31,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from phoenix_nb.commands import CommandRunner
 from phoenix_nb.core.values import Mode
 from phoenix_nb.sandbox import detect_sandbox
 from phoenix_nb.tools.base import ToolContext
@@ -42,7 +43,12 @@ MANY_TERMS = [*TERMS, *(f"rare_word_{i}" for i in range(MAX_TERMS - len(TERMS)))
 
 
 async def time_tool(root: Path, mode: Mode, terms: list[str] = TERMS) -> float:
-    ctx = ToolContext(cwd=root, mode=mode, sandbox=detect_sandbox(), conversation_id="bench")
+    ctx = ToolContext(
+        cwd=root,
+        mode=mode,
+        commands=CommandRunner(group="bench", info=detect_sandbox()),
+        conversation_id="bench",
+    )
     start = time.perf_counter()
     result = await KeywordSearchTool().run({"query": "q", "search_terms": terms}, ctx, "b")
     elapsed = time.perf_counter() - start

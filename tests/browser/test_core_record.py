@@ -15,12 +15,15 @@ from phoenix_nb.core.cycles import RecordHeader, project
 from phoenix_nb.core.displays import BashDisplay, PatchDisplay
 from phoenix_nb.core.events import LlmResponse, ToolComplete, UserApproveUpgrade, UserMessage
 from phoenix_nb.core.values import TextBlock, ThinkingBlock, ToolResult, ToolUseBlock, Usage
+from phoenix_nb.tools.registry import tool_traits, tools_for
 from tests.browser.lab import LabPage, record_output, write_notebook
 from tests.core.helpers import Driver
 
 pytestmark = pytest.mark.browser
 
-HEADER = RecordHeader("c-core", "core-otter", "demo", "/work", True, 200_000)
+# The groups and summaries our tools declare, as the runtime gives them to the core.
+TOOLS = tool_traits(tools_for(is_sub_agent=False))
+HEADER = RecordHeader("c-core", "core-otter", "demo", "/work", True, 200_000, tools=TOOLS)
 
 
 def _core_record() -> dict[str, object]:

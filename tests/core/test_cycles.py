@@ -12,6 +12,7 @@ from phoenix_nb.core.events import (
     UserCancel,
     UserMessage,
 )
+from phoenix_nb.core.tool_fields import ToolTraits
 from phoenix_nb.core.values import (
     ImageData,
     TextBlock,
@@ -23,7 +24,18 @@ from phoenix_nb.core.values import (
 
 from .helpers import Driver, fatal, restored
 
-HEADER = RecordHeader("c-1", "brave-otter", "demo", "/work", True, 200_000)
+# What the tools declare (`Tool.group`, `Tool.summary_field`), as the registry hands
+# it to the projection: the core is given it, it names no tool itself.
+TRAITS = ToolTraits.of(
+    [
+        ("keyword_search", "read", "query"),
+        ("bash", "bash", "command"),
+        ("patch", "write", "path"),
+        ("think", "other", "thoughts"),
+        ("request_mode_upgrade", "other", "reason"),
+    ]
+)
+HEADER = RecordHeader("c-1", "brave-otter", "demo", "/work", True, 200_000, tools=TRAITS)
 SEARCH = ToolUseBlock("t1", "keyword_search", {"query": "where is add"})
 BASH1 = ToolUseBlock("t2", "bash", {"command": "pytest -q\nsecond line"})
 BASH2 = ToolUseBlock("t3", "bash", {"command": "cat a.py"})
@@ -116,17 +128,23 @@ def test_follow_up_policy_queues_until_the_run_stops() -> None:
 
 
 def test_grouping_and_summary_rules() -> None:
-    assert [tool_group(n) for n in ("keyword_search", "patch", "bash", "think", "x")] == [
-        "read",
-        "write",
-        "bash",
-        "other",
-        "other",
-    ]
+    names = ("keyword_search", "patch", "bash", "think", "x")
+    assert [tool_group(n, TRAITS) for n in names] == ["read", "write", "bash", "other", "other"]
     long = ToolUseBlock("t", "bash", {"command": "x" * 200})
-    assert len(call_summary(long)) == 80
+    assert len(call_summary(long, TRAITS)) == 80
     spawn = ToolUseBlock("t", "spawn_agents", {"tasks": [{"task": "a"}, {"task": "b"}]})
-    assert call_summary(spawn) == "2 sub-agent task(s)"
+    assert call_summary(spawn, TRAITS) == "2 sub-agent task(s)"
+
+
+def test_groups_and_summaries_are_what_the_given_table_says() -> None:
+    """The core has no table of its own: a tool it was not told of (a tool of an older
+    version, a server no longer connected) is "other" with no summary, and a table
+    that says otherwise is followed, whatever the tool's name."""
+    call = ToolUseBlock("t", "mcp__files__read_file", {"path": "notes.md"})
+    assert (tool_group(call.name), call_summary(call)) == ("other", "")
+    told = ToolTraits.of([("mcp__files__read_file", "mcp", "path")])
+    assert (tool_group(call.name, told), call_summary(call, told)) == ("mcp", "notes.md")
+    assert (tool_group("bash"), call_summary(BASH1)) == ("other", "")
 
 
 def _decisions(history: list[dict[str, object]]) -> list[object]:

@@ -151,6 +151,26 @@ c.JupyterHub.cookie_secret_file = s["folder"] + "/cookie_secret"
 c.JupyterHub.authenticator_class = "dummy"
 c.Authenticator.allowed_users = set(s["users"])
 c.JupyterHub.spawner_class = "localprocess"
+if s["cgroups"]:
+    from jupyterhub.spawner import LocalProcessSpawner
+
+    # servers start in a cgroup their user owns (what SystemdSpawner's Delegate=yes
+    # gives): joined while still root, then the uid
+    class DelegatingSpawner(LocalProcessSpawner):
+
+        def make_preexec_fn(self, name):
+            become = super().make_preexec_fn(name)
+            procs = s["cgroups"].get(name, [])
+
+            def preexec():
+                for path in procs:
+                    with open(path, "w") as fh:
+                        fh.write("0")
+                become()
+
+            return preexec
+
+    c.JupyterHub.spawner_class = DelegatingSpawner
 c.Spawner.cmd = [s["venv"] + "/bin/jupyterhub-singleuser"]
 c.Spawner.start_timeout = 180
 c.Spawner.http_timeout = 180
@@ -191,7 +211,10 @@ async def start_hub(
     gateway_env: Mapping[str, str],
     gateway_port: int,
     user_env: Mapping[str, str],
+    cgroups: Mapping[str, list[str]] | None = None,
 ) -> Hub:
+    """`cgroups`: per user, the `cgroup.procs` files of groups delegated to them, which
+    their servers join as they start (None: the servers stay in the Hub's groups)."""
     port = free_port()
     settings = {
         "port": port,
@@ -204,6 +227,7 @@ async def start_hub(
         "gateway_url": f"http://127.0.0.1:{gateway_port}",
         "gateway_env": dict(gateway_env),
         "user_env": dict(user_env),
+        "cgroups": {user: list(paths) for user, paths in (cgroups or {}).items()},
         "admin_token": uuid.uuid4().hex,
     }
     config = folder / "jupyterhub_config.py"
@@ -288,7 +312,8 @@ class UserKernel:
         async with self.http.post(
             self.hub.api(f"/users/{self.user}/server"), headers=self.hub.headers
         ) as r:
-            assert r.status in (201, 202, 400), await r.text()
+            said = await r.text()
+            assert r.status in (201, 202, 400), (said, self.hub.log.read_text()[-3000:])
         for _ in range(900):  # 180 s
             async with self.http.get(
                 self.hub.api(f"/users/{self.user}"), headers=self.hub.headers

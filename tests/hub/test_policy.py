@@ -67,7 +67,9 @@ def test_the_documented_shape_parses_with_the_line_of_each_bound() -> None:
         ("[modes]\nallow_unrestricted = 'no'\n", "line 2: modes.allow_unrestricted must be true"),
         ("[model]\nallowed = []\n", "line 1: model is not a policy table"),
         ("[models]\nallow = []\n", "line 2: models.allow is unknown"),
-        ("[models\n", "is not valid TOML"),
+        ("[models\n", "line 1: not valid TOML: expected ']'"),
+        ("[budgets]\nturn = \n", "line 2: not valid TOML: invalid value"),
+        ("models = 3\n", "line 1: models must be a table"),
     ],
 )
 def test_a_policy_phoenix_does_not_understand_is_an_error_naming_its_line(

@@ -22,10 +22,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from aiohttp import ClientSession, ClientTimeout
+from aiohttp import ClientSession, ClientTimeout, CookieJar
 
 from phoenix_nb.core.values import Usage
 from phoenix_nb.testing import FakeAnthropic, Turn, text, tool_use
+from tests.nonroot.tier import delegate_cgroup, remove_cgroup
 
 from .real_hub import (
     USERS,
@@ -88,6 +89,14 @@ class Team:
         self.venv = Path()
         self.users = make_users()
         self.audit = folder / "audit.jsonl"
+        # each user's server in a cgroup delegated to them (as SystemdSpawner's
+        # Delegate=yes does), so their kernels make their commands' cgroups in it. Not
+        # named phoenix-…: kernels of other runs on this host sweep empty phoenix-*
+        # groups they take for a dead kernel's (older versions, any uid's)
+        self.cgroups = {
+            user: delegate_cgroup(entry, f"hub-tier-{user}-{os.getpid()}")
+            for user, entry in self.users.items()
+        }
 
     def run(self, coro: Any) -> Any:
         return self.runner.run(coro)
@@ -123,6 +132,9 @@ class Team:
             },
             # issue 34 landed: Restricted commands work as an ordinary user; no override
             user_env={},
+            cgroups={
+                user: [str(d / "cgroup.procs") for d in dirs] for user, dirs in self.cgroups.items()
+            },
         )
         self.http = ClientSession(timeout=ClientTimeout(total=300))
         for user in USERS:
@@ -170,6 +182,8 @@ def team() -> Iterator[Team]:
         finally:
             if team.hub is not None:
                 team.hub.stop()
+            for dirs in team.cgroups.values():
+                remove_cgroup(dirs)
             team.runner.close()
             team.upstream.stop()
             shutil.rmtree(folder, ignore_errors=True)
@@ -406,3 +420,144 @@ def test_kernels_report_decisions_to_the_audit_trail(team: Team) -> None:
     assert all(x["user"] in USERS for x in lines)
     assert any(x["user"] == "phx-b" and x["event"] == "policy_refusal" for x in lines)
     assert re.search(r"\d{4}-\d\d-\d\dT", lines[0]["time"])
+
+
+async def _browse_as(team: Team, user: str) -> tuple[str, list[str], int]:
+    """A cookie-following client opens the gateway's page through the Hub's proxy, is
+    sent to the Hub's login, logs in as `user`, and comes back through the Hub's OAuth:
+    (the page, the URLs it passed, the status of a model request with only the cookie)."""
+    assert team.hub is not None
+    page_url = f"{team.hub.url}/services/phoenix-gateway/"
+    jar = CookieJar(unsafe=True)  # cookies of 127.0.0.1
+    async with ClientSession(cookie_jar=jar, timeout=ClientTimeout(total=120)) as browser:
+        async with browser.get(page_url) as r:
+            login_page = await r.text()
+            login_url = r.url
+            passed = [str(h.url) for h in r.history]
+        found = re.search(r'name="_xsrf" value="([^"]+)"', login_page)
+        assert found, (r.status, str(login_url), login_page[:500])
+        form = {"username": user, "password": "anything", "_xsrf": found.group(1)}
+        async with browser.post(login_url, data=form) as r:
+            page = await r.text()
+            passed += [str(login_url), *(str(h.url) for h in r.history), str(r.url)]
+            assert r.status == 200, (r.status, page[:500])
+        # the cookie opens the page, never the model routes (another site's page could
+        # make the browser send those)
+        async with browser.post(
+            f"{team.hub.url}/services/phoenix-gateway/v1/messages",
+            json={"model": "claude-sonnet-4-5", "max_tokens": 5, "messages": []},
+        ) as r:
+            model_status = r.status
+    return page, passed, model_status
+
+
+def test_a_browser_logs_in_through_the_hub_and_sees_only_its_own_spend(team: Team) -> None:
+    spent: dict[str, float] = {}
+    for line in team.messages_lines():
+        spent[line["user"]] = spent.get(line["user"], 0.0) + float(line["dollars"])
+    before = len(team.upstream.requests)
+    for user, other in (("phx-a", "phx-b"), ("phx-b", "phx-a")):
+        page, passed, model_status = team.run(_browse_as(team, user))
+        assert any("/hub/login" in u for u in passed), passed
+        assert any("/hub/api/oauth2/authorize" in u for u in passed), passed
+        assert any("/services/phoenix-gateway/oauth_callback" in u for u in passed), passed
+        assert f"<h1>{user}: today</h1>" in page, page
+        assert f"${spent.get(user, 0.0):.2f} of $1.5 spent" in page, (spent, page)
+        assert other not in page
+        assert model_status == 401
+    assert len(team.upstream.requests) == before, "the cookie sent nothing upstream"
+    assert team.run(_forged_callback(team)) == [403, 403]
+
+
+async def _forged_callback(team: Team) -> list[int]:
+    """A login a third party started (its state, not this browser's) is refused."""
+    assert team.hub is not None
+    callback = f"{team.hub.url}/services/phoenix-gateway/oauth_callback?code=stolen&state=theirs"
+    statuses = []
+    for cookies in ({}, {"service-phoenix-gateway-oauth-state": "mine"}):
+        async with (
+            ClientSession(cookies=cookies, timeout=ClientTimeout(total=60)) as browser,
+            browser.get(callback, allow_redirects=False) as r,
+        ):
+            statuses.append(r.status)
+    return statuses
+
+
+def _cgroup_paths(said: str) -> dict[str, str]:
+    """controller -> path, from a `cat /proc/self/cgroup` in a tool result."""
+    paths = {}
+    for m in re.finditer(r"^\d+:([^:\n]*):(/\S*)$", said, re.MULTILINE):
+        for name in m.group(1).split(","):
+            paths[name] = m.group(2)
+    return paths
+
+
+def test_two_users_conversations_of_the_same_name_never_share_a_cgroup(team: Team) -> None:
+    """A's and C's conversation `same-slug` run their commands in cgroups under each
+    user's own kernel directory, `phoenix-u<uid>-…`, 0700 and theirs: C cannot even
+    list A's (the Hub's servers run in cgroups delegated to their users). C, not B:
+    B's day is spent by the budget test."""
+    kernel_dirs = {}
+    for user in ("phx-a", "phx-c"):
+        call = tool_use("bash", {"command": "cat /proc/self/cgroup"}, id=f"toolu_cg{user[-1]}")
+        team.upstream.script(Turn([call], usage=SMALL), Turn([text("seen")], usage=SMALL))
+        said = turn(team, user, "where do my commands run?", "--name same-slug")
+        assert "seen" in said, said[-2000:]
+        [result] = [
+            block
+            for block in team.upstream.requests[-1].body["messages"][-1]["content"]
+            if block.get("type") == "tool_result"
+        ]
+        content = result["content"]
+        text_out = content if isinstance(content, str) else content[0]["text"]
+        paths = _cgroup_paths(text_out)
+        memory = Path(paths.get("memory") or paths[""])
+        # <user's delegated group>/phoenix-u<uid>-<kernel>/<conversation>/<command>
+        kernel_dir = memory.parent.parent
+        uid = team.users[user].pw_uid
+        assert kernel_dir.name.startswith(f"phoenix-u{uid}-"), memory
+        assert kernel_dir.parent.name == f"hub-tier-{user}-{os.getpid()}", memory
+        kernel_dirs[user] = kernel_dir
+    assert kernel_dirs["phx-a"] != kernel_dirs["phx-c"]
+    a_dir = Path("/sys/fs/cgroup/memory") / str(kernel_dirs["phx-a"]).lstrip("/")
+    if not a_dir.exists():  # the unified hierarchy: one tree
+        a_dir = Path("/sys/fs/cgroup") / str(kernel_dirs["phx-a"]).lstrip("/")
+    st = a_dir.stat()
+    assert (st.st_uid, st.st_mode & 0o777) == (team.users["phx-a"].pw_uid, 0o700), a_dir
+    probe = (
+        f"import os\ntry:\n    print(os.listdir({str(a_dir)!r}))\n"
+        "except OSError as e:\n    print(type(e).__name__)"
+    )
+    said = team.run(team.kernels["phx-c"].ok(probe)).stdout
+    assert said.strip() == "PermissionError", said
+
+
+def test_chromium_logs_in_to_the_gateways_page_through_the_hub(team: Team) -> None:
+    """What a person does: open the gateway's page in a real browser, log in on the
+    Hub's own form, land back on the page with their spend; the token stays in an
+    HttpOnly cookie for the gateway's path (no page script can read it)."""
+    from playwright.sync_api import sync_playwright
+
+    from tests.browser.lab import launch_browser
+
+    assert team.hub is not None
+    with sync_playwright() as playwright:
+        browser = launch_browser(playwright)
+        try:
+            page = browser.new_page()
+            page.goto(f"{team.hub.url}/services/phoenix-gateway/", timeout=120_000)
+            page.fill("input[name=username]", "phx-c", timeout=120_000)
+            page.fill("input[name=password]", "anything")
+            page.click("#login_submit")
+            page.wait_for_url("**/services/phoenix-gateway/", timeout=120_000)
+            heading = page.inner_text("h1", timeout=120_000)
+            said = page.inner_text("body")
+            cookies = page.context.cookies()
+        finally:
+            browser.close()
+    assert heading == "phx-c: today", said
+    assert "of $1.5 spent" in said and "phx-a" not in said
+    [token] = [
+        c for c in cookies if c["path"] == "/services/phoenix-gateway/" and "state" not in c["name"]
+    ]
+    assert token["httpOnly"] and token["sameSite"] == "Lax", token

@@ -37,6 +37,38 @@ def test_a_messages_stream_cut_anywhere_gives_the_same_usage() -> None:
         assert used.dollars == pytest.approx(0.003 + 0.00375 + 0.0012)
 
 
+def _bedrock_stream(pad: int) -> bytes:
+    """The same events as Bedrock sends them: one `chunk` frame each (botocore's own
+    decoder reads these frames in the provider tests), then an exception frame. The
+    message_delta has `pad` characters before its usage: each frame is encoded alone,
+    so pads 0, 1, 2 put "usage" at each of the three base64 alignments."""
+    from phoenix_nb.testing.fake_bedrock import chunk_frame, exception_frame
+
+    events = [block.split(b"data: ", 1)[1] for block in ANTHROPIC_STREAM.split(b"\n\n") if block]
+    delta = json.dumps({"type": "message_delta", "p": "x" * pad, "usage": {"output_tokens": 250}})
+    frames = [chunk_frame(event) for event in events[:2]]  # message_start, a text delta
+    frames += [chunk_frame(delta.encode()), chunk_frame(events[-1])]
+    return b"".join(frames) + exception_frame("throttlingException", "usage: slow down")
+
+
+@pytest.mark.parametrize("pad", [0, 1, 2])
+def test_bedrocks_event_stream_cut_anywhere_gives_the_same_usage(pad: int) -> None:
+    stream = _bedrock_stream(pad)
+    rng = random.Random(SEED)
+    print(f"seed {SEED}")
+    for _ in range(50):
+        meter = UsageMeter("claude-sonnet-4-5", streamed=True, framing="eventstream")
+        cuts = sorted(rng.sample(range(1, len(stream)), 12))
+        for start, end in zip([0, *cuts], [*cuts, len(stream)], strict=True):
+            meter.feed(stream[start:end])
+        used = meter.result()
+        assert (used.input_tokens, used.output_tokens, used.cached_tokens) == (1000, 250, 4000)
+    one_by_one = UsageMeter("claude-sonnet-4-5", streamed=True, framing="eventstream")
+    for i in range(len(stream)):
+        one_by_one.feed(stream[i : i + 1])
+    assert one_by_one.result().output_tokens == 250
+
+
 def test_a_whole_json_answer_and_an_unpriced_model() -> None:
     meter = UsageMeter("someone-elses-model", streamed=False)
     body = json.dumps({"usage": {"input_tokens": 10, "output_tokens": 5}}).encode()

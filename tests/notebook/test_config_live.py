@@ -74,7 +74,11 @@ TABLE: dict[str, tuple[Any, Probe, Any]] = {
     "sandbox_tmp_inodes": (999, lambda s, c: _policy(c).limits.tmp_inodes, None),
     "deny_read": (["~/.only-this"], lambda s, c: list(_policy(c).deny_read), None),
     "cache_ttl": ("5m", lambda s, c: _provider(s, c)._cache.ttl, None),
-    "env_allow": (["MYAPP_*"], lambda s, c: list(c.runtime.tool_context().env_allow), None),
+    "env_allow": (
+        ["MYAPP_*"],
+        lambda s, c: list(c.runtime.tool_context().commands.env_allow),
+        None,
+    ),
     "kernel_access": ("off", lambda s, c: c.runtime.tool_context().kernel_access, False),
     "checkpoints": (False, lambda s, c: s.phoenix.worktree.config.enabled, None),
     "checkpoint_max_file_size": (
@@ -99,7 +103,7 @@ TABLE: dict[str, tuple[Any, Probe, Any]] = {
     ),
     "secret_patterns": (
         ["*_PRIVATE"],
-        lambda s, c: list(c.runtime.tool_context().secret_patterns),
+        lambda s, c: list(c.runtime.tool_context().commands.secret_patterns),
         None,
     ),
     # the turn budget
@@ -122,7 +126,7 @@ TABLE: dict[str, tuple[Any, Probe, Any]] = {
 
 def _policy(conv: Conversation) -> Any:
     """The sandbox policy the conversation's tools are given."""
-    return conv.runtime.tool_context().sandbox_policy
+    return conv.runtime.tool_context().commands.policy
 
 
 def test_every_trait_has_a_row() -> None:

@@ -78,7 +78,7 @@ async def test_every_copy_is_starred_except_inside_numeric_arrays(strategy: str)
         port=kernel,
         env={},
         cwd="/",
-        confine=False,
+        confine=None,
         secrets=SecretValues.of([SECRET]),
         report_scrub=True,
     )
@@ -167,7 +167,7 @@ async def test_memory_protected_after_it_was_written_is_scrubbed_too(strategy: s
         port=DictKernel(namespace=kernel_namespace),
         env={},
         cwd="/",
-        confine=False,
+        confine=None,
         secrets=SecretValues.of([SECRET]),
     )
     assert outcome.records == [{"found": [False, False]}], (strategy, outcome.stderr)
@@ -200,7 +200,7 @@ async def test_a_short_secret_right_after_a_skipped_array_is_starred(strategy: s
         port=DictKernel(namespace=kernel_namespace),
         env={},
         cwd="/",
-        confine=False,
+        confine=None,
         secrets=SecretValues.of([SHORT]),
         report_scrub=True,
     )
@@ -244,7 +244,7 @@ async def test_every_planted_copy_at_every_alignment_is_starred(strategy: str) -
         port=DictKernel(namespace=kernel_namespace),
         env={},
         cwd="/",
-        confine=False,
+        confine=None,
         secrets=SecretValues.of(values),
         # Correctness, not speed: memmem for every needle over the test process's heap
         # outlived the 30 s default on a saturated machine.

@@ -1,8 +1,10 @@
 """The launcher's JSON messages are parsed into types once, at the edge.
 
 The real launcher's own hello is parsed (no hand-written sample of it), and
-damaged messages meet the rules the kernel side relies on: a damaged start
-line is a SandboxError, a damaged or missing exit report reads as killed.
+damaged messages meet the rules the kernel side relies on: a damaged hello or
+start line is a ProtocolError (the module is standard library only: the launcher
+loads it too; `LauncherHandle` raises SandboxError from it), a damaged or missing
+exit report reads as killed.
 """
 
 from __future__ import annotations
@@ -10,7 +12,8 @@ from __future__ import annotations
 import pytest
 
 from phoenix_nb import sandbox
-from phoenix_nb.sandbox import ExitReport, Hello, SandboxError, Started
+from phoenix_nb.sandbox import ExitReport, Hello, Started
+from phoenix_nb.sandbox.protocol import ProtocolError
 
 
 @pytest.mark.skipif(not sandbox.detect_sandbox().available, reason="needs the sandbox")
@@ -25,14 +28,14 @@ def test_hello_with_an_error_keeps_it() -> None:
 
 
 @pytest.mark.parametrize("data", [b"", b"[]", b'{"hello": 3}', b'{"hello": {"cgroup": "x"}}'])
-def test_a_damaged_hello_is_a_sandbox_error(data: bytes) -> None:
-    with pytest.raises(SandboxError):
+def test_a_damaged_hello_is_a_protocol_error(data: bytes) -> None:
+    with pytest.raises(ProtocolError):
         Hello.parse(data)
 
 
 def test_start_line() -> None:
     assert Started.parse(b'{"pid": 7, "pgid": 9, "tmpdir": "/t"}') == Started(7, 9, "/t")
-    with pytest.raises(SandboxError, match="no supervisor pid"):
+    with pytest.raises(ProtocolError, match="no supervisor pid"):
         Started.parse(b'{"pgid": 9}')
 
 

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from phoenix_nb.commands import CommandRunner
 from phoenix_nb.core.values import Mode
 from phoenix_nb.sandbox import KERNEL_REQUIREMENT, MIN_ABI, detect_sandbox, launcher
 from phoenix_nb.tools.base import ToolContext
@@ -42,6 +43,7 @@ DEGRADED_SCRIPT = textwrap.dedent(
     from pathlib import Path
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
     from phoenix_nb.core.values import Mode
+    from phoenix_nb.commands import CommandRunner
     from phoenix_nb.tools.base import ToolContext
     from phoenix_nb.tools.bash import BashTool
     from phoenix_nb.sandbox import detect_sandbox
@@ -51,7 +53,7 @@ DEGRADED_SCRIPT = textwrap.dedent(
         cwd = Path(sys.argv[1])
         out = {"available": info.available, "abi": info.abi, "reason": info.reason}
         for mode in (Mode.RESTRICTED, Mode.UNRESTRICTED):
-            ctx = ToolContext(cwd=cwd, mode=mode, sandbox=info)
+            ctx = ToolContext(cwd=cwd, mode=mode, commands=CommandRunner(info=info))
             for command in ("echo ran > ran.txt; echo ran", "rm -rf ~"):
                 r = await BashTool().run({"command": command}, ctx, "t")
                 out[f"{mode.value}:{command}"] = [r.content, r.is_error]
@@ -109,7 +111,9 @@ async def test_kernel_errors_come_back_unrewritten(
 ) -> None:
     """REQ-BASH-008: the command's own stderr, with the kernel's errno text, reaches the model."""
     (tmp_path / "f.txt").write_text("keep\n")
-    ctx = ToolContext(cwd=tmp_path, mode=Mode.RESTRICTED, sandbox=detect_sandbox())
+    ctx = ToolContext(
+        cwd=tmp_path, mode=Mode.RESTRICTED, commands=CommandRunner(info=detect_sandbox())
+    )
     result = await BashTool().run({"command": command}, ctx, "t")
     assert any(e in result.content for e in kernel_error.split("|")), result.content
     assert "[exit code" in result.content
@@ -118,7 +122,9 @@ async def test_kernel_errors_come_back_unrewritten(
 
 @needs_landlock
 async def test_restricted_tmpdir_is_private_writable_and_removed(tmp_path: Path) -> None:
-    ctx = ToolContext(cwd=tmp_path, mode=Mode.RESTRICTED, sandbox=detect_sandbox())
+    ctx = ToolContext(
+        cwd=tmp_path, mode=Mode.RESTRICTED, commands=CommandRunner(info=detect_sandbox())
+    )
     result = await BashTool().run(
         {"command": "echo scratch > $TMPDIR/x && cat $TMPDIR/x && echo $TMPDIR"}, ctx, "t"
     )
@@ -140,13 +146,15 @@ HOST_SCRIPT = textwrap.dedent(
     import asyncio, json, sys
     from pathlib import Path
     from phoenix_nb.core.values import Mode
+    from phoenix_nb.commands import CommandRunner
     from phoenix_nb.tools.base import ToolContext
     from phoenix_nb.tools.bash import BashTool
     from phoenix_nb.sandbox import detect_sandbox, guarantees
 
     async def main():
         info = detect_sandbox()
-        ctx = ToolContext(cwd=Path(sys.argv[1]), mode=Mode.RESTRICTED, sandbox=info)
+        runner = CommandRunner(info=info)
+        ctx = ToolContext(cwd=Path(sys.argv[1]), mode=Mode.RESTRICTED, commands=runner)
         out = {"available": info.available, "reason": info.reason,
                "guarantees": [[g.name, g.holds, g.mechanism] for g in guarantees()]}
         for command in sys.argv[2:]:
@@ -279,7 +287,9 @@ async def test_every_mount_a_restricted_command_sees_is_read_only_but_its_own(
     and /dev/shm (size-capped tmpfs of its own) are mounted writable."""
     if not launcher().hello().namespaces:
         pytest.skip("this host gives the command no namespaces")
-    ctx = ToolContext(cwd=tmp_path, mode=Mode.RESTRICTED, sandbox=detect_sandbox())
+    ctx = ToolContext(
+        cwd=tmp_path, mode=Mode.RESTRICTED, commands=CommandRunner(info=detect_sandbox())
+    )
     result = await BashTool().run({"command": "echo $TMPDIR; cat /proc/self/mountinfo"}, ctx, "t")
     tmpdir, *table = result.content.splitlines()
     writable = sorted(

@@ -17,6 +17,7 @@ Each result must come within ``BOUND`` seconds, far less than any hang.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import time
@@ -25,6 +26,7 @@ from pathlib import Path
 
 import pytest
 
+from phoenix_nb.commands import CommandRunner
 from phoenix_nb.core.values import Mode
 from phoenix_nb.sandbox import detect_sandbox, launcher, run_dir
 from phoenix_nb.sandbox.child import cgroup
@@ -66,7 +68,12 @@ def _alive(pid: int) -> bool:
 
 
 def _ctx(cwd: Path, conversation: str) -> ToolContext:
-    return ToolContext(cwd=cwd, mode=Mode.RESTRICTED, sandbox=SANDBOX, conversation_id=conversation)
+    return ToolContext(
+        cwd=cwd,
+        mode=Mode.RESTRICTED,
+        commands=CommandRunner(group=conversation, info=SANDBOX),
+        conversation_id=conversation,
+    )
 
 
 async def _timed(ctx: ToolContext, command: str) -> tuple[ToolResult, float]:
@@ -158,14 +165,15 @@ async def test_a_cgroup_that_cannot_be_made_is_an_error_result(tmp_path: Path) -
     await _ready(ctx)
     setup = cgroup.detect(owner())  # the launcher's own directories (it made them)
     assert setup.version, setup.why_not
+    modes = [os.stat(base).st_mode & 0o777 for base in setup.bases]
     for base in setup.bases:
         os.chmod(base, 0o555)
     try:
         other = _ctx(tmp_path, "fault-cgroup-other")  # a new conversation: a new group
         result, took = await _timed(other, "echo never-ran-$((1 + 1))")
     finally:
-        for base in setup.bases:
-            os.chmod(base, 0o755)
+        for base, mode in zip(setup.bases, modes, strict=True):
+            os.chmod(base, mode)
     assert took < BOUND, took
     assert result.is_error, result.content
     assert "never-ran-2" not in result.content
@@ -187,12 +195,14 @@ async def test_a_launcher_that_cannot_answer_is_an_error_result(
     assert handle is not None
     stopped = [handle.pid, *_descendants(handle.pid)]
     for pid in stopped:
-        os.kill(pid, signal.SIGSTOP)
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGSTOP)
     try:
         result, took = await _timed(ctx, "echo never-ran-$((1 + 1))")
     finally:
-        for pid in stopped:
-            os.kill(pid, signal.SIGCONT)
+        for pid in stopped:  # one that was already exiting (a spare's unsharer) may be gone
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGCONT)
     assert took < BOUND, took
     assert result.is_error, result.content
     assert "no sandbox supervisor took the command within 2 s" in result.content, result.content

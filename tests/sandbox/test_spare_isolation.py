@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from phoenix_nb.commands import BackgroundJobs, CommandRunner
 from phoenix_nb.core.values import Mode
 from phoenix_nb.sandbox import detect_sandbox
-from phoenix_nb.tools.background_jobs import BackgroundJobs
 from phoenix_nb.tools.base import ToolContext
 from phoenix_nb.tools.bash import BashTool
 
@@ -44,7 +44,10 @@ JOBS = BackgroundJobs()
 
 def _ctx(cwd: Path, mode: Mode) -> ToolContext:
     return ToolContext(
-        cwd=cwd, mode=mode, sandbox=SANDBOX, conversation_id="spare-isolation", jobs=JOBS
+        cwd=cwd,
+        mode=mode,
+        commands=CommandRunner(group="spare-isolation", info=SANDBOX, jobs=JOBS),
+        conversation_id="spare-isolation",
     )
 
 

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from phoenix_nb.commands import CommandRunner
 from phoenix_nb.core.values import Mode
 from phoenix_nb.sandbox import SandboxLimits, detect_sandbox, launcher
 from phoenix_nb.sandbox.child.launcher import SPARES
@@ -32,7 +33,12 @@ WAIT = 60.0  # generous: the machine may be saturated
 
 
 def _ctx(cwd: Path, conversation: str) -> ToolContext:
-    return ToolContext(cwd=cwd, mode=Mode.RESTRICTED, sandbox=SANDBOX, conversation_id=conversation)
+    return ToolContext(
+        cwd=cwd,
+        mode=Mode.RESTRICTED,
+        commands=CommandRunner(group=conversation, info=SANDBOX),
+        conversation_id=conversation,
+    )
 
 
 def _launcher_children() -> list[int]:

@@ -20,6 +20,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from phoenix_nb.commands import CommandRunner
 from phoenix_nb.core.values import Mode
 from phoenix_nb.sandbox import detect_sandbox
 from phoenix_nb.tools.base import ToolContext
@@ -48,7 +49,12 @@ def stand_in(
 ) -> tuple[DictKernel, ToolContext]:
     """A kernel over `namespace` and the context the kernel tools run with in a notebook."""
     kernel = DictKernel(namespace=dict(namespace))
-    ctx = ToolContext(cwd=cwd or Path.cwd(), mode=mode, sandbox=detect_sandbox(), kernel=kernel)
+    ctx = ToolContext(
+        cwd=cwd or Path.cwd(),
+        mode=mode,
+        commands=CommandRunner(info=detect_sandbox()),
+        kernel=kernel,
+    )
     return kernel, ctx
 
 

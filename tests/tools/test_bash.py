@@ -15,12 +15,15 @@ import signal
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from phoenix_nb.commands import CommandRunner
+from phoenix_nb.core.secrets import DEFAULT_SECRET_PATTERNS
 from phoenix_nb.core.values import Mode
 from phoenix_nb.sandbox import detect_sandbox
-from phoenix_nb.tools.base import DEFAULT_SECRET_PATTERNS, ToolContext
+from phoenix_nb.tools.base import ToolContext
 from phoenix_nb.tools.bash import (
     HEAD_BYTES,
     BashTool,
@@ -36,10 +39,14 @@ MODES = [
 ]
 
 
-def ctx_for(cwd: Path, mode: Mode = Mode.UNRESTRICTED, **more: object) -> ToolContext:
+def ctx_for(cwd: Path, mode: Mode = Mode.UNRESTRICTED, **runner: Any) -> ToolContext:
+    """`runner`: more of the conversation's `CommandRunner` (env_allow, secret_patterns)."""
     return ToolContext(
-        cwd=cwd, mode=mode, sandbox=SANDBOX, conversation_id=f"test-{id(cwd)}", **more
-    )  # type: ignore[arg-type]
+        cwd=cwd,
+        mode=mode,
+        commands=CommandRunner(group=f"test-{id(cwd)}", info=SANDBOX, **runner),
+        conversation_id=f"test-{id(cwd)}",
+    )
 
 
 async def run(command: str, ctx: ToolContext, **more: object) -> tuple[str, dict[str, object]]:
@@ -237,9 +244,9 @@ async def test_background_job_logs_and_is_stopped_with_conversation(
     assert await wait_until(lambda: log.exists() and "line5\n" in log.read_text())
     assert marked_pids(mark)
 
-    assert await ctx.jobs.kill(ctx.conversation_id) == 1
+    assert await ctx.commands.jobs.kill(ctx.conversation_id) == 1
     assert marked_pids(mark) == []
-    assert ctx.jobs.of(ctx.conversation_id) == []
+    assert ctx.commands.jobs.of(ctx.conversation_id) == []
     with pytest.raises(ProcessLookupError):
         os.killpg(pgid, 0)
 
@@ -257,7 +264,7 @@ async def test_background_job_stopped_by_its_kill_command(tmp_path: Path, mark: 
     text, _ = await run(f"kill -- -{pgid}", ctx)
     assert "Stopped background job" in text
     assert marked_pids(mark) == []
-    await ctx.jobs.kill(ctx.conversation_id)
+    await ctx.commands.jobs.kill(ctx.conversation_id)
 
 
 # ------------------------------------------------------------------- cancel

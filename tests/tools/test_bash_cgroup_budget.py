@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import os
 import random
+import stat
 import subprocess
 import sys
 import time
@@ -20,9 +21,11 @@ from pathlib import Path
 
 import pytest
 
+from phoenix_nb.commands import CommandRunner
 from phoenix_nb.core.values import Mode
 from phoenix_nb.sandbox import SandboxLimits, detect_sandbox
-from phoenix_nb.sandbox.rundir import group_for
+from phoenix_nb.sandbox.child import cgroup
+from phoenix_nb.sandbox.rundir import group_for, owner
 from phoenix_nb.tools.base import ToolContext
 from phoenix_nb.tools.bash import BashTool
 from tests.seeds import phoenix_seed
@@ -100,7 +103,10 @@ def _find(word: str) -> int | None:
 
 def _ctx(cwd: Path, conversation: str) -> ToolContext:
     return ToolContext(
-        cwd=cwd, mode=Mode.RESTRICTED, sandbox=detect_sandbox(), conversation_id=conversation
+        cwd=cwd,
+        mode=Mode.RESTRICTED,
+        commands=CommandRunner(group=conversation, info=detect_sandbox()),
+        conversation_id=conversation,
     )
 
 
@@ -228,4 +234,71 @@ async def test_a_budget_that_cannot_be_applied_refuses_the_command(
         assert "RAN-42" not in result.content, result.content
         assert "phoenix sandbox:" in result.content and "cgroup" in result.content, result.content
     finally:
-        await ctx.jobs.kill(ctx.conversation_id)
+        await ctx.commands.jobs.kill(ctx.conversation_id)
+
+
+def _cgroup_dirs_of(pid: int) -> list[Path]:
+    """The host directories of the cgroups `pid` is in (memory and pids, or v2's one)."""
+    paths = {}
+    for line in Path(f"/proc/{pid}/cgroup").read_text().splitlines():
+        _, controllers, path = line.split(":", 2)
+        for name in controllers.split(",") if controllers else [""]:
+            paths[name] = path
+    mounts = _mounts()
+    if "memory" in paths and "memory" in mounts and "pids" in mounts:
+        return [Path(mounts[c] + paths[c]) for c in ("memory", "pids")]
+    return [Path(mounts[""] + paths[""])]
+
+
+@needs_cgroup
+async def test_a_commands_cgroup_is_named_for_its_user_and_private(
+    tmp_path: Path, marks: str
+) -> None:
+    """`<kernel's group>/phoenix-u<uid>-<kernel>/<conversation>/<command>`, the kernel's
+    directory 0700 and the user's: another user's conversation of the same name has
+    another directory, and cannot list this one's (issue 40)."""
+    _needs_cgroups()
+    ctx = _ctx(tmp_path, "same-slug")
+    release = tmp_path / "release"
+    command = f"sh -c 'while ! [ -e {release} ]; do sleep 0.02; done # {marks}'; echo done"
+    task = asyncio.create_task(BashTool(SandboxLimits()).run({"command": command}, ctx, "t"))
+    try:
+        deadline = time.monotonic() + _WAIT
+        pid = _find(marks)
+        while pid is None:
+            assert not task.done(), task.result().content
+            assert time.monotonic() < deadline, "the command never started"
+            await asyncio.sleep(0.05)
+            pid = _find(marks)
+        dirs = _cgroup_dirs_of(pid)
+    finally:
+        release.touch()
+    assert "done" in (await task).content
+    for d in dirs:
+        kernel_dir = d.parent.parent
+        assert d.parent.name == group_for("same-slug"), d
+        assert kernel_dir.name == f"phoenix-u{os.getuid()}-{owner()}", d
+        st = kernel_dir.stat()
+        assert (st.st_uid, stat.S_IMODE(st.st_mode)) == (os.getuid(), 0o700), (kernel_dir, st)
+
+
+@needs_cgroup
+def test_a_kernel_sweeps_only_its_own_users_stale_cgroups() -> None:
+    """A dead kernel's directory is swept by the next kernel of the same user; another
+    user's (named for its uid) is left to that user's kernels."""
+    _needs_cgroups()
+    setup = cgroup.detect(owner())
+    assert setup.version, setup.why_not
+    dead = "1-1"  # pid 1 never started at clock tick 1: no live kernel has this name
+    mine = [Path(b).parent / cgroup.owner_dir(dead) for b in setup.bases]
+    theirs = [Path(b).parent / cgroup.owner_dir(dead, uid=os.getuid() + 1) for b in setup.bases]
+    for d in mine + theirs:
+        d.mkdir()
+    try:
+        cgroup.remove_stale(setup, lambda name: name != dead)
+        assert not any(d.exists() for d in mine)
+        assert all(d.exists() for d in theirs)
+    finally:
+        for d in mine + theirs:
+            with contextlib.suppress(FileNotFoundError):
+                d.rmdir()

@@ -16,6 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from phoenix_nb.commands import CommandRunner
 from phoenix_nb.core.values import Mode, ToolResult
 from phoenix_nb.sandbox import detect_sandbox
 from phoenix_nb.tools.base import ToolContext
@@ -121,7 +122,7 @@ MODES = [
 @pytest.mark.parametrize("mode", MODES)
 async def test_tool_refuses_before_anything_runs(tmp_path: Path, mode: Mode) -> None:
     """The refusal is a tool error, in both modes, and no part of the command ran."""
-    ctx = ToolContext(cwd=tmp_path, mode=mode, sandbox=detect_sandbox())
+    ctx = ToolContext(cwd=tmp_path, mode=mode, commands=CommandRunner(info=detect_sandbox()))
     result = await BashTool().run(
         {"command": "echo ran > /dev/null; touch marker; git add -A"}, ctx, "t"
     )
@@ -171,14 +172,17 @@ def test_bash_input_shapes_never_raise(payload: Any) -> None:
     mode = Mode.RESTRICTED if detect_sandbox().available else Mode.UNRESTRICTED
     with tempfile.TemporaryDirectory() as cwd:
         ctx = ToolContext(
-            cwd=Path(cwd), mode=mode, sandbox=detect_sandbox(), conversation_id="fuzz-bash"
+            cwd=Path(cwd),
+            mode=mode,
+            commands=CommandRunner(group="fuzz-bash", info=detect_sandbox()),
+            conversation_id="fuzz-bash",
         )
 
         async def go() -> ToolResult:
             try:
                 return await BashTool().run(payload, ctx, "t")  # type: ignore[arg-type]
             finally:
-                await ctx.jobs.kill("fuzz-bash")
+                await ctx.commands.jobs.kill("fuzz-bash")
 
         result = asyncio.run(go())
     assert isinstance(result, ToolResult)
@@ -749,7 +753,9 @@ async def test_refused_in_a_real_run_and_nothing_is_deleted(
     work = tmp_path / "work"
     (work / "build").mkdir(parents=True)
     monkeypatch.setenv("HOME", str(home))
-    ctx = ToolContext(cwd=work, mode=Mode.UNRESTRICTED, sandbox=detect_sandbox())
+    ctx = ToolContext(
+        cwd=work, mode=Mode.UNRESTRICTED, commands=CommandRunner(info=detect_sandbox())
+    )
     for command in [
         "rm --rec --force ~",
         "x=rm; $x -rf ~",

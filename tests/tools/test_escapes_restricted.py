@@ -25,6 +25,7 @@ from typing import Any
 
 import pytest
 
+from phoenix_nb.commands import CommandRunner
 from phoenix_nb.core.values import Mode
 from phoenix_nb.sandbox import SandboxLimits, detect_sandbox
 from phoenix_nb.tools.base import ToolContext
@@ -182,7 +183,10 @@ def user_dir(tmp_path: Path) -> Path:
 
 def ctx_for(cwd: Path) -> ToolContext:
     return ToolContext(
-        cwd=cwd, mode=Mode.RESTRICTED, sandbox=detect_sandbox(), conversation_id="esc"
+        cwd=cwd,
+        mode=Mode.RESTRICTED,
+        commands=CommandRunner(group="esc", info=detect_sandbox()),
+        conversation_id="esc",
     )
 
 
@@ -359,7 +363,7 @@ async def test_item1_autobind_listener_is_not_reachable_from_outside(
         with pytest.raises(OSError):
             socket.create_connection(("127.0.0.1", port), 1).close()
     finally:
-        await ctx.jobs.kill(ctx.conversation_id)
+        await ctx.commands.jobs.kill(ctx.conversation_id)
 
 
 def _limits(pid: int) -> str:
@@ -542,7 +546,7 @@ async def test_item7_background_jobs_share_one_process_budget(user_dir: Path, ma
             await asyncio.sleep(0.05)
         assert 0 < peak <= 40, peak
     finally:
-        await ctx.jobs.kill(ctx.conversation_id)
+        await ctx.commands.jobs.kill(ctx.conversation_id)
 
 
 async def test_item8_deep_tree_cleanup_returns_and_leaves_nothing(user_dir: Path) -> None:
@@ -580,7 +584,7 @@ async def test_item8_background_log_is_written_by_the_supervisor(user_dir: Path)
         assert text.startswith("first-line\n"), text
         assert "pipe:" in text and "last-line" in text
     finally:
-        await ctx.jobs.kill(ctx.conversation_id)
+        await ctx.commands.jobs.kill(ctx.conversation_id)
 
 
 async def test_item8_store_files_cannot_be_opened(
@@ -773,7 +777,11 @@ async def test_credential_files_unreadable_in_restricted_mode(fake_home: Path) -
 
 
 async def test_credential_files_readable_in_unrestricted_mode(fake_home: Path) -> None:
-    ctx = ToolContext(cwd=fake_home / "project", mode=Mode.UNRESTRICTED, sandbox=detect_sandbox())
+    ctx = ToolContext(
+        cwd=fake_home / "project",
+        mode=Mode.UNRESTRICTED,
+        commands=CommandRunner(info=detect_sandbox()),
+    )
     result = await BashTool().run({"command": _cat_all(fake_home)}, ctx, "t")
     for i in range(len(CANARY_PATHS)):
         assert f"CANARY-{i}-secret" in result.content
@@ -786,7 +794,8 @@ async def test_deny_read_is_configurable(fake_home: Path) -> None:
     (fake_home / "project" / "private.txt").write_text("CANARY-extra\n")
     trimmed = [p for p in sandbox.DEFAULT_DENY_READ if p != "~/.netrc"]
     policy = sandbox.SandboxPolicy.build(deny_read=[*trimmed, "private.txt"])
-    ctx = replace(ctx_for(fake_home / "project"), sandbox_policy=policy)
+    ctx = ctx_for(fake_home / "project")
+    ctx = replace(ctx, commands=replace(ctx.commands, policy=policy))
     result = await BashTool().run(
         {"command": "cat private.txt; cat ~/.netrc; exit 0", "timeout": 30}, ctx, "t"
     )

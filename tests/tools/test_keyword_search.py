@@ -17,9 +17,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from phoenix_nb.commands import CommandRunner
 from phoenix_nb.core.values import Mode, ToolResult
+from phoenix_nb.sandbox import SandboxInfo
 from phoenix_nb.tools import keyword_search as ks
-from phoenix_nb.tools.base import HelperLlm, SandboxInfo, ToolContext
+from phoenix_nb.tools.base import HelperLlm, ToolContext
 from phoenix_nb.tools.keyword_search import KeywordSearchTool, find_rg
 from tests.tools.kernel_stand_in import descendants
 
@@ -27,7 +29,10 @@ from tests.tools.kernel_stand_in import descendants
 def ctx_for(cwd: Path, helper: HelperLlm | None = None) -> ToolContext:
     """Restricted mode throughout: the tool is read-only and must work there."""
     return ToolContext(
-        cwd=cwd, mode=Mode.RESTRICTED, sandbox=SandboxInfo(available=True, abi=7), helper_llm=helper
+        cwd=cwd,
+        mode=Mode.RESTRICTED,
+        commands=CommandRunner(info=SandboxInfo(available=True, abi=7)),
+        helper_llm=helper,
     )
 
 
@@ -339,7 +344,7 @@ async def test_restricted_search_never_reads_hidden_credential_paths(tmp_path: P
     )
     restricted = await KeywordSearchTool().run(
         {"query": "q", "search_terms": ["CANARY_TERM"], "context_lines": 0},
-        replace(ctx_for(tmp_path), sandbox_policy=policy),
+        replace(ctx_for(tmp_path), commands=replace(ctx_for(tmp_path).commands, policy=policy)),
         "tu",
     )
     unrestricted = await KeywordSearchTool().run(
@@ -347,8 +352,7 @@ async def test_restricted_search_never_reads_hidden_credential_paths(tmp_path: P
         ToolContext(
             cwd=tmp_path,
             mode=Mode.UNRESTRICTED,
-            sandbox=SandboxInfo(available=True, abi=7),
-            sandbox_policy=policy,
+            commands=CommandRunner(info=SandboxInfo(available=True, abi=7), policy=policy),
         ),
         "tu",
     )

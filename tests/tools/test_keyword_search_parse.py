@@ -26,10 +26,12 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from phoenix_nb import sandbox
+from phoenix_nb.commands import CommandRunner
 from phoenix_nb.core.displays import SearchDisplay
 from phoenix_nb.core.values import Mode
+from phoenix_nb.sandbox import SandboxInfo
 from phoenix_nb.tools import keyword_search as ks
-from phoenix_nb.tools.base import SandboxInfo, ToolContext
+from phoenix_nb.tools.base import ToolContext
 from phoenix_nb.tools.keyword_search import FileHits, Line, TermStats
 
 # One printed line, anchored at a line start: path NUL number, ":" or "-", the text.
@@ -389,7 +391,11 @@ def test_the_tool_searches_with_the_arguments_read(tmp_path: Path) -> None:
     # compared here are two rg runs, whose threads may order them differently. The
     # reading of such output is compared on one output by the tests above.
     (tmp_path / "two\nlines.py").unlink()
-    ctx = ToolContext(cwd=tmp_path, mode=Mode.UNRESTRICTED, sandbox=SandboxInfo(available=False))
+    ctx = ToolContext(
+        cwd=tmp_path,
+        mode=Mode.UNRESTRICTED,
+        commands=CommandRunner(info=SandboxInfo(available=False)),
+    )
     rg = ks.find_rg()
     assert rg is not None
     spec = ks.rg_spec(ctx, tmp_path, rg)

@@ -23,9 +23,11 @@ from pathlib import Path
 import pytest
 
 from phoenix_nb import sandbox
+from phoenix_nb.commands import CommandRunner
 from phoenix_nb.core.values import Mode, ToolResult
+from phoenix_nb.sandbox import SandboxInfo
 from phoenix_nb.tools import keyword_search as ks
-from phoenix_nb.tools.base import SandboxInfo, ToolContext
+from phoenix_nb.tools.base import ToolContext
 from phoenix_nb.tools.bash import BashTool
 from phoenix_nb.tools.keyword_search import KeywordSearchTool
 
@@ -70,7 +72,12 @@ def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[World]:
 
 
 def ctx(cwd: Path, mode: Mode = Mode.RESTRICTED, info: SandboxInfo = HIDING) -> ToolContext:
-    return ToolContext(cwd=cwd, mode=mode, sandbox=info, conversation_id="attack")
+    return ToolContext(
+        cwd=cwd,
+        mode=mode,
+        commands=CommandRunner(group="attack", info=info),
+        conversation_id="attack",
+    )
 
 
 async def search(cwd: Path, mode: Mode = Mode.RESTRICTED) -> ToolResult:

@@ -10,13 +10,17 @@ from typing import Any
 
 import pytest
 
+from phoenix_nb.commands import CommandRunner
 from phoenix_nb.core.values import Mode, ToolResult
-from phoenix_nb.tools.base import RESTRICTED_PATCH_MESSAGE, SandboxInfo, ToolContext
+from phoenix_nb.sandbox import SandboxInfo
+from phoenix_nb.tools.base import RESTRICTED_PATCH_MESSAGE, ToolContext
 from phoenix_nb.tools.patch import PatchTool
 
 
 def ctx_for(cwd: Path, mode: Mode = Mode.UNRESTRICTED) -> ToolContext:
-    return ToolContext(cwd=cwd, mode=mode, sandbox=SandboxInfo(available=True, abi=7))
+    return ToolContext(
+        cwd=cwd, mode=mode, commands=CommandRunner(info=SandboxInfo(available=True, abi=7))
+    )
 
 
 async def patch(

@@ -9,14 +9,18 @@ from typing import Any
 
 import pytest
 
+from phoenix_nb.commands import CommandRunner
 from phoenix_nb.core.values import Mode, ToolResult
-from phoenix_nb.tools.base import SandboxInfo, Tool, ToolContext
+from phoenix_nb.sandbox import SandboxInfo
+from phoenix_nb.tools.base import Tool, ToolContext
 from phoenix_nb.tools.declared import REQUEST_MODE_UPGRADE, SPAWN_AGENTS, SUBMIT_RESULT
-from phoenix_nb.tools.registry import api_tool_specs, find_tool, run_tool, tools_for
+from phoenix_nb.tools.registry import api_tool_specs, find_tool, run_tool, tool_traits, tools_for
 
 
 def ctx_for(cwd: Path) -> ToolContext:
-    return ToolContext(cwd=cwd, mode=Mode.UNRESTRICTED, sandbox=SandboxInfo(available=True))
+    return ToolContext(
+        cwd=cwd, mode=Mode.UNRESTRICTED, commands=CommandRunner(info=SandboxInfo(available=True))
+    )
 
 
 def test_parent_tools_have_no_submit_result() -> None:
@@ -154,3 +158,28 @@ async def test_run_tool_dispatches_to_the_real_tool(tmp_path: Path) -> None:
     assert find_tool(tools, "nope") is None
     result = await run_tool(tools, "think", {"thoughts": "hm"}, ctx_for(tmp_path), "tu")
     assert result.content == "recorded"
+
+
+def test_each_tool_declares_its_record_group_and_summary_field() -> None:
+    """The registry's table is what the tools say (`Tool.group`, `Tool.summary_field`),
+    and for our tools it is the grouping stored histories were always shown with."""
+    tools = {t.name: t for t in (*tools_for(is_sub_agent=False), *tools_for(is_sub_agent=True))}
+    traits = tool_traits(tools.values())
+    for tool in tools.values():
+        assert traits.group(tool.name) == tool.group in ("read", "write", "bash", "other")
+        assert traits.summary_field(tool.name) == tool.summary_field
+    assert {n: (traits.group(n), traits.summary_field(n)) for n in tools} == {
+        "bash": ("bash", "command"),
+        "patch": ("write", "path"),
+        "keyword_search": ("read", "query"),
+        "think": ("other", "thoughts"),
+        "inspect_variables": ("other", ""),
+        "kernel_history": ("other", ""),
+        "run_python": ("other", ""),
+        "propose_cell": ("other", ""),
+        "edit_cell": ("other", ""),
+        "insert_cell": ("other", ""),
+        "request_mode_upgrade": ("other", "reason"),
+        "spawn_agents": ("other", ""),
+        "submit_result": ("other", "result"),
+    }

@@ -18,8 +18,10 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+from phoenix_nb.commands import CommandRunner
 from phoenix_nb.core.values import Mode, ToolResult
-from phoenix_nb.tools.base import SandboxInfo, Tool, ToolContext
+from phoenix_nb.sandbox import SandboxInfo
+from phoenix_nb.tools.base import Tool, ToolContext
 from phoenix_nb.tools.registry import tools_for
 from phoenix_nb.tools.schema import validate
 
@@ -79,7 +81,11 @@ def safe(name: str, value: Any) -> bool:
 
 def run_once(tool: Tool, value: Any, mode: Mode) -> ToolResult:
     with tempfile.TemporaryDirectory() as tmp:
-        ctx = ToolContext(cwd=Path(tmp), mode=mode, sandbox=SandboxInfo(available=True, abi=7))
+        ctx = ToolContext(
+            cwd=Path(tmp),
+            mode=mode,
+            commands=CommandRunner(info=SandboxInfo(available=True, abi=7)),
+        )
         return asyncio.run(tool.run(value, ctx, "toolu_fuzz"))
 
 

@@ -1,13 +1,16 @@
 """Cgroups that bound a whole command tree: one budget per conversation.
 
 One job: find where this process may create cgroups (v2 unified, or the v1
-``memory`` and ``pids`` hierarchies), build ``<base>/phoenix-<owner>/<group>/
-<command>`` directories, write the limits on the group (a conversation: its
-foreground commands and background jobs share one ``memory`` and ``pids``
-budget), place processes, list members (the escape-proof kill sweep) and read
-which limit was hit. Memory counted by the memory controller includes page
-cache, tmpfs and shmem pages the tree touches (its TMPDIR, /dev/shm, memfds,
-SysV shm), which per-process ``RLIMIT_AS`` never saw.
+``memory`` and ``pids`` hierarchies), build ``<base>/phoenix-u<uid>-<owner>/<group>/
+<command>`` directories (the kernel's own directory is named after its user too, and
+made 0700: on a shared host, a JupyterHub, two users' kernels whose conversations
+have the same group name never share a cgroup, and neither can list the other's),
+write the limits on the group (a conversation: its foreground commands and
+background jobs share one ``memory`` and ``pids`` budget), place processes,
+list members (the escape-proof kill sweep) and read which limit was hit. Memory
+counted by the memory controller includes page cache, tmpfs and shmem pages the
+tree touches (its TMPDIR, /dev/shm, memfds, SysV shm), which per-process
+``RLIMIT_AS`` never saw.
 
 Standard library only (the launcher loads it by file path). Where no cgroup
 can be created at all (an undelegated cgroup v2 subtree, a read-only cgroupfs)
@@ -71,9 +74,38 @@ def _own_paths() -> dict[str, str]:
     return paths
 
 
+def owner_dir(owner: str, uid: int | None = None) -> str:
+    """The name of a kernel's own cgroup directory: ``phoenix-u<uid>-<owner>``."""
+    return f"phoenix-u{os.getuid() if uid is None else uid}-{owner}"
+
+
+def _owner_of(name: str) -> str | None:
+    """The owner a directory of this uid's kernels is named after (None: not ours).
+    Names without the uid (``phoenix-<pid>-<start>``) come from older versions."""
+    mine = f"phoenix-u{os.getuid()}-"
+    if name.startswith(mine):
+        return name[len(mine) :]
+    if name.startswith("phoenix-") and name[len("phoenix-") : len("phoenix-") + 1].isdigit():
+        return name[len("phoenix-") :]
+    return None
+
+
+def _private_dir(path: str) -> None:
+    """Make ``path`` (its parent exists) mode 0700 if it is missing. cgroupfs makes
+    directories 0755 whatever mkdir asks, so the mode is set after; where the hierarchy
+    refuses a mode change the directory stays as made (root-owned groups are
+    writable by root alone anyway)."""
+    try:
+        os.mkdir(path)
+    except FileExistsError:
+        return
+    with contextlib.suppress(OSError):
+        os.chmod(path, 0o700)
+
+
 def _try_dir(base: str, owner: str) -> str:
-    path = os.path.join(base, f"phoenix-{owner}")
-    os.makedirs(path, exist_ok=True)
+    path = os.path.join(base, owner_dir(owner))
+    _private_dir(path)
     return path
 
 
@@ -259,7 +291,7 @@ def make_group(
         dirs = tuple(os.path.join(g, command) for g in group_dirs)
         try:
             for base in setup.bases:
-                os.makedirs(base, exist_ok=True)  # a sweep may have taken the owner's dir
+                _private_dir(base)  # a sweep may have taken the owner's dir
                 if setup.version == 2:
                     _write(os.path.join(base, "cgroup.subtree_control"), "+memory +pids")
             fresh = not all(os.path.isdir(g) for g in group_dirs)
@@ -369,12 +401,14 @@ def set_limits(
 
 
 def remove_stale(setup: CgroupSetup, alive: object) -> None:
-    """Remove empty cgroups of kernels that are gone (``alive(owner) -> bool``)."""
+    """Remove empty cgroups of this uid's kernels that are gone (``alive(owner) -> bool``);
+    another user's are theirs to sweep."""
     for base in setup.bases:
         parent = os.path.dirname(base)
         with contextlib.suppress(OSError):
             for name in os.listdir(parent):
-                if not name.startswith("phoenix-") or alive(name[len("phoenix-") :]):  # type: ignore[operator]
+                owner = _owner_of(name)
+                if owner is None or alive(owner):  # type: ignore[operator]
                     continue
                 _rmdir_tree(os.path.join(parent, name))
 

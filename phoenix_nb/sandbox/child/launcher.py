@@ -52,15 +52,18 @@ message with two file descriptors attached: the command's output and a
 status pipe. The supervisor writes JSON lines to the status pipe: first
 ``{"pid": <supervisor>, "pgid": <group to kill>, "tmpdir": path}`` (before the
 command may run), at the end ``{"exit", "signal", "killed", "limits": [...]}``.
-The kernel side parses each of these once (``sandbox/protocol.py``: ``Hello``,
-``Started``, ``ExitReport``). The caller stops a command by SIGKILLing its
-process group and sending SIGTERM to the supervisor; a caller that closes the
-status pipe early gets the same.
+Both sides use the same types (``sandbox/protocol.py``, standard library only,
+loaded here by path): the spare parses each request once into a ``Request`` (a
+malformed one is refused, and the caller reads why on its status pipe), and the
+kernel side parses the answers once (``Hello``, ``Started``, ``ExitReport``).
+The caller stops a command by SIGKILLing its process group and sending SIGTERM
+to the supervisor; a caller that closes the status pipe early gets the same.
 
 This file is run as a script (``python -I child/launcher.py``); it loads its
-sibling modules ``confine``, ``cgroup`` and ``cleanup`` by file path and never
-imports the phoenix_nb package (an import-linter contract holds the whole
-``child`` package to the standard library plus pyseccomp and landlockpy).
+sibling modules ``confine``, ``cgroup`` and ``cleanup`` and the sandbox's
+``protocol`` by file path and never imports the phoenix_nb package (an
+import-linter contract holds the whole ``child`` package to the standard library
+plus pyseccomp and landlockpy).
 """
 
 from __future__ import annotations
@@ -76,20 +79,26 @@ import socket
 import sys
 import tempfile
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # for mypy only: at run time it is loaded by path, below
+    from phoenix_nb.sandbox.protocol import Request
 
 
-def _load(name: str) -> ModuleType:
+def _load(name: str, parent: bool = False) -> ModuleType:
+    """A sibling module (``parent``: one of the sandbox package, beside ``child/``)."""
     if __package__:  # imported as phoenix_nb.sandbox.child.launcher (kernel side)
-        return importlib.import_module(f"{__package__}.{name}")
+        package = __package__.rpartition(".")[0] if parent else __package__
+        return importlib.import_module(f"{package}.{name}")
     full = f"_phoenix_{name}"
     if full in sys.modules:
         return sys.modules[full]
+    here = os.path.dirname(os.path.abspath(__file__))
     spec = importlib.util.spec_from_file_location(
-        full, os.path.join(os.path.dirname(os.path.abspath(__file__)), f"{name}.py")
+        full, os.path.join(os.path.dirname(here) if parent else here, f"{name}.py")
     )
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
@@ -101,6 +110,8 @@ def _load(name: str) -> ModuleType:
 confine: Any = _load("confine")
 cgroups: Any = _load("cgroup")
 cleanup: Any = _load("cleanup")
+# The wire types, shared with the kernel (``sandbox/protocol.py``, standard library only).
+protocol: Any = _load("protocol", parent=True)
 
 _SWEEP_WAIT = 0.01  # seconds between kill rounds while killed processes exit
 SPARES = 2  # spare supervisors kept ready per socket
@@ -273,7 +284,7 @@ def kill_tree(me: int, pgid: int | None, group: Any = None) -> None:
 
 
 def _exec_command(
-    req: dict[str, Any],
+    req: Request,
     out_fd: int,
     restrictions: Restrictions | None,
     tmpdir: str | None,
@@ -284,8 +295,8 @@ def _exec_command(
 
     stdout (and stderr, unless the request discards it) go to `out_fd`; a failure
     to start is written to stdout, so the caller reads why even when stderr is discarded.
-    ``extra``: the caller's own stdin pipe (``req["stdin"]``) and then its own stderr
-    pipe (``req["separate_stderr"]``), in that order, for a long-lived server that
+    ``extra``: the caller's own stdin pipe (``req.stdin``) and then its own stderr
+    pipe (``req.separate_stderr``), in that order, for a long-lived server that
     speaks a protocol on stdin/stdout (MCP); otherwise stdin is /dev/null.
     ``read_only``: every mount but the command's own TMPDIR and /dev/shm is
     read-only (``confine.make_read_only``), so truncation is the mounts' to refuse
@@ -293,31 +304,31 @@ def _exec_command(
     """
     try:
         given = list(extra)
-        stdin_fd = given.pop(0) if req.get("stdin") and given else None
-        stderr_fd = given.pop(0) if req.get("separate_stderr") and given else None
+        stdin_fd = given.pop(0) if req.stdin and given else None
+        stderr_fd = given.pop(0) if req.separate_stderr and given else None
         os.dup2(stdin_fd if stdin_fd is not None else os.open("/dev/null", os.O_RDONLY), 0)
         os.dup2(out_fd, 1)
         if stderr_fd is not None:
             os.dup2(stderr_fd, 2)
-        elif req.get("discard_stderr"):
+        elif req.discard_stderr:
             os.dup2(os.open("/dev/null", os.O_WRONLY), 2)
         else:
             os.dup2(out_fd, 2)
         os.closerange(3, 65536)
-        if not req.get("restricted"):
-            os.chdir(req["cwd"])
-        for name, value in req.get("rlimits", {}).items():
+        if not req.restricted:
+            os.chdir(req.cwd)
+        for name, value in req.rlimits.items():
             limit = getattr(resource, name)
             resource.setrlimit(limit, (value, value))
         for sig in (signal.SIGTERM, signal.SIGPIPE, signal.SIGXFSZ, signal.SIGINT):
             signal.signal(sig, signal.SIG_DFL)
         signal.pthread_sigmask(signal.SIG_SETMASK, [])
-        env = dict(req["env"])
-        if req.get("restricted"):
+        env = dict(req.env)
+        if req.restricted:
             if restrictions is None:
                 raise RuntimeError("seccomp is unavailable")
             ns = restrictions.namespaces
-            writable = list(req.get("writable", []))
+            writable = list(req.writable)
             if tmpdir:
                 writable.append(tmpdir)
                 env["TMPDIR"] = tmpdir
@@ -337,10 +348,10 @@ def _exec_command(
             # Only now: an ordinary user's placeholders over hidden folders are its
             # own (it cannot give them away), and with its namespace's capabilities
             # it could still have entered one as its working directory.
-            os.chdir(req["cwd"])
+            os.chdir(req.cwd)
             plan = restrictions.landlock
             seccomp = restrictions.seccomp
-            if req.get("network") and not (ns is not None and ns.net):
+            if req.network and not (ns is not None and ns.net):
                 # The network grant without namespaces: the host's network is the
                 # only one, so inet sockets (seccomp) and TCP (Landlock) are allowed.
                 # Compiled here, once per granted command (an MCP server's start).
@@ -349,11 +360,11 @@ def _exec_command(
                 seccomp = confine.compile_seccomp_filter(profile)
             if read_only:
                 plan = plan.without_truncate()
-                confine.apply_landlock(plan, writable, req["devices"], near=[req["cwd"]])
+                confine.apply_landlock(plan, writable, list(req.devices), near=[req.cwd])
             else:
-                confine.apply_landlock(plan, writable, req["devices"])
+                confine.apply_landlock(plan, writable, list(req.devices))
             seccomp.load()
-        os.execve(req["argv"][0], req["argv"], env)
+        os.execve(req.argv[0], req.argv, env)
     except BaseException as exc:
         try:
             os.write(1, f"phoenix sandbox: cannot start command: {exc}\n".encode())
@@ -361,11 +372,12 @@ def _exec_command(
             os._exit(126)
 
 
-def _recv_request(chan: socket.socket, nfds: int) -> tuple[dict[str, Any], list[int]]:
+def _recv_request(chan: socket.socket, nfds: int) -> tuple[Request, list[int]]:
+    """The request the supervisor passes on (it parsed it already: `spare`)."""
     data, fds, _flags, _addr = socket.recv_fds(chan, 1 << 20, nfds)
     if not data:
         os._exit(0)  # the supervisor went away without a request
-    return json.loads(data), fds
+    return protocol.Request.parse(data), fds
 
 
 def _plain_command(chan: socket.socket, restrictions: Restrictions | None, tmpdir: str) -> None:
@@ -377,9 +389,7 @@ def _plain_command(chan: socket.socket, restrictions: Restrictions | None, tmpdi
             os._exit(126)
     except BaseException:
         os._exit(126)
-    _exec_command(
-        req, fds[0], restrictions, tmpdir if req.get("restricted") else None, extra=fds[1:]
-    )
+    _exec_command(req, fds[0], restrictions, tmpdir if req.restricted else None, extra=fds[1:])
 
 
 def _namespaced_side(
@@ -507,15 +517,15 @@ def _namespace_command(
     req, fds = _recv_request(chan, 3)
     out_fd = fds[0]
     try:
-        size, inodes = int(req["tmp_bytes"]), int(req["tmp_inodes"])
+        size, inodes = req.tmp_bytes, req.tmp_inodes
         confine.mount_tmpfs(tmpdir, size, inodes)
         confine.mount_tmpfs("/dev/shm", size, inodes)
         # Write grants: after the read-only remount, before the placeholders (a
         # hidden path below a granted one stays hidden).
-        for path in req.get("writable", []):
+        for path in req.writable:
             confine.bind_writable(path)
         if restrictions.placeholders[0]:
-            failed = confine.hide_paths(req.get("hidden", []), restrictions.placeholders)
+            failed = confine.hide_paths(list(req.hidden), restrictions.placeholders)
             if failed:
                 raise OSError(f"could not hide {failed}")
     except BaseException as exc:
@@ -527,7 +537,7 @@ def _namespace_command(
             os.write(out_fd, f"phoenix sandbox: {why}; it was not run\n".encode())
             os.write(ctl_w, json.dumps({"linger": False, "refused": why}).encode())
         os._exit(126)
-    os.write(ctl_w, json.dumps({"linger": bool(req.get("linger"))}).encode())
+    os.write(ctl_w, json.dumps({"linger": req.linger}).encode())
     os.close(ctl_w)
     chan.close()
     _exec_command(req, out_fd, restrictions, tmpdir, read_only, extra=fds[1:])
@@ -609,16 +619,16 @@ def _limit_report(group: Any, before: dict[str, int] | None) -> list[str]:
     return [name for name in ("memory", "pids") if after.get(name, 0) > before.get(name, 0)]
 
 
-def _group_name(req: Mapping[str, Any]) -> str:
-    name = str(req.get("group") or "unrestricted")
+def _group_name(req: Request) -> str:
+    name = req.group or "unrestricted"
     return "".join(c for c in name if c.isalnum() or c in "-_")[:64] or "unrestricted"
 
 
-def _budget(req: Mapping[str, Any]) -> tuple[str, int | None, int | None]:
+def _budget(req: Request) -> tuple[str, int | None, int | None]:
     """The cgroup a request's command goes in: (group, memory, pids); no limits Unrestricted."""
-    if not req.get("restricted"):
+    if not req.restricted:
         return "unrestricted", None, None
-    return _group_name(req), req.get("memory"), req.get("max_procs")
+    return _group_name(req), req.memory, req.max_procs
 
 
 def _command_side(
@@ -757,16 +767,21 @@ def spare(
         os.write(taken_w, b"E")
         os._exit(0)
     try:
-        req = json.loads(data)
         out_fd, status_fd, *extra = fds
-    except (ValueError, TypeError):
+        req = protocol.Request.parse(data)
+    except ValueError as exc:  # too few fds, or a malformed request (protocol.ProtocolError)
+        if len(fds) >= 2 and isinstance(exc, protocol.ProtocolError):
+            # The caller reads why from its status pipe, as for any refused command.
+            why = f"the sandbox launcher refused a malformed request ({exc}); it was not run"
+            with contextlib.suppress(OSError):
+                _write_refusal(fds[1], why)
         for fd in fds:
             os.close(fd)
         os.write(taken_w, b"F")
         _discard(target, tmpdir, group)
         os._exit(0)
     os.write(taken_w, b"T" + json.dumps(_budget(req)).encode())
-    if namespaced and req.get("network") and not setup_error:
+    if namespaced and req.network and not setup_error:
         # The network grant (an MCP server's, rare): this spare's namespaces include
         # a private network; the grant's command side gets every other namespace and
         # the host's network, set up now (~5 ms) rather than kept ready.
@@ -920,7 +935,7 @@ def _discard(pid: int, tmpdir: str, group: Any = None) -> None:
 
 
 def supervise(
-    req: dict[str, Any],
+    req: Request,
     target: int,
     chan: socket.socket,
     out_fd: int,
@@ -943,20 +958,20 @@ def supervise(
 
     signal.signal(signal.SIGTERM, on_term)
     try:
-        first = {"pid": me, "pgid": target, "tmpdir": tmpdir if req.get("restricted") else ""}
+        first = {"pid": me, "pgid": target, "tmpdir": tmpdir if req.restricted else ""}
         os.write(status_fd, (json.dumps(first) + "\n").encode())
     except OSError:
         _discard(target, tmpdir, group)
         os._exit(0)
     pump: tuple[int, int] | None = None
     command_out = out_fd
-    if req.get("linger"):
+    if req.linger:
         # Background job: its output reaches the log through us, never directly.
         pipe_r, pipe_w = os.pipe()
         pump, command_out = (pipe_r, out_fd), pipe_w
         os.set_blocking(pipe_r, False)
     with contextlib.suppress(OSError):
-        socket.send_fds(chan, [json.dumps(req).encode()], [command_out, *extra])
+        socket.send_fds(chan, [req.to_wire()], [command_out, *extra])
     for fd in extra:
         with contextlib.suppress(OSError):
             os.close(fd)
@@ -1004,7 +1019,7 @@ def supervise(
                 code, sig = reported[0], reported[1] or sig
                 limits += reported[2]
                 refused = reported[3]
-        elif req.get("linger"):
+        elif req.linger:
             while True:
                 try:
                     os.waitpid(-1, 0)

@@ -32,12 +32,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from phoenix_nb.commands import credential_files
 from phoenix_nb.core.displays import ErrorDisplay, ToolErrorKind
 from phoenix_nb.core.secrets import PROVIDER_CREDENTIALS, SecretValues
 from phoenix_nb.core.values import ImageData, ToolResult
 from phoenix_nb.tools.base import SchemaTool, ToolContext
-from phoenix_nb.tools.environment import command_environment, credential_files
-from phoenix_nb.tools.environment import fork_secrets as env_fork_secrets
 from phoenix_nb.tools.kernel.fork import ForkLimits, ForkOutcome, run_in_fork
 from phoenix_nb.tools.kernel.summarize import cut, looks_secret
 from phoenix_nb.tools.kernel_port import KernelPort
@@ -92,7 +91,13 @@ def kernel_for(ctx: ToolContext, name: str, tool_use_id: str) -> KernelPort | To
 
 class KernelTool(SchemaTool):
     """A kernel tool: after the schema check, the kernel is checked once (access off,
-    no kernel attached: an error that says so) and the tool's work gets the port."""
+    no kernel attached: an error that says so) and the tool's work gets the port.
+
+    Their calls are in the record's "other" group with no summary line: the renderers
+    give each its own status line (`notebook/_render/view.py`'s ``kernel_status``)."""
+
+    group = "other"
+    summary_field = ""
 
     async def execute(
         self, input: Mapping[str, Any], ctx: ToolContext, tool_use_id: str
@@ -110,7 +115,7 @@ class KernelTool(SchemaTool):
 
 
 def fork_environment(ctx: ToolContext) -> dict[str, str]:
-    return command_environment(allow=ctx.env_allow, deny=ctx.secret_patterns).env
+    return ctx.commands.environment().env
 
 
 def secret_values(port: KernelPort, env: Mapping[str, str]) -> list[str]:
@@ -266,19 +271,17 @@ def _credential_file_values() -> list[str]:
 def fork_secrets(ctx: ToolContext, port: KernelPort) -> SecretValues:
     """Everything a fork of the kernel must not show, as of now (built in the kernel).
 
-    The provider credentials and every withheld environment value that is or
-    may be a credential (`environment.fork_secrets`), what the providers hold now
-    (`ToolContext.live_credentials`: tokens their SDKs minted, credentials botocore
+    What the conversation's runner knows (`CommandRunner.scrub_values`: the provider
+    credentials and every withheld environment value that is or may be a credential,
+    what the providers hold now: tokens their SDKs minted, credentials botocore
     resolved), the secret fields of every credential file the SDKs read, the
     values of secret-named variables, the literals the input history assigned
     to secret-named variables, and the
     kernel's session key and connection info. Reads only exact str/bytes
     values and the history's text: no user code runs in the kernel.
     """
-    withheld = command_environment(allow=ctx.env_allow, deny=ctx.secret_patterns).withheld
-    values = env_fork_secrets(withheld)
+    values = ctx.commands.scrub_values()
     values += _credential_file_values()
-    values += ctx.live_credentials()
     values += secret_values(port, {})
     values += _history_literals(port)
     return SecretValues.of(values) | port.connection_secrets()
@@ -348,9 +351,7 @@ async def fork_job(
         port=port,
         env=fork_environment(ctx),
         cwd=ctx.cwd,
-        confine=confine,
+        confine=ctx.commands if confine else None,
         limits=ForkLimits(timeout=timeout),
-        conversation_id=ctx.conversation_id,
         secrets=secrets,
-        sandbox_policy=ctx.sandbox_policy,
     )

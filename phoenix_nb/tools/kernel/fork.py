@@ -22,12 +22,14 @@ What the child does before it runs anything of the job (order matters):
    display channels (`KernelPort.enter_child`): nothing is ever sent to the
    front end from a child;
 5. replaces the environment with the same allowlisted one bash gets
-   (`tools/environment.py`) and overwrites the process's initial environment
+   (`commands/environment.py`) and overwrites the process's initial environment
    block, which `/proc/self/environ` would still show, and makes every shared
    mapping private, whatever its protection (copy-on-write does not cover
    MAP_SHARED memory; `fork_memory.privatize_shared_mappings`);
 6. for Restricted work, confines itself with the sandbox's documented entry
-   point, `sandbox.confine_forked_child`: the conversation's
+   point, `sandbox.confine_forked_child`, applying what the conversation's
+   `CommandRunner` built in the kernel before the fork (`confine_fork`: the one
+   recipe, shared with bash, keyword_search and MCP servers): the conversation's
    cgroup budget, fresh user/network/IPC/mount/PID namespaces (it forks once
    more: the process the kernel forked becomes a silent intermediate and the
    job runs as PID 1 of the new namespace), a capped tmpfs TMPDIR, credential
@@ -80,6 +82,7 @@ from pathlib import Path
 from typing import Any
 
 from phoenix_nb import sandbox
+from phoenix_nb.commands import CommandRunner, ForkConfinement
 from phoenix_nb.core.secrets import SecretValues
 from phoenix_nb.sandbox import (
     numeric_buffers,
@@ -202,51 +205,6 @@ def sandbox_ready() -> bool:
     return sandbox.detect_sandbox().available
 
 
-@dataclass
-class _Confined:
-    """What the kernel prepares before a confined fork, and cleans up after it."""
-
-    policy: sandbox.ChildPolicy
-    cgroup: sandbox.ChildCgroup | None
-    counters: dict[str, int]
-
-    def limits_hit(self) -> list[str]:
-        return self.cgroup.limits_hit(self.counters) if self.cgroup is not None else []
-
-    def release(self) -> None:
-        if self.cgroup is not None:
-            self.cgroup.kill_members()
-            with contextlib.suppress(OSError):
-                self.cgroup.remove()
-
-
-def _prepare(
-    conversation_id: str,
-    cwd: str,
-    env: Mapping[str, str],
-    tmpdir: str,
-    limits: ForkLimits,
-    sandbox_policy: sandbox.SandboxPolicy,
-) -> _Confined:
-    """The sandbox policy for one fork, built in the kernel (no user code involved)."""
-    own = int(Path("/proc/self/statm").read_text().split()[0]) * resource.getpagesize()
-    base = sandbox_policy.limits
-    adjusted = sandbox.with_limits(base, address_space=own + base.address_space)
-    # The policy first: it starts the sandbox launcher on first use, whose start-up sweep
-    # of stale cgroups would otherwise remove a cgroup made a moment before.
-    policy = sandbox.child_policy(
-        cwd=cwd,
-        env=env,
-        tmpdir=tmpdir,
-        policy=dataclasses.replace(sandbox_policy, limits=adjusted),
-        cpu_seconds=math.ceil(limits.timeout) + 2,
-    )
-    cgroup = sandbox.child_cgroup(conversation_id, adjusted)
-    if cgroup is not None:
-        policy = dataclasses.replace(policy, cgroup_procs=cgroup.procs_files)
-    return _Confined(policy, cgroup, cgroup.counters() if cgroup is not None else {})
-
-
 # ------------------------------------------------------------------------------ child
 
 
@@ -318,7 +276,7 @@ def _child(
     env: Mapping[str, str],
     cwd: str,
     tmpdir: str,
-    confined: _Confined | None,
+    confined: ForkConfinement | None,
     limits: ForkLimits,
     memory_forms: tuple[tuple[bytes, bytes], ...],
     report_scrub: bool,
@@ -477,17 +435,17 @@ async def run_in_fork(
     port: KernelPort | None,
     env: Mapping[str, str],
     cwd: str | Path,
-    confine: bool,
+    confine: CommandRunner | None,
     limits: ForkLimits | None = None,
-    conversation_id: str = "",
     secrets: SecretValues | None = None,
     report_scrub: bool = False,
-    sandbox_policy: sandbox.SandboxPolicy | None = None,
 ) -> ForkOutcome:
     """Fork the kernel, run `job(emit, sink)` in the child, collect what it emitted.
 
-    `sandbox_policy`: the conversation's (limits, deny list) for a confined
-    fork; None: the defaults.
+    `confine`: the conversation's `CommandRunner`, which builds the fork's
+    confinement (`CommandRunner.confine_fork`: its policy, hidden paths, limits,
+    cgroup budget) as it builds a Restricted command's; None: an unconfined fork
+    (rlimits only, for summaries where no sandbox exists).
 
     `secrets`: the values the child overwrites in its memory before the job
     (see the module docstring, step 7). `report_scrub`: the child reports
@@ -498,10 +456,9 @@ async def run_in_fork(
     the child joining it (another kernel's launcher sweeping "stale" groups).
     """
     forms = secrets.memory_forms() if secrets else ()
-    policy = sandbox_policy or sandbox.SandboxPolicy()
-    run = (job, port, env, cwd, confine, limits, conversation_id, policy, forms, report_scrub)
+    run = (job, port, env, cwd, confine, limits, forms, report_scrub)
     outcome = await _run_once(*run)
-    if confine and outcome.exit_code == _EXIT_CONFINE_FAILED and not outcome.records:
+    if confine is not None and outcome.exit_code == _EXIT_CONFINE_FAILED and not outcome.records:
         log.warning("phoenix: confining a fork failed, retrying once: %s", outcome.stderr.strip())
         outcome = await _run_once(*run)
     return outcome
@@ -512,16 +469,14 @@ async def _run_once(
     port: KernelPort | None,
     env: Mapping[str, str],
     cwd: str | Path,
-    confine: bool,
+    confine: CommandRunner | None,
     limits: ForkLimits | None,
-    conversation_id: str,
-    sandbox_policy: sandbox.SandboxPolicy,
     memory_forms: tuple[tuple[bytes, bytes], ...] = (),
     report_scrub: bool = False,
 ) -> ForkOutcome:
     """One fork (see `run_in_fork`).
 
-    `confine=True` requires the sandbox (`sandbox_ready()`; raises
+    A `confine` runner requires the sandbox (`sandbox_ready()`; raises
     `sandbox.SandboxError` otherwise); the fork then counts against the
     conversation's cgroup budget. Cancelling the awaiting task kills the
     child's process group and reaps it before CancelledError propagates.
@@ -533,11 +488,12 @@ async def _run_once(
     """
     limits = limits or ForkLimits()
     loop = asyncio.get_running_loop()
-    confined: _Confined | None = None
-    if confine:
+    confined: ForkConfinement | None = None
+    if confine is not None:
         tmpdir = tempfile.mkdtemp(prefix="py-", dir=sandbox.run_dir())
         try:
-            confined = _prepare(conversation_id, str(cwd), env, tmpdir, limits, sandbox_policy)
+            cpu = math.ceil(limits.timeout) + 2
+            confined = confine.confine_fork(str(cwd), env, tmpdir, cpu)
         except BaseException:
             remove_tree(tmpdir)
             raise

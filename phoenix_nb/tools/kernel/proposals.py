@@ -35,7 +35,6 @@ from phoenix_nb.core.displays import CellEditDisplay, ProposalDisplay
 from phoenix_nb.core.values import ToolResult
 from phoenix_nb.tools.base import ToolContext
 from phoenix_nb.tools.cell_edits import CellEdit, CellSeen, EditPosition, cell_diff, new_edit_id
-from phoenix_nb.tools.environment import command_environment
 from phoenix_nb.tools.kernel.access import KernelTool, redact, secret_values
 from phoenix_nb.tools.kernel_port import KernelPort, Proposal
 
@@ -118,7 +117,7 @@ def _propose(
     verb: str,
 ) -> ToolResult:
     port.cell_edits().propose(edit)
-    env = command_environment(allow=ctx.env_allow, deny=ctx.secret_patterns).env
+    env = ctx.commands.environment().env
     secrets = secret_values(port, env)
     shown = redact(cell_diff(edit.base, edit.new_source), secrets)
     brief = redact(_short_diff(edit.base, edit.new_source), secrets)

@@ -109,7 +109,7 @@ class InspectVariablesTool(KernelTool):
         timeout = min(60.0, 5.0 + SUMMARY_SECONDS * max(len(names), 3))
         secrets = fork_secrets(ctx, port)
         outcome = await fork_job(
-            ctx, port, job, timeout=timeout, confine=ctx.sandbox.available, secrets=secrets
+            ctx, port, job, timeout=timeout, confine=ctx.commands.info.available, secrets=secrets
         )
         texts = [redact(str(r.get("text", "")), secrets) for r in outcome.records]
         done = {r.get("name") for r in outcome.records}
@@ -214,7 +214,7 @@ class KernelHistoryTool(KernelTool):
 
         secrets = fork_secrets(ctx, port)
         outcome = await fork_job(
-            ctx, port, job, timeout=20.0, confine=ctx.sandbox.available, secrets=secrets
+            ctx, port, job, timeout=20.0, confine=ctx.commands.info.available, secrets=secrets
         )
         texts = [redact(str(r.get("text", "")), secrets) for r in outcome.records]
         trouble = fork_trouble(outcome, "Reading the history")

@@ -97,8 +97,8 @@ class RunPythonTool(KernelTool):
     async def use_kernel(
         self, port: KernelPort, input: Mapping[str, Any], ctx: ToolContext, tool_use_id: str
     ) -> ToolResult:
-        if not ctx.sandbox.available:
-            return error_result(tool_use_id, NO_SANDBOX.format(reason=ctx.sandbox.reason))
+        if not ctx.commands.info.available:
+            return error_result(tool_use_id, NO_SANDBOX.format(reason=ctx.commands.info.reason))
         code = str(input["code"])
         try:
             compile_cell(code)

@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 
+from phoenix_nb.commands import CommandRunner
 from phoenix_nb.notebook.interrupt import wake_loop_on_signals
 from phoenix_nb.sandbox import detect_sandbox, run_dir
 from phoenix_nb.tools.kernel.fork import ChildSink, Emit, ForkLimits, run_in_fork, sandbox_ready
@@ -38,7 +39,7 @@ async def fork(job: Any, *, confine: bool = False, timeout: float = 20.0, **kw: 
         port=kw.pop("port", None),
         env=kw.pop("env", {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}),
         cwd=kw.pop("cwd", os.getcwd()),
-        confine=confine,
+        confine=CommandRunner(group="fork-test", info=detect_sandbox()) if confine else None,
         limits=ForkLimits(timeout=timeout, **kw),
     )
 

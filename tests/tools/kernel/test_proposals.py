@@ -8,9 +8,11 @@ from pathlib import Path
 
 import pytest
 
+from phoenix_nb.commands import CommandRunner
 from phoenix_nb.core.displays import CellEditDisplay, read_stored, stored_display
 from phoenix_nb.core.values import Mode
-from phoenix_nb.tools.base import SandboxInfo, ToolContext
+from phoenix_nb.sandbox import SandboxInfo
+from phoenix_nb.tools.base import ToolContext
 from phoenix_nb.tools.cell_edits import EditBook, EditOutcome
 from phoenix_nb.tools.kernel import EditCellTool, InsertCellTool, outcome_note
 from phoenix_nb.tools.kernel_port import DictKernel, HistoryEntry
@@ -24,10 +26,10 @@ def ctx_for(kernel: DictKernel | None, **kw: object) -> ToolContext:
     return ToolContext(
         cwd=Path.cwd(),
         mode=Mode.RESTRICTED,
-        sandbox=SandboxInfo(available=False),
+        commands=CommandRunner(group="conv-1", info=SandboxInfo(available=False)),
         conversation_id="conv-1",
         kernel=kernel,
-        **kw,  # type: ignore[arg-type]
+        **kw,
     )
 
 

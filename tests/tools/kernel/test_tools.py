@@ -20,9 +20,10 @@ import pandas as pd
 import pytest
 from matplotlib.figure import Figure
 
+from phoenix_nb.commands import CommandRunner
 from phoenix_nb.core.values import Mode
-from phoenix_nb.sandbox import detect_sandbox
-from phoenix_nb.tools.base import SandboxInfo, ToolContext
+from phoenix_nb.sandbox import SandboxInfo, detect_sandbox
+from phoenix_nb.tools.base import ToolContext
 from phoenix_nb.tools.kernel import (
     InspectVariablesTool,
     KernelHistoryTool,
@@ -107,7 +108,7 @@ def ctx_for(kernel: DictKernel | None, mode: Mode = Mode.RESTRICTED, **kw: Any) 
     return ToolContext(
         cwd=Path.cwd(),
         mode=mode,
-        sandbox=kw.pop("sandbox", detect_sandbox()),
+        commands=CommandRunner(group="conv-1", info=kw.pop("sandbox", detect_sandbox())),
         conversation_id="conv-1",
         kernel=kernel,
         **kw,

@@ -12,16 +12,17 @@ from pathlib import Path
 
 import pytest
 
+from phoenix_nb.commands import CommandRunner
+from phoenix_nb.commands.environment import (
+    command_environment,
+    value_embeds_credential,
+    withheld_summary,
+)
 from phoenix_nb.core.values import Mode
 from phoenix_nb.sandbox import detect_sandbox
 from phoenix_nb.testing import FakeAnthropic, Turn, text, tool_use
 from phoenix_nb.tools.base import ToolContext
 from phoenix_nb.tools.bash import BashTool
-from phoenix_nb.tools.environment import (
-    command_environment,
-    value_embeds_credential,
-    withheld_summary,
-)
 from tests.notebook.kernel_harness import Kernel
 
 SANDBOX = detect_sandbox()
@@ -107,7 +108,9 @@ def secret_env(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 async def env_of(tmp_path: Path, mode: Mode, allow: tuple[str, ...] = ()) -> dict[str, str]:
-    ctx = ToolContext(cwd=tmp_path, mode=mode, sandbox=SANDBOX, env_allow=allow)
+    ctx = ToolContext(
+        cwd=tmp_path, mode=mode, commands=CommandRunner(info=SANDBOX, env_allow=allow)
+    )
     result = await BashTool().run({"command": "env -0"}, ctx, "t")
     assert not result.is_error, result.content
     pairs = [entry.split("=", 1) for entry in result.content.split("\0") if "=" in entry]
@@ -270,7 +273,7 @@ def test_provider_credentials_never_reach_a_command_even_when_allowed() -> None:
 
 def test_credential_files_named_by_variables_are_hidden(tmp_path: Path) -> None:
     from phoenix_nb import sandbox
-    from phoenix_nb.tools.environment import credential_files
+    from phoenix_nb.commands.environment import credential_files
 
     key_file = tmp_path / "service-account.json"
     key_file.write_text("{}")
@@ -285,7 +288,7 @@ def test_credential_files_named_by_variables_are_hidden(tmp_path: Path) -> None:
 
 
 def test_fork_secrets_are_the_withheld_values_that_may_be_credentials() -> None:
-    from phoenix_nb.tools.environment import fork_secrets
+    from phoenix_nb.commands.environment import fork_secrets
 
     source = {
         **PROVIDER_KEYS,

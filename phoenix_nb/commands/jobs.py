@@ -1,7 +1,7 @@
 """The background jobs of one `Phoenix`: detached commands its conversations can stop.
 
 An object, not module state: the `Phoenix` that owns the conversations owns
-their jobs (``Services.jobs`` -> ``ToolContext.jobs``), so two `Phoenix`
+their jobs (``Services.jobs`` -> ``CommandRunner.jobs``), so two `Phoenix`
 objects in one process never see or kill each other's. The bash tool adds a
 job when it starts one; the runtime stops them when the mode goes back to
 Restricted and kills them when a conversation ends.
