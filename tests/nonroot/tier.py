@@ -14,9 +14,13 @@ root. Run as root, this:
    each hierarchy (v1: ``memory`` and ``pids``; v2: the unified one), owned by the
    user (the directory, ``cgroup.procs`` and, on v2, ``cgroup.subtree_control`` and
    ``cgroup.threads``), and starts the user's pytest inside it; removed afterwards;
-4. runs ``python -m pytest -p no:cacheprovider <args>`` as the user (``runuser``)
-   from this checkout (which the user must be able to read), in a temporary folder
-   of its own, with ``PHOENIX_TEST_TIER`` = ``user`` or ``user-cgroup`` telling the
+4. lets the user reach this checkout: a fresh clone may sit under a folder only
+   root can enter (``mktemp -d`` makes 0700 folders, as ``ci-under-load`` does), so
+   every folder above the checkout that the user cannot search gets search
+   permission for others (``o+x``: enter, not list), said in one line each;
+5. runs ``python -m pytest -p no:cacheprovider <args>`` as the user (``runuser``)
+   from this checkout (its files are readable, as git checks them out), in a
+   temporary folder of its own, with ``PHOENIX_TEST_TIER`` = ``user`` or ``user-cgroup`` telling the
    tests what this tier must show.
 
 Usage: ``python -m tests.nonroot.tier [--cgroup] [--user NAME] -- <pytest args>``.
@@ -36,7 +40,7 @@ import sysconfig
 import time
 from pathlib import Path
 
-__all__ = ["delegate_cgroup", "ensure_user", "main", "remove_cgroup", "user_venv"]
+__all__ = ["delegate_cgroup", "ensure_user", "let_reach", "main", "remove_cgroup", "user_venv"]
 
 REPO = Path(__file__).resolve().parents[2]
 SYSTEM_PYTHON = "/usr/bin/python3"
@@ -52,6 +56,28 @@ def ensure_user(name: str) -> pwd.struct_passwd:
         useradd = shutil.which("useradd") or "/usr/sbin/useradd"
         subprocess.run([useradd, "-m", "-s", "/bin/bash", name], check=False)
         return pwd.getpwnam(name)
+
+
+def _can_search(folder: Path, user: pwd.struct_passwd) -> bool:
+    """Whether `user` may enter `folder`, by its mode bits (no ACLs here)."""
+    info = folder.stat()
+    if info.st_uid == user.pw_uid:
+        return bool(info.st_mode & 0o100)
+    if info.st_gid in os.getgrouplist(user.pw_name, user.pw_gid):
+        return bool(info.st_mode & 0o010)
+    return bool(info.st_mode & 0o001)
+
+
+def let_reach(path: Path, user: pwd.struct_passwd) -> list[Path]:
+    """Give others search permission on every folder above `path` (and `path`) that
+    `user` cannot enter; returns those folders. Search only: nothing becomes listable."""
+    changed = []
+    for folder in [*reversed(path.resolve().parents), path.resolve()]:
+        if not _can_search(folder, user):
+            folder.chmod(folder.stat().st_mode | 0o001)
+            changed.append(folder)
+            print(f"tier: {user.pw_name} may now enter {folder} (o+x)", flush=True)
+    return changed
 
 
 def user_venv(path: Path) -> Path:
@@ -175,6 +201,7 @@ def main(argv: list[str] | None = None) -> int:
     if os.geteuid() != 0:
         raise SystemExit("tier: run as root (it makes the user and delegates its cgroup)")
     user = ensure_user(args.user)
+    let_reach(REPO, user)
     python = user_venv(Path(args.venv).resolve())
     tier = "user-cgroup" if args.cgroup else "user"
     env = {
