@@ -45,7 +45,7 @@ from datetime import UTC, datetime
 from functools import partial
 from typing import Any, Protocol
 
-from aiohttp import ClientSession, ClientTimeout, DummyCookieJar, web
+from aiohttp import ClientSession, ClientTimeout, DummyCookieJar, TCPConnector, web
 from yarl import URL
 
 from phoenix_nb.errors import PhoenixError
@@ -424,7 +424,11 @@ class Gateway:
             # stall timeout bounds the gaps between chunks
             # no cookie jar: the session is shared by every user, and a cookie the
             # upstream sets for one (a CDN's) must not ride along on the others'
+            # no pool limit: each answer holds its connection for as long as it streams,
+            # so aiohttp's default of 100 would make the hub's 101st user wait, with no
+            # timeout, for someone else's answer to end; the open requests are the bound
             self._client = ClientSession(
+                connector=TCPConnector(limit=0),
                 timeout=ClientTimeout(total=None, sock_connect=10),
                 auto_decompress=False,
                 cookie_jar=DummyCookieJar(),
@@ -653,7 +657,25 @@ def main() -> None:
         file=sys.stderr,
         flush=True,
     )
-    web.run_app(make_app(gateway), host=host, port=port, print=None)
+    serve(gateway, host, port)
+
+
+def serve(gateway: Gateway, host: str, port: int) -> None:
+    """Run the gateway until it is stopped (SIGTERM/SIGINT), on uvloop where installed.
+
+    The gateway is a hop on every model request of every kernel: what it adds to the
+    time to first text is mostly the event loop's own work per wake-up (accept, read,
+    write, the upstream's socket), which uvloop does in C. `phoenix_nb[hub]` installs it;
+    without it (another platform, a bare install) the standard loop serves the same."""
+    web.run_app(make_app(gateway), host=host, port=port, print=None, loop=_event_loop())
+
+
+def _event_loop() -> asyncio.AbstractEventLoop:
+    try:
+        import uvloop  # optional: the hub extra's speed-up, not a need
+    except ImportError:
+        return asyncio.new_event_loop()
+    return uvloop.new_event_loop()
 
 
 if __name__ == "__main__":

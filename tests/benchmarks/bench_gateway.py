@@ -1,15 +1,16 @@
 """The phoenix gateway's cost: a streamed turn through it against the same turn direct.
 
-The gateway runs as its own process (as the Hub runs it), with a table of 20 users'
-tokens in place of the Hub (the Hub's token check is cached by HubAuth, so a turn
+The gateway runs as its own process, served as `python -m phoenix_nb.hub.gateway`
+serves it (`serve`: uvloop where installed, as `phoenix_nb[hub]` installs it), with a
+table of 20 users' tokens in place of the Hub (the Hub's token check is cached by HubAuth, so a turn
 pays it once a minute); the fake upstream runs in this process and checks the
 admin's key. Measured in the same run, alternating, best and median of several
 rounds: time to first text and total time of one streamed turn (through the real
 provider, `AnthropicProvider`), then 20 users' turns at once through one gateway
 process against the same 20 direct. Target: through <= 1.2x direct.
 
-A bare pass-through (aiohttp, one shared upstream session, nothing checked, metered
-or written) runs beside it as the floor of any Python hop on this machine: what
+A bare pass-through (aiohttp on the same loop, one shared upstream session, nothing
+checked, metered or written) runs beside it as the floor of any Python hop on this machine: what
 the gateway adds above that floor is its own cost; what the floor adds above
 direct is the hop's (another process, two more HTTP parses, its wake-ups).
 
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib.util
 import json
 import os
 import socket
@@ -40,19 +42,20 @@ ADMIN_KEY = "sk-ant-bench-admin-0123456789"
 USERS = {f"tok-{i:02d}-0123456789": f"user-{i:02d}" for i in range(20)}
 SERVE = """
 import sys, json
-from aiohttp import web
-from phoenix_nb.hub import AuditLog, Gateway, make_app
+from phoenix_nb.hub import AuditLog, Gateway
+from phoenix_nb.hub.gateway import serve
 from phoenix_nb.testing.hub import TokenTable
 upstream, port, audit, users, key = sys.argv[1:6]
 gateway = Gateway(upstream=upstream, upstream_key=key, policy=None,
                   auth=TokenTable(json.loads(users)), audit=AuditLog(audit))
-web.run_app(make_app(gateway), host="127.0.0.1", port=int(port), print=None)
+serve(gateway, "127.0.0.1", int(port))
 """
 
 
 BARE = """
 import sys
 from aiohttp import ClientSession, web
+from phoenix_nb.hub.gateway import _event_loop  # the gateway's own loop (uvloop where installed)
 upstream, port, key = sys.argv[1:4]
 state = {}
 async def handle(request):
@@ -72,9 +75,13 @@ async def handle(request):
             await response.write(chunk)
         await response.write_eof()
         return response
+async def close(_app):
+    if "session" in state:
+        await state["session"].close()
 app = web.Application()
 app.router.add_route("*", "/{tail:.*}", handle)
-web.run_app(app, host="127.0.0.1", port=int(port), print=None)
+app.on_cleanup.append(close)
+web.run_app(app, host="127.0.0.1", port=int(port), print=None, loop=_event_loop())
 """
 
 
@@ -202,7 +209,11 @@ def main() -> None:
     crowd_users = {x["user"] for x in lines[-20:]}
     assert len(crowd_users) == 20, crowd_users
     load = os.getloadavg()[0]
-    print(f"one streamed turn of ~{tokens} tokens, {rounds} alternating rounds; load {load:.2f}")
+    loop = "uvloop" if importlib.util.find_spec("uvloop") else "asyncio's own (no uvloop)"
+    print(
+        f"one streamed turn of ~{tokens} tokens, {rounds} alternating rounds; load {load:.2f};"
+        f" the gateway's loop: {loop}"
+    )
     for name, index in (("time to first text", 0), ("total", 1)):
         d = [x[index] for x in direct]
         t = [x[index] for x in through]

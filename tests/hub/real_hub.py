@@ -39,8 +39,10 @@ USERS = ("phx-a", "phx-b", "phx-c")
 
 def _pins() -> list[str]:
     project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
-    # the MCP SDK too: user A's kernel starts an MCP server in the tier
-    return [*project["dependencies"], *project["optional-dependencies"]["mcp"], *HUB_PINS]
+    # the MCP SDK too: user A's kernel starts an MCP server in the tier; the hub extra
+    # as an admin installs it (uvloop for the gateway), with the Hub's pinned versions
+    extras = project["optional-dependencies"]
+    return [*project["dependencies"], *extras["mcp"], *extras["hub"], *HUB_PINS]
 
 
 def shared_venv() -> Path:

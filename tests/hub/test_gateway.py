@@ -7,6 +7,7 @@ client got (the upstream's stream, unchanged)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 import urllib.request
@@ -16,6 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from aiohttp import ClientSession, TCPConnector, web
 
 from phoenix_nb.core.values import Usage
 from phoenix_nb.hub import AuditLog, Gateway
@@ -354,3 +356,60 @@ def test_only_what_a_kernel_sends_is_forwarded_with_the_admins_key(
         urllib.request.urlopen(req, timeout=30)
     assert caught.value.code in (400, 404)
     assert upstream.requests == []
+
+
+async def test_more_answers_at_once_than_an_http_pool_holds_all_reach_the_upstream(
+    tmp_path: Path,
+) -> None:
+    """One gateway serves a whole hub, and each answer holds its upstream connection for
+    as long as it streams (minutes). This upstream answers nobody until 150 requests are
+    open at once: with aiohttp's default pool of 100 connections the 101st would wait for
+    a free one for ever, and so would everyone."""
+    wanted, arrived, everyone = 150, [], asyncio.Event()
+
+    async def answer(request: web.Request) -> web.Response:
+        arrived.append(request.headers.get("x-api-key"))
+        if len(arrived) == wanted:
+            everyone.set()
+        await asyncio.wait_for(everyone.wait(), 60)
+        usage = {"input_tokens": 10, "output_tokens": 1}
+        return web.json_response(
+            {"id": "msg_1", "type": "message", "role": "assistant", "model": MODEL,
+             "content": [{"type": "text", "text": "ok"}], "stop_reason": "end_turn",
+             "usage": usage}
+        )  # fmt: skip
+
+    app = web.Application()
+    app.router.add_post("/v1/messages", answer)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    gw = Gateway(
+        upstream=f"http://127.0.0.1:{port}",
+        upstream_key=ADMIN_KEY,
+        policy=None,
+        auth=TokenTable(TOKENS),
+        audit=AuditLog(tmp_path / "audit.jsonl"),
+    )
+    body = {"model": MODEL, "max_tokens": 10, "messages": [{"role": "user", "content": "hi"}]}
+    try:
+        with GatewayServer(gw) as server:
+            async with ClientSession(connector=TCPConnector(limit=0)) as http:
+
+                async def ask() -> int:
+                    headers = {"x-api-key": TOKEN["phx-b"]}
+                    async with http.post(
+                        server.url + "/v1/messages", json=body, headers=headers
+                    ) as r:
+                        await r.read()
+                        return r.status
+
+                statuses = await asyncio.gather(*(ask() for _ in range(wanted)))
+    finally:
+        await runner.cleanup()
+    assert statuses == [200] * wanted
+    assert arrived == [ADMIN_KEY] * wanted
+    lines = _lines(gw, wanted)
+    assert [(x["user"], x["status"]) for x in lines] == [("phx-b", "ok")] * wanted

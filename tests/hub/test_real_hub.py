@@ -208,6 +208,27 @@ def test_turns_work_for_all_three_and_each_request_is_one_audit_line(team: Team)
         assert line["dollars"] == pytest.approx(0.0045)
 
 
+def test_the_hubs_gateway_runs_on_the_loop_its_extra_installs(team: Team) -> None:
+    """`phoenix_nb[hub]` installs uvloop and `python -m phoenix_nb.hub.gateway`, as the Hub
+    starts it, serves on it: the loop bench_gateway measures is the one a hub runs."""
+    gateways = [
+        pid
+        for pid in (int(p.name) for p in Path("/proc").iterdir() if p.name.isdigit())
+        if _cmdline(pid) == [str(team.venv / "bin/python"), "-m", "phoenix_nb.hub.gateway"]
+    ]
+    assert len(gateways) == 1, gateways
+    maps = Path(f"/proc/{gateways[0]}/maps").read_text()
+    assert "/uvloop/loop." in maps, "the gateway is not on uvloop"
+
+
+def _cmdline(pid: int) -> list[str]:
+    try:
+        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:  # ended meanwhile
+        return []
+    return raw.decode(errors="replace").split("\0")[:-1]
+
+
 def test_no_provider_key_in_any_process_store_or_notebook_of_the_users(team: Team) -> None:
     key = ADMIN_KEY.encode()
     scanned = 0
