@@ -7,12 +7,26 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, sync_playwright
+from playwright.sync_api import Browser, expect, sync_playwright
 
 from phoenix_nb.testing import FakeAnthropic
-from tests.browser.lab import LabPage, LabServer, launch_browser, require_chromium, running_lab
+from tests.browser.lab import (
+    UI_TIMEOUT_MS,
+    LabPage,
+    LabServer,
+    launch_browser,
+    require_chromium,
+    running_lab,
+)
 
 E2E_MODEL = "claude-sonnet-5-5"
+
+# Every expectation waits for the page's event with a bound only a real hang reaches:
+# Playwright's default of 5 s is a guess about the scheduler, and on a busy machine a
+# kernel or a panel can take longer to settle (ci-under-load at load 4: the panel asking a
+# kernel again after its idle stayed "Connecting…" past 5 s). A wait that passes ends at
+# once; only a failing one is slower. Waits that expect to time out set their own bound.
+expect.set_options(timeout=UI_TIMEOUT_MS)
 
 
 @pytest.fixture(scope="session")

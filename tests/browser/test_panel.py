@@ -114,7 +114,7 @@ def _open_panel(lab: LabPage) -> Panel:
 
 def _load_from_the_prompt(lab: LabPage, panel: Panel) -> None:
     panel.expect_state("not-loaded")
-    expect(panel.node).to_contain_text("phoenix is not loaded")
+    expect(panel.node).to_contain_text("phoenix is not loaded", timeout=WAIT_MS)
     panel.button("Load phoenix in this kernel (%load_ext phoenix_nb)").click()
     # Shown to the user: a cell at the top that ran.
     expect(_cell(lab, 0).locator(".jp-InputPrompt")).to_have_text(
